@@ -1,0 +1,138 @@
+"""Load robot models: built-in TOML data files, user TOML files (see data/FORMAT.md), URDF."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib
+
+from .kinematics import chain_from_dh
+from .model import (LIMIT_FIELDS, DHTable, RobotModel, build_model, check_inertia_com,
+                    inertia_matrix, standard_parameters)
+
+DATA_DIR = Path(__file__).parent / "data"
+
+
+def builtin_model_names() -> list[str]:
+    return sorted(p.stem for p in DATA_DIR.glob("*.toml"))
+
+
+def load_model(name_or_path: str | Path) -> RobotModel:
+    """A built-in model by name (``panda``, ``ur5``, ...) or a model file (.toml or .urdf)."""
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix.lower() in (".toml", ".urdf", ".xml") and path.exists():
+        if path.suffix.lower() == ".toml":
+            return model_from_toml(path)
+        from .urdf import model_from_urdf
+
+        return model_from_urdf(path)
+    builtin = DATA_DIR / f"{text.lower()}.toml"
+    if builtin.exists():
+        return model_from_toml(builtin)
+    if path.suffix:
+        raise ValueError(f"robot: file {text!r} does not exist")
+    raise ValueError(f"robot: unknown model {text!r}; built-in models are {builtin_model_names()}, "
+                     "or pass a .toml/.urdf file")
+
+
+def _number(field: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{field}: expected a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{field}: must be finite, got {value!r}")
+    return v
+
+
+def model_from_toml(path: str | Path) -> RobotModel:
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from exc
+    return model_from_dict(doc, origin=str(path))
+
+
+def model_from_dict(doc: dict, origin: str = "<dict>") -> RobotModel:
+    """Build a model from the parsed TOML document (schema in data/FORMAT.md)."""
+    convention = doc.get("convention")
+    if convention not in ("mdh", "dh"):
+        raise ValueError(f"convention: expected 'mdh' or 'dh', got {convention!r} ({origin})")
+    joints = doc.get("joints")
+    if not isinstance(joints, list) or not joints:
+        raise ValueError(f"joints: expected a non-empty list of [[joints]] tables ({origin})")
+    n = len(joints)
+    names, types = [], []
+    geo = {k: np.zeros(n) for k in ("alpha", "a", "d", "theta")}
+    limits = {f: np.zeros(n) for f in LIMIT_FIELDS}
+    gear = np.ones(n)
+    rotor = np.zeros(n)
+    links = []
+    for i, j in enumerate(joints):
+        if not isinstance(j, dict):
+            raise ValueError(f"joints[{i}]: expected a table")
+        names.append(str(j.get("name", f"joint{i + 1}")))
+        jt = j.get("type")
+        if jt not in ("revolute", "prismatic"):
+            raise ValueError(f"joints[{i}].type: unknown joint type {jt!r}; expected 'revolute' or 'prismatic'")
+        types.append(jt)
+        for k in geo:
+            if k not in j:
+                raise ValueError(f"joints[{i}].{k}: missing DH value")
+            geo[k][i] = _number(f"joints[{i}].{k}", j[k])
+        for f in LIMIT_FIELDS:
+            if f not in j:
+                raise ValueError(f"joints[{i}].{f}: missing joint limit")
+            limits[f][i] = _number(f"joints[{i}].{f}", j[f])
+        gear[i] = _number(f"joints[{i}].gear_ratio", j.get("gear_ratio", 1.0))
+        rotor[i] = _number(f"joints[{i}].rotor_inertia", j.get("rotor_inertia", 0.0))
+        links.append(j.get("link"))
+    tool_doc = doc.get("tool")
+    tool_row = None
+    if tool_doc is not None:
+        tool_row = tuple(_number(f"tool.{k}", tool_doc.get(k, 0.0)) for k in ("alpha", "a", "d", "theta"))
+    fixed, tool, offsets = chain_from_dh(convention, geo["alpha"], geo["a"], geo["d"], geo["theta"],
+                                         types, tool_row)
+    inertial = np.zeros((n, 10))
+    for i, link in enumerate(links):
+        if link is None:
+            continue
+        if not isinstance(link, dict):
+            raise ValueError(f"joints[{i}].link: expected a table")
+        mass = _number(f"joints[{i}].link.mass", link.get("mass", 0.0))
+        if mass < 0:
+            raise ValueError(f"joints[{i}].link.mass: must be >= 0, got {mass}")
+        com = link.get("com", [0.0, 0.0, 0.0])
+        if not isinstance(com, list) or len(com) != 3:
+            raise ValueError(f"joints[{i}].link.com: expected 3 numbers, got {com!r}")
+        com = np.array([_number(f"joints[{i}].link.com[{k}]", c) for k, c in enumerate(com)])
+        inert = link.get("inertia", {})
+        if not isinstance(inert, dict):
+            raise ValueError(f"joints[{i}].link.inertia: expected a table with xx, xy, xz, yy, yz, zz")
+        comps = [_number(f"joints[{i}].link.inertia.{k}", inert.get(k, 0.0))
+                 for k in ("xx", "xy", "xz", "yy", "yz", "zz")]
+        I_c = inertia_matrix(*comps)
+        check_inertia_com(f"joints[{i}].link.inertia", I_c)
+        # com and inertia are given in the convention's link frame; move them to joint frame i
+        inertial[i] = standard_parameters(mass, com, I_c, offsets[i][:3, :3], offsets[i][:3, 3])
+    gravity = doc.get("gravity", [0.0, 0.0, -9.81])
+    if not isinstance(gravity, list) or len(gravity) != 3:
+        raise ValueError(f"gravity: expected 3 numbers, got {gravity!r}")
+    gravity = [_number(f"gravity[{k}]", g) for k, g in enumerate(gravity)]
+    sources = doc.get("sources", {})
+    dh = DHTable(convention, geo["alpha"].copy(), geo["a"].copy(), geo["d"].copy(), geo["theta"].copy(),
+                 tool_row)
+    return build_model(
+        name=str(doc.get("name", Path(origin).stem if origin != "<dict>" else "robot")), joint_names=names, joint_types=types,
+        fixed=fixed, tool=tool, inertial=inertial, gravity=gravity, limits=limits,
+        gear_ratio=gear, rotor_inertia=rotor, dh=dh, description=str(doc.get("description", "")),
+        sources={str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {},
+    )
