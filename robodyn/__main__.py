@@ -1,0 +1,5 @@
+import sys
+
+from robodyn.cli import main
+
+sys.exit(main())

@@ -1,0 +1,80 @@
+"""The ``robodyn`` console script.
+
+Each area of the project contributes its subcommands through a module that defines
+``register(subparsers)``; every registered handler takes the parsed ``args`` and returns an
+exit code. Errors a user can fix (``ValueError``, ``FileNotFoundError``, ``UserError``) are
+printed as one sentence, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import sys
+
+# Modules that add subcommands, in help order. A module that is not (yet) part of the
+# installed package is skipped; an import error inside an existing module is a bug and raises.
+COMMAND_MODULES = (
+    "robodyn.robot.cli",
+    "robodyn.daemon.cli",
+    "robodyn.tools.cli",
+    "robodyn.identification.cli",
+    "robodyn.identification.excitation_cli",
+    "robodyn.calibration.cli",
+    "robodyn.demo",
+)
+
+
+class UserError(Exception):
+    """An error whose message tells the user what to fix; printed without a traceback."""
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=_json_default)
+    sys.stdout.write("\n")
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="robodyn", description="Robot dynamics identification and calibration.")
+    from robodyn import __version__
+
+    parser.add_argument("--version", action="version", version=f"robodyn {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name) is None:
+            continue
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except (UserError, ValueError, FileNotFoundError) as exc:
+        print(f"robodyn {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"robodyn {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

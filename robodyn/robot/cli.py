@@ -1,0 +1,77 @@
+"""`robodyn models` and `robodyn model NAME|FILE`."""
+
+from __future__ import annotations
+
+from robodyn.cli import print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("models", help="list the built-in robot models")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_models)
+
+    p = sub.add_parser("model", help="print a robot model: joints, limits, standard and base parameters")
+    p.add_argument("robot", metavar="NAME|FILE", help="built-in model name, or a .toml / .urdf file")
+    p.add_argument("--rotor-inertia", action="store_true", help="include rotor inertia columns IA")
+    p.add_argument("--friction", default="", metavar="KINDS",
+                   help="friction columns to include: comma list of viscous,coulomb,offset")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_model)
+
+
+def cmd_models(args) -> int:
+    from .loader import builtin_model_names, load_model
+
+    rows = []
+    for name in builtin_model_names():
+        m = load_model(name)
+        rows.append({"name": name, "dof": m.dof, "description": m.description,
+                     "convention": m.dh.convention if m.dh else "urdf"})
+    if args.json:
+        print_json(rows)
+    else:
+        for r in rows:
+            print(f"{r['name']:<10} {r['dof']} DOF  {r['convention']:<4} {r['description']}")
+    return 0
+
+
+def cmd_model(args) -> int:
+    from robodyn.identification.base_params import base_parameters
+    from robodyn.identification.regressor import ColumnSpec, parameter_names
+
+    from .loader import load_model
+
+    model = load_model(args.robot)
+    spec = ColumnSpec.parse(args.rotor_inertia, args.friction)
+    base = base_parameters(model, spec)
+    report = model.summary()
+    report["parameters"] = {
+        "columns": {"rotor_inertia": spec.rotor_inertia, "friction": list(spec.friction)},
+        "standard_count": len(parameter_names(model, spec)),
+        "base_count": base.count,
+        "unidentifiable": [base.standard_names[i] for i in base.unidentifiable],
+        "base": [{"name": n, "expression": e} for n, e in zip(base.names, base.expressions())],
+    }
+    if args.json:
+        print_json(report)
+        return 0
+    print(f"{model.name}: {model.description}  ({model.dof} joints, gravity {model.gravity.tolist()})")
+    print(f"{'joint':<10}{'type':<10}{'q_min':>9}{'q_max':>9}{'qd_max':>9}{'qdd_max':>9}{'jerk_max':>10}{'tau_max':>9}")
+    for j in report["joints"]:
+        print(f"{j['name']:<10}{j['type']:<10}" + "".join(
+            f"{_fmt(j[f]):>9}" if f != "qddd_max" else f"{_fmt(j[f]):>10}"
+            for f in ("q_min", "q_max", "qd_max", "qdd_max", "qddd_max", "tau_max")))
+    par = report["parameters"]
+    cols = "inertial" + (" + rotor inertia" if spec.rotor_inertia else "") + \
+        (f" + friction ({', '.join(spec.friction)})" if spec.friction else "")
+    print(f"\nstandard parameters: {par['standard_count']} ({cols})")
+    print(f"base parameters:     {par['base_count']}")
+    print(f"unidentifiable:      {len(par['unidentifiable'])} ({' '.join(par['unidentifiable'])})")
+    print()
+    for b in par["base"]:
+        print("  " + b["expression"])
+    return 0
+
+
+def _fmt(v) -> str:
+    return v if isinstance(v, str) else f"{v:.4g}"
