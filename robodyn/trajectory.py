@@ -1,0 +1,508 @@
+"""Joint trajectories: one representation shared by the excitation designer, the daemon's
+validator and the drivers. Every family evaluates q, qd, qdd and jerk at any time.
+
+Families (serialised as documented JSON, see ``to_dict`` / ``trajectory_from_dict``):
+
+- ``fourier``        finite Fourier series, seed 000 eq. 7
+                     q_i(t) = q0_i + sum_l a_il/(wf l) sin(wf l t) - b_il/(wf l) cos(wf l t)
+- ``fourier_poly``   modified Fourier plus a 5th-order polynomial per period, seed 002 eqs. 6-7:
+                     the polynomial makes q = q_start and qd = qdd = 0 at both ends of each period
+- ``periodic_poly``  periodic polynomial, seed 001 eqs. 17-18: theta = sum_k a_k (t mod T)^k with
+                     theta(0) = theta(T) = a_0 and zero 1st..3rd derivatives at both ends
+- ``point_to_point`` quintic rest-to-rest move (used for the move to the start)
+- ``sampled``        arrays t, q (optional qd, qdd) interpolated by a quintic spline
+
+JSON document::
+
+    {"format": "robodyn.trajectory", "version": 1, "family": "...", "dof": n,
+     "params": {...family parameters...}, "robot": "panda" (optional), "meta": {...}}
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FORMAT = "robodyn.trajectory"
+VERSION = 1
+
+
+def _array(name: str, value, ndim: int, shape: tuple | None = None) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: expected numbers, got {type(value).__name__}") from exc
+    if arr.ndim != ndim:
+        raise ValueError(f"{name}: expected a {ndim}-D array, got shape {arr.shape}")
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: contains NaN or infinite values")
+    return arr
+
+
+class Trajectory(ABC):
+    family: str = ""
+
+    @property
+    @abstractmethod
+    def dof(self) -> int: ...
+
+    @property
+    @abstractmethod
+    def duration(self) -> float: ...
+
+    @abstractmethod
+    def evaluate(self, t) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(q, qd, qdd, jerk), each of shape (len(t), dof), for times in [0, duration]."""
+
+    @abstractmethod
+    def params(self) -> dict: ...
+
+    def sample(self, rate_hz: float):
+        """Times on a grid at ``rate_hz`` from 0 to duration inclusive, and the states there."""
+        if not rate_hz > 0:
+            raise ValueError(f"rate: must be > 0 Hz, got {rate_hz}")
+        count = int(math.floor(self.duration * rate_hz + 1e-9)) + 1
+        t = np.arange(count) / rate_hz
+        return (t, *self.evaluate(t))
+
+    def to_dict(self, robot: str | None = None, meta: dict | None = None) -> dict:
+        doc = {"format": FORMAT, "version": VERSION, "family": self.family, "dof": self.dof,
+               "duration": self.duration, "params": self.params()}
+        if robot:
+            doc["robot"] = robot
+        if meta:
+            doc["meta"] = meta
+        return doc
+
+
+# --------------------------------------------------------------------------- Fourier
+
+
+def _fourier_terms(t: np.ndarray, wf: float, a: np.ndarray, b: np.ndarray):
+    """Zero-offset Fourier part (seed 000 eq. 7) and its first three derivatives, (N, n) each."""
+    L = a.shape[1]
+    l = np.arange(1, L + 1)
+    w = wf * l  # (L,)
+    wt = np.multiply.outer(t, w)  # (N, L)
+    s, c = np.sin(wt), np.cos(wt)
+    q = s @ (a / w).T - c @ (b / w).T
+    qd = c @ a.T + s @ b.T
+    qdd = -s @ (a * w).T + c @ (b * w).T
+    jerk = -c @ (a * w * w).T - s @ (b * w * w).T
+    return q, qd, qdd, jerk
+
+
+@dataclass
+class FourierTrajectory(Trajectory):
+    wf: float
+    q0: np.ndarray
+    a: np.ndarray  # (n, L)
+    b: np.ndarray  # (n, L)
+    periods: float = 1.0
+    family: str = field(default="fourier", init=False)
+
+    def __post_init__(self):
+        if not (isinstance(self.wf, (int, float)) and math.isfinite(self.wf) and self.wf > 0):
+            raise ValueError(f"wf: fundamental frequency must be > 0 rad/s, got {self.wf!r}")
+        self.wf = float(self.wf)
+        self.q0 = _array("q0", self.q0, 1)
+        n = self.q0.shape[0]
+        self.a = _array("a", self.a, 2)
+        if self.a.shape[0] != n:
+            raise ValueError(f"a: expected {n} rows (one per joint), got {self.a.shape[0]}")
+        if self.a.shape[1] < 1:
+            raise ValueError("harmonics: need at least one harmonic")
+        self.b = _array("b", self.b, 2, self.a.shape)
+        if not (self.periods > 0 and math.isfinite(self.periods)):
+            raise ValueError(f"periods: must be > 0, got {self.periods}")
+
+    @property
+    def dof(self) -> int:
+        return int(self.q0.shape[0])
+
+    @property
+    def harmonics(self) -> int:
+        return int(self.a.shape[1])
+
+    @property
+    def period(self) -> float:
+        return 2.0 * math.pi / self.wf
+
+    @property
+    def duration(self) -> float:
+        return self.period * self.periods
+
+    def evaluate(self, t):
+        t = np.atleast_1d(np.asarray(t, float))
+        q, qd, qdd, jerk = _fourier_terms(t, self.wf, self.a, self.b)
+        return q + self.q0, qd, qdd, jerk
+
+    def params(self) -> dict:
+        return {"wf": self.wf, "q0": self.q0.tolist(), "a": self.a.tolist(), "b": self.b.tolist(),
+                "periods": self.periods}
+
+
+# --------------------------------------------------------------------------- Fourier + quintic
+
+
+def _quintic_coefficients(T: float, p0, v0, a0, p1, v1, a1) -> np.ndarray:
+    """Coefficients c (6, n) of sum c_k t^k meeting position, velocity, acceleration at 0 and T."""
+    A = np.array([
+        [1, 0, 0, 0, 0, 0],
+        [0, 1, 0, 0, 0, 0],
+        [0, 0, 2, 0, 0, 0],
+        [1, T, T**2, T**3, T**4, T**5],
+        [0, 1, 2 * T, 3 * T**2, 4 * T**3, 5 * T**4],
+        [0, 0, 2, 6 * T, 12 * T**2, 20 * T**3],
+    ], dtype=float)
+    rhs = np.vstack([p0, v0, a0, p1, v1, a1])
+    return np.linalg.solve(A, rhs)
+
+
+def _poly_eval(c: np.ndarray, tau: np.ndarray):
+    """Polynomial sum c_k tau^k (c: (K, n)) and its first three derivatives at tau (N,)."""
+    K = c.shape[0]
+    k = np.arange(K)
+    powers = lambda d: np.where(k >= d, tau[:, None] ** np.clip(k - d, 0, None), 0.0)  # noqa: E731
+    fall = lambda d: np.array([math.perm(int(j), d) if j >= d else 0 for j in k], float)  # noqa: E731
+    return tuple((powers(d) * fall(d)) @ c for d in range(4))
+
+
+@dataclass
+class FourierPolyTrajectory(Trajectory):
+    """Seed 002 eqs. 6-7: Fourier terms plus a quintic that pins both ends of every period."""
+
+    wf: float
+    q_start: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    periods: int = 1
+    family: str = field(default="fourier_poly", init=False)
+
+    def __post_init__(self):
+        if not (isinstance(self.wf, (int, float)) and math.isfinite(self.wf) and self.wf > 0):
+            raise ValueError(f"wf: fundamental frequency must be > 0 rad/s, got {self.wf!r}")
+        self.wf = float(self.wf)
+        self.q_start = _array("q_start", self.q_start, 1)
+        n = self.q_start.shape[0]
+        self.a = _array("a", self.a, 2)
+        if self.a.shape[0] != n:
+            raise ValueError(f"a: expected {n} rows (one per joint), got {self.a.shape[0]}")
+        if self.a.shape[1] < 1:
+            raise ValueError("harmonics: need at least one harmonic")
+        self.b = _array("b", self.b, 2, self.a.shape)
+        if int(self.periods) != self.periods or self.periods < 1:
+            raise ValueError(f"periods: must be a positive integer, got {self.periods}")
+        self.periods = int(self.periods)
+        T = self.period
+        F0, Fd0, Fdd0, _ = _fourier_terms(np.zeros(1), self.wf, self.a, self.b)
+        # the Fourier part is T-periodic, so the same correction holds at both ends
+        target = self.q_start - F0[0]
+        self._c = _quintic_coefficients(T, target, -Fd0[0], -Fdd0[0], target, -Fd0[0], -Fdd0[0])
+
+    @property
+    def dof(self) -> int:
+        return int(self.q_start.shape[0])
+
+    @property
+    def harmonics(self) -> int:
+        return int(self.a.shape[1])
+
+    @property
+    def period(self) -> float:
+        return 2.0 * math.pi / self.wf
+
+    @property
+    def duration(self) -> float:
+        return self.period * self.periods
+
+    @property
+    def polynomial(self) -> np.ndarray:
+        """The quintic's coefficients (6, n), seed 002 eq. 7."""
+        return self._c.copy()
+
+    def evaluate(self, t):
+        t = np.atleast_1d(np.asarray(t, float))
+        T = self.period
+        # each period restarts the polynomial (seed 002: t - (j-1) t_f); the end belongs to the last one
+        tau = np.where(t >= self.duration, T, np.mod(t, T))
+        F = _fourier_terms(t, self.wf, self.a, self.b)
+        P = _poly_eval(self._c, tau)
+        return tuple(f + p for f, p in zip(F, P))
+
+    def params(self) -> dict:
+        return {"wf": self.wf, "q_start": self.q_start.tolist(), "a": self.a.tolist(),
+                "b": self.b.tolist(), "periods": self.periods}
+
+
+# --------------------------------------------------------------------------- periodic polynomial
+
+
+def periodic_poly_basis(order: int) -> np.ndarray:
+    """Null-space basis (order+1, order-7) of the seed 001 eq. 18 boundary conditions in
+    normalised time tau = (t mod T)/T: coefficients with c_0..c_3 = 0 and zero value,
+    1st, 2nd and 3rd derivative at tau = 1. Any coefficient vector a_init e_0 + B x is admissible."""
+    if order < 8:
+        raise ValueError(f"order: the periodic polynomial needs order >= 8 (seed 001 eq. 18), got {order}")
+    k = np.arange(order + 1)
+    rows = [np.eye(order + 1)[d] for d in range(4)]  # c_0..c_3 = 0 (c_0 carries a_init separately)
+    for d in range(4):
+        rows.append(np.array([math.perm(int(j), d) if j >= d else 0 for j in k], float))
+    A = np.array(rows)
+    _, s, vt = np.linalg.svd(A)
+    rank = int(np.sum(s > 1e-10 * s[0]))
+    return vt[rank:].T
+
+
+@dataclass
+class PeriodicPolyTrajectory(Trajectory):
+    """Seed 001 eq. 17: theta(t) = sum_k a_k (t mod T)^k, coefficients per joint in SI units."""
+
+    period: float
+    coefficients: np.ndarray  # (n, order+1): a_0 .. a_order
+    periods: int = 1
+    family: str = field(default="periodic_poly", init=False)
+
+    def __post_init__(self):
+        if not (isinstance(self.period, (int, float)) and math.isfinite(self.period) and self.period > 0):
+            raise ValueError(f"period: must be > 0 s, got {self.period!r}")
+        self.period = float(self.period)
+        self.coefficients = _array("coefficients", self.coefficients, 2)
+        if self.coefficients.shape[1] < 9:
+            raise ValueError(f"coefficients: order must be >= 8 (seed 001), got {self.coefficients.shape[1] - 1}")
+        if int(self.periods) != self.periods or self.periods < 1:
+            raise ValueError(f"periods: must be a positive integer, got {self.periods}")
+        self.periods = int(self.periods)
+        # eq. 18 boundary conditions must hold, or the periodic repetition would jump
+        q0 = _poly_eval(self.coefficients.T, np.zeros(1))
+        q1 = _poly_eval(self.coefficients.T, np.array([self.period]))
+        scale = np.maximum(1.0, np.abs(self.coefficients[:, 0]))
+        for d, name in enumerate(("position", "velocity", "acceleration", "jerk")):
+            gap = np.abs(q1[d][0] - (q0[d][0] if d == 0 else 0.0)) + (0 if d == 0 else np.abs(q0[d][0]))
+            if np.any(gap > 1e-6 * scale * max(1.0, self.period ** -d)):
+                j = int(np.argmax(gap))
+                raise ValueError(f"coefficients: joint {j + 1} violates the periodic boundary condition on "
+                                 f"{name} (seed 001 eq. 18), mismatch {gap[j]:.3g}")
+
+    @classmethod
+    def from_free(cls, period: float, a_init, free: np.ndarray, periods: int = 1) -> "PeriodicPolyTrajectory":
+        """Build from the start angles and free coordinates (n, order-7) in normalised time."""
+        a_init = _array("a_init", a_init, 1)
+        free = _array("free", free, 2)
+        order = free.shape[1] + 7
+        B = periodic_poly_basis(order)
+        c_norm = free @ B.T  # (n, order+1) in tau units
+        c_norm[:, 0] += a_init
+        k = np.arange(order + 1)
+        return cls(period, c_norm / float(period) ** k, periods)
+
+    @property
+    def dof(self) -> int:
+        return int(self.coefficients.shape[0])
+
+    @property
+    def order(self) -> int:
+        return int(self.coefficients.shape[1] - 1)
+
+    @property
+    def duration(self) -> float:
+        return self.period * self.periods
+
+    def evaluate(self, t):
+        t = np.atleast_1d(np.asarray(t, float))
+        tau = np.where(t >= self.duration, self.period, np.mod(t, self.period))
+        return _poly_eval(self.coefficients.T, tau)
+
+    def params(self) -> dict:
+        return {"period": self.period, "coefficients": self.coefficients.tolist(), "periods": self.periods}
+
+
+# --------------------------------------------------------------------------- point to point
+
+
+@dataclass
+class PointToPointTrajectory(Trajectory):
+    """Rest-to-rest quintic (zero velocity and acceleration at both ends)."""
+
+    q_start: np.ndarray
+    q_end: np.ndarray
+    move_duration: float
+    family: str = field(default="point_to_point", init=False)
+
+    def __post_init__(self):
+        self.q_start = _array("q_start", self.q_start, 1)
+        self.q_end = _array("q_end", self.q_end, 1, self.q_start.shape)
+        if not (math.isfinite(self.move_duration) and self.move_duration > 0):
+            raise ValueError(f"duration: must be > 0 s, got {self.move_duration}")
+        self.move_duration = float(self.move_duration)
+
+    @property
+    def dof(self) -> int:
+        return int(self.q_start.shape[0])
+
+    @property
+    def duration(self) -> float:
+        return self.move_duration
+
+    def evaluate(self, t):
+        t = np.clip(np.atleast_1d(np.asarray(t, float)), 0.0, self.move_duration)
+        T = self.move_duration
+        s = t / T
+        h = self.q_end - self.q_start
+        pos = 10 * s**3 - 15 * s**4 + 6 * s**5
+        vel = (30 * s**2 - 60 * s**3 + 30 * s**4) / T
+        acc = (60 * s - 180 * s**2 + 120 * s**3) / T**2
+        jerk = (60 - 360 * s + 360 * s**2) / T**3
+        return (self.q_start + np.outer(pos, h), np.outer(vel, h), np.outer(acc, h), np.outer(jerk, h))
+
+    @classmethod
+    def within_limits(cls, q_start, q_end, qd_max, qdd_max, qddd_max, scale: float = 0.5,
+                      min_duration: float = 0.5) -> "PointToPointTrajectory":
+        """The shortest quintic move whose peaks stay within ``scale`` times each limit.
+
+        Peaks of the normalised quintic: velocity 15/8, acceleration 10/sqrt(3), jerk 60.
+        """
+        h = np.abs(np.asarray(q_end, float) - np.asarray(q_start, float))
+        qd_max, qdd_max, qddd_max = (np.asarray(v, float) * scale for v in (qd_max, qdd_max, qddd_max))
+        T = max(min_duration,
+                float(np.max(1.875 * h / qd_max)),
+                float(np.max(np.sqrt(5.7735026918962584 * h / qdd_max))),
+                float(np.max(np.cbrt(60.0 * h / qddd_max))))
+        return cls(q_start, q_end, T)
+
+    def params(self) -> dict:
+        return {"q_start": self.q_start.tolist(), "q_end": self.q_end.tolist(), "duration": self.move_duration}
+
+
+# --------------------------------------------------------------------------- sampled
+
+
+@dataclass
+class SampledTrajectory(Trajectory):
+    """Sampled positions (optionally velocities and accelerations) on strictly increasing times.
+
+    Evaluated by a quintic interpolating spline, so velocity, acceleration and jerk are defined
+    and continuous; given qd/qdd are checked against the spline's own derivatives by the validator.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray | None = None
+    qdd: np.ndarray | None = None
+    family: str = field(default="sampled", init=False)
+
+    def __post_init__(self):
+        from scipy.interpolate import make_interp_spline
+
+        self.t = _array("t", self.t, 1)
+        if self.t.shape[0] < 6:
+            raise ValueError(f"t: need at least 6 samples for a quintic spline, got {self.t.shape[0]}")
+        if np.any(np.diff(self.t) <= 0):
+            k = int(np.argmax(np.diff(self.t) <= 0))
+            raise ValueError(f"t: times must strictly increase (sample {k + 1} at {self.t[k + 1]} "
+                             f"after {self.t[k]})")
+        self.q = _array("q", self.q, 2)
+        if self.q.shape[0] != self.t.shape[0]:
+            raise ValueError(f"q: expected {self.t.shape[0]} rows to match t, got {self.q.shape[0]}")
+        for name in ("qd", "qdd"):
+            v = getattr(self, name)
+            if v is not None:
+                setattr(self, name, _array(name, v, 2, self.q.shape))
+        self._t0 = float(self.t[0])
+        self._spline = make_interp_spline(self.t - self._t0, self.q, k=5)
+
+    @property
+    def dof(self) -> int:
+        return int(self.q.shape[1])
+
+    @property
+    def duration(self) -> float:
+        return float(self.t[-1] - self.t[0])
+
+    def evaluate(self, t):
+        t = np.clip(np.atleast_1d(np.asarray(t, float)), 0.0, self.duration)
+        s = self._spline
+        return s(t), s(t, 1), s(t, 2), s(t, 3)
+
+    def params(self) -> dict:
+        d = {"t": self.t.tolist(), "q": self.q.tolist()}
+        if self.qd is not None:
+            d["qd"] = self.qd.tolist()
+        if self.qdd is not None:
+            d["qdd"] = self.qdd.tolist()
+        return d
+
+
+# --------------------------------------------------------------------------- (de)serialisation
+
+FAMILIES = ("fourier", "fourier_poly", "periodic_poly", "point_to_point", "sampled")
+
+
+def trajectory_from_dict(doc: dict) -> Trajectory:
+    """Parse a trajectory JSON document, raising ValueError naming the bad field."""
+    if not isinstance(doc, dict):
+        raise ValueError("trajectory: expected a JSON object")
+    if doc.get("format", FORMAT) != FORMAT:
+        raise ValueError(f"format: expected {FORMAT!r}, got {doc.get('format')!r}")
+    version = doc.get("version", VERSION)
+    if version != VERSION:
+        raise ValueError(f"version: unsupported trajectory version {version!r}; this software reads {VERSION}")
+    family = doc.get("family")
+    if family not in FAMILIES:
+        raise ValueError(f"family: unknown trajectory family {family!r}; expected one of {list(FAMILIES)}")
+    p = doc.get("params")
+    if not isinstance(p, dict):
+        raise ValueError("params: expected an object with the family's parameters")
+
+    def need(key):
+        if key not in p:
+            raise ValueError(f"params.{key}: missing for family {family!r}")
+        return p[key]
+
+    def number(key, default=None):
+        v = p.get(key, default) if default is not None else need(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"params.{key}: expected a number, got {v!r}")
+        return v
+
+    try:
+        if family == "fourier":
+            traj = FourierTrajectory(number("wf"), need("q0"), need("a"), need("b"), number("periods", 1.0))
+        elif family == "fourier_poly":
+            traj = FourierPolyTrajectory(number("wf"), need("q_start"), need("a"), need("b"), number("periods", 1))
+        elif family == "periodic_poly":
+            traj = PeriodicPolyTrajectory(number("period"), need("coefficients"), number("periods", 1))
+        elif family == "point_to_point":
+            traj = PointToPointTrajectory(need("q_start"), need("q_end"), number("duration"))
+        else:
+            traj = SampledTrajectory(need("t"), need("q"), p.get("qd"), p.get("qdd"))
+    except ValueError as exc:
+        raise ValueError(f"params.{exc}") from None
+    dof = doc.get("dof")
+    if dof is not None and dof != traj.dof:
+        raise ValueError(f"dof: document says {dof} joints but the parameters describe {traj.dof}")
+    return traj
+
+
+def load_trajectory(path) -> Trajectory:
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON: {exc}") from exc
+    return trajectory_from_dict(doc)
+
+
+def save_trajectory(traj: Trajectory, path, robot: str | None = None, meta: dict | None = None) -> None:
+    import json
+    from pathlib import Path
+
+    Path(path).write_text(json.dumps(traj.to_dict(robot, meta), indent=1))
