@@ -1,0 +1,109 @@
+"""Loading identification data: CSV (documented convention), NPZ, and daemon recordings.
+
+CSV convention (header row required, comma separated, SI units):
+
+    t, q1..qn, [qd1..qdn], tau1..taun
+    t, q1..qn, [qd1..qdn], current1..currentn      (with drive gains: tau_j = k_j * current_j)
+
+``t`` in seconds (any origin), ``q`` in rad (m for prismatic joints), ``qd`` in rad/s, ``tau`` in N.m
+(N), ``current`` in A. Extra columns are ignored. NPZ files hold arrays with the same names
+(``t``, ``q``, optional ``qd``, and ``tau`` or ``current``), each (N, n) except ``t``.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from .signals import SampledData
+
+
+def _columns(header: list[str], prefix: str, n: int | None) -> list[int] | None:
+    idx = {name.strip(): k for k, name in enumerate(header)}
+    found = []
+    j = 1
+    while f"{prefix}{j}" in idx and (n is None or j <= n):
+        found.append(idx[f"{prefix}{j}"])
+        j += 1
+    return found or None
+
+
+def load_csv(path: str | Path, dof: int | None = None, drive_gains=None) -> SampledData:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    with open(path, newline="") as fh:
+        reader = csv.reader(fh)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise ValueError(f"{path}: empty file") from None
+    if "t" not in header:
+        raise ValueError(f"{path}: missing column 't' (time in seconds); expected header t,q1..qn,tau1..taun")
+    q_cols = _columns(header, "q", dof)
+    if q_cols is None:
+        raise ValueError(f"{path}: missing joint position columns q1..qn")
+    n = len(q_cols)
+    if dof is not None and n != dof:
+        raise ValueError(f"{path}: found {n} position columns q1..q{n} but the robot has {dof} joints")
+    qd_cols = _columns(header, "qd", n)
+    tau_cols = _columns(header, "tau", n)
+    cur_cols = _columns(header, "current", n)
+    for name, cols in (("qd", qd_cols), ("tau", tau_cols), ("current", cur_cols)):
+        if cols is not None and len(cols) != n:
+            raise ValueError(f"{path}: {len(cols)} {name} columns for {n} joints; need {name}1..{name}{n}")
+    if tau_cols is None and cur_cols is None:
+        raise ValueError(f"{path}: missing torque columns tau1..tau{n} (or current1..current{n} with --drive-gains)")
+    if tau_cols is None and drive_gains is None:
+        raise ValueError(f"{path}: has current columns but no torque; pass drive gains (N.m/A per joint) to convert")
+    try:
+        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except ValueError as exc:
+        raise ValueError(f"{path}: non-numeric value in the data rows ({exc})") from exc
+    if data.shape[1] != len(header):
+        raise ValueError(f"{path}: rows have {data.shape[1]} values but the header names {len(header)} columns")
+    t = data[:, header.index("t")]
+    q = data[:, q_cols]
+    qd = data[:, qd_cols] if qd_cols else None
+    if tau_cols is not None:
+        tau = data[:, tau_cols]
+    else:
+        gains = np.asarray(drive_gains, float)
+        if gains.shape != (n,):
+            raise ValueError(f"drive_gains: expected {n} values (N.m/A per joint), got {gains.shape}")
+        tau = data[:, cur_cols] * gains
+    return SampledData(t, q, tau, qd)
+
+
+def load_npz(path: str | Path, drive_gains=None) -> SampledData:
+    with np.load(path) as z:
+        missing = [k for k in ("t", "q") if k not in z]
+        if missing:
+            raise ValueError(f"{path}: missing array(s) {missing}")
+        if "tau" in z:
+            tau = z["tau"]
+        elif "current" in z and drive_gains is not None:
+            tau = z["current"] * np.asarray(drive_gains, float)
+        else:
+            raise ValueError(f"{path}: missing array 'tau' (or 'current' with drive gains)")
+        return SampledData(z["t"], z["q"], tau, z["qd"] if "qd" in z else None)
+
+
+def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None) -> SampledData:
+    """A CSV, NPZ or daemon recording (.mcap) as :class:`SampledData`."""
+    path = Path(ref)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return load_csv(path, dof, drive_gains)
+    if suffix == ".npz":
+        return load_npz(path, drive_gains)
+    if suffix == ".mcap":
+        from robodyn.daemon.recording import load_recording  # the daemon's loader is the one reader
+
+        rec = load_recording(path)
+        return SampledData(rec.t, rec.q, rec.tau, rec.qd)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    raise ValueError(f"{path}: unknown data format {suffix!r}; expected .csv, .npz or .mcap")

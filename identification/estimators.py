@@ -1,0 +1,211 @@
+"""Least-squares estimators of base parameters: OLS, WLS (Gautier) and IRLS (Huber).
+
+Data arrive in chunks (regressor rows of N samples x n joints, sample-major, and the measured
+torques (N, n)); only per-joint sufficient statistics are kept,
+
+    A_j = W_j^T W_j,   b_j = W_j^T tau_j,   c_j = tau_j^T tau_j,   r_j = rows,
+
+so memory is O(n p^2) however long the recording. OLS and WLS need one pass: the per-joint
+residual sums of squares follow from the statistics, RSS_j = c_j - 2 theta^T b_j + theta^T A_j theta.
+IRLS needs a pass per reweighting, so it takes a callable that yields the chunks again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+import scipy.linalg
+
+METHODS = ("ols", "wls", "irls")
+
+
+@dataclass
+class NormalEquations:
+    dof: int
+    params: int
+    A: np.ndarray = None  # (n, p, p)
+    b: np.ndarray = None  # (n, p)
+    c: np.ndarray = None  # (n,)
+    rows: np.ndarray = None  # (n,)
+
+    def __post_init__(self):
+        n, p = self.dof, self.params
+        self.A = np.zeros((n, p, p)) if self.A is None else self.A
+        self.b = np.zeros((n, p)) if self.b is None else self.b
+        self.c = np.zeros(n) if self.c is None else self.c
+        self.rows = np.zeros(n, dtype=np.int64) if self.rows is None else self.rows
+
+    def add(self, W: np.ndarray, tau: np.ndarray, row_weights: np.ndarray | None = None) -> None:
+        """Accumulate one chunk: W (N*n, p) sample-major, tau (N, n), optional weights (N, n)."""
+        N = tau.shape[0]
+        if W.shape != (N * self.dof, self.params):
+            raise ValueError(f"W: expected shape {(N * self.dof, self.params)}, got {W.shape}")
+        Wr = W.reshape(N, self.dof, self.params)
+        for j in range(self.dof):
+            Wj = np.ascontiguousarray(Wr[:, j, :])
+            tj = tau[:, j]
+            if row_weights is not None:
+                w = row_weights[:, j]
+                Wj_w = Wj * w[:, None]
+                self.A[j] += Wj_w.T @ Wj
+                self.b[j] += Wj_w.T @ tj
+                self.c[j] += float(np.dot(w * tj, tj))
+            else:
+                self.A[j] += Wj.T @ Wj
+                self.b[j] += Wj.T @ tj
+                self.c[j] += float(np.dot(tj, tj))
+            self.rows[j] += N
+
+    def merge(self, other: "NormalEquations") -> "NormalEquations":
+        return NormalEquations(self.dof, self.params, self.A + other.A, self.b + other.b, self.c + other.c,
+                               self.rows + other.rows)
+
+    def joint_rss(self, theta: np.ndarray) -> np.ndarray:
+        """Per-joint residual sum of squares of theta, from the statistics alone."""
+        quad = np.einsum("p,jpq,q->j", theta, self.A, theta)
+        return np.maximum(self.c - 2.0 * self.b @ theta + quad, 0.0)
+
+    def total(self, weights: np.ndarray | None = None):
+        w = np.ones(self.dof) if weights is None else weights
+        return np.einsum("j,jpq->pq", w, self.A), np.einsum("j,jp->p", w, self.b), float(w @ self.c)
+
+
+@dataclass
+class Estimate:
+    method: str
+    theta: np.ndarray
+    covariance: np.ndarray
+    sigma: np.ndarray  # per-joint residual standard deviation (N.m)
+    rank: int
+    cond: float  # condition number of the (weighted) stacked base regressor
+    rows: int
+    relative_residual: float  # ||tau - W theta|| / ||tau||
+    iterations: int = 1
+    weights: np.ndarray | None = None  # per-joint weights (WLS)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def std(self) -> np.ndarray:
+        return np.sqrt(np.maximum(np.diag(self.covariance), 0.0))
+
+    @property
+    def relative_std_percent(self) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(np.abs(self.theta) > 0, 100.0 * self.std / np.abs(self.theta), np.inf)
+
+
+def _solve(A: np.ndarray, b: np.ndarray, names=None) -> tuple[np.ndarray, np.ndarray, int, float]:
+    """Solve A x = b for symmetric PSD A with a rank check; returns x, A^-1, rank, cond(W)."""
+    # scale columns so the rank test is unit-free (kg vs kg.m^2 vs N.m columns)
+    d = np.sqrt(np.maximum(np.diag(A), 1e-300))
+    As = A / np.outer(d, d)
+    eig = np.linalg.eigvalsh(A)
+    eig_s = np.linalg.eigvalsh(As)
+    rank = int(np.sum(eig_s > eig_s.max() * 1e-12))
+    cond = float(np.sqrt(eig.max() / eig.min())) if eig.min() > 0 else float("inf")
+    if rank < A.shape[0]:
+        weakest = np.argsort(np.abs(np.linalg.eigh(As)[1][:, 0]))[::-1][:3]
+        which = ", ".join(names[i] for i in weakest) if names is not None else str(weakest.tolist())
+        raise ValueError(f"excitation: the regressor is rank deficient (rank {rank} of {A.shape[0]}); the data do "
+                         f"not excite the base parameters (weakest direction involves {which}). Use a richer "
+                         "excitation trajectory (e.g. robodyn excitation design) or identify fewer parameters.")
+    c, low = scipy.linalg.cho_factor(As)
+    xs = scipy.linalg.cho_solve((c, low), b / d)
+    inv_s = scipy.linalg.cho_solve((c, low), np.eye(A.shape[0]))
+    return xs / d, inv_s / np.outer(d, d), rank, cond
+
+
+def ols(ne: NormalEquations, names=None) -> Estimate:
+    A, b, cc = ne.total()
+    theta, inv, rank, cond = _solve(A, b, names)
+    rows = int(ne.rows.sum())
+    rss = ne.joint_rss(theta)
+    dof_res = max(rows - ne.params, 1)
+    sigma2 = float(rss.sum()) / dof_res
+    sigma_j = np.sqrt(rss / np.maximum(ne.rows - ne.params / ne.dof, 1))
+    return Estimate("ols", theta, sigma2 * inv, sigma_j, rank, cond, rows,
+                    float(np.sqrt(rss.sum() / cc)) if cc > 0 else 0.0)
+
+
+def wls(ne: NormalEquations, names=None) -> Estimate:
+    """Gautier's weighted least squares: each joint's rows weighted by 1/sigma_j^2, with sigma_j
+    from that joint's OLS residuals (sigma_j^2 = RSS_j / (r_j - p/n))."""
+    first = ols(ne, names)
+    rss = ne.joint_rss(first.theta)
+    sigma2 = rss / np.maximum(ne.rows - ne.params / ne.dof, 1)
+    if np.any(sigma2 <= 0):
+        sigma2 = np.maximum(sigma2, 1e-30)
+    w = 1.0 / sigma2
+    A, b, _ = ne.total(w)
+    theta, inv, rank, cond = _solve(A, b, names)
+    rss2 = ne.joint_rss(theta)
+    cc = float(ne.c.sum())
+    est = Estimate("wls", theta, inv, np.sqrt(rss2 / np.maximum(ne.rows - ne.params / ne.dof, 1)), rank, cond,
+                   int(ne.rows.sum()), float(np.sqrt(rss2.sum() / cc)) if cc > 0 else 0.0, weights=w)
+    return est
+
+
+def huber_weights(r: np.ndarray, scale: np.ndarray, k: float = 1.345) -> np.ndarray:
+    """Huber's weights min(1, k / |r/scale|) (95 % efficiency at the normal with k = 1.345)."""
+    u = np.abs(r) / np.maximum(scale, 1e-300)
+    return np.where(u <= k, 1.0, k / np.maximum(u, 1e-300))
+
+
+def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int, params: int, names=None,
+         k: float = 1.345, max_iterations: int = 20, tol: float = 1e-8) -> Estimate:
+    """Iteratively reweighted least squares with Huber weights, per-joint robust scale (MAD).
+
+    ``chunks()`` must yield (W, tau) pairs afresh on every call (a pass over the data).
+    """
+    ne = NormalEquations(dof, params)
+    for W, tau in chunks():
+        ne.add(W, tau)
+    est = ols(ne, names)
+    theta = est.theta
+    notes = []
+    it = 0
+    for it in range(1, max_iterations + 1):
+        # robust scale per joint: MAD of residuals (needs the residuals, one pass)
+        resid_parts = []
+        for W, tau in chunks():
+            N = tau.shape[0]
+            resid_parts.append(tau - (W @ theta).reshape(N, dof))
+        resid = np.concatenate(resid_parts) if len(resid_parts) > 1 else resid_parts[0]
+        scale = 1.4826 * np.median(np.abs(resid - np.median(resid, axis=0)), axis=0)
+        weighted = NormalEquations(dof, params)
+        offset = 0
+        for W, tau in chunks():
+            N = tau.shape[0]
+            weighted.add(W, tau, huber_weights(resid[offset: offset + N], scale, k))
+            offset += N
+        A, b, _ = weighted.total()
+        new_theta, inv, rank, cond = _solve(A, b, names)
+        step = np.linalg.norm(new_theta - theta) / max(np.linalg.norm(theta), 1e-300)
+        theta = new_theta
+        if step < tol:
+            break
+    else:
+        notes.append(f"IRLS stopped after {max_iterations} iterations without meeting tol {tol}")
+    rss = ne.joint_rss(theta)
+    rows = int(ne.rows.sum())
+    sigma2 = float(rss.sum()) / max(rows - params, 1)
+    cc = float(ne.c.sum())
+    return Estimate("irls", theta, sigma2 * inv, np.sqrt(rss / np.maximum(ne.rows - params / dof, 1)), rank, cond,
+                    rows, float(np.sqrt(rss.sum() / cc)) if cc > 0 else 0.0, iterations=it, notes=notes)
+
+
+def estimate(method: str, chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]], dof: int, params: int,
+             names=None) -> Estimate:
+    if method not in METHODS:
+        raise ValueError(f"method: unknown estimator {method!r}; expected one of {list(METHODS)}")
+    if method == "irls":
+        return irls(chunks, dof, params, names)
+    ne = NormalEquations(dof, params)
+    for W, tau in chunks():
+        ne.add(W, tau)
+    if int(ne.rows.min()) <= params:
+        raise ValueError(f"recording: {int(ne.rows.min())} samples per joint cannot determine {params} parameters; "
+                         "record a longer excitation")
+    return ols(ne, names) if method == "ols" else wls(ne, names)

@@ -1,0 +1,323 @@
+"""Joint friction: models, the seed 000 constant-velocity experiment, extraction and fitting.
+
+Models (torque opposing motion as a function of joint velocity qd):
+
+- ``coulomb-viscous``: fc sgn(qd) + fv qd + fo                         (linear in its parameters)
+- ``stribeck`` (seed 000 eq. 2): for |qd| >= qd0, (fc + (fs - fc) exp(-(qd/vs)^2)) sgn(qd) + fv qd;
+  for |qd| < qd0 the straight line F(qd0)/qd0 * qd through zero, which keeps the model continuous
+  (and a simulation stable) near standstill.
+- ``sigmoid``: fc tanh(qd / vt) + fv qd + fo                            (smooth Coulomb)
+
+The experiment (seed 000 §2.1): one joint at a time moves at constant speed forward, then
+backward over the same angle range; at an equal position gravity and inertia are equal in both
+directions, so tau_f(v) = (tau(q, +v) - tau(q, -v)) / 2. The (v, tau_f) points are fitted by
+Nelder-Mead on J = sum (tau_f - F(v))^2 (seed 000 eq. 6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.optimize
+
+# seed 000 §4.1: 37 speeds, rad/s
+SEED000_SPEEDS = (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08,
+                  0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.23, 0.26, 0.29, 0.32, 0.36, 0.4, 0.45, 0.5, 0.56,
+                  0.62, 0.7, 0.8, 1.0, 1.2, 1.5, 1.8)
+
+# seed 000 Table 2, Franka joints 1..7: fc, fs (N.m) and vs (rad/s; the sign is immaterial since vs
+# enters squared, so magnitudes are kept). Viscous friction is neglected in the paper.
+SEED000_STRIBECK = {
+    "fc": (0.2153, 0.1691, 0.2195, 0.1056, 0.6047, 0.2996, 0.1883),
+    "fs": (0.3834, 0.2567, 0.3760, 0.0790, 0.3062, 0.3823, 0.3854),
+    "vs": (0.0729, 0.0603, 0.0474, 0.0892, 6.0463e-4, 0.0510, 0.0938),
+}
+
+MODELS = ("coulomb-viscous", "stribeck", "sigmoid")
+DEFAULT_LINEAR_ZONE = 1e-3  # qd0 of eq. 2, rad/s
+DEFAULT_SIGMOID_VELOCITY = 0.01  # vt of the tanh model, rad/s
+
+
+def stribeck(qd, fc, fs, vs, fv=0.0, qd0=DEFAULT_LINEAR_ZONE):
+    """Seed 000 eq. 2 (plus optional viscous fv). Broadcasts over arrays."""
+    qd = np.asarray(qd, float)
+    vs = np.where(np.abs(vs) > 0, np.abs(vs), 1e-12)
+
+    def outer(v):
+        return (fc + (fs - fc) * np.exp(-(v / vs) ** 2)) * np.sign(v) + fv * v
+
+    qd0 = float(qd0)
+    slope = outer(np.asarray(qd0)) / qd0 if qd0 > 0 else 0.0
+    return np.where(np.abs(qd) >= qd0, outer(qd), slope * qd)
+
+
+def coulomb_viscous(qd, fc, fv, fo=0.0):
+    qd = np.asarray(qd, float)
+    return fc * np.sign(qd) + fv * qd + fo
+
+
+def sigmoid(qd, fc, fv=0.0, fo=0.0, vt=DEFAULT_SIGMOID_VELOCITY):
+    qd = np.asarray(qd, float)
+    return fc * np.tanh(qd / vt) + fv * qd + fo
+
+
+@dataclass
+class FrictionModel:
+    """Per-joint friction of one model kind. ``params`` maps parameter name to (n,) arrays."""
+
+    kind: str
+    params: dict[str, np.ndarray]
+    qd0: float = DEFAULT_LINEAR_ZONE
+    vt: float = DEFAULT_SIGMOID_VELOCITY
+
+    def __post_init__(self):
+        if self.kind not in MODELS:
+            raise ValueError(f"friction: unknown model {self.kind!r}; expected one of {list(MODELS)}")
+        self.params = {k: np.asarray(v, float) for k, v in self.params.items()}
+        need = {"coulomb-viscous": ("fc", "fv", "fo"), "stribeck": ("fc", "fs", "vs", "fv"),
+                "sigmoid": ("fc", "fv", "fo")}[self.kind]
+        n = None
+        for k in need:
+            if k not in self.params:
+                self.params[k] = np.zeros(n or len(next(iter(self.params.values()))))
+            arr = self.params[k]
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"friction.{k}: non-finite value")
+            n = arr.shape[0] if n is None else n
+            if arr.shape != (n,):
+                raise ValueError(f"friction.{k}: expected {n} values, got shape {arr.shape}")
+
+    @property
+    def dof(self) -> int:
+        return int(next(iter(self.params.values())).shape[0])
+
+    def torque(self, qd: np.ndarray) -> np.ndarray:
+        """Friction torque (N, n) for velocities (N, n)."""
+        p = self.params
+        if self.kind == "coulomb-viscous":
+            return coulomb_viscous(qd, p["fc"], p["fv"], p["fo"])
+        if self.kind == "stribeck":
+            return stribeck(qd, p["fc"], p["fs"], p["vs"], p["fv"], self.qd0)
+        return sigmoid(qd, p["fc"], p["fv"], p["fo"], self.vt)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "params": {k: v.tolist() for k, v in self.params.items()},
+                "qd0": self.qd0, "vt": self.vt}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FrictionModel":
+        return cls(d["kind"], d["params"], d.get("qd0", DEFAULT_LINEAR_ZONE), d.get("vt", DEFAULT_SIGMOID_VELOCITY))
+
+    @classmethod
+    def franka_seed000(cls, viscous=None) -> "FrictionModel":
+        p = {k: np.array(v) for k, v in SEED000_STRIBECK.items()}
+        p["fv"] = np.zeros(7) if viscous is None else np.asarray(viscous, float)
+        return cls("stribeck", p)
+
+
+# --------------------------------------------------------------------------- experiment
+
+
+@dataclass
+class Sweep:
+    """One constant-velocity forward/backward sweep of one joint (all others held)."""
+
+    joint: int
+    speed: float
+    t: np.ndarray
+    q: np.ndarray  # (N, n) joint positions commanded
+    qd: np.ndarray
+    qdd: np.ndarray
+    cruise_low: float  # the measured angle window, covered at constant speed both ways
+    cruise_high: float
+
+
+def _ramp(T: float, v_from: float, v_to: float, t: np.ndarray):
+    """Velocity ramp with a quintic smoothstep: position offset, velocity, acceleration."""
+    tau = np.clip(t / T, 0.0, 1.0)
+    s = 10 * tau**3 - 15 * tau**4 + 6 * tau**5
+    ds = (30 * tau**2 - 60 * tau**3 + 30 * tau**4) / T
+    integ = (2.5 * tau**4 - 3 * tau**5 + tau**6) * T
+    dv = v_to - v_from
+    return v_from * t + dv * integ, v_from + dv * s, dv * ds
+
+
+def sweep_profile(q_home: np.ndarray, joint: int, low: float, high: float, speed: float, qdd_max: float,
+                  qddd_max: float, rate_hz: float = 1000.0, dwell_s: float = 0.2) -> Sweep:
+    """Forward then backward at ``speed`` over [low, high] of ``joint``, starting and ending at rest
+    at ``q_home`` (whose value for ``joint`` must be ``low`` minus the ramp distance; see
+    :func:`sweep_start`). Ramps use half the acceleration and jerk limits."""
+    if not speed > 0:
+        raise ValueError(f"speed: must be > 0 rad/s, got {speed}")
+    if not high > low:
+        raise ValueError(f"range: high {high} must exceed low {low}")
+    T_ramp = ramp_time(speed, qdd_max, qddd_max)
+    ramp_dist = speed * T_ramp / 2.0
+    cruise = (high - low) / speed
+    segments = [(T_ramp, 0.0, speed), (cruise, speed, speed), (T_ramp, speed, 0.0), (dwell_s, 0.0, 0.0),
+                (T_ramp, 0.0, -speed), (cruise, -speed, -speed), (T_ramp, -speed, 0.0), (dwell_s, 0.0, 0.0)]
+    total = sum(s[0] for s in segments)
+    t = np.arange(int(np.floor(total * rate_hz)) + 1) / rate_hz
+    pos = np.zeros_like(t)
+    vel = np.zeros_like(t)
+    acc = np.zeros_like(t)
+    start = 0.0
+    offset = low - ramp_dist
+    for T, v0, v1 in segments:
+        inside = (t >= start) & (t <= start + T + 1e-12)
+        local = t[inside] - start
+        if v0 == v1:
+            p, v, a = v0 * local, np.full(local.shape, v0), np.zeros(local.shape)
+        else:
+            p, v, a = _ramp(T, v0, v1, local)
+        pos[inside], vel[inside], acc[inside] = offset + p, v, a
+        end_p = v0 * T if v0 == v1 else _ramp(T, v0, v1, np.array([T]))[0][0]
+        offset += end_p
+        start += T
+    n = q_home.shape[0]
+    q = np.tile(q_home, (t.shape[0], 1))
+    q[:, joint] = pos
+    qd = np.zeros((t.shape[0], n))
+    qd[:, joint] = vel
+    qdd = np.zeros((t.shape[0], n))
+    qdd[:, joint] = acc
+    return Sweep(joint, speed, t, q, qd, qdd, low, high)
+
+
+def ramp_time(speed: float, qdd_max: float, qddd_max: float) -> float:
+    """Shortest quintic-smoothstep ramp to ``speed`` within half the acceleration and jerk limits
+    (peak acceleration 1.875 v/T, peak jerk 5.7735 v/T^2)."""
+    return max(0.05, 1.875 * speed / (0.5 * qdd_max), float(np.sqrt(5.7735 * speed / (0.5 * qddd_max))))
+
+
+def sweep_start(q_home: np.ndarray, joint: int, low: float, speed: float, qdd_max: float, qddd_max: float):
+    """Where the robot must stand before :func:`sweep_profile`: ``low`` minus the ramp distance."""
+    q = np.array(q_home, float)
+    q[joint] = low - speed * ramp_time(speed, qdd_max, qddd_max) / 2.0
+    return q
+
+
+@dataclass
+class FrictionPoint:
+    joint: int
+    speed: float
+    torque: float  # (tau(+v) - tau(-v)) / 2, averaged over the paired positions
+    std: float
+    pairs: int
+
+
+def extract_friction(q: np.ndarray, qd: np.ndarray, tau: np.ndarray, joint: int, speed: float, low: float,
+                     high: float, bins: int = 20, speed_tolerance: float = 0.1) -> FrictionPoint:
+    """Pair forward and backward samples at equal positions of ``joint`` within [low, high].
+
+    Samples count as cruising when |qd - (+/-)speed| < speed_tolerance * speed. Positions are binned
+    so that each forward bin meets the backward samples of the same angle."""
+    qj, vj, tj = q[:, joint], qd[:, joint], tau[:, joint]
+    window = (qj >= low) & (qj <= high)
+    fwd = window & (np.abs(vj - speed) < speed_tolerance * speed)
+    bwd = window & (np.abs(vj + speed) < speed_tolerance * speed)
+    if fwd.sum() < 2 or bwd.sum() < 2:
+        raise ValueError(f"sweep joint {joint + 1} at {speed} rad/s: too few constant-speed samples "
+                         f"({int(fwd.sum())} forward, {int(bwd.sum())} backward) in [{low:.3f}, {high:.3f}]")
+    edges = np.linspace(low, high, bins + 1)
+    f_idx = np.digitize(qj[fwd], edges) - 1
+    b_idx = np.digitize(qj[bwd], edges) - 1
+    values = []
+    for k in range(bins):
+        tf = tj[fwd][f_idx == k]
+        tb = tj[bwd][b_idx == k]
+        if tf.size and tb.size:
+            values.append((tf.mean() - tb.mean()) / 2.0)
+    if not values:
+        raise ValueError(f"sweep joint {joint + 1} at {speed} rad/s: no position bin holds both directions")
+    values = np.array(values)
+    return FrictionPoint(joint, speed, float(values.mean()), float(values.std()), int(values.size))
+
+
+@dataclass
+class FrictionFit:
+    joint: int
+    kind: str
+    params: dict[str, float]
+    rmse: float
+    r2: float
+    iterations: int
+    converged: bool
+    points: int
+    message: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def fit_friction(speeds: np.ndarray, torques: np.ndarray, kind: str = "stribeck", joint: int = 0,
+                 qd0: float = DEFAULT_LINEAR_ZONE, vt: float = DEFAULT_SIGMOID_VELOCITY,
+                 viscous: bool = False, max_iterations: int = 20000) -> FrictionFit:
+    """Nelder-Mead fit of one joint's friction curve to (speed, torque) points (seed 000 eq. 6).
+
+    Points may have both signs of speed; an odd model is assumed, so they are folded onto v > 0
+    for the Stribeck and sigmoid models (the offset of coulomb-viscous is kept).
+    """
+    v = np.asarray(speeds, float)
+    f = np.asarray(torques, float)
+    if v.shape != f.shape or v.ndim != 1:
+        raise ValueError(f"speeds/torques: expected two equal 1-D arrays, got {v.shape} and {f.shape}")
+    if v.size < 3:
+        raise ValueError(f"speeds: need at least 3 friction points to fit, got {v.size}")
+    if kind not in MODELS:
+        raise ValueError(f"friction: unknown model {kind!r}; expected one of {list(MODELS)}")
+    if kind == "coulomb-viscous":
+        A = np.column_stack([np.sign(v), v, np.ones_like(v)])
+        coef, *_ = np.linalg.lstsq(A, f, rcond=None)
+        params = {"fc": coef[0], "fv": coef[1], "fo": coef[2]}
+        pred = A @ coef
+        it, ok, msg = 0, True, "linear least squares"
+    else:
+        a = np.abs(v)
+        s = np.sign(v)
+        y = f * np.where(s == 0, 1, s)
+        fc0 = float(np.median(y[a >= np.median(a)]))
+        if kind == "stribeck":
+            names = ["fc", "fs", "vs"] + (["fv"] if viscous else [])
+            x0 = [fc0, float(y[np.argmin(a)]) if a.size else fc0, float(np.median(a)) * 0.5] + ([0.0] if viscous else [])
+
+            def model(x, vv):
+                return stribeck(vv, x[0], x[1], x[2], x[3] if viscous else 0.0, qd0)
+        else:  # folded onto v > 0 the offset cancels, so only fc and fv remain
+            names = ["fc", "fv"]
+            x0 = [fc0, 0.0]
+
+            def model(x, vv):
+                return sigmoid(vv, x[0], x[1], 0.0, vt)
+
+        def cost(x):
+            return float(np.sum((y - model(x, a)) ** 2))
+
+        res = scipy.optimize.minimize(cost, x0, method="Nelder-Mead",
+                                      options={"maxiter": max_iterations, "xatol": 1e-10, "fatol": 1e-14})
+        params = dict(zip(names, res.x))
+        if "vs" in params:
+            params["vs"] = abs(params["vs"])
+        pred = model(res.x, a) * np.where(s == 0, 1, s)
+        it, ok, msg = int(res.nit), bool(res.success), str(res.message)
+    resid = f - pred
+    rmse = float(np.sqrt(np.mean(resid**2)))
+    ss = float(np.sum((f - f.mean()) ** 2))
+    r2 = 1.0 - float(np.sum(resid**2)) / ss if ss > 0 else 1.0
+    return FrictionFit(joint, kind, {k: float(val) for k, val in params.items()}, rmse, r2, it, ok, int(v.size), msg,
+                       {"qd0": qd0} if kind == "stribeck" else ({"vt": vt} if kind == "sigmoid" else {}))
+
+
+def model_from_fits(fits: list[FrictionFit], dof: int) -> FrictionModel:
+    """Assemble per-joint fits (one per joint, same kind) into a FrictionModel."""
+    kinds = {f.kind for f in fits}
+    if len(kinds) != 1:
+        raise ValueError(f"fits: mixed friction models {sorted(kinds)}")
+    kind = kinds.pop()
+    names = sorted({k for f in fits for k in f.params})
+    params = {k: np.zeros(dof) for k in names}
+    for fit in fits:
+        for k, val in fit.params.items():
+            params[k][fit.joint] = val
+    extra = fits[0].extra
+    return FrictionModel(kind, params, qd0=extra.get("qd0", DEFAULT_LINEAR_ZONE),
+                         vt=extra.get("vt", DEFAULT_SIGMOID_VELOCITY))

@@ -1,0 +1,247 @@
+"""Recordings in, a dynamic model out: processing, friction handling, estimation, validation.
+
+Data flow. Each raw dataset (t, q, [qd], tau) is processed (signals.process) into uniform q, qd,
+qdd, tau. The regressor is evaluated chunk by chunk (``chunk_samples`` rows at a time, into one
+reused buffer) and reduced to the base columns, and only per-joint normal equations survive a
+chunk (estimators.NormalEquations). The result is a JSON-ready :class:`IdentificationResult` that
+:func:`predict` turns back into torques.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from robodyn import __version__
+from robodyn.robot.model import RobotModel
+
+from .base_params import BaseParameters, base_parameters
+from .estimators import Estimate, estimate
+from .friction import MODELS as FRICTION_MODELS
+from .friction import FrictionModel
+from .regressor import ColumnSpec, regressor
+from .signals import ProcessingConfig, SampledData, process
+
+RESULT_FORMAT = "robodyn.identification"
+RESULT_VERSION = 1
+FRICTION_CHOICES = ("none",) + FRICTION_MODELS
+
+
+@dataclass
+class IdentificationConfig:
+    method: str = "wls"
+    friction: str = "coulomb-viscous"  # none | coulomb-viscous | stribeck | sigmoid
+    rotor_inertia: bool = True
+    friction_model: dict | None = None  # a fitted FrictionModel (dict) to subtract, seed 000 eq. 9
+    processing: ProcessingConfig = field(default_factory=ProcessingConfig)
+    chunk_samples: int = 20000
+
+    def __post_init__(self):
+        if self.friction not in FRICTION_CHOICES:
+            raise ValueError(f"friction: expected one of {list(FRICTION_CHOICES)}, got {self.friction!r}")
+        if self.friction in ("stribeck", "sigmoid") and self.friction_model is None:
+            raise ValueError(f"friction: the {self.friction} model is nonlinear; identify it first from the friction "
+                             "experiment (robodyn friction) and pass its result, or use coulomb-viscous to identify "
+                             "linear friction together with the inertial parameters")
+        if self.chunk_samples < 100:
+            raise ValueError(f"chunk_samples: must be >= 100, got {self.chunk_samples}")
+
+    @property
+    def spec(self) -> ColumnSpec:
+        if self.friction == "coulomb-viscous":
+            return ColumnSpec(self.rotor_inertia, ("viscous", "coulomb", "offset"))
+        return ColumnSpec(self.rotor_inertia, ())
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "friction": self.friction, "rotor_inertia": self.rotor_inertia,
+                "friction_model": self.friction_model, "processing": self.processing.to_dict(),
+                "chunk_samples": self.chunk_samples}
+
+
+@dataclass
+class IdentificationResult:
+    robot: str
+    base: BaseParameters
+    estimate: Estimate
+    friction_model: FrictionModel | None
+    config: IdentificationConfig
+    metrics: dict
+    steps: list
+    provenance: dict
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.estimate.theta
+
+    def to_dict(self) -> dict:
+        est = self.estimate
+        names = self.base.names
+        return {
+            "format": RESULT_FORMAT, "version": RESULT_VERSION,
+            "robot": self.robot,
+            "base": self.base.to_dict(),
+            "estimate": {
+                "method": est.method,
+                "parameters": [{"name": n, "expression": e, "value": float(v), "std": float(s),
+                                "relative_std_percent": float(r) if np.isfinite(r) else None}
+                               for n, e, v, s, r in zip(names, self.base.expressions(), est.theta, est.std,
+                                                        est.relative_std_percent)],
+                "values": est.theta.tolist(),
+                "covariance": est.covariance.tolist(),
+                "rank": est.rank, "cond": est.cond, "rows": est.rows,
+                "relative_residual": est.relative_residual,
+                "sigma_per_joint": est.sigma.tolist(),
+                "weights": None if est.weights is None else est.weights.tolist(),
+                "iterations": est.iterations, "notes": est.notes,
+            },
+            "friction_model": None if self.friction_model is None else self.friction_model.to_dict(),
+            "config": self.config.to_dict(),
+            "metrics": self.metrics,
+            "processing_steps": self.steps,
+            "provenance": self.provenance,
+        }
+
+    def save(self, path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1))
+
+
+def load_result(path) -> dict:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such result file") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not a JSON identification result ({exc})") from exc
+    if doc.get("format") != RESULT_FORMAT:
+        raise ValueError(f"{path}: format is {doc.get('format')!r}, expected {RESULT_FORMAT!r}")
+    if doc.get("version") != RESULT_VERSION:
+        raise ValueError(f"{path}: result version {doc.get('version')!r} is not supported (expected {RESULT_VERSION})")
+    return doc
+
+
+# --------------------------------------------------------------------------- chunked regressor
+
+
+def _chunks(model: RobotModel, datasets: Sequence[SampledData], spec: ColumnSpec, base: BaseParameters,
+            friction: FrictionModel | None, chunk: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
+    """A re-iterable source of (base regressor rows, friction-compensated torque) chunks."""
+    P = spec.per_joint * model.dof
+
+    def gen():
+        buf = np.empty((chunk * model.dof, P))
+        for d in datasets:
+            for s in range(0, d.count, chunk):
+                e = min(d.count, s + chunk)
+                m = e - s
+                W = regressor(model, d.q[s:e], d.qd[s:e], d.qdd[s:e], spec, out=buf[: m * model.dof])
+                tau = d.tau[s:e]
+                if friction is not None:
+                    tau = tau - friction.torque(d.qd[s:e])
+                yield base.base_regressor(W), tau
+
+    return gen
+
+
+def predict_base(model: RobotModel, base: BaseParameters, theta: np.ndarray, q, qd, qdd,
+                 friction: FrictionModel | None = None, chunk: int = 20000) -> np.ndarray:
+    """Torques (N, n) predicted by identified base parameters (plus a subtracted friction model)."""
+    q, qd, qdd = (np.asarray(a, float) for a in (q, qd, qdd))
+    out = np.empty_like(q)
+    for s in range(0, q.shape[0], chunk):
+        e = min(q.shape[0], s + chunk)
+        W = regressor(model, q[s:e], qd[s:e], qdd[s:e], base.spec)
+        out[s:e] = (base.base_regressor(W) @ theta).reshape(e - s, model.dof)
+        if friction is not None:
+            out[s:e] += friction.torque(qd[s:e])
+    return out
+
+
+def torque_metrics(measured: np.ndarray, predicted: np.ndarray, joint_names: Sequence[str]) -> dict:
+    """Per-joint RMSE and their sum (seed 000 Table 4), relative error, correlation (seed 002 eqs. 20-21)."""
+    err = measured - predicted
+    rmse = np.sqrt(np.mean(err**2, axis=0))
+    norm = np.sqrt(np.sum(measured**2, axis=0))
+    rel = np.where(norm > 0, np.sqrt(np.sum(err**2, axis=0)) / np.where(norm > 0, norm, 1), np.nan)
+    mc = measured - measured.mean(axis=0)
+    pc = predicted - predicted.mean(axis=0)
+    denom = np.sqrt(np.sum(mc**2, axis=0) * np.sum(pc**2, axis=0))
+    corr = np.where(denom > 0, np.sum(mc * pc, axis=0) / np.where(denom > 0, denom, 1), np.nan)
+    return {
+        "joints": list(joint_names),
+        "rmse": rmse.tolist(),
+        "rmse_sum": float(rmse.sum()),
+        "relative_error": [None if not np.isfinite(x) else float(x) for x in rel],
+        "relative_error_total": float(np.linalg.norm(err) / max(np.linalg.norm(measured), 1e-300)),
+        "correlation": [None if not np.isfinite(x) else float(x) for x in corr],
+        "samples": int(measured.shape[0]),
+    }
+
+
+def identify(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig = None, *,
+             sources: Sequence[str] = (), progress: Callable[[str, float], None] | None = None,
+             preprocessed: bool = False) -> IdentificationResult:
+    """Identify base parameters of ``model`` from one or more datasets.
+
+    ``preprocessed`` skips signal processing (the datasets already carry exact qd and qdd).
+    """
+    config = config or IdentificationConfig()
+    report = progress or (lambda stage, fraction: None)
+    if not datasets:
+        raise ValueError("recordings: need at least one dataset")
+    steps = []
+    processed = []
+    for k, raw in enumerate(datasets):
+        if raw.dof != model.dof:
+            raise ValueError(f"recording {k}: has {raw.dof} joints but robot {model.name} has {model.dof}")
+        report("processing", k / len(datasets))
+        if preprocessed:
+            if raw.qd is None or raw.qdd is None:
+                raise ValueError(f"recording {k}: preprocessed data must carry qd and qdd")
+            processed.append(raw)
+            steps.append([{"step": "none", "reason": "preprocessed data"}])
+        else:
+            p = process(raw, config.processing)
+            processed.append(p.data)
+            steps.append(p.steps)
+    spec = config.spec
+    base = base_parameters(model, spec)
+    friction = FrictionModel.from_dict(config.friction_model) if config.friction_model else None
+    report("estimating", 0.5)
+    chunks = _chunks(model, processed, spec, base, friction, config.chunk_samples)
+    est = estimate(config.method, chunks, model.dof, base.count, base.names)
+    report("validating", 0.9)
+    metrics = {"identification": _dataset_metrics(model, base, est.theta, friction, processed)}
+    provenance = {
+        "recordings": list(sources), "software": f"robodyn {__version__}",
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "model": model.summary(),
+    }
+    report("done", 1.0)
+    return IdentificationResult(model.name, base, est, friction, config, metrics, steps, provenance)
+
+
+def _dataset_metrics(model, base, theta, friction, datasets):
+    measured = np.concatenate([d.tau for d in datasets])
+    predicted = np.concatenate([predict_base(model, base, theta, d.q, d.qd, d.qdd, friction) for d in datasets])
+    return torque_metrics(measured, predicted, model.joint_names)
+
+
+def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
+             processing: ProcessingConfig | None = None) -> dict:
+    """Metrics of a saved result on other recordings (a held-out trajectory), processed the same way
+    as at identification unless ``processing`` overrides it."""
+    base = BaseParameters.from_dict(result["base"])
+    theta = np.asarray(result["estimate"]["values"], float)
+    friction = FrictionModel.from_dict(result["friction_model"]) if result.get("friction_model") else None
+    if processing is None:
+        processing = ProcessingConfig(**result["config"]["processing"])
+    data = [process(d, processing).data for d in datasets]
+    if any(d.dof != model.dof for d in data):
+        raise ValueError(f"recordings: joint count does not match robot {model.name} ({model.dof} joints)")
+    return _dataset_metrics(model, base, theta, friction, data)
