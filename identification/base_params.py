@@ -102,7 +102,8 @@ class BaseParameters:
             "beta": self.beta.tolist(),
             "tolerance": self.tolerance,
             "residual": self.residual,
-            "columns": {"rotor_inertia": self.spec.rotor_inertia, "friction": list(self.spec.friction)},
+            "columns": {"rotor_inertia": self.spec.rotor_inertia, "friction": list(self.spec.friction),
+                        "motor_couplings": [list(c) for c in self.spec.motor_couplings]},
         }
 
     @classmethod
@@ -112,7 +113,8 @@ class BaseParameters:
         return cls(tuple(d["standard_names"]), np.asarray(d["independent"], np.int64), dep,
                    np.asarray(d["unidentifiable_indices"], np.int64), beta, float(d["tolerance"]),
                    float(d["residual"]),
-                   ColumnSpec(d["columns"]["rotor_inertia"], tuple(d["columns"]["friction"])))
+                   ColumnSpec(d["columns"]["rotor_inertia"], tuple(d["columns"]["friction"]),
+                              tuple(tuple(c) for c in d["columns"].get("motor_couplings", ()))))
 
 
 def base_parameters(model: RobotModel, spec: ColumnSpec = ColumnSpec(), *, samples: int | None = None,

@@ -281,13 +281,18 @@ def fit_friction(speeds: np.ndarray, torques: np.ndarray, kind: str = "stribeck"
         fc0 = float(np.median(y[a >= np.median(a)]))
         if kind == "stribeck":
             names = ["fc", "fs", "vs"] + (["fv"] if viscous else [])
-            x0 = [fc0, float(y[np.argmin(a)]) if a.size else fc0, float(np.median(a)) * 0.5] + ([0.0] if viscous else [])
+            outside = a >= qd0
+            fs0 = float(y[outside].max()) if np.any(outside) else fc0
+            # Nelder-Mead is local and the Stribeck valley is narrow in vs: start from several
+            # Stribeck velocities spread over the measured speeds and keep the best
+            starts = [[fc0, fs0, vs0] + ([0.0] if viscous else [])
+                      for vs0 in np.geomspace(max(a[a > 0].min(), 1e-4), max(a.max(), 1e-3), 8)]
 
             def model(x, vv):
                 return stribeck(vv, x[0], x[1], x[2], x[3] if viscous else 0.0, qd0)
         else:  # folded onto v > 0 the offset cancels, so only fc and fv remain
             names = ["fc", "fv"]
-            x0 = [fc0, 0.0]
+            starts = [[fc0, 0.0]]
 
             def model(x, vv):
                 return sigmoid(vv, x[0], x[1], 0.0, vt)
@@ -295,8 +300,9 @@ def fit_friction(speeds: np.ndarray, torques: np.ndarray, kind: str = "stribeck"
         def cost(x):
             return float(np.sum((y - model(x, a)) ** 2))
 
-        res = scipy.optimize.minimize(cost, x0, method="Nelder-Mead",
-                                      options={"maxiter": max_iterations, "xatol": 1e-10, "fatol": 1e-14})
+        res = min((scipy.optimize.minimize(cost, x0, method="Nelder-Mead",
+                                           options={"maxiter": max_iterations, "xatol": 1e-10, "fatol": 1e-14})
+                   for x0 in starts), key=lambda r: r.fun)
         params = dict(zip(names, res.x))
         if "vs" in params:
             params["vs"] = abs(params["vs"])

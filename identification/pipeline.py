@@ -40,6 +40,7 @@ class IdentificationConfig:
     friction_model: dict | None = None  # a fitted FrictionModel (dict) to subtract, seed 000 eq. 9
     processing: ProcessingConfig = field(default_factory=ProcessingConfig)
     chunk_samples: int = 20000
+    motor_couplings: tuple = ()  # shared motors (coupled wrists), see regressor.ColumnSpec
 
     def __post_init__(self):
         if self.friction not in FRICTION_CHOICES:
@@ -53,14 +54,14 @@ class IdentificationConfig:
 
     @property
     def spec(self) -> ColumnSpec:
-        if self.friction == "coulomb-viscous":
-            return ColumnSpec(self.rotor_inertia, ("viscous", "coulomb", "offset"))
-        return ColumnSpec(self.rotor_inertia, ())
+        friction = ("viscous", "coulomb", "offset") if self.friction == "coulomb-viscous" else ()
+        return ColumnSpec(self.rotor_inertia, friction, tuple(tuple(c) for c in self.motor_couplings))
 
     def to_dict(self) -> dict:
         return {"method": self.method, "friction": self.friction, "rotor_inertia": self.rotor_inertia,
                 "friction_model": self.friction_model, "processing": self.processing.to_dict(),
-                "chunk_samples": self.chunk_samples}
+                "chunk_samples": self.chunk_samples,
+                "motor_couplings": [list(c) for c in self.motor_couplings]}
 
 
 @dataclass
@@ -131,7 +132,7 @@ def load_result(path) -> dict:
 def _chunks(model: RobotModel, datasets: Sequence[SampledData], spec: ColumnSpec, base: BaseParameters,
             friction: FrictionModel | None, chunk: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
     """A re-iterable source of (base regressor rows, friction-compensated torque) chunks."""
-    P = spec.per_joint * model.dof
+    P = spec.total(model.dof)
 
     def gen():
         buf = np.empty((chunk * model.dof, P))

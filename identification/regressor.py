@@ -41,6 +41,10 @@ class ColumnSpec:
 
     rotor_inertia: bool = False
     friction: tuple[str, ...] = ()
+    # Motors shared by several joints (a coupled wrist): each entry is the vector c with
+    # motor velocity proportional to c . qd. Each adds three columns after all joint blocks:
+    # its inertia IAMk (c . qdd) c, viscous FVMk (c . qd) c and Coulomb FCMk sgn(c . qd) c.
+    motor_couplings: tuple[tuple[float, ...], ...] = ()
 
     def __post_init__(self):
         bad = [f for f in self.friction if f not in FRICTION_KINDS]
@@ -48,10 +52,22 @@ class ColumnSpec:
             raise ValueError(f"friction: unknown kind(s) {bad}; expected any of {list(FRICTION_KINDS)}")
         # canonical order, no duplicates
         object.__setattr__(self, "friction", tuple(k for k in FRICTION_KINDS if k in self.friction))
+        couplings = tuple(tuple(float(x) for x in c) for c in self.motor_couplings)
+        for k, c in enumerate(couplings):
+            if not c or not all(np.isfinite(c)) or not any(c):
+                raise ValueError(f"motor_couplings[{k}]: expected a non-zero finite vector, got {c}")
+        object.__setattr__(self, "motor_couplings", couplings)
 
     @property
     def per_joint(self) -> int:
         return 10 + int(self.rotor_inertia) + len(self.friction)
+
+    def total(self, dof: int) -> int:
+        """Number of regressor columns for a robot with ``dof`` joints."""
+        for k, c in enumerate(self.motor_couplings):
+            if len(c) != dof:
+                raise ValueError(f"motor_couplings[{k}]: has {len(c)} entries for a {dof}-joint robot")
+        return self.per_joint * dof + 3 * len(self.motor_couplings)
 
     def joint_names(self) -> list[str]:
         names = list(INERTIAL_NAMES)
@@ -70,7 +86,10 @@ class ColumnSpec:
 
 
 def parameter_names(model: RobotModel, spec: ColumnSpec) -> list[str]:
-    return [f"{base}{i + 1}" for i in range(model.dof) for base in spec.joint_names()]
+    names = [f"{base}{i + 1}" for i in range(model.dof) for base in spec.joint_names()]
+    for k in range(len(spec.motor_couplings)):
+        names += [f"IAM{k + 1}", f"FVM{k + 1}", f"FCM{k + 1}"]
+    return names
 
 
 def standard_parameter_vector(model: RobotModel, spec: ColumnSpec, friction: dict | None = None) -> np.ndarray:
@@ -87,7 +106,8 @@ def standard_parameter_vector(model: RobotModel, spec: ColumnSpec, friction: dic
         for k in spec.friction:
             row.append(float(np.asarray(friction.get(k, np.zeros(model.dof)), float)[i]))
         blocks.append(row)
-    return np.asarray(blocks, float).ravel()
+    coupled = np.zeros(3 * len(spec.motor_couplings))  # no nominal values for shared motors
+    return np.concatenate([np.asarray(blocks, float).ravel(), coupled])
 
 
 @njit(cache=True, inline="always")
@@ -269,7 +289,7 @@ def regressor(model: RobotModel, q, qd, qdd, spec: ColumnSpec = ColumnSpec(), *,
     """
     q, qd, qdd = check_states(model, q, qd, qdd)
     N, n = q.shape
-    P = spec.per_joint * n
+    P = spec.total(n)
     if out is None:
         out = np.empty((N * n, P))
     elif out.shape != (N * n, P) or out.dtype != np.float64 or not out.flags.c_contiguous:
@@ -288,7 +308,20 @@ def regressor(model: RobotModel, q, qd, qdd, spec: ColumnSpec = ColumnSpec(), *,
     finally:
         if nthreads != previous:
             numba.set_num_threads(previous)
+    if spec.motor_couplings:
+        _coupling_columns(spec, qd, qdd, out.reshape(N, n, P)[:, :, spec.per_joint * n:])
     return out
+
+
+def _coupling_columns(spec: ColumnSpec, qd: np.ndarray, qdd: np.ndarray, view: np.ndarray) -> None:
+    """Fill the shared-motor columns (N, n, 3 * couplings) in place."""
+    for k, c in enumerate(spec.motor_couplings):
+        c = np.asarray(c)
+        motor_v = qd @ c
+        motor_a = qdd @ c
+        view[:, :, 3 * k] = np.outer(motor_a, c)
+        view[:, :, 3 * k + 1] = np.outer(motor_v, c)
+        view[:, :, 3 * k + 2] = np.outer(np.sign(motor_v), c)
 
 
 def sample_states(model: RobotModel, count: int, seed: int = 0, scale: float = 1.0):

@@ -1,0 +1,162 @@
+"""`robodyn identify` and `robodyn validate`: local identification from recordings or CSV files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from robodyn.cli import print_json
+
+
+def _floats(text: str, name: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{name}: expected comma-separated numbers, got {text!r}") from None
+
+
+def add_processing_arguments(p) -> None:
+    g = p.add_argument_group("signal processing")
+    g.add_argument("--cutoff", type=float, default=10.0, metavar="HZ",
+                   help="Butterworth filtfilt cut-off for q and tau (0 = off, default 10 Hz)")
+    g.add_argument("--rloess-span", type=float, default=None, metavar="SPAN",
+                   help="robust LOESS on qdd and tau (seed 000 uses 0.02); fraction or sample count")
+    g.add_argument("--decimate", type=int, default=1, metavar="F", help="decimation factor after filtering")
+    g.add_argument("--min-velocity", type=float, default=None, metavar="RAD_S",
+                   help="drop samples where some joint moves slower than this")
+    g.add_argument("--trim", type=float, default=0.0, metavar="S", help="seconds dropped at both ends")
+    g.add_argument("--velocity", choices=("auto", "measured", "differentiate"), default="auto",
+                   help="use measured velocity when present (auto) or differentiate q")
+    g.add_argument("--resample", choices=("auto", "always", "never"), default="auto")
+
+
+def processing_from_args(args):
+    from .signals import ProcessingConfig
+
+    cutoff = args.cutoff if args.cutoff and args.cutoff > 0 else None
+    return ProcessingConfig(resample=args.resample, q_cutoff_hz=cutoff, tau_cutoff_hz=cutoff,
+                            velocity=args.velocity, rloess_span=args.rloess_span, decimation=args.decimate,
+                            trim_s=args.trim, min_velocity=args.min_velocity)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("identify", help="identify base parameters from recordings or CSV files")
+    p.add_argument("data", nargs="+", metavar="REC_OR_CSV", help="daemon recordings (.mcap), .csv or .npz files")
+    p.add_argument("--robot", required=True, help="built-in model name or model file")
+    p.add_argument("--method", choices=("ols", "wls", "irls"), default="wls")
+    p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"),
+                   default="coulomb-viscous")
+    p.add_argument("--friction-model", metavar="FILE",
+                   help="friction fit (JSON from `robodyn friction fit`) to subtract before identification")
+    p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
+    p.add_argument("--drive-gains", metavar="K1,...,KN", help="N.m/A per joint for CSV files with current columns")
+    add_processing_arguments(p)
+    p.add_argument("--out", default="result.json", help="result file (JSON)")
+    p.add_argument("--report", metavar="HTML", help="also write an HTML report with torque plots")
+    p.add_argument("--json", action="store_true", help="print the result summary as JSON")
+    p.set_defaults(handler=cmd_identify)
+
+    p = sub.add_parser("validate", help="validate an identification result on (held-out) recordings")
+    p.add_argument("result", help="result JSON from `robodyn identify`")
+    p.add_argument("data", nargs="+", metavar="REC_OR_CSV")
+    p.add_argument("--robot", help="model (default: the one named in the result)")
+    p.add_argument("--drive-gains", metavar="K1,...,KN")
+    p.add_argument("--plot", metavar="PNG", help="write predicted-vs-measured torque plots")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_validate)
+
+
+def _load(paths, model, gains):
+    from .data import load_dataset
+
+    return [load_dataset(p, model.dof, gains) for p in paths]
+
+
+def summary_lines(doc: dict) -> list[str]:
+    est = doc["estimate"]
+    m = doc["metrics"]["identification"]
+    lines = [f"{doc['robot']}: {doc['base']['count']} base parameters, method {est['method']}, "
+             f"friction {doc['config']['friction']}",
+             f"rows {est['rows']}, rank {est['rank']}, cond {est['cond']:.4g}, relative residual "
+             f"{est['relative_residual']:.4g}",
+             "joint        RMSE [N.m]   rel.err    corr"]
+    for j, name in enumerate(m["joints"]):
+        rel = m["relative_error"][j]
+        corr = m["correlation"][j]
+        lines.append(f"{name:<12} {m['rmse'][j]:10.4f} {'' if rel is None else f'{rel:9.4f}'} "
+                     f"{'' if corr is None else f'{corr:8.5f}'}")
+    lines.append(f"{'sum':<12} {m['rmse_sum']:10.4f}")
+    return lines
+
+
+def cmd_identify(args) -> int:
+    from robodyn.robot.loader import load_model
+
+    from .pipeline import IdentificationConfig, identify
+
+    model = load_model(args.robot)
+    gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
+    friction_model = None
+    if args.friction_model:
+        friction_model = json.loads(Path(args.friction_model).read_text())
+        friction_model = friction_model.get("model", friction_model)
+    config = IdentificationConfig(method=args.method, friction=args.friction, rotor_inertia=not args.no_rotor_inertia,
+                                  friction_model=friction_model, processing=processing_from_args(args))
+    datasets = _load(args.data, model, gains)
+
+    def progress(stage, fraction):
+        if not args.json:
+            print(f"  {stage} ({fraction * 100:.0f} %)", file=sys.stderr)
+
+    result = identify(model, datasets, config, sources=[str(p) for p in args.data], progress=progress)
+    result.save(args.out)
+    doc = result.to_dict()
+    if args.report:
+        from .report import write_html_report
+
+        write_html_report(args.report, doc, [{"title": "identification data", "metrics": doc["metrics"]["identification"]}])
+    if args.json:
+        print_json({"out": args.out, "robot": doc["robot"], "base_count": doc["base"]["count"],
+                    "estimate": {k: doc["estimate"][k] for k in ("method", "rank", "cond", "rows", "relative_residual")},
+                    "parameters": doc["estimate"]["parameters"], "metrics": doc["metrics"]})
+    else:
+        print("\n".join(summary_lines(doc)))
+        print(f"result written to {args.out}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from robodyn.robot.loader import load_model
+
+    from .pipeline import load_result, validate
+
+    doc = load_result(args.result)
+    model = load_model(args.robot or doc["robot"])
+    gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
+    datasets = _load(args.data, model, gains)
+    metrics = validate(model, doc, datasets)
+    if args.plot:
+        from .base_params import BaseParameters
+        from .friction import FrictionModel
+        from .pipeline import predict_base
+        from .report import torque_plot_png
+        from .signals import ProcessingConfig, process
+
+        import numpy as np
+
+        d = process(datasets[0], ProcessingConfig(**doc["config"]["processing"])).data
+        fm = FrictionModel.from_dict(doc["friction_model"]) if doc.get("friction_model") else None
+        pred = predict_base(model, BaseParameters.from_dict(doc["base"]), np.asarray(doc["estimate"]["values"]),
+                            d.q, d.qd, d.qdd, fm)
+        Path(args.plot).write_bytes(torque_plot_png(d.t - d.t[0], d.tau, pred, model.joint_names,
+                                                    f"validation on {args.data[0]}"))
+    if args.json:
+        print_json(metrics)
+    else:
+        print("joint        RMSE [N.m]   rel.err    corr")
+        for j, name in enumerate(metrics["joints"]):
+            print(f"{name:<12} {metrics['rmse'][j]:10.4f} {metrics['relative_error'][j] or 0:9.4f} "
+                  f"{metrics['correlation'][j] or 0:8.5f}")
+        print(f"{'sum':<12} {metrics['rmse_sum']:10.4f}   total relative error {metrics['relative_error_total']:.4f}")
+    return 0

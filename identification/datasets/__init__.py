@@ -1,0 +1,1 @@
+"""Loaders that turn published raw robot data sets into joint-space identification data."""

@@ -1,0 +1,217 @@
+"""Excitation trajectory design: choose a family's coefficients to minimise a regressor criterion
+subject to joint, boundary, Cartesian and torque constraints, then prove the result with the
+daemon's validator (robodyn.limits.check_trajectory).
+
+Speed (why a 7-DOF design takes seconds, not hours):
+- the criterion uses the base regressor on a coarse grid (default 200 samples per period),
+  computed for a whole population (or a whole finite-difference stencil) in one Numba call;
+- boundary conditions are in the parametrisation and joint limits are linear constraints with
+  exact Jacobians (SLSQP) or an exact repair (GA/PSO/ICPSO), so no penalty tuning is needed;
+- SLSQP optimises log(cond), which is smoother than cond, from feasible random starts.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robodyn.limits import check_trajectory
+from robodyn.robot.model import RobotModel
+from robodyn.trajectory import Trajectory
+
+from .. import optimizers as opt
+from ..regressor import ColumnSpec
+from .constraints import (CartesianLimits, InfeasibleDesign, JointLimits, cartesian_constraint, check_fixed_start,
+                          joint_limit_constraint, nonlinear_report, repair_population, shape_bounds,
+                          states_on_grid, torque_constraint)
+from .families import Family, make_family
+from .objectives import OBJECTIVES, RANK_DEFICIENT, RegressorGrid, excitation_metrics
+
+# After optimisation the trajectory is checked at the validator's full rate; if sampling between
+# grid points hides a tiny excess, shapes shrink by this factor until the check passes.
+SHRINK_STEP = 0.995
+MAX_SHRINK_STEPS = 60
+
+
+@dataclass
+class DesignRequest:
+    family: str = "fourier"
+    harmonics: int = 5
+    wf: float | None = 0.1
+    period: float | None = None  # poly family (s); default 2 pi / wf
+    order: int = 8
+    objective: str = "cond"
+    columns: ColumnSpec = field(default_factory=lambda: ColumnSpec(friction=("viscous", "coulomb")))
+    optimizer: str = "slsqp"
+    options: object | None = None  # the optimizer's options dataclass
+    starts: int = 1
+    seed: int | None = 0
+    grid: int = 200  # samples per period for the criterion and the constraints
+    margin: float = 0.02
+    limit_overrides: dict | None = None
+    start: np.ndarray | None = None  # fixed start position (fourier-poly, poly)
+    cartesian: CartesianLimits | None = None
+    torque_limits: bool = False
+    check_rate: float = 1000.0  # Hz, the validator's rate for the final proof
+    report_rate: float = 100.0  # Hz, for the reported criteria on the recorded data (seed 000: 100 Hz)
+    time_limit: float | None = None
+
+    def __post_init__(self):
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective: unknown {self.objective!r}; expected one of {list(OBJECTIVES)}")
+        if self.optimizer not in opt.METHODS:
+            raise ValueError(f"optimizer: unknown {self.optimizer!r}; expected one of {list(opt.METHODS)}")
+        if isinstance(self.grid, bool) or int(self.grid) != self.grid or self.grid < 8:
+            raise ValueError(f"grid: need at least 8 samples per period, got {self.grid!r}")
+        if int(self.starts) != self.starts or self.starts < 1:
+            raise ValueError(f"starts: must be a positive integer, got {self.starts!r}")
+
+
+@dataclass
+class DesignResult:
+    trajectory: Trajectory
+    family: Family
+    metrics: dict  # criteria at report_rate over one period
+    grid_metrics: dict  # criteria on the design grid
+    limit_report: dict  # robodyn.limits.check_trajectory(...).to_dict()
+    optimizer: dict
+    objective: str
+    elapsed: float
+    shrink_steps: int
+    request: dict
+
+    def meta(self) -> dict:
+        return {"designer": "robodyn.identification.excitation", "objective_optimised": self.objective,
+                "criteria": self.metrics, "criteria_design_grid": self.grid_metrics,
+                "limits_ok": self.limit_report["ok"], "optimizer": self.optimizer,
+                "design_seconds": self.elapsed, "shrink_steps": self.shrink_steps, "request": self.request}
+
+    def to_dict(self) -> dict:
+        return {"ok": True, "trajectory": self.trajectory.to_dict(), **self.meta(),
+                "limit_report": self.limit_report}
+
+
+def design_excitation(model: RobotModel, request: DesignRequest | None = None, *, callback=None) -> DesignResult:
+    """Design an excitation trajectory for ``model``. Raises InfeasibleDesign naming every
+    constraint that cannot be met, ValueError for malformed requests."""
+    req = request or DesignRequest()
+    t0 = time.perf_counter()
+    family = make_family(req.family, model.dof, harmonics=req.harmonics, wf=req.wf, period=req.period,
+                         order=req.order)
+    limits = JointLimits.from_model(model, req.margin, req.limit_overrides)
+    start = None
+    if req.start is not None:
+        if family.name == "fourier":
+            raise ValueError("start: a fixed start position needs the fourier-poly or poly family (in seed 000's "
+                             "fourier series q(0) depends on every coefficient)")
+        start = np.asarray(req.start, float)
+        if start.shape != (model.dof,):
+            raise ValueError(f"start: expected {model.dof} joint positions, got shape {start.shape}")
+        check_fixed_start(limits, start)
+
+    t_grid = np.arange(req.grid) * family.period / req.grid
+    basis = family.basis(t_grid)
+    crit = RegressorGrid.build(model, req.columns)
+
+    def criterion(Z):
+        q, qd, qdd, _ = states_on_grid(Z, family, basis)
+        return crit.criterion(q, qd, qdd, req.objective)
+
+    lo, hi = shape_bounds(family, limits, basis)
+    if start is not None:
+        lo[: model.dof], hi[: model.dof] = start - 1e-9, start + 1e-9
+    bounds = opt.Bounds(lo, hi)
+    nonlinear = []
+    if req.cartesian is not None and req.cartesian.active:
+        nonlinear.append(cartesian_constraint(model, family, basis, req.cartesian))
+    if req.torque_limits:
+        nonlinear.append(torque_constraint(model, family, basis, req.margin))
+
+    def repair(Z):
+        return repair_population(Z, family, limits, basis, start)
+
+    options = req.options
+    if req.optimizer == "slsqp":
+        # log(cond) is far better scaled for a quasi-Newton method than cond itself
+        fitness = (lambda Z: np.log(criterion(Z))) if req.objective != "logdet" else criterion
+        constraints = [joint_limit_constraint(family, limits, basis, start), *nonlinear]
+        x0 = repair(bounds.sample(np.random.default_rng(req.seed), 1))[0]
+        if options is None:
+            # the linear joint-limit rows already bound every variable (offsets by the range, shapes by
+            # the derivative limits); repeating the box confuses SLSQP's subproblem
+            options = opt.SLSQPOptions(box_constraints=False)
+        result = opt.minimize(fitness, bounds, "slsqp", seed=req.seed, x0=x0, options=options,
+                              constraints=constraints, callback=callback, restarts=req.starts,
+                              time_limit=req.time_limit, repair=repair)
+    else:
+        if req.optimizer == "icpso" and options is None and req.objective != "logdet":
+            options = opt.ICPSOOptions(target=1.0)  # cond >= 1: eq. 15's f_d
+        result = opt.minimize(criterion, bounds, req.optimizer, seed=req.seed, options=options,
+                              constraints=nonlinear, repair=repair, callback=callback, restarts=req.starts,
+                              time_limit=req.time_limit)
+    z = result.x
+    if not result.feasible:
+        report = nonlinear_report(model, family, basis, z, req.cartesian, req.torque_limits, req.margin)
+        if not report:
+            report = [{"constraint": "joint_limits", "joint": None,
+                       "detail": "no start met the joint limits on the design grid"}]
+        raise InfeasibleDesign(report)
+
+    traj, limit_report, shrinks = _prove_within_limits(model, family, z, req)
+    if not limit_report.ok:
+        raise InfeasibleDesign([{"constraint": v.limit, "joint": v.joint, "detail": v.message()}
+                                for v in limit_report.violations] +
+                               ([{"constraint": "tau_max", "joint": None,
+                                  "detail": "enable torque limits in the design (--torque-limits)"}]
+                                if any(v.limit == "tau_max" for v in limit_report.violations)
+                                and not req.torque_limits else []))
+    q, qd, qdd, _ = states_on_grid(family.join(*_split_traj(family, z, shrinks))[None], family, basis)
+    grid_metrics = excitation_metrics(model, req.columns, q[0], qd[0], qdd[0], crit.base)
+    _, qr, qdr, qddr, _ = _one_period(traj, family, req.report_rate)
+    metrics = excitation_metrics(model, req.columns, qr, qdr, qddr, crit.base)
+    if metrics["rank"] < metrics["base_parameters"] or grid_metrics["cond_raw"] >= RANK_DEFICIENT:
+        raise InfeasibleDesign([{"constraint": "excitation", "joint": None,
+                                 "detail": f"the best trajectory excites only {metrics['rank']} of "
+                                           f"{metrics['base_parameters']} base parameters; loosen the limits "
+                                           "or add harmonics"}])
+    request_doc = {"family": family.name, **family.describe(), "objective": req.objective,
+                   "columns": {"rotor_inertia": req.columns.rotor_inertia, "friction": list(req.columns.friction)},
+                   "optimizer": req.optimizer, "starts": req.starts, "seed": req.seed, "grid": req.grid,
+                   "margin": req.margin, "torque_limits": req.torque_limits,
+                   "start": None if start is None else start.tolist()}
+    if req.cartesian is not None and req.cartesian.active:
+        c = req.cartesian
+        request_doc["cartesian"] = {"floor_z": c.floor_z,
+                                    "box_min": None if c.box_min is None else c.box_min.tolist(),
+                                    "box_max": None if c.box_max is None else c.box_max.tolist()}
+    optimizer_doc = {k: v for k, v in result.to_dict().items() if k != "x"}
+    return DesignResult(traj, family, metrics, grid_metrics, limit_report.to_dict(), optimizer_doc, req.objective,
+                        time.perf_counter() - t0, shrinks, request_doc)
+
+
+def _split_traj(family: Family, z: np.ndarray, shrinks: int):
+    offsets, shapes = family.split(z)
+    return offsets, shapes * SHRINK_STEP ** shrinks
+
+
+def _one_period(traj: Trajectory, family: Family, rate: float):
+    count = max(8, int(math.floor(family.period * rate + 1e-9)))
+    t = np.arange(count) / rate
+    return (t, *traj.evaluate(t))
+
+
+def _prove_within_limits(model: RobotModel, family: Family, z: np.ndarray, req: DesignRequest):
+    """Build the trajectory and run the daemon's validator on it; shrink shapes toward the
+    offsets in small steps only if a between-grid excess shows up."""
+    report = None
+    for k in range(MAX_SHRINK_STEPS + 1):
+        offsets, shapes = _split_traj(family, z, k)
+        traj = family.build(offsets, shapes)
+        report = check_trajectory(model, traj, rate_hz=req.check_rate, check_torque=True)
+        kinematic = [v for v in report.violations if v.limit in ("q_min", "q_max", "qd_max", "qdd_max", "qddd_max")]
+        if report.ok or not kinematic or len(kinematic) < len(report.violations):
+            return traj, report, k
+    return traj, report, MAX_SHRINK_STEPS

@@ -1,0 +1,555 @@
+"""One optimizer interface for excitation design and metaheuristic parameter identification.
+
+Every method minimises a *population fitness*: a function that takes a whole population
+``X`` of shape (pop, dim) and returns its fitness (pop,). Evaluating a population in one call
+lets the caller batch (one regressor call for all candidates) or distribute costly fitness
+evaluations; a scalar function is adapted with :func:`vectorize`.
+
+Methods (``minimize(..., method=...)``):
+
+- ``slsqp``  scipy's SLSQP (the fmincon analogue). The gradient is a forward difference
+             evaluated as ONE population call of dim+1 points. Linear constraints keep their
+             exact Jacobian; nonlinear ones are differenced the same way.
+- ``ga``     real-coded genetic algorithm; defaults are seed 001's settings (population 20,
+             800 generations, crossover 0.8, mutation 0.2), seed 000 keeps the best of 5 runs
+             (``restarts=5``).
+- ``pso``    standard PSO: inertia weight falling linearly 0.9 -> 0.4, c1 = c2 = 2.
+- ``icpso``  seed 002's improved chaotic PSO (eqs. 10-18): tanh inertia weight, fitness-adaptive
+             learning factors, variance-based premature-convergence test and tent-map chaotic
+             search on the worst (upper-quartile) particles.
+
+``restarts=k`` runs any method k times with independent seeds and keeps the best (multi-start,
+best-of-k). ``callback(progress)`` is called once per iteration; returning True stops the run.
+Constraints are ``g(x) <= 0``: SLSQP handles them natively, the metaheuristics rank candidates
+by Deb's feasibility rules (any feasible point beats any infeasible one, infeasible points are
+ranked by total violation). An optional ``repair(X)`` maps a population into the feasible set
+before evaluation; repaired positions replace the originals (Lamarckian repair).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+import numpy as np
+
+PopulationFitness = Callable[[np.ndarray], np.ndarray]
+METHODS = ("slsqp", "ga", "pso", "icpso")
+
+# Infeasible candidates are ranked above every feasible fitness by this offset plus their
+# violation (Deb's rules in scalar form); fitness values of real problems stay far below it.
+INFEASIBLE_OFFSET = 1e12
+
+
+def vectorize(scalar_fitness: Callable[[np.ndarray], float]) -> PopulationFitness:
+    """Adapt f(x) -> float to the population form F(X) -> (pop,)."""
+
+    def population_fitness(X: np.ndarray) -> np.ndarray:
+        return np.array([float(scalar_fitness(x)) for x in np.atleast_2d(X)])
+
+    return population_fitness
+
+
+# --------------------------------------------------------------------------- problem pieces
+
+
+@dataclass(frozen=True)
+class Bounds:
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def __post_init__(self):
+        lo = np.atleast_1d(np.asarray(self.lower, float))
+        hi = np.atleast_1d(np.asarray(self.upper, float))
+        if lo.shape != hi.shape or lo.ndim != 1 or lo.size == 0:
+            raise ValueError(f"bounds: lower and upper must be equal-length 1-D arrays, got {lo.shape} and {hi.shape}")
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise ValueError("bounds: every bound must be finite (the swarm and GA sample inside them)")
+        if np.any(hi <= lo):
+            k = int(np.argmax(hi <= lo))
+            raise ValueError(f"bounds: upper[{k}] = {hi[k]} must exceed lower[{k}] = {lo[k]}")
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+
+    @property
+    def dim(self) -> int:
+        return int(self.lower.size)
+
+    @property
+    def span(self) -> np.ndarray:
+        return self.upper - self.lower
+
+    def sample(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        return self.lower + rng.random((count, self.dim)) * self.span
+
+    def clip(self, X: np.ndarray) -> np.ndarray:
+        return np.clip(X, self.lower, self.upper)
+
+
+@dataclass(frozen=True)
+class LinearConstraint:
+    """A x <= ub (rows are constraints)."""
+
+    A: np.ndarray
+    ub: np.ndarray
+
+    def violation(self, X: np.ndarray) -> np.ndarray:
+        return np.maximum(X @ self.A.T - self.ub, 0.0).sum(axis=1)
+
+
+@dataclass(frozen=True)
+class NonlinearConstraint:
+    """fun(X) -> (pop, m); a candidate is feasible when every entry is <= 0."""
+
+    fun: Callable[[np.ndarray], np.ndarray]
+
+    def violation(self, X: np.ndarray) -> np.ndarray:
+        return np.maximum(np.asarray(self.fun(X), float), 0.0).sum(axis=1)
+
+
+@dataclass
+class Progress:
+    method: str
+    iteration: int
+    nfev: int
+    best_fitness: float
+    best_x: np.ndarray
+    elapsed: float
+    run: int = 0
+
+
+@dataclass
+class OptimizeResult:
+    x: np.ndarray
+    fun: float
+    method: str
+    nit: int
+    nfev: int
+    elapsed: float
+    feasible: bool
+    message: str
+    history: list[float] = field(default_factory=list)  # best fitness after each iteration
+    runs: list[dict] = field(default_factory=list)  # per start, for multi-start
+
+    def to_dict(self) -> dict:
+        return {"x": self.x.tolist(), "fun": self.fun, "method": self.method, "nit": self.nit,
+                "nfev": self.nfev, "elapsed": self.elapsed, "feasible": self.feasible,
+                "message": self.message, "runs": self.runs}
+
+
+# --------------------------------------------------------------------------- options
+
+
+@dataclass(frozen=True)
+class SLSQPOptions:
+    max_iter: int = 200
+    ftol: float = 1e-7
+    fd_step: float = 1e-6  # relative forward-difference step
+    # Pass the box to SLSQP too. Switch off when linear constraints already bound every variable:
+    # the redundant rows can make SLSQP's subproblem report "constraints incompatible".
+    box_constraints: bool = True
+
+
+@dataclass(frozen=True)
+class GAOptions:
+    """Seed 001 Table 2: population 20, 800 generations, crossover 0.8, mutation 0.2."""
+
+    population: int = 20
+    generations: int = 800
+    crossover: float = 0.8  # probability that a selected pair is recombined
+    mutation: float = 0.2  # probability that a gene of a child is mutated
+    blend: float = 0.3  # BLX-alpha: children may land alpha times the parents' gap outside them
+    elite: int = 1
+    tournament: int = 2
+
+
+@dataclass(frozen=True)
+class PSOOptions:
+    population: int = 50
+    iterations: int = 100
+    w_max: float = 0.9
+    w_min: float = 0.4
+    c1: float = 2.0
+    c2: float = 2.0
+    v_max: float = 0.2  # velocity clamp as a fraction of each bound's span
+
+
+@dataclass(frozen=True)
+class ICPSOOptions:
+    """Seed 002 section 2 and 3.1: k1 = 4, k2 = 3, w in [0.4, 0.9], c in [0.5, 2.5], C = 10, delta = 1."""
+
+    population: int = 50
+    iterations: int = 100
+    w_max: float = 0.9
+    w_min: float = 0.4
+    k1: float = 4.0
+    k2: float = 3.0
+    c_min: float = 0.5
+    c_max: float = 2.5
+    variance_threshold: float = 10.0  # C of eq. 15
+    delta: float = 1.0  # delta of eq. 15
+    target: float = 0.0  # f_d of eq. 15: the known or hoped-for optimum
+    chaos_steps: int = 10  # M tent-map iterations per premature particle (not given in the paper)
+    v_max: float = 0.2
+
+
+DEFAULT_OPTIONS = {"slsqp": SLSQPOptions(), "ga": GAOptions(), "pso": PSOOptions(), "icpso": ICPSOOptions()}
+
+
+def default_options(method: str):
+    if method not in DEFAULT_OPTIONS:
+        raise ValueError(f"method: unknown optimizer {method!r}; expected one of {list(METHODS)}")
+    return DEFAULT_OPTIONS[method]
+
+
+# --------------------------------------------------------------------------- shared machinery
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Evaluator:
+    """Counts evaluations, applies repair and constraints, and remembers the best point seen."""
+
+    def __init__(self, fitness: PopulationFitness, bounds: Bounds, constraints: Sequence, repair,
+                 time_limit: float | None):
+        self.fitness = fitness
+        self.bounds = bounds
+        self.constraints = tuple(constraints)
+        self.repair = repair
+        self.nfev = 0
+        self.best_x: np.ndarray | None = None
+        self.best_f = np.inf  # ranked value (feasible fitness, or offset + violation)
+        self.t0 = time.perf_counter()
+        self.deadline = None if time_limit is None else self.t0 + float(time_limit)
+
+    def prepare(self, X: np.ndarray) -> np.ndarray:
+        X = self.bounds.clip(np.atleast_2d(np.asarray(X, float)))
+        if self.repair is not None:
+            X = self.bounds.clip(np.asarray(self.repair(X), float))
+        return X
+
+    def violation(self, X: np.ndarray) -> np.ndarray:
+        total = np.zeros(X.shape[0])
+        for c in self.constraints:
+            total += c.violation(X)
+        return total
+
+    def ranked(self, X: np.ndarray) -> np.ndarray:
+        """Fitness with Deb's feasibility rules folded in; updates the incumbent."""
+        F = np.asarray(self.fitness(X), float).reshape(X.shape[0])
+        self.nfev += X.shape[0]
+        F = np.where(np.isfinite(F), F, INFEASIBLE_OFFSET / 2)  # NaN/inf: worse than any real value
+        viol = self.violation(X)
+        R = np.where(viol > 0, INFEASIBLE_OFFSET + viol, F)
+        k = int(np.argmin(R))
+        if R[k] < self.best_f:
+            self.best_f = float(R[k])
+            self.best_x = X[k].copy()
+        return R
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+def _notify(callback, method, it, ev: _Evaluator, run: int) -> None:
+    if callback is None:
+        return
+    stop = callback(Progress(method, it, ev.nfev, ev.best_f, None if ev.best_x is None else ev.best_x.copy(),
+                             ev.elapsed, run))
+    if stop:
+        raise _Stop
+
+
+# --------------------------------------------------------------------------- SLSQP
+
+
+def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) -> tuple[int, str]:
+    import scipy.optimize
+
+    lo, hi = ev.bounds.lower, ev.bounds.upper
+    x0 = ev.prepare(ev.bounds.sample(rng, 1) if x0 is None else x0)[0]
+    last: dict = {}  # the most recent point and its fitness: SLSQP asks for jac at the point it just evaluated
+
+    def steps(x):
+        # forward steps that stay inside the bounds (step backwards at an upper bound)
+        h = opts.fd_step * np.maximum(1.0, np.abs(x))
+        return np.where(x + h > hi, -h, h)
+
+    def value(x) -> float:
+        key = x.tobytes()
+        if last.get("key") != key:
+            f = float(np.asarray(ev.fitness(x[None]), float)[0])
+            ev.nfev += 1
+            last.update(key=key, f=f if np.isfinite(f) else INFEASIBLE_OFFSET)
+        return last["f"]
+
+    def fun(x):
+        f = value(x)
+        if f < ev.best_f and ev.violation(x[None])[0] <= 1e-9 * max(1.0, abs(f)):
+            ev.best_f, ev.best_x = f, x.copy()
+        return f
+
+    def jac(x):
+        f0 = value(x)
+        h = steps(x)
+        F = np.asarray(ev.fitness(x + np.diag(h)), float)  # the dim perturbed points in one call
+        ev.nfev += x.size
+        F = np.where(np.isfinite(F), F, INFEASIBLE_OFFSET)
+        return (F - f0) / h
+
+    cons = []
+    for c in ev.constraints:
+        if isinstance(c, LinearConstraint):
+            A, ub = c.A, c.ub
+            cons.append({"type": "ineq", "fun": lambda x, A=A, ub=ub: ub - A @ x, "jac": lambda x, A=A: -A})
+        else:
+            def g(x, c=c):
+                return -np.asarray(c.fun(x[None]), float)[0]
+
+            def g_jac(x, c=c):
+                h = steps(x)
+                X = np.vstack([x, x + np.diag(h)])
+                G = np.asarray(c.fun(X), float)
+                return -(G[1:] - G[0]).T / h
+
+            cons.append({"type": "ineq", "fun": g, "jac": g_jac})
+    it = [0]
+
+    def on_iteration(xk):
+        it[0] += 1
+        history.append(float(fun(xk)))
+        _notify(callback, "slsqp", it[0], ev, run)
+        if ev.out_of_time():
+            raise _Stop
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = scipy.optimize.minimize(fun, x0, jac=jac, method="SLSQP",
+                                          bounds=list(zip(lo, hi)) if opts.box_constraints else None,
+                                          constraints=cons, callback=on_iteration,
+                                          options={"maxiter": opts.max_iter, "ftol": opts.ftol})
+        fun(res.x)  # let the final iterate compete for the incumbent
+        return int(res.nit), str(res.message)
+    except _Stop:
+        return it[0], "stopped (callback or time limit)"
+
+
+# --------------------------------------------------------------------------- GA
+
+
+def _ga(ev: _Evaluator, x0, opts: GAOptions, rng, callback, run, history) -> tuple[int, str]:
+    pop, dim = opts.population, ev.bounds.dim
+    if pop < 2:
+        raise ValueError("ga: population must be >= 2")
+    X = ev.bounds.sample(rng, pop)
+    if x0 is not None:
+        X[0] = x0
+    X = ev.prepare(X)
+    F = ev.ranked(X)
+    span = ev.bounds.span
+    for gen in range(1, opts.generations + 1):
+        order = np.argsort(F)
+        elite = X[order[: opts.elite]]
+        # tournament selection: the best of `tournament` random individuals, twice per child pair
+        contestants = rng.integers(0, pop, size=(pop, opts.tournament))
+        parents = X[contestants[np.arange(pop), np.argmin(F[contestants], axis=1)]]
+        p1, p2 = parents[0::2], parents[1::2]
+        m = min(len(p1), len(p2))
+        p1, p2 = p1[:m], p2[:m]
+        u = rng.uniform(-opts.blend, 1 + opts.blend, size=(m, dim))
+        cross = rng.random(m) < opts.crossover
+        c1 = np.where(cross[:, None], p1 + u * (p2 - p1), p1)
+        c2 = np.where(cross[:, None], p2 + u * (p1 - p2), p2)
+        children = np.vstack([c1, c2, parents[2 * m:]])[: pop - opts.elite]
+        # Gaussian mutation whose width shrinks over the run: exploration first, refinement later
+        sigma = span * (0.1 * (1 - gen / opts.generations) + 0.01)
+        mutate = rng.random(children.shape) < opts.mutation
+        children = children + mutate * rng.normal(size=children.shape) * sigma
+        X = ev.prepare(np.vstack([elite, children]))
+        F = ev.ranked(X)
+        history.append(ev.best_f)
+        _notify(callback, "ga", gen, ev, run)
+        if ev.out_of_time():
+            return gen, "stopped (time limit)"
+    return opts.generations, "generation limit reached"
+
+
+# --------------------------------------------------------------------------- PSO and ICPSO
+
+
+def _swarm_init(ev: _Evaluator, x0, pop: int, rng):
+    X = ev.bounds.sample(rng, pop)
+    if x0 is not None:
+        X[0] = x0
+    X = ev.prepare(X)
+    V = (rng.random(X.shape) - 0.5) * ev.bounds.span * 0.1
+    F = ev.ranked(X)
+    return X, V, F, X.copy(), F.copy()
+
+
+def icpso_inertia(t: int, T: int, w_min: float, w_max: float, k1: float, k2: float) -> float:
+    """Seed 002 eq. 11: w = w_max - (w_max - w_min) tanh(k1 t / T)^k2 (slow, fast, slow)."""
+    return w_max - (w_max - w_min) * np.tanh(k1 * t / T) ** k2
+
+
+def icpso_learning_factors(F: np.ndarray, c_min: float, c_max: float) -> tuple[np.ndarray, np.ndarray]:
+    """Seed 002 eqs. 12-13, re-derived from the garbled OCR.
+
+    f_low is the mean fitness of the particles at or below the lower quartile, f_avg the
+    population mean. A particle at f_low or better gets c1 = c_max, c2 = c_min (trust its own
+    memory, keep exploring); one at f_avg or worse gets c1 = c_min, c2 = c_max (follow the
+    swarm's best); in between both vary linearly.
+    """
+    q1 = np.quantile(F, 0.25)
+    f_low = float(F[F <= q1].mean())
+    f_avg = float(F.mean())
+    if f_avg - f_low <= 1e-300:
+        r = np.full(F.shape, 0.5)  # all equal: no particle is better than average
+    else:
+        r = np.clip((F - f_low) / (f_avg - f_low), 0.0, 1.0)
+    c1 = c_max - (c_max - c_min) * r
+    c2 = c_min + (c_max - c_min) * r
+    return c1, c2
+
+
+def is_premature(F: np.ndarray, best: float, target: float, variance_threshold: float, delta: float) -> bool:
+    """Seed 002 eqs. 14-15: fitness variance below C while the best is still delta above the target."""
+    s2 = float(np.mean((F - F.mean()) ** 2))
+    return s2 < variance_threshold and best - target > delta
+
+
+def tent_map_sequence(X01: np.ndarray, steps: int) -> np.ndarray:
+    """Seed 002 eq. 16 iterated ``steps`` times from each row of X01 (values in [0, 1]):
+    X <- 2X if X < 0.5 else 2(1 - X). Returns (steps, *X01.shape)."""
+    out = np.empty((steps,) + X01.shape)
+    x = np.clip(X01, 0.0, 1.0)
+    for m in range(steps):
+        x = np.where(x < 0.5, 2.0 * x, 2.0 * (1.0 - x))
+        out[m] = x
+    return out
+
+
+def _pso(ev: _Evaluator, x0, opts, rng, callback, run, history, chaotic: bool) -> tuple[int, str]:
+    pop, T = opts.population, opts.iterations
+    X, V, F, P, PF = _swarm_init(ev, x0, pop, rng)
+    vmax = opts.v_max * ev.bounds.span
+    g = int(np.argmin(PF))
+    chaos_events = 0
+    for t in range(1, T + 1):
+        if chaotic:
+            w = icpso_inertia(t, T, opts.w_min, opts.w_max, opts.k1, opts.k2)
+            c1, c2 = icpso_learning_factors(F, opts.c_min, opts.c_max)
+            c1, c2 = c1[:, None], c2[:, None]
+        else:
+            w = opts.w_max - (opts.w_max - opts.w_min) * t / T
+            c1, c2 = opts.c1, opts.c2
+        r1, r2 = rng.random(X.shape), rng.random(X.shape)
+        V = np.clip(w * V + c1 * r1 * (P - X) + c2 * r2 * (P[g] - X), -vmax, vmax)  # eq. 10
+        X = ev.prepare(X + V)
+        F = ev.ranked(X)
+        better = F < PF
+        P[better], PF[better] = X[better], F[better]
+        g = int(np.argmin(PF))
+        if chaotic and is_premature(F, float(PF[g]), opts.target, opts.variance_threshold, opts.delta):
+            chaos_events += 1
+            X, F = _chaotic_search(ev, X, F, opts.chaos_steps)
+            better = F < PF
+            P[better], PF[better] = X[better], F[better]
+            g = int(np.argmin(PF))
+        history.append(ev.best_f)
+        _notify(callback, "icpso" if chaotic else "pso", t, ev, run)
+        if ev.out_of_time():
+            return t, "stopped (time limit)"
+    msg = "iteration limit reached"
+    if chaotic:
+        msg += f"; chaotic search ran in {chaos_events} of {T} iterations"
+    return T, msg
+
+
+def _chaotic_search(ev: _Evaluator, X: np.ndarray, F: np.ndarray, steps: int):
+    """Seed 002 eqs. 16-18: every particle worse than the upper quartile is mapped to [0, 1],
+    iterated ``steps`` times by the tent map, mapped back; the best chaotic point replaces it."""
+    worst = np.flatnonzero(F > np.quantile(F, 0.75))
+    if worst.size == 0 or steps < 1:
+        return X, F
+    lo, span = ev.bounds.lower, ev.bounds.span
+    seq = tent_map_sequence((X[worst] - lo) / span, steps)  # eq. 17 then 16
+    candidates = ev.prepare((lo + seq * span).reshape(-1, X.shape[1]))  # eq. 18
+    Fc = ev.ranked(candidates).reshape(steps, worst.size)
+    pick = np.argmin(Fc, axis=0)
+    X, F = X.copy(), F.copy()
+    X[worst] = candidates.reshape(steps, worst.size, -1)[pick, np.arange(worst.size)]
+    F[worst] = Fc[pick, np.arange(worst.size)]
+    return X, F
+
+
+# --------------------------------------------------------------------------- front door
+
+
+def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", *, seed=None, x0=None,
+             options=None, constraints: Sequence = (), repair=None, callback=None, restarts: int = 1,
+             time_limit: float | None = None) -> OptimizeResult:
+    """Minimise ``fitness`` over ``bounds`` with ``method``; see the module docstring.
+
+    ``options`` is the method's options dataclass (defaults: :func:`default_options`).
+    ``restarts`` > 1 runs independent starts (seeds spawned from ``seed``) and keeps the best;
+    ``x0`` seeds the first start only. ``time_limit`` (s) bounds the whole call.
+    """
+    method = method.lower()
+    opts = default_options(method) if options is None else options
+    if not isinstance(opts, type(default_options(method))):
+        raise ValueError(f"options: expected {type(default_options(method)).__name__} for {method!r}, "
+                         f"got {type(opts).__name__}")
+    if not isinstance(bounds, Bounds):
+        bounds = Bounds(*bounds)
+    if int(restarts) < 1:
+        raise ValueError(f"restarts: must be >= 1, got {restarts}")
+    if x0 is not None:
+        x0 = np.asarray(x0, float)
+        if x0.shape != (bounds.dim,):
+            raise ValueError(f"x0: expected {bounds.dim} values, got shape {x0.shape}")
+    seeds = np.random.SeedSequence(seed).spawn(int(restarts))
+    t_start = time.perf_counter()
+    best: OptimizeResult | None = None
+    runs = []
+    total_fev = 0
+    for k, ss in enumerate(seeds):
+        remaining = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
+        if remaining is not None and remaining <= 0 and best is not None:
+            break
+        rng = np.random.default_rng(ss)
+        ev = _Evaluator(fitness, bounds, constraints, repair, remaining)
+        history: list[float] = []
+        stopped_by_user = False
+        try:
+            if method == "slsqp":
+                nit, msg = _slsqp(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
+            elif method == "ga":
+                nit, msg = _ga(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
+            else:
+                nit, msg = _pso(ev, x0 if k == 0 else None, opts, rng, callback, k, history, method == "icpso")
+        except _Stop:
+            nit, msg, stopped_by_user = len(history), "stopped by callback", True
+        if ev.best_x is None:  # SLSQP never reached a feasible iterate: rank its start honestly
+            ev.ranked(ev.prepare(x0 if (x0 is not None and k == 0) else bounds.sample(rng, 1)))
+        feasible = bool(ev.best_f < INFEASIBLE_OFFSET and ev.violation(ev.best_x[None])[0] <= 1e-9)
+        fun = float(np.asarray(fitness(ev.best_x[None]), float)[0])
+        total_fev += ev.nfev + 1
+        result = OptimizeResult(ev.best_x, fun, method, nit, ev.nfev, ev.elapsed, feasible, msg, history)
+        runs.append({"run": k, "fun": fun, "feasible": feasible, "nit": nit, "nfev": ev.nfev,
+                     "elapsed": ev.elapsed, "message": msg})
+        if best is None or (result.feasible, -result.fun) > (best.feasible, -best.fun):
+            best = result
+        if stopped_by_user:
+            break
+    assert best is not None
+    return replace(best, runs=runs, nfev=total_fev, elapsed=time.perf_counter() - t_start)

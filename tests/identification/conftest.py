@@ -1,0 +1,36 @@
+import numpy as np
+import pytest
+
+from robodyn.robot.dynamics import inverse_dynamics
+from robodyn.robot.loader import load_model
+from robodyn.trajectory import FourierTrajectory
+
+FRICTION = {"viscous": np.full(7, 0.3), "coulomb": np.full(7, 0.5), "offset": np.full(7, 0.05)}
+
+
+def rest_to_rest_fourier(model, seed, wf=0.6, harmonics=5, amplitude=0.12, periods=2):
+    """A random Fourier excitation that starts and ends at rest (sum a = 0, sum l b = 0)."""
+    r = np.random.default_rng(seed)
+    n = model.dof
+    a = r.normal(size=(n, harmonics)) * amplitude
+    b = r.normal(size=(n, harmonics)) * amplitude
+    a[:, -1] = -a[:, :-1].sum(1)
+    l = np.arange(1, harmonics + 1)
+    b[:, -1] = -(b[:, :-1] * l[:-1]).sum(1) / harmonics
+    return FourierTrajectory(wf, (model.q_min + model.q_max) / 2, a, b, periods=periods)
+
+
+@pytest.fixture(scope="session")
+def panda_with_rotors():
+    m = load_model("panda")
+    return m.__class__(**{**m.__dict__, "rotor_inertia": np.full(7, 0.1)})
+
+
+def simulate(model, traj, rate=500, noise=0.0, seed=0, friction=FRICTION):
+    """Torques from the independent RNEA (not the regressor) along a trajectory."""
+    from robodyn.identification.signals import SampledData
+
+    t, q, qd, qdd, _ = traj.sample(rate)
+    tau = inverse_dynamics(model, q, qd, qdd, rotor_inertia=model.rotor_inertia, friction=friction)
+    tau = tau + noise * np.random.default_rng(seed).normal(size=tau.shape)
+    return SampledData(t, q, tau, qd, qdd)

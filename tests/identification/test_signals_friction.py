@@ -1,0 +1,112 @@
+import numpy as np
+import pytest
+
+from robodyn.identification.friction import (SEED000_SPEEDS, FrictionModel, extract_friction, fit_friction,
+                                             model_from_fits, sweep_profile, sweep_start)
+from robodyn.identification.signals import (SampledData, average_periods, central_difference, decimate,
+                                            is_irregular, process, ProcessingConfig, resample_uniform, rloess)
+from robodyn.robot.dynamics import gravity_torques
+from robodyn.robot.loader import load_model
+
+
+def brute_force_rloess(y, span, iterations):
+    N = len(y)
+    half = max(1, int(np.ceil(span * N)) // 2)
+    robust = np.ones(N)
+    fit = np.zeros(N)
+    for it in range(iterations + 1):
+        for i in range(N):
+            ks = np.arange(max(0, i - half), min(N, i + half + 1))
+            k = (ks - i).astype(float)
+            w = (1 - np.abs(k / (half + 1)) ** 3) ** 3 * robust[ks]
+            A = np.vstack([np.ones_like(k), k, k**2]).T * np.sqrt(w)[:, None]
+            fit[i] = np.linalg.lstsq(A, y[ks] * np.sqrt(w), rcond=None)[0][0]
+        if it == iterations:
+            break
+        r = (y - fit) / (6 * np.median(np.abs(y - fit)))
+        robust = np.where(np.abs(r) < 1, (1 - r * r) ** 2, 0.0)
+    return fit
+
+
+def test_fft_rloess_equals_the_definition_and_rejects_outliers():
+    rng = np.random.default_rng(0)
+    x = np.linspace(0, 4, 400)
+    truth = np.sin(3 * x)
+    y = truth + 0.05 * rng.normal(size=x.size)
+    y[::37] += 2.0
+    fast = rloess(y, 0.05, 5)
+    assert np.max(np.abs(fast - brute_force_rloess(y, 0.05, 5))) < 1e-7
+    assert np.max(np.abs(fast - truth)) < 0.1 < np.max(np.abs(y - truth))
+
+
+def test_irregular_timestamps_are_detected_and_resampled():
+    rng = np.random.default_rng(1)
+    t = np.cumsum(0.01 + rng.normal(scale=0.002, size=600))  # UR-like 10 ms with jitter
+    q = np.sin(t)[:, None]
+    data = SampledData(t, q, np.cos(t)[:, None])
+    assert is_irregular(t)
+    uniform = resample_uniform(data)
+    assert not is_irregular(uniform.t)
+    assert np.max(np.abs(uniform.q[:, 0] - np.sin(uniform.t))) < 1e-5
+    steps = process(data, ProcessingConfig(q_cutoff_hz=None, tau_cutoff_hz=None)).steps
+    assert any(s["step"] == "resample" and s["reason"] == "irregular timestamps" for s in steps)
+
+
+def test_differences_decimation_and_period_averaging():
+    t = np.arange(20000) / 1000.0
+    q = np.sin(2 * np.pi * 0.5 * t)[:, None]
+    qd = central_difference(q, 1e-3)
+    assert np.max(np.abs(qd[1:-1, 0] - np.pi * np.cos(np.pi * t[1:-1]))) < 1e-5
+    dec = decimate(q, 10)
+    assert dec.shape[0] == 2000 and np.max(np.abs(dec[100:-100, 0] - q[::10][100:-100, 0])) < 1e-3
+    rng = np.random.default_rng(2)
+    noisy = SampledData(t, q, q + rng.normal(scale=0.1, size=q.shape))
+    one, periods = average_periods(noisy, 2.0)
+    assert periods == 10 and one.count == 2000
+    assert np.std(one.tau[:, 0] - one.q[:, 0]) < 0.1 / np.sqrt(10) * 1.3
+    with pytest.raises(ValueError, match="not a whole number of samples"):
+        average_periods(noisy, 2.0005)
+
+
+def test_friction_experiment_recovers_seed000_stribeck_within_5_percent():
+    model = load_model("panda")
+    truth = FrictionModel.franka_seed000()
+    rng = np.random.default_rng(3)
+    home = np.array([0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0])
+    fits = []
+    for joint in (0, 1):
+        speeds, torques = [], []
+        for v in SEED000_SPEEDS[1::2]:  # 0.005 .. 1.5 rad/s; 0.001 alone would take 10 minutes
+            low, high = -0.15, 0.15
+            start = sweep_start(home, joint, low, v, model.qdd_max[joint], model.qddd_max[joint])
+            sweep = sweep_profile(start, joint, low, high, v, model.qdd_max[joint], model.qddd_max[joint],
+                                  rate_hz=1000.0 if v > 0.05 else 100.0)
+            tau = gravity_torques(model, sweep.q) + truth.torque(sweep.qd)
+            tau += rng.normal(scale=0.005, size=tau.shape)
+            point = extract_friction(sweep.q, sweep.qd, tau, joint, v, low, high)
+            speeds.append(v)
+            torques.append(point.torque)
+        fits.append(fit_friction(np.array(speeds), np.array(torques), "stribeck", joint=joint))
+    for fit in fits:
+        j = fit.joint
+        assert fit.converged
+        for k in ("fc", "fs", "vs"):
+            assert fit.params[k] == pytest.approx(truth.params[k][j], rel=0.05), (j, k)
+    assembled = model_from_fits(fits, 7)
+    assert assembled.kind == "stribeck" and assembled.params["fc"][1] == fits[1].params["fc"]
+
+
+def test_friction_models_and_bad_input():
+    qd = np.linspace(-1, 1, 11)[:, None].repeat(2, axis=1)
+    cv = FrictionModel("coulomb-viscous", {"fc": [1, 2], "fv": [0.5, 0], "fo": [0.1, 0]})
+    assert np.allclose(cv.torque(qd)[-1], [1.6, 2.0])
+    st = FrictionModel("stribeck", {"fc": [1, 1], "fs": [2, 2], "vs": [0.1, 0.1], "fv": [0, 0]})
+    tiny = np.array([[1e-3, -1e-3]])
+    assert np.all(np.abs(st.torque(tiny)) < 0.5)  # linear zone near standstill, continuous through 0
+    sg = FrictionModel("sigmoid", {"fc": [1, 1], "fv": [0, 0], "fo": [0, 0]})
+    assert np.allclose(sg.torque(np.array([[10.0, -10.0]])), [[1, -1]])
+    assert FrictionModel.from_dict(st.to_dict()).params["fs"].tolist() == [2, 2]
+    with pytest.raises(ValueError, match="unknown model"):
+        FrictionModel("magic", {"fc": [1]})
+    with pytest.raises(ValueError, match="at least 3 friction points"):
+        fit_friction(np.array([0.1, 0.2]), np.array([1.0, 1.1]))
