@@ -24,8 +24,8 @@ from .base_params import BaseParameters, base_parameters
 from .estimators import Estimate, estimate
 from .friction import MODELS as FRICTION_MODELS
 from .friction import FrictionModel
-from .regressor import ColumnSpec, regressor
-from .signals import ProcessingConfig, SampledData, process
+from .regressor import ColumnSpec, gather_joint_major, regressor
+from .signals import ProcessingConfig, SampledData, process_windows
 
 RESULT_FORMAT = "robodyn.identification"
 RESULT_VERSION = 1
@@ -129,14 +129,15 @@ def load_result(path) -> dict:
 # --------------------------------------------------------------------------- chunked regressor
 
 
-def _chunks(model: RobotModel, datasets: Sequence[SampledData], spec: ColumnSpec, base: BaseParameters,
-            friction: FrictionModel | None, chunk: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
+def _chunks(model: RobotModel, source: Callable[[], Iterator[SampledData]], spec: ColumnSpec,
+            base: BaseParameters, friction: FrictionModel | None,
+            chunk: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
     """A re-iterable source of (base regressor rows, friction-compensated torque) chunks."""
     P = spec.total(model.dof)
 
     def gen():
         buf = np.empty((chunk * model.dof, P))
-        for d in datasets:
+        for d in source():
             for s in range(0, d.count, chunk):
                 e = min(d.count, s + chunk)
                 m = e - s
@@ -144,7 +145,7 @@ def _chunks(model: RobotModel, datasets: Sequence[SampledData], spec: ColumnSpec
                 tau = d.tau[s:e]
                 if friction is not None:
                     tau = tau - friction.torque(d.qd[s:e])
-                yield base.base_regressor(W), tau
+                yield gather_joint_major(W, model.dof, base.independent), tau
 
     return gen
 
@@ -154,34 +155,60 @@ def predict_base(model: RobotModel, base: BaseParameters, theta: np.ndarray, q, 
     """Torques (N, n) predicted by identified base parameters (plus a subtracted friction model)."""
     q, qd, qdd = (np.asarray(a, float) for a in (q, qd, qdd))
     out = np.empty_like(q)
+    full = np.zeros(len(base.standard_names))  # theta on the standard columns: no column copy
+    full[base.independent] = theta
     for s in range(0, q.shape[0], chunk):
         e = min(q.shape[0], s + chunk)
         W = regressor(model, q[s:e], qd[s:e], qdd[s:e], base.spec)
-        out[s:e] = (base.base_regressor(W) @ theta).reshape(e - s, model.dof)
+        out[s:e] = (W @ full).reshape(e - s, model.dof)
         if friction is not None:
             out[s:e] += friction.torque(qd[s:e])
     return out
 
 
+class TorqueMetrics:
+    """Streaming per-joint RMSE and their sum (seed 000 Table 4), relative error and correlation
+    coefficient (seed 002 eqs. 20-21): only running sums are kept, chunk after chunk."""
+
+    def __init__(self, dof: int):
+        self.count = 0
+        self.sums = {k: np.zeros(dof) for k in ("m", "p", "mm", "pp", "mp", "ee")}
+
+    def add(self, measured: np.ndarray, predicted: np.ndarray) -> None:
+        e = measured - predicted
+        s = self.sums
+        s["m"] += measured.sum(0)
+        s["p"] += predicted.sum(0)
+        s["mm"] += (measured * measured).sum(0)
+        s["pp"] += (predicted * predicted).sum(0)
+        s["mp"] += (measured * predicted).sum(0)
+        s["ee"] += (e * e).sum(0)
+        self.count += measured.shape[0]
+
+    def result(self, joint_names: Sequence[str]) -> dict:
+        s, N = self.sums, max(self.count, 1)
+        rmse = np.sqrt(s["ee"] / N)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.sqrt(s["ee"] / s["mm"])
+            cov = s["mp"] - s["m"] * s["p"] / N
+            var_m = s["mm"] - s["m"] ** 2 / N
+            var_p = s["pp"] - s["p"] ** 2 / N
+            corr = cov / np.sqrt(var_m * var_p)
+        return {
+            "joints": list(joint_names),
+            "rmse": rmse.tolist(),
+            "rmse_sum": float(rmse.sum()),
+            "relative_error": [None if not np.isfinite(x) else float(x) for x in rel],
+            "relative_error_total": float(np.sqrt(s["ee"].sum() / max(s["mm"].sum(), 1e-300))),
+            "correlation": [None if not np.isfinite(x) else float(x) for x in corr],
+            "samples": int(self.count),
+        }
+
+
 def torque_metrics(measured: np.ndarray, predicted: np.ndarray, joint_names: Sequence[str]) -> dict:
-    """Per-joint RMSE and their sum (seed 000 Table 4), relative error, correlation (seed 002 eqs. 20-21)."""
-    err = measured - predicted
-    rmse = np.sqrt(np.mean(err**2, axis=0))
-    norm = np.sqrt(np.sum(measured**2, axis=0))
-    rel = np.where(norm > 0, np.sqrt(np.sum(err**2, axis=0)) / np.where(norm > 0, norm, 1), np.nan)
-    mc = measured - measured.mean(axis=0)
-    pc = predicted - predicted.mean(axis=0)
-    denom = np.sqrt(np.sum(mc**2, axis=0) * np.sum(pc**2, axis=0))
-    corr = np.where(denom > 0, np.sum(mc * pc, axis=0) / np.where(denom > 0, denom, 1), np.nan)
-    return {
-        "joints": list(joint_names),
-        "rmse": rmse.tolist(),
-        "rmse_sum": float(rmse.sum()),
-        "relative_error": [None if not np.isfinite(x) else float(x) for x in rel],
-        "relative_error_total": float(np.linalg.norm(err) / max(np.linalg.norm(measured), 1e-300)),
-        "correlation": [None if not np.isfinite(x) else float(x) for x in corr],
-        "samples": int(measured.shape[0]),
-    }
+    acc = TorqueMetrics(measured.shape[1])
+    acc.add(measured, predicted)
+    return acc.result(joint_names)
 
 
 def identify(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig = None, *,
@@ -195,29 +222,36 @@ def identify(model: RobotModel, datasets: Sequence[SampledData], config: Identif
     report = progress or (lambda stage, fraction: None)
     if not datasets:
         raise ValueError("recordings: need at least one dataset")
-    steps = []
-    processed = []
     for k, raw in enumerate(datasets):
         if raw.dof != model.dof:
             raise ValueError(f"recording {k}: has {raw.dof} joints but robot {model.name} has {model.dof}")
-        report("processing", k / len(datasets))
-        if preprocessed:
-            if raw.qd is None or raw.qdd is None:
-                raise ValueError(f"recording {k}: preprocessed data must carry qd and qdd")
-            processed.append(raw)
-            steps.append([{"step": "none", "reason": "preprocessed data"}])
-        else:
-            p = process(raw, config.processing)
-            processed.append(p.data)
-            steps.append(p.steps)
+        if preprocessed and (raw.qd is None or raw.qdd is None):
+            raise ValueError(f"recording {k}: preprocessed data must carry qd and qdd")
+    steps: list = [None] * len(datasets)
+
+    def source() -> Iterator[SampledData]:
+        """Processed data, window by window: long recordings never sit in memory processed whole."""
+        for k, raw in enumerate(datasets):
+            if preprocessed:
+                steps[k] = [{"step": "none", "reason": "preprocessed data"}]
+                yield raw
+                continue
+            for piece in process_windows(raw, config.processing):
+                if steps[k] is None:
+                    steps[k] = piece.steps
+                yield piece.data
+
     spec = config.spec
     base = base_parameters(model, spec)
     friction = FrictionModel.from_dict(config.friction_model) if config.friction_model else None
-    report("estimating", 0.5)
-    chunks = _chunks(model, processed, spec, base, friction, config.chunk_samples)
-    est = estimate(config.method, chunks, model.dof, base.count, base.names)
-    report("validating", 0.9)
-    metrics = {"identification": _dataset_metrics(model, base, est.theta, friction, processed)}
+    report("estimating", 0.1)
+    chunks = _chunks(model, source, spec, base, friction, config.chunk_samples)
+    est, statistics = estimate(config.method, chunks, model.dof, base.count, base.names)
+    report("validating", 0.8)
+    if friction is None:  # the statistics already hold everything the metrics need
+        metrics = {"identification": statistics.metrics(est.theta, model.joint_names)}
+    else:  # measured torque includes the subtracted friction: one more pass
+        metrics = {"identification": _stream_metrics(model, base, est.theta, friction, source, config.chunk_samples)}
     provenance = {
         "recordings": list(sources), "software": f"robodyn {__version__}",
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -227,10 +261,11 @@ def identify(model: RobotModel, datasets: Sequence[SampledData], config: Identif
     return IdentificationResult(model.name, base, est, friction, config, metrics, steps, provenance)
 
 
-def _dataset_metrics(model, base, theta, friction, datasets):
-    measured = np.concatenate([d.tau for d in datasets])
-    predicted = np.concatenate([predict_base(model, base, theta, d.q, d.qd, d.qdd, friction) for d in datasets])
-    return torque_metrics(measured, predicted, model.joint_names)
+def _stream_metrics(model, base, theta, friction, source, chunk) -> dict:
+    acc = TorqueMetrics(model.dof)
+    for d in source():
+        acc.add(d.tau, predict_base(model, base, theta, d.q, d.qd, d.qdd, friction, chunk))
+    return acc.result(model.joint_names)
 
 
 def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
@@ -242,7 +277,12 @@ def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
     friction = FrictionModel.from_dict(result["friction_model"]) if result.get("friction_model") else None
     if processing is None:
         processing = ProcessingConfig(**result["config"]["processing"])
-    data = [process(d, processing).data for d in datasets]
-    if any(d.dof != model.dof for d in data):
+    if any(d.dof != model.dof for d in datasets):
         raise ValueError(f"recordings: joint count does not match robot {model.name} ({model.dof} joints)")
-    return _dataset_metrics(model, base, theta, friction, data)
+
+    def source():
+        for d in datasets:
+            for piece in process_windows(d, processing):
+                yield piece.data
+
+    return _stream_metrics(model, base, theta, friction, source, 20000)

@@ -272,6 +272,25 @@ def _regressor_kernel(FR, Fp, jtype, g, q, qd, qdd, has_ia, has_fv, has_fc, has_
     return out
 
 
+@njit(cache=True, parallel=True)
+def _gather_kernel(W, dof, columns, out):
+    N = out.shape[1]
+    for j in prange(dof):
+        for s in range(N):
+            row = s * dof + j
+            for k in range(columns.shape[0]):
+                out[j, s, k] = W[row, columns[k]]
+    return out
+
+
+def gather_joint_major(W: np.ndarray, dof: int, columns: np.ndarray) -> np.ndarray:
+    """Selected columns of sample-major rows (N*n, P) as contiguous per-joint blocks (n, N, k),
+    in one pass (the layout BLAS wants for per-joint normal equations)."""
+    N = W.shape[0] // dof
+    out = np.empty((dof, N, len(columns)))
+    return _gather_kernel(W, dof, np.ascontiguousarray(columns, dtype=np.int64), out)
+
+
 def _model_arrays(model: RobotModel):
     FR = np.ascontiguousarray(model.fixed[:, :3, :3])
     Fp = np.ascontiguousarray(model.fixed[:, :3, 3])

@@ -268,6 +268,48 @@ class ProcessingConfig:
         return asdict(self)
 
 
+def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 200_000,
+                    margin: int | None = None):
+    """Yield processed pieces of a long recording, window by window, with bounded memory.
+
+    Each window is processed with ``margin`` extra samples on both sides, which are then cut, so
+    zero-phase filter transients never reach the kept samples (the margin spans many filter time
+    constants). Falls back to one whole-recording pass when a step needs the whole signal
+    (resampling irregular data, period averaging) or the recording is short.
+    """
+    N = raw.count
+    f = max(1, int(config.decimation))
+    if margin is None:
+        rate = 1.0 / float(np.median(np.diff(raw.t[: min(N, 10000)])))
+        cutoffs = [c for c in (config.q_cutoff_hz, config.tau_cutoff_hz, config.qd_cutoff_hz) if c]
+        slowest = min(cutoffs + [rate / (2.5 * f)])  # the decimation filter sits at 0.4 of the new rate
+        margin = int(np.ceil(20.0 * rate / slowest))  # ~20 periods of the lowest cut-off
+    margin = int(np.ceil(margin / f) * f)
+    window = int(max(window, 4 * margin) // f * f)
+    needs_whole = (config.average_period_s is not None or config.resample == "always"
+                   or (config.resample == "auto" and is_irregular(raw.t[: min(N, 100000)], config.jitter_tolerance)))
+    if needs_whole or N <= window + 2 * margin:
+        yield process(raw, config)
+        return
+    cfg = ProcessingConfig(**{**config.to_dict(), "resample": "never", "trim_s": 0.0})
+    if cfg.rloess_span is not None and cfg.rloess_span <= 1:
+        cfg.rloess_span = float(np.ceil(cfg.rloess_span * N))  # keep the span relative to the whole recording
+    trim = int(round(config.trim_s / float(np.median(np.diff(raw.t[:1000]))))) if config.trim_s else 0
+    start = trim
+    stop_all = N - trim
+    while start < stop_all:
+        stop = min(stop_all, start + window)
+        lo = max(0, start - margin)
+        hi = min(N, stop + margin)
+        piece = SampledData(raw.t[lo:hi], raw.q[lo:hi], raw.tau[lo:hi],
+                            None if raw.qd is None else raw.qd[lo:hi], None if raw.qdd is None else raw.qdd[lo:hi])
+        done = process(piece, cfg)
+        d = done.data
+        keep = (d.t >= raw.t[start] - 1e-12) & (d.t < (raw.t[stop] if stop < N else np.inf))
+        yield ProcessedData(d.select(keep), cfg, done.steps)
+        start = stop
+
+
 @dataclass
 class ProcessedData:
     data: SampledData  # with qd and qdd filled

@@ -110,3 +110,25 @@ def test_friction_models_and_bad_input():
         FrictionModel("magic", {"fc": [1]})
     with pytest.raises(ValueError, match="at least 3 friction points"):
         fit_friction(np.array([0.1, 0.2]), np.array([1.0, 1.1]))
+
+
+def test_windowed_processing_equals_whole_recording_processing():
+    from robodyn.identification.signals import process_windows
+
+    rng = np.random.default_rng(5)
+    t = np.arange(30000) / 1000.0
+    q = np.column_stack([np.sin(0.7 * t), np.cos(1.3 * t)]) + rng.normal(scale=1e-4, size=(t.size, 2))
+    tau = np.column_stack([np.cos(0.7 * t), np.sin(1.3 * t)]) + rng.normal(scale=0.05, size=(t.size, 2))
+    raw = SampledData(t, q, tau)
+    cfg = ProcessingConfig(q_cutoff_hz=15, tau_cutoff_hz=15, decimation=5)
+    whole = process(raw, cfg).data
+    pieces = list(process_windows(raw, cfg, window=4000, margin=1500))
+    assert len(pieces) > 3
+    joined = SampledData(np.concatenate([p.data.t for p in pieces]), np.concatenate([p.data.q for p in pieces]),
+                         np.concatenate([p.data.tau for p in pieces]), np.concatenate([p.data.qd for p in pieces]),
+                         np.concatenate([p.data.qdd for p in pieces]))
+    assert np.array_equal(joined.t, whole.t)
+    inner = slice(50, -50)  # the recording's own ends are filtered the same way; compare away from them
+    for name in ("q", "qd", "qdd", "tau"):
+        a, b = getattr(joined, name)[inner], getattr(whole, name)[inner]
+        assert np.max(np.abs(a - b)) < 1e-6 * np.max(np.abs(b)), name
