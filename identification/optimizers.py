@@ -223,6 +223,7 @@ class _Evaluator:
         self.nfev = 0
         self.best_x: np.ndarray | None = None
         self.best_f = np.inf  # ranked value (feasible fitness, or offset + violation)
+        self.best_raw = np.inf  # the fitness itself at best_x
         self.t0 = time.perf_counter()
         self.deadline = None if time_limit is None else self.t0 + float(time_limit)
 
@@ -247,7 +248,7 @@ class _Evaluator:
         R = np.where(viol > 0, INFEASIBLE_OFFSET + viol, F)
         k = int(np.argmin(R))
         if R[k] < self.best_f:
-            self.best_f = float(R[k])
+            self.best_f, self.best_raw = float(R[k]), float(F[k])
             self.best_x = X[k].copy()
         return R
 
@@ -294,7 +295,7 @@ def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) 
     def fun(x):
         f = value(x)
         if f < ev.best_f and ev.violation(x[None])[0] <= 1e-9 * max(1.0, abs(f)):
-            ev.best_f, ev.best_x = f, x.copy()
+            ev.best_f, ev.best_raw, ev.best_x = f, f, x.copy()
         return f
 
     def jac(x):
@@ -517,7 +518,8 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
         x0 = np.asarray(x0, float)
         if x0.shape != (bounds.dim,):
             raise ValueError(f"x0: expected {bounds.dim} values, got shape {x0.shape}")
-    seeds = np.random.SeedSequence(seed).spawn(int(restarts))
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    seeds = root.spawn(int(restarts))
     t_start = time.perf_counter()
     best: OptimizeResult | None = None
     runs = []
@@ -542,8 +544,8 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
         if ev.best_x is None:  # SLSQP never reached a feasible iterate: rank its start honestly
             ev.ranked(ev.prepare(x0 if (x0 is not None and k == 0) else bounds.sample(rng, 1)))
         feasible = bool(ev.best_f < INFEASIBLE_OFFSET and ev.violation(ev.best_x[None])[0] <= 1e-9)
-        fun = float(np.asarray(fitness(ev.best_x[None]), float)[0])
-        total_fev += ev.nfev + 1
+        fun = ev.best_raw
+        total_fev += ev.nfev
         result = OptimizeResult(ev.best_x, fun, method, nit, ev.nfev, ev.elapsed, feasible, msg, history)
         runs.append({"run": k, "fun": fun, "feasible": feasible, "nit": nit, "nfev": ev.nfev,
                      "elapsed": ev.elapsed, "message": msg})

@@ -1,0 +1,239 @@
+"""`robodyn excitation design|check|sample|plot`."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from robodyn.cli import UserError, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("excitation", help="design, check, sample and plot excitation trajectories")
+    esub = p.add_subparsers(dest="excitation_command", metavar="SUBCOMMAND")
+    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+
+    d = esub.add_parser("design", help="optimise an excitation trajectory for a robot")
+    d.add_argument("--robot", required=True, metavar="NAME|FILE")
+    d.add_argument("--family", default="fourier", choices=["fourier", "fourier-poly", "poly"])
+    d.add_argument("--harmonics", type=int, default=5, help="Fourier harmonics (default 5)")
+    d.add_argument("--wf", type=float, default=0.1, help="fundamental frequency in rad/s (default 0.1)")
+    d.add_argument("--period", type=float, default=None, help="poly family: period in s (default 2 pi / wf)")
+    d.add_argument("--order", type=int, default=8, help="poly family: polynomial order (default 8)")
+    d.add_argument("--optimizer", default="slsqp", choices=["slsqp", "ga", "pso", "icpso"])
+    d.add_argument("--objective", default="cond", choices=["cond", "cond-scaled", "logdet"],
+                   help="cond = raw cond(W_base) (default), cond-scaled = unit-norm columns, logdet = D-optimality")
+    d.add_argument("--friction", default="viscous,coulomb", metavar="KINDS",
+                   help="friction columns in the regressor: comma list of viscous,coulomb,offset, or 'none'")
+    d.add_argument("--rotor-inertia", action="store_true", help="include rotor inertia columns IA")
+    d.add_argument("--starts", type=int, default=1, help="independent starts, best kept (default 1)")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--iterations", type=int, default=None,
+                   help="iterations/generations (default: the method's, e.g. GA 800, PSO 100)")
+    d.add_argument("--population", type=int, default=None, help="GA/PSO/ICPSO population size")
+    d.add_argument("--grid", type=int, default=200, help="samples per period for criterion and limits")
+    d.add_argument("--margin", type=float, default=0.02, help="stay this fraction inside every limit (0.02)")
+    d.add_argument("--start", default=None, metavar="Q1,Q2,...", help="fixed start position, rad/m "
+                   "(fourier-poly and poly)")
+    d.add_argument("--floor", type=float, default=None, metavar="Z", help="tool z must stay >= Z (m, base frame)")
+    d.add_argument("--box", default=None, metavar="X0,Y0,Z0,X1,Y1,Z1", help="tool must stay inside this box (m)")
+    d.add_argument("--torque-limits", action="store_true", help="keep nominal joint torques within tau_max")
+    d.add_argument("--time-limit", type=float, default=None, help="stop optimising after this many seconds")
+    d.add_argument("--out", required=True, help="trajectory JSON to write")
+    d.add_argument("--json", action="store_true", help="machine-readable report on stdout")
+    d.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    d.set_defaults(handler=cmd_design)
+
+    c = esub.add_parser("check", help="limits report for a trajectory file (the daemon's validator)")
+    c.add_argument("trajectory")
+    c.add_argument("--robot", required=True, metavar="NAME|FILE")
+    c.add_argument("--rate", type=float, default=1000.0, help="check rate in Hz (default 1000)")
+    c.add_argument("--friction", default="viscous,coulomb", metavar="KINDS",
+                   help="friction columns for the reported cond (or 'none')")
+    c.add_argument("--rotor-inertia", action="store_true")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=cmd_check)
+
+    s = esub.add_parser("sample", help="sample a trajectory to CSV: t, q1..qn, qd1..qdn, qdd1..qddn")
+    s.add_argument("trajectory")
+    s.add_argument("--rate", type=float, required=True, help="Hz")
+    s.add_argument("--out", required=True)
+    s.set_defaults(handler=cmd_sample)
+
+    pl = esub.add_parser("plot", help="plot q, qd, qdd (and jerk) of a trajectory to an image")
+    pl.add_argument("trajectory")
+    pl.add_argument("--out", required=True)
+    pl.add_argument("--robot", default=None, help="draw this robot's limits")
+    pl.add_argument("--rate", type=float, default=100.0)
+    pl.set_defaults(handler=cmd_plot)
+
+
+def _columns(friction: str, rotor_inertia: bool):
+    from robodyn.identification.regressor import ColumnSpec
+
+    return ColumnSpec.parse(rotor_inertia, None if friction in ("", "none") else friction)
+
+
+def _floats(text: str | None, count: int | None, name: str):
+    if text is None:
+        return None
+    try:
+        values = np.array([float(v) for v in text.split(",") if v.strip()])
+    except ValueError as exc:
+        raise UserError(f"{name}: expected comma-separated numbers, got {text!r}") from exc
+    if count is not None and values.size != count:
+        raise UserError(f"{name}: expected {count} numbers, got {values.size}")
+    return values
+
+
+def _options(method: str, iterations: int | None, population: int | None):
+    from dataclasses import replace
+
+    from robodyn.identification import optimizers as opt
+
+    if iterations is None and population is None:
+        return None
+    o = opt.default_options(method)
+    if method == "icpso":
+        o = replace(o, target=1.0)
+    changes = {}
+    if iterations is not None:
+        key = {"slsqp": "max_iter", "ga": "generations"}.get(method, "iterations")
+        changes[key] = iterations
+    if population is not None:
+        if method == "slsqp":
+            raise UserError("population: SLSQP has no population; use --starts for multi-start")
+        changes["population"] = population
+    if method == "slsqp":
+        changes["box_constraints"] = False
+    return replace(o, **changes)
+
+
+def cmd_design(args) -> int:
+    from robodyn.identification.excitation import (CartesianLimits, DesignRequest, InfeasibleDesign,
+                                                   design_excitation)
+    from robodyn.robot.loader import load_model
+    from robodyn.trajectory import save_trajectory
+
+    model = load_model(args.robot)
+    box = _floats(args.box, 6, "box")
+    cart = CartesianLimits(args.floor, None if box is None else box[:3], None if box is None else box[3:])
+    req = DesignRequest(family=args.family, harmonics=args.harmonics, wf=args.wf, period=args.period,
+                        order=args.order, objective=args.objective.replace("-", "_"),
+                        columns=_columns(args.friction, args.rotor_inertia), optimizer=args.optimizer,
+                        options=_options(args.optimizer, args.iterations, args.population), starts=args.starts,
+                        seed=args.seed, grid=args.grid, margin=args.margin,
+                        start=_floats(args.start, model.dof, "start"), cartesian=cart,
+                        torque_limits=args.torque_limits, time_limit=args.time_limit)
+
+    def progress(p):
+        if not args.quiet and p.iteration % 10 == 0:
+            print(f"[{p.method} start {p.run + 1}] iteration {p.iteration}: best {p.best_fitness:.6g} "
+                  f"({p.nfev} evaluations, {p.elapsed:.1f} s)", file=sys.stderr)
+
+    try:
+        result = design_excitation(model, req, callback=progress)
+    except InfeasibleDesign as exc:
+        if args.json:
+            print_json({"ok": False, "infeasible": exc.report})
+        else:
+            print("robodyn excitation design: cannot meet the request:", file=sys.stderr)
+            for r in exc.report:
+                print(f"  {r['constraint']}" + (f" on {r['joint']}" if r.get("joint") else "") + f": {r['detail']}",
+                      file=sys.stderr)
+        return 1
+    save_trajectory(result.trajectory, args.out, robot=args.robot, meta=result.meta())
+    if args.json:
+        print_json(result.to_dict() | {"out": args.out})
+        return 0
+    m = result.metrics
+    print(f"wrote {args.out}: {result.family.name}, period {result.family.period:.4g} s, "
+          f"{result.family.dim} design variables")
+    print(f"optimised: {result.objective}" + (" (raw, SI units)" if result.objective == "cond" else ""))
+    print(f"cond(W_base) raw {m['cond_raw']:.4g}, column-scaled {m['cond_scaled']:.4g}, log det {m['logdet']:.4g} "
+          f"({m['base_parameters']} base parameters, {m['samples']} samples at {req.report_rate:g} Hz)")
+    print(f"limits: {'ok' if result.limit_report['ok'] else 'VIOLATED'} "
+          f"({result.limit_report['samples_checked']} samples checked); design took {result.elapsed:.1f} s")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from robodyn.limits import check_trajectory
+    from robodyn.robot.loader import load_model
+    from robodyn.trajectory import load_trajectory
+
+    from .excitation.objectives import excitation_metrics
+
+    model = load_model(args.robot)
+    traj = load_trajectory(args.trajectory)
+    report = check_trajectory(model, traj, rate_hz=args.rate)
+    doc = report.to_dict()
+    if report.ok or traj.dof == model.dof:
+        t, q, qd, qdd, _ = traj.sample(100.0)
+        if traj.dof == model.dof:
+            doc["excitation"] = excitation_metrics(model, _columns(args.friction, args.rotor_inertia), q, qd, qdd)
+    if args.json:
+        print_json(doc)
+    else:
+        print(report.summary())
+        for v in report.violations[1:]:
+            print("  " + v.message())
+        for limit, use in report.utilisation.items():
+            print(f"  peak {limit:<9} " + " ".join(f"{u:6.1%}" for u in use))
+        if "excitation" in doc:
+            e = doc["excitation"]
+            print(f"  cond(W_base) raw {e['cond_raw']:.4g}, column-scaled {e['cond_scaled']:.4g} at 100 Hz")
+    return 0 if report.ok else 1
+
+
+def cmd_sample(args) -> int:
+    from robodyn.trajectory import load_trajectory
+
+    traj = load_trajectory(args.trajectory)
+    t, q, qd, qdd, _ = traj.sample(args.rate)
+    n = traj.dof
+    header = ["t"] + [f"{p}{i + 1}" for p in ("q", "qd", "qdd") for i in range(n)]
+    np.savetxt(args.out, np.column_stack([t, q, qd, qdd]), delimiter=",", header=",".join(header), comments="",
+               fmt="%.10g")
+    print(f"wrote {args.out}: {t.size} samples at {args.rate:g} Hz, {n} joints")
+    return 0
+
+
+def cmd_plot(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from robodyn.trajectory import load_trajectory
+
+    traj = load_trajectory(args.trajectory)
+    t, *values = traj.sample(args.rate)
+    model = None
+    if args.robot:
+        from robodyn.robot.loader import load_model
+
+        model = load_model(args.robot)
+    labels = ("q", "qd", "qdd", "jerk")
+    fig, axes = plt.subplots(4, 1, figsize=(10, 11), sharex=True)
+    for ax, label, v in zip(axes, labels, values):
+        for j in range(traj.dof):
+            line, = ax.plot(t, v[:, j], lw=1, label=f"joint {j + 1}")
+            if model is not None:
+                lim = {"q": (model.q_min[j], model.q_max[j])}.get(label)
+                if lim is None:
+                    key = {"qd": "qd_max", "qdd": "qdd_max", "jerk": "qddd_max"}[label]
+                    lim = (-getattr(model, key)[j], getattr(model, key)[j])
+                if label != "jerk":
+                    for b in lim:
+                        ax.axhline(b, color=line.get_color(), lw=0.5, ls="--")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, ncol=min(traj.dof, 7), loc="upper right")
+    axes[-1].set_xlabel("t [s]")
+    fig.suptitle(f"{traj.family} trajectory, {traj.dof} joints, {traj.duration:.3g} s")
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=110)
+    print(f"wrote {args.out}")
+    return 0
