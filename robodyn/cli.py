@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "robodyn.tools.cli",
     "robodyn.identification.cli",
     "robodyn.identification.excitation_cli",
+    "robodyn.identification.advanced_cli",
     "robodyn.calibration.cli",
     "robodyn.demo",
 )
