@@ -122,83 +122,19 @@ class FrictionModel:
 # --------------------------------------------------------------------------- experiment
 
 
-@dataclass
-class Sweep:
-    """One constant-velocity forward/backward sweep of one joint (all others held)."""
+def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=SEED000_SPEEDS, scale: float = 0.5):
+    """The seed 000 experiment for one joint: one :class:`SweepTrajectory` per speed, all over the
+    same angle window [low, high], ramps within ``scale`` of the joint's acceleration/jerk limits."""
+    from robodyn.trajectory import SweepTrajectory
 
-    joint: int
-    speed: float
-    t: np.ndarray
-    q: np.ndarray  # (N, n) joint positions commanded
-    qd: np.ndarray
-    qdd: np.ndarray
-    cruise_low: float  # the measured angle window, covered at constant speed both ways
-    cruise_high: float
-
-
-def _ramp(T: float, v_from: float, v_to: float, t: np.ndarray):
-    """Velocity ramp with a quintic smoothstep: position offset, velocity, acceleration."""
-    tau = np.clip(t / T, 0.0, 1.0)
-    s = 10 * tau**3 - 15 * tau**4 + 6 * tau**5
-    ds = (30 * tau**2 - 60 * tau**3 + 30 * tau**4) / T
-    integ = (2.5 * tau**4 - 3 * tau**5 + tau**6) * T
-    dv = v_to - v_from
-    return v_from * t + dv * integ, v_from + dv * s, dv * ds
-
-
-def sweep_profile(q_home: np.ndarray, joint: int, low: float, high: float, speed: float, qdd_max: float,
-                  qddd_max: float, rate_hz: float = 1000.0, dwell_s: float = 0.2) -> Sweep:
-    """Forward then backward at ``speed`` over [low, high] of ``joint``, starting and ending at rest
-    at ``q_home`` (whose value for ``joint`` must be ``low`` minus the ramp distance; see
-    :func:`sweep_start`). Ramps use half the acceleration and jerk limits."""
-    if not speed > 0:
-        raise ValueError(f"speed: must be > 0 rad/s, got {speed}")
-    if not high > low:
-        raise ValueError(f"range: high {high} must exceed low {low}")
-    T_ramp = ramp_time(speed, qdd_max, qddd_max)
-    ramp_dist = speed * T_ramp / 2.0
-    cruise = (high - low) / speed
-    segments = [(T_ramp, 0.0, speed), (cruise, speed, speed), (T_ramp, speed, 0.0), (dwell_s, 0.0, 0.0),
-                (T_ramp, 0.0, -speed), (cruise, -speed, -speed), (T_ramp, -speed, 0.0), (dwell_s, 0.0, 0.0)]
-    total = sum(s[0] for s in segments)
-    t = np.arange(int(np.floor(total * rate_hz)) + 1) / rate_hz
-    pos = np.zeros_like(t)
-    vel = np.zeros_like(t)
-    acc = np.zeros_like(t)
-    start = 0.0
-    offset = low - ramp_dist
-    for T, v0, v1 in segments:
-        inside = (t >= start) & (t <= start + T + 1e-12)
-        local = t[inside] - start
-        if v0 == v1:
-            p, v, a = v0 * local, np.full(local.shape, v0), np.zeros(local.shape)
-        else:
-            p, v, a = _ramp(T, v0, v1, local)
-        pos[inside], vel[inside], acc[inside] = offset + p, v, a
-        end_p = v0 * T if v0 == v1 else _ramp(T, v0, v1, np.array([T]))[0][0]
-        offset += end_p
-        start += T
-    n = q_home.shape[0]
-    q = np.tile(q_home, (t.shape[0], 1))
-    q[:, joint] = pos
-    qd = np.zeros((t.shape[0], n))
-    qd[:, joint] = vel
-    qdd = np.zeros((t.shape[0], n))
-    qdd[:, joint] = acc
-    return Sweep(joint, speed, t, q, qd, qdd, low, high)
-
-
-def ramp_time(speed: float, qdd_max: float, qddd_max: float) -> float:
-    """Shortest quintic-smoothstep ramp to ``speed`` within half the acceleration and jerk limits
-    (peak acceleration 1.875 v/T, peak jerk 5.7735 v/T^2)."""
-    return max(0.05, 1.875 * speed / (0.5 * qdd_max), float(np.sqrt(5.7735 * speed / (0.5 * qddd_max))))
-
-
-def sweep_start(q_home: np.ndarray, joint: int, low: float, speed: float, qdd_max: float, qddd_max: float):
-    """Where the robot must stand before :func:`sweep_profile`: ``low`` minus the ramp distance."""
-    q = np.array(q_home, float)
-    q[joint] = low - speed * ramp_time(speed, qdd_max, qddd_max) / 2.0
-    return q
+    if not 0 <= joint < model.dof:
+        raise ValueError(f"joint: must be 0..{model.dof - 1}, got {joint}")
+    speeds = [float(v) for v in speeds]
+    too_fast = [v for v in speeds if v > model.qd_max[joint]]
+    if too_fast:
+        raise ValueError(f"speeds: {too_fast} exceed joint {joint + 1}'s velocity limit {model.qd_max[joint]} rad/s")
+    return [SweepTrajectory.within_limits(q_hold, joint, low, high, v, model.qdd_max[joint], model.qddd_max[joint],
+                                          scale) for v in speeds]
 
 
 @dataclass

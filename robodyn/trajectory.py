@@ -10,6 +10,7 @@ Families (serialised as documented JSON, see ``to_dict`` / ``trajectory_from_dic
 - ``periodic_poly``  periodic polynomial, seed 001 eqs. 17-18: theta = sum_k a_k (t mod T)^k with
                      theta(0) = theta(T) = a_0 and zero 1st..3rd derivatives at both ends
 - ``point_to_point`` quintic rest-to-rest move (used for the move to the start)
+- ``sweep``          constant-velocity forward/backward sweep of one joint (seed 000 friction experiment)
 - ``sampled``        arrays t, q (optional qd, qdd) interpolated by a quintic spline
 
 JSON document::
@@ -379,6 +380,103 @@ class PointToPointTrajectory(Trajectory):
         return {"q_start": self.q_start.tolist(), "q_end": self.q_end.tolist(), "duration": self.move_duration}
 
 
+# --------------------------------------------------------------------------- constant-velocity sweep
+
+
+def _velocity_ramp(T: float, v_from: float, v_to: float, t: np.ndarray):
+    """Quintic-smoothstep velocity ramp: position offset, velocity, acceleration, jerk."""
+    tau = np.clip(t / T, 0.0, 1.0)
+    dv = v_to - v_from
+    s = 10 * tau**3 - 15 * tau**4 + 6 * tau**5
+    ds = (30 * tau**2 - 60 * tau**3 + 30 * tau**4) / T
+    dds = (60 * tau - 180 * tau**2 + 120 * tau**3) / T**2
+    integral = (2.5 * tau**4 - 3 * tau**5 + tau**6) * T
+    return v_from * t + dv * integral, v_from + dv * s, dv * ds, dv * dds
+
+
+@dataclass
+class SweepTrajectory(Trajectory):
+    """One joint moves at constant ``speed`` forward over [low, high], then backward over the same
+    range, while the others hold ``q_hold`` (seed 000 §2.1). Speed ramps are quintic smoothsteps of
+    ``ramp`` seconds outside the window, so the whole window is crossed at constant speed both ways;
+    the robot starts and ends at rest at ``low`` minus the ramp distance."""
+
+    q_hold: np.ndarray
+    joint: int
+    low: float
+    high: float
+    speed: float
+    ramp: float
+    dwell: float = 0.2
+    family: str = field(default="sweep", init=False)
+
+    def __post_init__(self):
+        self.q_hold = _array("q_hold", self.q_hold, 1)
+        if not (isinstance(self.joint, (int, np.integer)) and 0 <= int(self.joint) < self.q_hold.shape[0]):
+            raise ValueError(f"joint: must index one of the {self.q_hold.shape[0]} joints, got {self.joint!r}")
+        self.joint = int(self.joint)
+        for name in ("low", "high", "speed", "ramp", "dwell"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not math.isfinite(v):
+                raise ValueError(f"{name}: expected a finite number, got {v!r}")
+            setattr(self, name, float(v))
+        if not self.high > self.low:
+            raise ValueError(f"high: {self.high} must exceed low {self.low}")
+        if not self.speed > 0 or not self.ramp > 0 or self.dwell < 0:
+            raise ValueError("speed and ramp must be > 0 and dwell >= 0")
+        cruise = (self.high - self.low) / self.speed
+        v = self.speed
+        self._segments = [(self.ramp, 0.0, v), (cruise, v, v), (self.ramp, v, 0.0), (self.dwell, 0.0, 0.0),
+                          (self.ramp, 0.0, -v), (cruise, -v, -v), (self.ramp, -v, 0.0), (self.dwell, 0.0, 0.0)]
+
+    @property
+    def dof(self) -> int:
+        return int(self.q_hold.shape[0])
+
+    @property
+    def duration(self) -> float:
+        return float(sum(s[0] for s in self._segments))
+
+    @property
+    def start_position(self) -> float:
+        return self.low - self.speed * self.ramp / 2.0
+
+    def evaluate(self, t):
+        t = np.clip(np.atleast_1d(np.asarray(t, float)), 0.0, self.duration)
+        out = [np.zeros_like(t) for _ in range(4)]
+        start, offset = 0.0, self.start_position
+        for T, v0, v1 in self._segments:
+            inside = (t >= start) & (t <= start + T)
+            local = t[inside] - start
+            if v0 == v1:
+                pieces = (v0 * local, np.full(local.shape, v0), np.zeros(local.shape), np.zeros(local.shape))
+            else:
+                pieces = _velocity_ramp(T, v0, v1, local)
+            out[0][inside] = offset + pieces[0]
+            for k in (1, 2, 3):
+                out[k][inside] = pieces[k]
+            offset += v0 * T if v0 == v1 else _velocity_ramp(T, v0, v1, np.array([T]))[0][0]
+            start += T
+        q = np.tile(self.q_hold, (t.shape[0], 1))
+        q[:, self.joint] = out[0]
+        rest = [np.zeros((t.shape[0], self.dof)) for _ in range(3)]
+        for k in range(3):
+            rest[k][:, self.joint] = out[k + 1]
+        return (q, *rest)
+
+    @classmethod
+    def within_limits(cls, q_hold, joint: int, low: float, high: float, speed: float, qdd_max: float,
+                      qddd_max: float, scale: float = 0.5, dwell: float = 0.2) -> "SweepTrajectory":
+        """The sweep whose ramps use ``scale`` of the joint's acceleration and jerk limits
+        (peaks of the smoothstep ramp: acceleration 1.875 v/T, jerk 5.7735 v/T^2)."""
+        ramp = max(0.05, 1.875 * speed / (scale * qdd_max), math.sqrt(5.7735 * speed / (scale * qddd_max)))
+        return cls(q_hold, joint, low, high, speed, ramp, dwell)
+
+    def params(self) -> dict:
+        return {"q_hold": self.q_hold.tolist(), "joint": self.joint, "low": self.low, "high": self.high,
+                "speed": self.speed, "ramp": self.ramp, "dwell": self.dwell}
+
+
 # --------------------------------------------------------------------------- sampled
 
 
@@ -440,7 +538,7 @@ class SampledTrajectory(Trajectory):
 
 # --------------------------------------------------------------------------- (de)serialisation
 
-FAMILIES = ("fourier", "fourier_poly", "periodic_poly", "point_to_point", "sampled")
+FAMILIES = ("fourier", "fourier_poly", "periodic_poly", "point_to_point", "sweep", "sampled")
 
 
 def trajectory_from_dict(doc: dict) -> Trajectory:
@@ -479,6 +577,12 @@ def trajectory_from_dict(doc: dict) -> Trajectory:
             traj = PeriodicPolyTrajectory(number("period"), need("coefficients"), number("periods", 1))
         elif family == "point_to_point":
             traj = PointToPointTrajectory(need("q_start"), need("q_end"), number("duration"))
+        elif family == "sweep":
+            joint = need("joint")
+            if isinstance(joint, bool) or not isinstance(joint, int):
+                raise ValueError(f"joint: expected an integer joint index, got {joint!r}")
+            traj = SweepTrajectory(need("q_hold"), joint, number("low"), number("high"), number("speed"),
+                                   number("ramp"), number("dwell", 0.2))
         else:
             traj = SampledTrajectory(need("t"), need("q"), p.get("qd"), p.get("qdd"))
     except ValueError as exc:

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from robodyn.identification.friction import (SEED000_SPEEDS, FrictionModel, extract_friction, fit_friction,
-                                             model_from_fits, sweep_profile, sweep_start)
+                                             model_from_fits, sweep_plan)
 from robodyn.identification.signals import (SampledData, average_periods, central_difference, decimate,
                                             is_irregular, process, ProcessingConfig, resample_uniform, rloess)
 from robodyn.robot.dynamics import gravity_torques
@@ -76,14 +76,14 @@ def test_friction_experiment_recovers_seed000_stribeck_within_5_percent():
     fits = []
     for joint in (0, 1):
         speeds, torques = [], []
-        for v in SEED000_SPEEDS[1::2]:  # 0.005 .. 1.5 rad/s; 0.001 alone would take 10 minutes
-            low, high = -0.15, 0.15
-            start = sweep_start(home, joint, low, v, model.qdd_max[joint], model.qddd_max[joint])
-            sweep = sweep_profile(start, joint, low, high, v, model.qdd_max[joint], model.qddd_max[joint],
-                                  rate_hz=1000.0 if v > 0.05 else 100.0)
-            tau = gravity_torques(model, sweep.q) + truth.torque(sweep.qd)
+        low, high = -0.15, 0.15
+        # 0.005 .. 1.5 rad/s; 0.001 alone would take 10 minutes
+        for sweep in sweep_plan(model, home, joint, low, high, SEED000_SPEEDS[1::2]):
+            v = sweep.speed
+            _, q, qd, _, _ = sweep.sample(1000.0 if v > 0.05 else 100.0)
+            tau = gravity_torques(model, q) + truth.torque(qd)
             tau += rng.normal(scale=0.005, size=tau.shape)
-            point = extract_friction(sweep.q, sweep.qd, tau, joint, v, low, high)
+            point = extract_friction(q, qd, tau, joint, v, low, high)
             speeds.append(v)
             torques.append(point.torque)
         fits.append(fit_friction(np.array(speeds), np.array(torques), "stribeck", joint=joint))
@@ -94,6 +94,23 @@ def test_friction_experiment_recovers_seed000_stribeck_within_5_percent():
             assert fit.params[k] == pytest.approx(truth.params[k][j], rel=0.05), (j, k)
     assembled = model_from_fits(fits, 7)
     assert assembled.kind == "stribeck" and assembled.params["fc"][1] == fits[1].params["fc"]
+
+
+def test_sweeps_pass_the_validator_and_cross_the_window_at_constant_speed():
+    from robodyn.limits import check_trajectory
+    from robodyn.trajectory import trajectory_from_dict
+
+    model = load_model("panda")
+    home = np.array([0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0])
+    for sweep in sweep_plan(model, home, 3, -1.8, -1.2, (0.05, 0.5, 2.0)):
+        report = check_trajectory(model, sweep, current_q=sweep.evaluate(0.0)[0][0])
+        assert report.ok, report.summary()
+        t, q, qd, qdd, jerk = sweep.sample(1000.0)
+        inside = (q[:, 3] > -1.8 + 1e-9) & (q[:, 3] < -1.2 - 1e-9)
+        assert np.allclose(np.abs(qd[inside, 3]), sweep.speed)
+        assert np.allclose(trajectory_from_dict(sweep.to_dict()).evaluate(t)[0], q)
+    with pytest.raises(ValueError, match="exceed joint 4's velocity limit"):
+        sweep_plan(model, home, 3, -1.8, -1.2, (3.0,))
 
 
 def test_friction_models_and_bad_input():
