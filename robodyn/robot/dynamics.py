@@ -31,11 +31,10 @@ def _cross(a, b):
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
-@njit(cache=True, parallel=True)
-def _rnea_kernel(FR, Fp, jtype, g, mass, com, I_c, rotor, fv, fc, fo, q, qd, qdd, tau):
+def _rnea_body(FR, Fp, jtype, g, mass, com, I_c, rotor, fv, fc, fo, q, qd, qdd, tau):
     N, n = q.shape
     z = np.array([0.0, 0.0, 1.0])
-    for s in prange(N):
+    for s in prange(N):  # prange is a plain range in the serial build
         R = np.empty((n, 3, 3))
         p = np.empty((n, 3))
         w = np.zeros((n, 3))
@@ -101,6 +100,13 @@ def _rnea_kernel(FR, Fp, jtype, g, mass, com, I_c, rotor, fv, fc, fo, q, qd, qdd
     return tau
 
 
+# Two builds of the same kernel: threads pay off on long batches, but starting the thread pool
+# costs milliseconds, which would dominate the one-pose calls of IK, calibration and controllers.
+_rnea_parallel = njit(cache=True, parallel=True)(_rnea_body)
+_rnea_serial = njit(cache=True)(_rnea_body)
+PARALLEL_THRESHOLD = 256
+
+
 def inverse_dynamics(model: RobotModel, q, qd, qdd, *, inertial: np.ndarray | None = None,
                      rotor_inertia: np.ndarray | None = None, friction: dict | None = None) -> np.ndarray:
     """Joint torques (N, n) for a batch of states by RNEA.
@@ -120,7 +126,8 @@ def inverse_dynamics(model: RobotModel, q, qd, qdd, *, inertial: np.ndarray | No
     fv, fc, fo = (np.asarray(friction.get(k, np.zeros(n)), float).reshape(n)
                   for k in ("viscous", "coulomb", "offset"))
     tau = np.empty_like(q)
-    return _rnea_kernel(np.ascontiguousarray(model.fixed[:, :3, :3]), np.ascontiguousarray(model.fixed[:, :3, 3]), model.joint_types.astype(np.int64),
+    kernel = _rnea_parallel if q.shape[0] >= PARALLEL_THRESHOLD else _rnea_serial
+    return kernel(np.ascontiguousarray(model.fixed[:, :3, :3]), np.ascontiguousarray(model.fixed[:, :3, 3]), model.joint_types.astype(np.int64),
                         np.asarray(model.gravity, float), mass, com, I_c, rotor, fv, fc, fo, q, qd, qdd, tau)
 
 

@@ -29,6 +29,18 @@ def rot_x(angle) -> np.ndarray:
     return T
 
 
+def rot_y(angle) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    T = np.zeros(np.shape(angle) + (4, 4))
+    T[..., 0, 0] = c
+    T[..., 0, 2] = s
+    T[..., 1, 1] = 1.0
+    T[..., 2, 0] = -s
+    T[..., 2, 2] = c
+    T[..., 3, 3] = 1.0
+    return T
+
+
 def rot_z(angle) -> np.ndarray:
     c, s = np.cos(angle), np.sin(angle)
     T = np.zeros(np.shape(angle) + (4, 4))
@@ -149,7 +161,7 @@ def geometric_jacobian(model: RobotModel, q: np.ndarray, point_in_tool=None) -> 
 
 
 def rotation_error(R_target: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """Axis-angle vector (base frame) rotating R onto R_target."""
+    """Axis-angle vector (base frame) rotating R onto R_target; batched over leading axes."""
     R_err = R_target @ np.swapaxes(R, -1, -2)
     cos = np.clip((np.trace(R_err, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0)
     angle = np.arccos(cos)
@@ -159,13 +171,15 @@ def rotation_error(R_target: np.ndarray, R: np.ndarray) -> np.ndarray:
     small = s < 1e-9
     factor = np.where(small, 0.5, angle / (2.0 * np.where(small, 1.0, s)))
     out = v * factor[..., None]
-    if np.any(small & (angle > 1.0)):
-        # angle close to pi: recover the axis from the symmetric part
+    near_pi = small & (angle > 1.0)
+    if np.any(near_pi):
+        # sin(angle) ~ 0 with angle ~ pi: the axis is the dominant column of (R_err + I) / 2 = a a^T
         B = (R_err + np.eye(3)) / 2.0
-        axis = np.sqrt(np.clip(np.diagonal(B, axis1=-2, axis2=-1), 0.0, None))
-        k = int(np.argmax(axis))
-        axis = B[..., k, :] / max(np.sqrt(B[..., k, k]), 1e-12)
-        out = np.where((small & (angle > 1.0))[..., None], axis / np.linalg.norm(axis) * angle[..., None], out)
+        diag = np.diagonal(B, axis1=-2, axis2=-1)
+        k = np.argmax(diag, axis=-1)
+        column = np.take_along_axis(B, k[..., None, None], axis=-1)[..., 0]
+        axis = column / np.linalg.norm(column, axis=-1, keepdims=True)
+        out = np.where(near_pi[..., None], axis * angle[..., None], out)
     return out
 
 
