@@ -1,1 +1,18 @@
-"""robodyn.calibration"""
+"""robodyn.calibration: kinematic calibration after seed 004 (see docs/calibration.md).
+
+Modules, in the order a calibration uses them:
+
+* ``parameters``      the DH parameter vector (MDH or standard DH, Hayati tilts, base, tool) and its
+                      analytic Jacobian, built on the shared kinematics
+* ``identifiability`` rank, singular values, condition number, redundant parameters
+* ``planning``        test cube, valid random poses, D-optimal selection, ISO 9283 points
+* ``simulation``      simulated robot (true deviations, elastic joints) and laser tracker
+* ``geometric``       nonlinear least-squares identification of the geometry
+* ``stiffness``       gravity and payload deflection, joint compliance identification
+* ``combined``        the methods of seed 004 Table 4, including the iterative combined method
+* ``ik``              closed-form UR inverse kinematics and the numeric fallback
+* ``compensation``    joint-space compensation
+* ``files``           robots, measurement CSV, result JSON
+* ``replay``          the seed 004 experiment end to end
+* ``cli``             ``robodyn calibrate ...``
+"""

@@ -1,0 +1,85 @@
+import numpy as np
+import pytest
+
+from robodyn.calibration.combined import usable_free_names
+from robodyn.calibration.identifiability import (analyse_identifiability, generic_configurations, metric_columns,
+                                                 observability_indices, structural_redundancies)
+from robodyn.calibration.parameters import (geometric_model, parallel_axis_rows, parameter_jacobian,
+                                            preset_free_names)
+from robodyn.calibration.planning import sample_poses, select_d_optimal
+from robodyn.calibration.simulation import seed004_true_parameters
+from robodyn.robot.loader import load_model
+
+NOISE = 27e-6  # AT960 15 um + 6 um/m at about 2 m
+
+
+@pytest.fixture(scope="module")
+def gm(seed004_robot):
+    return geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03))
+
+
+def test_paper_claim_all_18_identifiable_fails_at_the_nominal_geometry(gm):
+    names = preset_free_names(gm, "seed004")
+    rep = analyse_identifiability(gm, gm.nominal, generic_configurations(gm, 50), names, NOISE)
+    assert rep.rank == 16 and len(names) == 18
+    assert rep.condition_number > 1e12
+    red = {r.name: r.combination for r in rep.redundant}
+    # d along three parallel axes slides the same rest of the arm: d3 and d4 are d2
+    assert set(red) == {"d3", "d4"}
+    assert red["d3"] == pytest.approx({"d2": 1.0}, abs=1e-6)
+    assert red["d4"] == pytest.approx({"d2": 1.0}, abs=1e-6)
+
+
+def test_at_the_true_geometry_all_18_have_full_rank_but_are_ill_conditioned(gm):
+    # seed 004's argument: the tilts (alpha3 = 0.04 deg, alpha4 = -0.24 deg) separate d2, d3, d4 -- barely
+    names = preset_free_names(gm, "seed004")
+    truth = seed004_true_parameters(gm)
+    q = generic_configurations(gm, 50)
+    rep = analyse_identifiability(gm, truth, q, names, NOISE)
+    assert rep.rank == 18
+    assert rep.condition_number > 1e6
+    assert {"d2", "d3", "d4"} <= set(rep.poorly_identifiable)
+    std = dict(zip(rep.names, rep.std))
+    assert std["d3"] > 0.1  # metres: a d3 "identified" to 0.516 mm (Table 3) means nothing
+    usable, dropped, _ = usable_free_names(gm, names)
+    after = analyse_identifiability(gm, truth, q, usable, NOISE)
+    assert [d.name for d in dropped] == ["d3", "d4"]
+    assert after.rank == 16 and after.condition_number < 20 and not after.poorly_identifiable
+
+
+def test_structural_redundancies_with_base_tool_and_standard_dh(gm):
+    everything = preset_free_names(gm, "all", identify_base=True, identify_tool=True)
+    red = {r.name for r in structural_redundancies(gm, everything)}
+    # base pose vs row 1, tool vs the last row's d/theta, and the parallel-axis d's
+    assert {"d3", "d4", "base_x", "base_z", "base_rx", "base_rz", "tool_z"} <= red
+    ur = geometric_model(load_model("ur5"), tool_offset=(0.04, 0.04, 0.03))
+    red_dh = {r.name for r in structural_redundancies(ur, preset_free_names(ur, "all"))}
+    assert red_dh == {"d3", "d4", "theta6"}
+
+
+def test_hayati_betas_are_independent_where_the_d_columns_are_not(seed004_robot):
+    plain = geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03))
+    gm = geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03), hayati_rows=parallel_axis_rows(plain))
+    names = preset_free_names(gm, "seed004")
+    assert {"beta3", "beta4"} <= set(names)
+    usable, dropped, _ = usable_free_names(gm, names)
+    assert [d.name for d in dropped] == ["d3", "d4"]
+    rep = analyse_identifiability(gm, gm.nominal, generic_configurations(gm, 50), usable, NOISE)
+    assert rep.rank == len(usable) == 18 and rep.condition_number < 50
+
+
+def test_d_optimal_selection_beats_random_subsets(gm, seed004_robot, seed004_setup, seed004_cube):
+    cube, q_ref = seed004_cube
+    pool = sample_poses(seed004_robot, seed004_setup, cube, 150, q_ref, seed=4).q
+    usable, _, _ = usable_free_names(gm, preset_free_names(gm, "seed004"))
+    idx = gm.indices(usable)
+    blocks = metric_columns(parameter_jacobian(gm, gm.nominal, pool)[:, :, idx], gm.angle_mask[idx])
+    chosen = select_d_optimal(blocks, 30)
+    assert len(set(chosen.tolist())) == 30
+
+    def logdet(sel):
+        return observability_indices(blocks[sel].reshape(-1, idx.size), np.zeros(idx.size, bool))["log_det"]
+
+    rng = np.random.default_rng(0)
+    random_best = max(logdet(rng.choice(150, 30, replace=False)) for _ in range(20))
+    assert logdet(chosen) > random_best

@@ -1,0 +1,129 @@
+"""Identification beyond the paper's protocol: base and tool, Hayati tilts, robust loss, bad input."""
+
+import numpy as np
+import pytest
+
+from robodyn.calibration.combined import MeasurementSet, calibrate, error_stats, pair_loaded
+from robodyn.calibration.geometric import fit_geometry
+from robodyn.calibration.parameters import parallel_axis_rows, preset_free_names
+from robodyn.calibration.planning import sample_poses
+from robodyn.calibration.replay import loaded_subset
+from robodyn.calibration.seed004 import LOAD_COM, LOAD_MASS
+from robodyn.calibration.simulation import SimulatedTracker, TrackerNoise, measure_poses, seed004_cell
+from robodyn.calibration.stiffness import Load
+
+LOAD = Load(LOAD_MASS, LOAD_COM)
+
+
+@pytest.fixture(scope="module")
+def poses(seed004_robot, seed004_setup, seed004_cube):
+    cube, q_ref = seed004_cube
+    ident = sample_poses(seed004_robot, seed004_setup, cube, 50, q_ref, seed=21).q
+    held = sample_poses(seed004_robot, seed004_setup, cube, 100, q_ref, seed=22).q
+    return ident, held
+
+
+def _truth_set(cell, q, load=None):
+    return MeasurementSet(q, cell.robot.positions(q, load), load=load)
+
+
+def test_base_and_tool_errors_need_their_parameters(poses):
+    q, held = poses
+    base_error = [3e-4, -2e-4, 1e-4, np.deg2rad(0.01), np.deg2rad(-0.02), np.deg2rad(0.03)]
+    gm, cell = seed004_cell(seed=5, base_error=base_error, tool_error=[2e-4, -1e-4, 3e-4])
+    noload = measure_poses(cell, q)
+    sub = loaded_subset(gm, q, LOAD, 20)
+    loaded = measure_poses(cell, q[sub], LOAD)
+    truth = _truth_set(cell, held)
+    paper = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "seed004"))
+    full = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "seed004", identify_base=True,
+                                                                      identify_tool=True))
+    s_paper, s_full = error_stats(paper.errors(truth)), error_stats(full.errors(truth))
+    assert s_full["mean_mm"] <= 0.03 and s_full["max_mm"] <= 0.1
+    assert s_paper["mean_mm"] > 3 * s_full["mean_mm"]  # a misaligned base is not a DH error
+
+
+def test_hayati_beta_captures_a_tilt_that_mdh_cannot(poses):
+    q, held = poses
+    gm_plain, _ = seed004_cell()
+    gm, cell = seed004_cell(seed=3, hayati_rows=parallel_axis_rows(gm_plain))
+    cell.robot.params[gm.index("beta3")] = np.deg2rad(0.05)  # joint 3 leans out of the arm plane
+    noload = measure_poses(cell, q)
+    truth = _truth_set(cell, held)
+    c = cell.robot.compliance
+    mdh = calibrate(gm_plain, noload, known_compliance=c)
+    hayati = calibrate(gm, noload, known_compliance=c)
+    assert error_stats(hayati.errors(truth))["max_mm"] < 0.1
+    assert error_stats(mdh.errors(truth))["mean_mm"] > 4 * error_stats(hayati.errors(truth))["mean_mm"]
+    assert np.rad2deg(hayati.params[gm.index("beta3")]) == pytest.approx(0.05, abs=0.01)
+
+
+def test_robust_loss_ignores_gross_outliers(poses):
+    q, held = poses
+    gm, cell = seed004_cell(seed=4)
+    noload = measure_poses(cell, q)
+    noload.p[[3, 17, 30]] += [[0.002, 0, 0], [0, -0.0015, 0.001], [0, 0, 0.003]]  # a lost beam, a bumped nest
+    truth = _truth_set(cell, held)
+    plain = calibrate(gm, noload, known_compliance=cell.robot.compliance)
+    robust = calibrate(gm, noload, known_compliance=cell.robot.compliance, loss="soft_l1")
+    assert error_stats(robust.errors(truth))["mean_mm"] <= 0.03
+    assert error_stats(plain.errors(truth))["mean_mm"] > 3 * error_stats(robust.errors(truth))["mean_mm"]
+
+
+def test_parameter_std_devs_match_the_actual_scatter(poses):
+    # run the same identification on independent noise: the spread of the estimates should
+    # match the reported standard deviations (within the sampling error of 12 repeats)
+    q, _ = poses
+    gm, cell = seed004_cell(seed=0)
+    estimates, stds = [], []
+    free = preset_free_names(gm, "seed004")
+    free = [n for n in free if n not in ("d3", "d4")]
+    for k in range(12):
+        cell.tracker = SimulatedTracker(cell.tracker.position, TrackerNoise(), seed=100 + k)
+        p = cell.tracker.measure(_rigid(cell, q))
+        fit = fit_geometry(gm, q, p, free)
+        estimates.append(fit.params[gm.indices(free)])
+        stds.append(fit.std[gm.indices(free)])
+    ratio = np.std(estimates, axis=0, ddof=1) / np.mean(stds, axis=0)
+    assert 0.5 < np.median(ratio) < 1.6
+
+
+def _rigid(cell, q):
+    from robodyn.calibration.parameters import target_positions
+
+    return target_positions(cell.robot.gm, cell.robot.params, q)  # geometry only: no sag to model
+
+
+def test_too_few_poses_is_refused(poses):
+    q, _ = poses
+    gm, cell = seed004_cell()
+    few = measure_poses(cell, q[:7])
+    with pytest.raises(ValueError, match=r"poses: 7 poses give 21 equations for 16 parameters; at least 8"):
+        calibrate(gm, few, method="geometric")
+
+
+def test_singular_pose_sets_are_refused(poses):
+    q, _ = poses
+    gm, cell = seed004_cell()
+    same = measure_poses(cell, np.repeat(q[:1], 20, axis=0))
+    with pytest.raises(ValueError, match="poses: the identification Jacobian has rank"):
+        calibrate(gm, same, method="geometric")
+    only_base_joint = np.repeat(q[:1], 20, axis=0)
+    only_base_joint[:, 0] = np.linspace(-1, 1, 20)
+    with pytest.raises(ValueError, match="cannot be told apart"):
+        calibrate(gm, measure_poses(cell, only_base_joint), method="geometric")
+
+
+def test_loaded_set_must_pair_with_unloaded_poses(poses):
+    q, _ = poses
+    gm, cell = seed004_cell()
+    noload = measure_poses(cell, q)
+    stray = measure_poses(cell, q[:10] + 0.01, LOAD)
+    with pytest.raises(ValueError, match="loaded: pose 'P001' has no unloaded measurement"):
+        pair_loaded(noload, stray)
+    with pytest.raises(ValueError, match="loaded: the combined method identifies joint stiffness"):
+        calibrate(gm, noload, None, method="combined")
+    with pytest.raises(ValueError, match="measurements: the first set must be measured without payload"):
+        calibrate(gm, measure_poses(cell, q, LOAD), method="geometric")
+    with pytest.raises(ValueError, match="method"):
+        calibrate(gm, noload, method="magic")

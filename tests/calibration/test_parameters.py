@@ -1,0 +1,94 @@
+import numpy as np
+import pytest
+
+from robodyn.calibration.parameters import (geometric_model, numeric_parameter_jacobian, parallel_axis_rows,
+                                            parameter_jacobian, preset_free_names, robot_for, rot_y,
+                                            target_positions)
+from robodyn.calibration.seed004 import UR5_SEED004_MODEL
+from robodyn.robot.dynamics import gravity_torques
+from robodyn.robot.kinematics import forward_kinematics, rot_z, trans
+from robodyn.robot.loader import load_model, model_from_toml
+
+
+def test_shipped_seed004_model_is_the_ur5_with_the_same_joint_angles():
+    # Table 2 + flange d6 = UR's DH chain shifted down by d1; the re-expressed link data gives the same gravity
+    seed, ur = model_from_toml(UR5_SEED004_MODEL), load_model("ur5")
+    q = np.random.default_rng(0).uniform(-3, 3, size=(40, 6))
+    assert np.allclose(trans(z=0.089159) @ forward_kinematics(seed, q), forward_kinematics(ur, q), atol=1e-12)
+    assert np.allclose(gravity_torques(seed, q), gravity_torques(ur, q), atol=1e-9)
+    assert np.isclose(seed.dh.d[1], 0.10915) and np.isclose(seed.dh.a[2], 0.425) and np.isclose(seed.dh.a[3], 0.39225)
+    assert np.allclose(np.rad2deg(seed.dh.theta), [0, 180, 0, 0, -180, 0])
+
+
+@pytest.mark.parametrize("name", ["ur5_seed004", "ur5", "scara", "panda"])
+def test_target_positions_are_the_shared_forward_kinematics(name):
+    robot = model_from_toml(UR5_SEED004_MODEL) if name == "ur5_seed004" else load_model(name)
+    base = trans(1.0, -2.0, 0.3) @ rot_z(0.7)
+    tool = np.array([0.03, -0.02, 0.05])
+    gm = geometric_model(robot, tool_offset=tool, base=base)
+    q = np.random.default_rng(1).uniform(-2, 2, size=(6, robot.dof))
+    T = base @ forward_kinematics(robot_for(gm, gm.nominal), q)
+    assert np.allclose(target_positions(gm, gm.nominal, q), T[:, :3, :3] @ tool + T[:, :3, 3], atol=1e-12)
+    assert np.allclose(forward_kinematics(robot_for(gm, gm.nominal), q), forward_kinematics(robot, q), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["ur5_seed004", "ur5", "scara"])
+def test_analytic_parameter_jacobian_matches_finite_differences(name):
+    # seed 004 eqs. 10-13 for MDH, their standard-DH counterparts, prismatic joints, Hayati betas, base, tool
+    robot = model_from_toml(UR5_SEED004_MODEL) if name == "ur5_seed004" else load_model(name)
+    plain = geometric_model(robot)
+    gm = geometric_model(robot, tool_offset=(0.03, 0.04, 0.05), base=trans(0.5, 0.2, 0.1) @ rot_z(-1.0),
+                         hayati_rows=parallel_axis_rows(plain))
+    rng = np.random.default_rng(2)
+    params = gm.nominal + rng.normal(scale=1e-2, size=gm.size)
+    q = rng.uniform(-2, 2, size=(5, robot.dof))
+    assert np.allclose(parameter_jacobian(gm, params, q), numeric_parameter_jacobian(gm, params, q), atol=1e-7)
+
+
+def test_hayati_beta_tilts_the_next_axis_about_y():
+    robot = model_from_toml(UR5_SEED004_MODEL)
+    gm = geometric_model(robot, hayati_rows=parallel_axis_rows(geometric_model(robot)))
+    assert gm.hayati_rows == (2, 3)  # MDH rows 3 and 4: joints 3 and 4 are parallel to their predecessors
+    p = gm.nominal.copy()
+    p[gm.index("beta3")] = 0.01
+    q = np.zeros((1, 6))
+    plain_frames = robot_for(gm, gm.nominal)
+    tilted = robot_for(gm, p)
+    # joint 3's frame turns by exactly Ry(0.01) right after the common normal of row 3
+    F_plain, F_tilt = plain_frames.fixed[2], tilted.fixed[2]
+    A = np.array(robot.fixed[2])  # RotZ(theta) TransZ(d) are identity here, so F = RotX(alpha) TransX(a)
+    assert np.allclose(F_plain, A)
+    assert np.allclose(F_tilt, A @ rot_y(0.01))
+    assert not np.allclose(target_positions(gm, p, q), target_positions(gm, gm.nominal, q))
+
+
+def test_seed004_preset_is_the_papers_18_parameters():
+    gm = geometric_model(model_from_toml(UR5_SEED004_MODEL))
+    names = preset_free_names(gm, "seed004")
+    assert names == ["alpha2", "a2", "d2", "theta2", "alpha3", "a3", "d3", "theta3", "alpha4", "a4", "d4", "theta4",
+                     "alpha5", "a5", "d5", "theta5", "alpha6", "a6"]
+    assert len(preset_free_names(gm, "seed004", identify_base=True, identify_tool=True)) == 27
+
+
+def test_bad_model_input_names_the_field():
+    robot = load_model("ur5")
+    with pytest.raises(ValueError, match="tool_offset"):
+        geometric_model(robot, tool_offset=(0.1, 0.2))
+    with pytest.raises(ValueError, match="base"):
+        geometric_model(robot, base=np.diag([1.0, 2.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="hayati_rows"):
+        geometric_model(robot, hayati_rows=[7])
+    gm = geometric_model(robot)
+    with pytest.raises(ValueError, match="q:"):
+        target_positions(gm, gm.nominal, np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="parameters: unknown parameter 'd9'"):
+        gm.index("d9")
+
+
+def test_shipped_seed004_file_is_what_its_generator_writes(capsys):
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).parents[2] / "bench" / "calibration_make_ur5_seed004.py"
+    runpy.run_path(str(script), run_name="not_main")["main"]()
+    assert capsys.readouterr().out == UR5_SEED004_MODEL.read_text()

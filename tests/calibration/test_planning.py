@@ -1,0 +1,88 @@
+import numpy as np
+import pytest
+
+from robodyn.calibration.planning import (Plan, check_configurations, flange_targets, iso9283_points,
+                                          plan_measurements, sample_poses, segment_distance)
+from robodyn.robot.kinematics import forward_kinematics
+
+
+def test_segment_distance_matches_dense_sampling():
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, 400)
+    for _ in range(20):
+        p1, q1, p2, q2 = rng.normal(size=(4, 3))
+        a = p1 + t[:, None] * (q1 - p1)
+        b = p2 + t[:, None] * (q2 - p2)
+        brute = np.min(np.linalg.norm(a[:, None] - b[None], axis=-1))
+        d = float(segment_distance(p1, q1, p2, q2))
+        assert d <= brute + 1e-12 and brute - d < 5e-3
+    # parallel and degenerate segments
+    assert np.isclose(segment_distance(np.zeros(3), np.array([1.0, 0, 0]), np.array([0.5, 1.0, 0]), np.array([2.0, 1.0, 0])), 1.0)
+    assert np.isclose(segment_distance(np.zeros(3), np.zeros(3), np.array([0, 2.0, 0]), np.array([0, 3.0, 0])), 2.0)
+
+
+def test_test_cube_and_poses_pass_every_check(seed004_robot, seed004_setup, seed004_cube):
+    cube, q_ref = seed004_cube
+    assert 0.2 < cube.edge < 0.8  # UR5 reach 850 mm (seed 004); the ball faces a tracker 2 m away
+    poses = sample_poses(seed004_robot, seed004_setup, cube, 40, q_ref, seed=3)
+    checks = check_configurations(seed004_robot, poses.q, seed004_setup)
+    assert checks["valid"].all()
+    assert np.all(np.abs(poses.positions - cube.center) <= cube.edge / 2 + 1e-12)
+    T = forward_kinematics(seed004_robot, poses.q)
+    ball = T[:, :3, :3] @ np.array(seed004_setup.tool_offset) + T[:, :3, 3]
+    assert np.allclose(ball, poses.positions, atol=1e-9)
+    again = sample_poses(seed004_robot, seed004_setup, cube, 40, q_ref, seed=3)
+    assert np.array_equal(again.q, poses.q)  # deterministic by seed
+    assert not np.allclose(sample_poses(seed004_robot, seed004_setup, cube, 40, q_ref, seed=4).q, poses.q)
+
+
+def test_checks_reject_singular_colliding_hidden_and_buried_configurations(seed004_robot, seed004_setup, seed004_cube):
+    _, q_ref = seed004_cube
+    assert check_configurations(seed004_robot, q_ref, seed004_setup)["valid"][0]
+    wrist = q_ref.copy()
+    wrist[4] = 0.0  # joint 5 at zero: joints 4 and 6 line up
+    elbow = q_ref.copy()
+    elbow[2] = 0.0  # stretched elbow
+    folded = q_ref.copy()
+    folded[2] = np.deg2rad(-175.0)  # forearm folded back onto the upper arm
+    away = q_ref.copy()
+    away[0] += np.pi  # the ball now faces away from the tracker
+    down = q_ref.copy()
+    down[1] += np.deg2rad(-100.0)  # upper arm into the table
+    checks = check_configurations(seed004_robot, np.array([wrist, elbow, folded, away, down]), seed004_setup)
+    assert not checks["nonsingular"][0] and not checks["nonsingular"][1]
+    assert not checks["collision_free"][2]
+    assert not checks["line_of_sight"][3]
+    assert not checks["collision_free"][4]
+    assert not checks["valid"].any()
+
+
+def test_iso9283_points_lie_on_the_diagonal_plane_at_ten_percent(seed004_cube):
+    cube, _ = seed004_cube
+    P = iso9283_points(cube)
+    assert np.allclose(P[0], cube.center)
+    h = cube.edge / 2
+    corners = cube.center + np.array([[-h, -h, -h], [h, -h, -h], [h, h, h], [-h, h, h]])
+    diagonal = np.sqrt(3) * cube.edge  # the diagonal plane is edge x edge*sqrt(2): its diagonal is the cube's
+    for p, c in zip(P[1:], corners):
+        assert np.isclose(np.linalg.norm(p - c), 0.1 * diagonal)
+    # all five on the plane through the (y-, z-) and (y+, z+) edges: y - z constant
+    assert np.allclose((P[:, 1] - cube.center[1]) - (P[:, 2] - cube.center[2]), 0.0)
+
+
+def test_flange_targets_point_the_ball_at_the_tracker(seed004_setup):
+    p = np.array([[0.5, 0.1, 0.2], [0.4, -0.2, 0.3]])
+    T = flange_targets(seed004_setup, p, np.zeros(2), np.zeros(2), np.array([0.0, 1.0]))
+    opening = T[:, :3, :3] @ np.array(seed004_setup.smr_axis)
+    beam = np.array(seed004_setup.tracker_position) - p
+    assert np.allclose(opening, beam / np.linalg.norm(beam, axis=1, keepdims=True))
+    assert np.allclose(T[:, :3, :3] @ np.array(seed004_setup.tool_offset) + T[:, :3, 3], p)
+
+
+def test_plan_round_trips_through_json(seed004_robot, seed004_setup, seed004_cube):
+    cube, q_ref = seed004_cube
+    plan = plan_measurements(seed004_robot, seed004_setup, 12, seed=1, cube=cube, q_ref=q_ref)
+    back = Plan.from_dict(plan.to_dict())
+    assert np.array_equal(back.q, plan.q) and back.ids[0] == "P001" and back.setup == plan.setup
+    with pytest.raises(ValueError, match="plan"):
+        Plan.from_dict({"format": "something else"})
