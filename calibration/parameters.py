@@ -24,18 +24,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from robodyn.robot.kinematics import chain_frames, chain_from_dh, rot_x, rot_z, trans
+from robodyn.robot.kinematics import chain_frames, chain_from_dh, rot_x, rot_y, rot_z, trans
 from robodyn.robot.model import RobotModel
 
 ROW_FIELDS = ("alpha", "a", "d", "theta")
 BASE_NAMES = ("base_x", "base_y", "base_z", "base_rx", "base_ry", "base_rz")
 TOOL_NAMES = ("tool_x", "tool_y", "tool_z")
 ANGLE_PREFIXES = ("alpha", "theta", "beta", "base_r")
-
-
-def rot_y(angle) -> np.ndarray:
-    """Rotation about y, composed from the shared rot_x/rot_z: Ry(b) = Rx(-pi/2) Rz(b) Rx(pi/2)."""
-    return rot_x(-np.pi / 2) @ rot_z(angle) @ rot_x(np.pi / 2)
 
 
 def is_angle_name(name: str) -> bool:

@@ -15,10 +15,8 @@ Units: compliance in rad/(N·m); stiffness in N·m/rad.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from scipy.optimize import least_squares, lsq_linear
 
@@ -30,25 +28,6 @@ from .parameters import GeometricModel, base_transform, robot_for, target_positi
 
 DEFLECTION_TOL = 1e-13  # rad: fixed-point stop, far below any measurable angle
 DEFLECTION_MAX_ITER = 50
-SERIAL_BATCH = 64  # below this many poses the shared RNEA runs faster on one thread
-
-
-@contextmanager
-def _single_thread_for_small(batch: int):
-    """Run the shared parallel RNEA on one thread for small batches.
-
-    Waking numba's worker threads costs 2-5 ms per call on this 2-core machine, 10-20x the work of
-    a few poses; the fixed-point deflection calls it many times on single poses while measuring.
-    """
-    if batch >= SERIAL_BATCH:
-        yield
-        return
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
 
 
 @dataclass(frozen=True)
@@ -91,8 +70,7 @@ def holding_torques(robot: RobotModel, q: np.ndarray, load: Load | None = None, 
     """Static joint torques against link gravity (eqs. 21-24) and/or a payload, (N, n)."""
     q = np.atleast_2d(np.asarray(q, dtype=float))
     if links:
-        with _single_thread_for_small(q.shape[0]):
-            tau = gravity_torques(robot, q)
+        tau = gravity_torques(robot, q)
     else:
         tau = np.zeros_like(q)
     if load is not None and load.mass > 0:
