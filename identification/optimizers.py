@@ -17,6 +17,9 @@ Methods (``minimize(..., method=...)``):
 - ``icpso``  seed 002's improved chaotic PSO (eqs. 10-18): tanh inertia weight, fitness-adaptive
              learning factors, variance-based premature-convergence test and tent-map chaotic
              search on the worst (upper-quartile) particles.
+- ``wso``    the White Shark Optimizer as seed 000 eqs. 12-28 give it (defaults 150 sharks x 3000
+             iterations): wavy motion towards prey, random re-placement of sharks that left the
+             box, movement towards the best shark and fish-school behaviour.
 
 ``restarts=k`` runs any method k times with independent seeds and keeps the best (multi-start,
 best-of-k). ``callback(progress)`` is called once per iteration; returning True stops the run.
@@ -37,6 +40,9 @@ import numpy as np
 
 PopulationFitness = Callable[[np.ndarray], np.ndarray]
 METHODS = ("slsqp", "ga", "pso", "icpso")
+# Methods added later, kept out of METHODS so that callers iterating over it (excitation design and
+# its tests) see the set they were written for; minimize() accepts every method of ALL_METHODS.
+ALL_METHODS = METHODS + ("wso",)
 
 # Infeasible candidates are ranked above every feasible fitness by this offset plus their
 # violation (Deb's rules in scalar form); fitness values of real problems stay far below it.
@@ -195,12 +201,30 @@ class ICPSOOptions:
     v_max: float = 0.2
 
 
-DEFAULT_OPTIONS = {"slsqp": SLSQPOptions(), "ga": GAOptions(), "pso": PSOOptions(), "icpso": ICPSOOptions()}
+@dataclass(frozen=True)
+class WSOOptions:
+    """Seed 000 section 3 and 4: 150 sharks, 3000 iterations, a in [0.5, 1.5], tau = 4.125,
+    f in [0.07, 0.75], alpha0 = 6.25, alpha1 = 100, a2 (eq. 27) = 0.005."""
+
+    population: int = 150
+    iterations: int = 3000
+    a_min: float = 0.5
+    a_max: float = 1.5
+    acceleration: float = 4.125  # tau of eq. 18
+    f_min: float = 0.07
+    f_max: float = 0.75
+    alpha0: float = 6.25
+    alpha1: float = 100.0
+    school_a2: float = 0.005  # the a2 of eq. 27 (not the a2 of eq. 17)
+
+
+DEFAULT_OPTIONS = {"slsqp": SLSQPOptions(), "ga": GAOptions(), "pso": PSOOptions(), "icpso": ICPSOOptions(),
+                   "wso": WSOOptions()}
 
 
 def default_options(method: str):
     if method not in DEFAULT_OPTIONS:
-        raise ValueError(f"method: unknown optimizer {method!r}; expected one of {list(METHODS)}")
+        raise ValueError(f"method: unknown optimizer {method!r}; expected one of {list(ALL_METHODS)}")
     return DEFAULT_OPTIONS[method]
 
 
@@ -493,6 +517,99 @@ def _chaotic_search(ev: _Evaluator, X: np.ndarray, F: np.ndarray, steps: int):
     return X, F
 
 
+# --------------------------------------------------------------------------- WSO (seed 000)
+
+
+def wso_weights(k: int, K: int, a_min: float, a_max: float) -> tuple[float, float]:
+    """Seed 000 eqs. 16-17: the pulls towards the global best (a1: 2.5 -> 1.5) and towards a
+    shark's memory (a2: 1.5 -> 0.5) both decay as exp(-(4k/K)^2)."""
+    decay = float(np.exp(-((4.0 * k / K) ** 2)))
+    return a_max + (a_max - a_min) * decay, a_min + (a_max - a_min) * decay
+
+
+def wso_constriction(acceleration: float) -> float:
+    """Seed 000 eq. 18: mu = 2 / |2 - tau - sqrt(tau^2 - 4 tau)| (0.7034 for tau = 4.125)."""
+    t = float(acceleration)
+    if t * t - 4 * t < 0:
+        raise ValueError(f"wso: acceleration tau must be >= 4 (or <= 0) for a real constriction factor, got {t}")
+    return 2.0 / abs(2.0 - t - np.sqrt(t * t - 4.0 * t))
+
+
+def wso_frequency(f_min: float, f_max: float) -> float:
+    """Seed 000 eq. 23: the wavy-motion frequency f = f_min + (f_max - f_min) / (f_max + f_min)."""
+    return f_min + (f_max - f_min) / (f_max + f_min)
+
+
+def wso_movement_force(k: int, K: int, alpha0: float, alpha1: float) -> float:
+    """Seed 000 eq. 24: mv = 1 / (alpha0 + exp((K/2 - k) / alpha1)); ~0 early, 1/(alpha0 + e^-K/2a1) late."""
+    return 1.0 / (alpha0 + float(np.exp(min((K / 2.0 - k) / alpha1, 700.0))))
+
+
+def wso_school_strength(k: int, K: int, a2: float) -> float:
+    """Seed 000 eq. 27: S_s = |1 - exp(-a2 k / K)|."""
+    return abs(1.0 - float(np.exp(-a2 * k / K)))
+
+
+def _wso(ev: _Evaluator, x0, opts: WSOOptions, rng, callback, run, history) -> tuple[int, str]:
+    """White Shark Optimizer, seed 000 eqs. 12-28 (re-derived where the OCR is garbled).
+
+    Two readings needed a decision. (i) The memory term of eq. 15 is printed with superscript
+    nu_k^i: the best position remembered by a randomly drawn shark nu (the text's gloss says "the
+    i-th shark's own best"; the superscript is kept). (ii) eq. 19 prints the re-placement branch for
+    rand > mv. The text below it says a large mv *prohibits* search; that holds only when the
+    re-placement (which moves in-bounds sharks nowhere) is the rand < mv branch, so that order is used.
+    As in the WSO, sharks outside the box are not evaluated and keep their memory until re-placed.
+    """
+    n, K = opts.population, opts.iterations
+    if n < 2 or K < 1:
+        raise ValueError("wso: population must be >= 2 and iterations >= 1")
+    lo, hi = ev.bounds.lower, ev.bounds.upper
+    X = ev.bounds.sample(rng, n)  # eq. 13
+    if x0 is not None:
+        X[0] = x0
+    X = ev.prepare(X)
+    V = np.zeros_like(X)
+    memory, memory_f = X.copy(), ev.ranked(X)
+    g = int(np.argmin(memory_f))
+    mu = wso_constriction(opts.acceleration)
+    f = wso_frequency(opts.f_min, opts.f_max)
+    rows = np.arange(n)
+    for k in range(1, K + 1):
+        a1, a2 = wso_weights(k, K, opts.a_min, opts.a_max)
+        mv = wso_movement_force(k, K, opts.alpha0, opts.alpha1)
+        ss = wso_school_strength(k, K, opts.school_a2)
+        gbest = memory[g]
+        nu = rng.integers(0, n, size=n)
+        V = mu * (V + a1 * (gbest - X) * rng.random(X.shape) + a2 * (memory[nu] - X) * rng.random(X.shape))  # eq. 15
+        above, below = X > hi, X < lo  # eqs. 20-21
+        outside = above ^ below  # eq. 22
+        replace_rows = rng.random(n) < mv
+        replaced = np.where(outside, 0.0, X) + hi * above + lo * below
+        X = np.where(replace_rows[:, None], replaced, X + V / f)  # eq. 19
+        # eqs. 25-28, per coordinate with probability S_s: shark 1 moves to the best shark (eq. 25),
+        # the others average that move with where they are (fish school, eq. 28)
+        school = rng.random(X.shape) < ss
+        if school.any():
+            D = np.abs(rng.random(X.shape) * (gbest - X))  # eq. 26
+            towards_best = gbest + rng.random(X.shape) * D * np.sign(rng.random(X.shape) - 0.5)  # eq. 25
+            schooled = (X + towards_best) / (2.0 * np.maximum(rng.random(X.shape), 1e-12))  # eq. 28
+            schooled[0] = towards_best[0]
+            X = np.where(school, schooled, X)
+        inside = rows[np.all((X >= lo) & (X <= hi), axis=1)]
+        if inside.size:
+            Xin = ev.prepare(X[inside])
+            X[inside] = Xin
+            F = ev.ranked(Xin)
+            better = F < memory_f[inside]
+            memory[inside[better]], memory_f[inside[better]] = Xin[better], F[better]
+            g = int(np.argmin(memory_f))
+        history.append(ev.best_f)
+        _notify(callback, "wso", k, ev, run)
+        if ev.out_of_time():
+            return k, "stopped (time limit)"
+    return K, "iteration limit reached"
+
+
 # --------------------------------------------------------------------------- front door
 
 
@@ -537,6 +654,8 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
                 nit, msg = _slsqp(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
             elif method == "ga":
                 nit, msg = _ga(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
+            elif method == "wso":
+                nit, msg = _wso(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
             else:
                 nit, msg = _pso(ev, x0 if k == 0 else None, opts, rng, callback, k, history, method == "icpso")
         except _Stop:
