@@ -586,7 +586,8 @@ def trajectory_from_dict(doc: dict) -> Trajectory:
         else:
             traj = SampledTrajectory(need("t"), need("q"), p.get("qd"), p.get("qdd"))
     except ValueError as exc:
-        raise ValueError(f"params.{exc}") from None
+        text = str(exc)
+        raise ValueError(text if text.startswith("params.") else f"params.{text}") from None
     dof = doc.get("dof")
     if dof is not None and dof != traj.dof:
         raise ValueError(f"dof: document says {dof} joints but the parameters describe {traj.dof}")
