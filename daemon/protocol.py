@@ -1,0 +1,254 @@
+"""Wire protocol of the daemon, version 1 (documented in docs/protocol.md).
+
+Everything on the wire is msgpack. NumPy arrays are never pickled: an array is the map
+``{"$nd": 1, "dtype": "<f8", "shape": [n, m], "data": <bin, C order>}``, decoded by
+:func:`unpackb` and checked (dtype on an allow-list, byte count matching the shape).
+
+Control (ZeroMQ ROUTER, request / reply)::
+
+    request  {"v": 1, "id": any, "cmd": str, "args": {...}}
+    reply    {"v": 1, "id": same, "ok": true,  "result": {...}}
+             {"v": 1, "id": same, "ok": false, "error": {"code": str, "message": str, "details": {...}}}
+
+State stream (ZeroMQ PUB, multipart ``[topic, payload]``): topic ``b"state"`` carries
+:func:`pack_state_batch` messages, topic ``b"event"`` carries run events (plain maps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import msgpack
+import numpy as np
+
+PROTOCOL_VERSION = 1
+MAX_REQUEST_BYTES = 16 * 1024 * 1024  # a sampled 7-joint trajectory of ~1 h at 100 Hz fits
+ALLOWED_DTYPES = {"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "|u1", "|i1", "|b1"}
+TOPIC_STATE = b"state"
+TOPIC_EVENT = b"event"
+
+# error codes (stable strings clients can switch on)
+E_MALFORMED = "malformed"  # not msgpack, not a map, too large
+E_VERSION = "unsupported_version"
+E_UNKNOWN_COMMAND = "unknown_command"
+E_INVALID_ARGS = "invalid_args"
+E_INVALID_TRAJECTORY = "invalid_trajectory"
+E_LIMIT = "limit_violation"
+E_BUSY = "busy"
+E_NOT_FOUND = "not_found"
+E_ROBOT = "robot_mismatch"
+E_UNAVAILABLE = "unavailable"  # a component (driver, recorder) is down
+E_INTERNAL = "internal"
+
+
+class ProtocolError(Exception):
+    def __init__(self, code: str, message: str, details: dict | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+
+# --------------------------------------------------------------------------- ndarray encoding
+
+
+def encode_ndarray(a: np.ndarray) -> dict:
+    a = np.ascontiguousarray(a)
+    dtype = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
+    a = a.astype(dtype, copy=False)
+    return {"$nd": 1, "dtype": a.dtype.str, "shape": list(a.shape), "data": a.tobytes()}
+
+
+def decode_ndarray(d: dict) -> np.ndarray:
+    dtype, shape, data = d.get("dtype"), d.get("shape"), d.get("data")
+    if dtype not in ALLOWED_DTYPES:
+        raise ProtocolError(E_MALFORMED, f"ndarray: dtype {dtype!r} not allowed; use one of {sorted(ALLOWED_DTYPES)}")
+    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise ProtocolError(E_MALFORMED, f"ndarray: shape must be a list of non-negative ints, got {shape!r}")
+    if not isinstance(data, (bytes, bytearray)):
+        raise ProtocolError(E_MALFORMED, "ndarray: data must be binary")
+    dt = np.dtype(dtype)
+    expected = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if expected != len(data):
+        raise ProtocolError(E_MALFORMED, f"ndarray: shape {shape} of {dtype} needs {expected} bytes, got {len(data)}")
+    return np.frombuffer(data, dtype=dt).reshape(shape)
+
+
+def _default(o):
+    if isinstance(o, np.ndarray):
+        return encode_ndarray(o)
+    if isinstance(o, (np.floating, np.integer, np.bool_)):
+        return o.item()
+    if isinstance(o, tuple):
+        return list(o)
+    raise TypeError(f"cannot encode {type(o).__name__}")
+
+
+def _object_hook(d: dict):
+    if d.get("$nd") == 1:
+        return decode_ndarray(d)
+    return d
+
+
+def packb(obj: Any) -> bytes:
+    return msgpack.packb(obj, default=_default, use_bin_type=True)
+
+
+def unpackb(data: bytes, max_bytes: int = MAX_REQUEST_BYTES) -> Any:
+    if len(data) > max_bytes:
+        raise ProtocolError(E_MALFORMED, f"message of {len(data)} bytes exceeds the {max_bytes}-byte limit")
+    try:
+        return msgpack.unpackb(data, raw=False, object_hook=_object_hook, strict_map_key=True)
+    except ProtocolError:
+        raise
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        raise ProtocolError(E_MALFORMED, f"not a valid msgpack message ({type(exc).__name__}: {exc})") from None
+
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class Arg:
+    types: tuple  # accepted Python types after decoding
+    required: bool = False
+    check: Callable[[Any], str | None] | None = None  # returns an error message or None
+    doc: str = ""
+
+
+def _non_empty(v) -> str | None:
+    return None if v else "must not be empty"
+
+
+def _positive(v) -> str | None:
+    return None if v > 0 else "must be > 0"
+
+
+# Argument schemas per command. Handlers are registered separately (see daemon.server); a command
+# listed here without a handler answers ``unknown_command`` too.
+COMMANDS: dict[str, dict[str, Arg]] = {
+    "ping": {},
+    "status": {},
+    "describe": {},
+    "submit_run": {
+        "robot": Arg((str,), True, _non_empty, "robot name the client expects the daemon to drive"),
+        "trajectory": Arg((dict,), True, None, "robodyn.trajectory JSON document"),
+        "mode": Arg((str,), False, None, "control mode, default 'position'"),
+        "label": Arg((str,), False, None, "free text stored in the recording"),
+    },
+    "run_status": {"run_id": Arg((str,), False, _non_empty, "default: the current or last run")},
+    "abort": {"run_id": Arg((str,), False, _non_empty), "reason": Arg((str,), False)},
+    "runs": {"limit": Arg((int,), False, _positive)},
+    "recordings": {},
+    "recording_info": {"recording": Arg((str,), True, _non_empty, "recording id")},
+}
+
+
+@dataclass
+class Request:
+    cmd: str
+    args: dict
+    id: Any = None
+
+
+def register_command(name: str, args: dict[str, Arg]) -> None:
+    """Declare a command's argument schema (extensions such as identification jobs use this)."""
+    if name in COMMANDS:
+        raise ValueError(f"command {name!r} already declared")
+    COMMANDS[name] = dict(args)
+
+
+def parse_request(obj: Any) -> Request:
+    """Validate a decoded request against the schema; raise ProtocolError naming the problem."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(E_MALFORMED, f"request must be a map, got {type(obj).__name__}")
+    rid = obj.get("id")
+    v = obj.get("v")
+    if v != PROTOCOL_VERSION:
+        raise ProtocolError(E_VERSION, f"protocol version {v!r} not supported; this daemon speaks "
+                                       f"{PROTOCOL_VERSION}", {"supported": [PROTOCOL_VERSION]})
+    extra = set(obj) - {"v", "id", "cmd", "args"}
+    if extra:
+        raise ProtocolError(E_MALFORMED, f"unknown request field(s) {sorted(extra)}")
+    cmd = obj.get("cmd")
+    if not isinstance(cmd, str):
+        raise ProtocolError(E_MALFORMED, "request field 'cmd' must be a string")
+    if cmd not in COMMANDS:
+        raise ProtocolError(E_UNKNOWN_COMMAND, f"unknown command {cmd!r}; known: {sorted(COMMANDS)}")
+    args = obj.get("args", {})
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise ProtocolError(E_INVALID_ARGS, f"{cmd}: 'args' must be a map, got {type(args).__name__}")
+    schema = COMMANDS[cmd]
+    unknown = set(args) - set(schema)
+    if unknown:
+        raise ProtocolError(E_INVALID_ARGS, f"{cmd}: unknown argument(s) {sorted(unknown)}; "
+                                            f"accepted: {sorted(schema)}")
+    for name, spec in schema.items():
+        if name not in args:
+            if spec.required:
+                raise ProtocolError(E_INVALID_ARGS, f"{cmd}: missing required argument {name!r}")
+            continue
+        value = args[name]
+        if isinstance(value, bool) and bool not in spec.types:
+            raise ProtocolError(E_INVALID_ARGS, f"{cmd}: argument {name!r} must be "
+                                                f"{_type_names(spec.types)}, got bool")
+        if not isinstance(value, spec.types):
+            raise ProtocolError(E_INVALID_ARGS, f"{cmd}: argument {name!r} must be "
+                                                f"{_type_names(spec.types)}, got {type(value).__name__}")
+        if spec.check is not None:
+            problem = spec.check(value)
+            if problem:
+                raise ProtocolError(E_INVALID_ARGS, f"{cmd}: argument {name!r} {problem}")
+    return Request(cmd, args, rid)
+
+
+def _type_names(types: tuple) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", dict: "a map", list: "a list",
+             bool: "a boolean"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def ok_reply(rid, result: dict) -> bytes:
+    return packb({"v": PROTOCOL_VERSION, "id": rid, "ok": True, "result": result})
+
+
+def error_reply(rid, code: str, message: str, details: dict | None = None) -> bytes:
+    return packb({"v": PROTOCOL_VERSION, "id": rid, "ok": False,
+                  "error": {"code": code, "message": message, "details": details or {}}})
+
+
+def make_request(cmd: str, args: dict | None = None, rid=None) -> bytes:
+    return packb({"v": PROTOCOL_VERSION, "id": rid, "cmd": cmd, "args": args or {}})
+
+
+# --------------------------------------------------------------------------- state stream
+
+# phase codes carried by every sample
+PHASE_IDLE, PHASE_MOVE, PHASE_EXECUTE, PHASE_SETTLE, PHASE_STOPPING = 0, 1, 2, 3, 4
+PHASE_NAMES = {PHASE_IDLE: "idle", PHASE_MOVE: "move_to_start", PHASE_EXECUTE: "execute",
+               PHASE_SETTLE: "settle", PHASE_STOPPING: "stopping"}
+
+
+def pack_state_batch(robot: str, columns_id: int, seq: np.ndarray, robot_time: np.ndarray,
+                     host_time_ns: np.ndarray, phase: np.ndarray, run: np.ndarray,
+                     values: np.ndarray) -> bytes:
+    """One batch of consecutive samples (arrays of the same length N; values is (N, width))."""
+    return packb({"v": PROTOCOL_VERSION, "robot": robot, "layout": columns_id, "n": int(seq.shape[0]),
+                  "seq": seq, "robot_time": robot_time, "host_time_ns": host_time_ns,
+                  "phase": phase, "run": run, "values": values})
+
+
+def unpack_state_batch(payload: bytes) -> dict:
+    msg = unpackb(payload, max_bytes=1 << 30)
+    if not isinstance(msg, dict) or msg.get("v") != PROTOCOL_VERSION:
+        raise ProtocolError(E_VERSION, "state batch of an unsupported protocol version")
+    n = msg["n"]
+    for key in ("seq", "robot_time", "host_time_ns", "phase", "run"):
+        if msg[key].shape != (n,):
+            raise ProtocolError(E_MALFORMED, f"state batch: {key} has shape {msg[key].shape}, expected ({n},)")
+    if msg["values"].ndim != 2 or msg["values"].shape[0] != n:
+        raise ProtocolError(E_MALFORMED, "state batch: values must be (n, width)")
+    return msg

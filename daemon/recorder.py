@@ -1,0 +1,227 @@
+"""The recorder process: subscribes to the state stream, writes one MCAP file per run.
+
+Sockets: SUB connected to the driver process's internal ipc PUB endpoint; PAIR connected to the
+main process (``open`` / ``close`` requests in, replies and stream statistics out).
+
+It watches sequence numbers on the whole stream (not only during runs), so a gap anywhere is
+counted and reported, never silently dropped. Per run it keeps the samples stamped with the run's
+number; at ``close`` it waits (bounded) for the run's last sequence number, then finalizes the
+file with a summary: recorded samples, expected samples, lost samples and the gaps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+
+import numpy as np
+
+from . import protocol as P
+from .recording import RecordingWriter
+
+RCV_HWM = 200_000
+CLOSE_WAIT_S = 3.0  # how long `close` waits for the run's last samples to arrive
+STATS_S = 0.5
+
+
+class StreamWatch:
+    """Sequence-number bookkeeping over the whole stream."""
+
+    def __init__(self):
+        self.received = 0
+        self.last_seq = 0
+        self.lost = 0
+        self.gaps = 0
+        self.batches = 0
+
+    def add(self, seq: np.ndarray) -> None:
+        first = int(seq[0])
+        if self.last_seq and first > self.last_seq + 1:
+            self.lost += first - self.last_seq - 1
+            self.gaps += 1
+        if seq.shape[0] > 1:
+            d = np.diff(seq.astype(np.int64))
+            holes = d > 1
+            if holes.any():
+                self.lost += int(np.sum(d[holes] - 1))
+                self.gaps += int(np.count_nonzero(holes))
+        self.last_seq = int(seq[-1])
+        self.received += int(seq.shape[0])
+        self.batches += 1
+
+    def to_dict(self) -> dict:
+        return {"received": self.received, "last_seq": self.last_seq, "lost": self.lost, "gaps": self.gaps,
+                "batches": self.batches}
+
+
+class ActiveRun:
+    def __init__(self, msg: dict, writer: RecordingWriter):
+        self.run = int(msg["run"])
+        self.run_id = msg["run_id"]
+        self.writer = writer
+        self.path = msg["path"]
+        self.last_seq_seen = 0
+        self.first_seq_seen = 0
+        self.gaps: list[list[int]] = []  # [last seq before gap, missing]
+        self.close_msg: dict | None = None
+        self.close_deadline = 0.0
+
+    def add(self, seq: np.ndarray, robot_time, host, phase, values) -> None:
+        if self.first_seq_seen == 0:
+            self.first_seq_seen = int(seq[0])
+        if self.last_seq_seen and int(seq[0]) > self.last_seq_seen + 1:
+            self.gaps.append([self.last_seq_seen, int(seq[0]) - self.last_seq_seen - 1])
+        d = np.diff(seq.astype(np.int64))
+        for i in np.flatnonzero(d > 1):
+            self.gaps.append([int(seq[i]), int(d[i] - 1)])
+        self.last_seq_seen = int(seq[-1])
+        self.writer.append(seq, robot_time, host, phase, values)
+
+
+class Recorder:
+    def __init__(self, cfg, endpoints: dict):
+        import zmq
+
+        self.zmq = zmq
+        self.cfg = cfg
+        self.ctx = zmq.Context()
+        self.sub = self.ctx.socket(zmq.SUB)
+        self.sub.setsockopt(zmq.RCVHWM, RCV_HWM)
+        self.sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_STATE)
+        self.sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_EVENT)
+        self.sub.connect(endpoints["state_ipc"])
+        self.pipe = self.ctx.socket(zmq.PAIR)
+        self.pipe.setsockopt(zmq.LINGER, 1000)
+        self.pipe.connect(endpoints["recorder_pipe"])
+        self.watch = StreamWatch()
+        self.active: ActiveRun | None = None
+        self.running = True
+        self.written_runs = 0
+
+    # ----------------------------------------------------------------- control
+
+    def _handle(self, msg: dict) -> None:
+        kind = msg.get("type")
+        if kind == "open":
+            try:
+                if self.active is not None:
+                    raise RuntimeError(f"run {self.active.run_id} is still being recorded")
+                writer = RecordingWriter(msg["path"], msg["meta"], int(msg["width"]), self.cfg.compression,
+                                         self.cfg.block_ms)
+                self.active = ActiveRun(msg, writer)
+                self._reply({"type": "opened", "run": msg["run"], "path": msg["path"]})
+            except Exception as exc:
+                self._reply({"type": "open_failed", "run": msg.get("run"), "reason": f"{type(exc).__name__}: {exc}"})
+        elif kind == "close":
+            if self.active is None or self.active.run != int(msg["run"]):
+                self._reply({"type": "close_failed", "run": msg.get("run"), "reason": "no such run being recorded"})
+                return
+            self.active.close_msg = msg
+            self.active.close_deadline = time.monotonic() + CLOSE_WAIT_S
+        elif kind == "shutdown":
+            self.running = False
+
+    def _reply(self, msg: dict) -> None:
+        self.pipe.send(P.packb(msg))
+
+    def _maybe_finalize(self) -> None:
+        run = self.active
+        if run is None or run.close_msg is None:
+            return
+        last = int(run.close_msg["last_seq"])
+        if run.last_seq_seen < last and time.monotonic() < run.close_deadline:
+            return  # the tail is still in flight
+        first = int(run.close_msg["first_seq"])
+        expected = last - first + 1
+        recorded = run.writer.samples
+        head_missing = max(0, (run.first_seq_seen or last + 1) - first)
+        tail_missing = max(0, last - run.last_seq_seen)
+        gaps = list(run.gaps)
+        if head_missing:
+            gaps.insert(0, [first - 1, head_missing])
+        if tail_missing and run.last_seq_seen:
+            gaps.append([run.last_seq_seen, tail_missing])
+        summary = dict(run.close_msg.get("summary", {}), recorded_samples=recorded, expected_samples=expected,
+                       lost_samples=expected - recorded, gaps=gaps, first_seq=first, last_seq=last)
+        try:
+            run.writer.close(summary)
+            self._reply({"type": "closed", "run": run.run, "path": run.path, "summary": summary})
+        except Exception as exc:
+            self._reply({"type": "close_failed", "run": run.run, "reason": f"{type(exc).__name__}: {exc}"})
+        self.active = None
+        self.written_runs += 1
+
+    # ----------------------------------------------------------------- loop
+
+    def run(self) -> None:
+        zmq = self.zmq
+        poller = zmq.Poller()
+        poller.register(self.sub, zmq.POLLIN)
+        poller.register(self.pipe, zmq.POLLIN)
+        self._reply({"type": "ready", "pid": os.getpid()})
+        next_stats = 0.0
+        while self.running:
+            events = dict(poller.poll(10))
+            if self.sub in events:
+                # drain what is queued, then look at the control pipe again
+                for _ in range(1000):
+                    try:
+                        topic, payload = self.sub.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    self._on_stream(topic, payload)
+            if self.pipe in events:
+                while self.pipe.poll(0):
+                    self._handle(P.unpackb(self.pipe.recv()))
+            now_ns = time.monotonic_ns()
+            if self.active is not None and self.active.writer.block_due(now_ns):
+                self.active.writer.flush_block()
+            self._maybe_finalize()
+            if time.monotonic() >= next_stats:
+                next_stats = time.monotonic() + STATS_S
+                self._reply({"type": "stats", "stream": self.watch.to_dict(),
+                             "recording": None if self.active is None else
+                             {"run": self.active.run, "path": self.active.path, "samples": self.active.writer.samples},
+                             "written_runs": self.written_runs})
+        if self.active is not None:
+            self.active.writer.close({"status": "recorder shut down before the run ended"})
+
+    def _on_stream(self, topic: bytes, payload: bytes) -> None:
+        if topic == P.TOPIC_EVENT:
+            if self.active is not None:
+                event = P.unpackb(payload)
+                if event.get("run") == self.active.run:
+                    self.active.writer.event(event)
+            return
+        batch = P.unpack_state_batch(payload)
+        seq = batch["seq"]
+        self.watch.add(seq)
+        run = self.active
+        if run is None:
+            return
+        mask = batch["run"] == run.run
+        if mask.all():
+            run.add(seq, batch["robot_time"], batch["host_time_ns"], batch["phase"], batch["values"])
+        elif mask.any():
+            run.add(seq[mask], batch["robot_time"][mask], batch["host_time_ns"][mask], batch["phase"][mask],
+                    batch["values"][mask])
+        if self.active.writer.block_due(time.monotonic_ns()):
+            self.active.writer.flush_block()
+
+
+def recorder_process_main(cfg_dict: dict, endpoints: dict) -> None:
+    from .config import DaemonConfig
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    cfg = DaemonConfig.from_dict(cfg_dict)
+    rec = Recorder(cfg, endpoints)
+    try:
+        rec.run()
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)
+    finally:
+        rec.ctx.destroy(linger=500)

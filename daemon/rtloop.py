@@ -1,0 +1,416 @@
+"""The driver process: the real-time loop, alone in its interpreter.
+
+A busy thread sharing the interpreter with a 1 kHz loop was measured to drop it to ~640 Hz
+(pylibfranka holds the GIL), so the loop owns this process: nothing else runs here but the loop.
+
+Per cycle, in this order (the command goes out before anything that is not control)::
+
+    state = driver.read()             blocks until the robot's cycle (the sim paces itself)
+    executor.tick(state)              run state machine -> driver.write(command) when active
+    batcher.append(sample)            preallocated arrays, no allocation
+    publish the batch when due        PUB, never blocks (drops are visible as sequence gaps)
+    every POLL_EVERY cycles: poll the control pipe from the main process (non-blocking)
+    every TELEMETRY_S: telemetry to the main process
+
+Sockets: PUB bound on the public state endpoint and on an internal ipc endpoint (the recorder's);
+PAIR connected to the main process (commands in, events and telemetry out).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import time
+import traceback
+import zlib
+
+import numpy as np
+
+from robodyn.drivers.base import ConnectionLost, ControlMode, DriverError, JointCommand, ProtectiveStop
+from robodyn.trajectory import trajectory_from_dict
+
+from . import protocol as P
+from .motion import StopRamp, TrajectoryFeeder
+from .stats import PeriodHistogram
+
+POLL_EVERY = 10  # cycles between control-pipe polls (10 ms at 1 kHz)
+TELEMETRY_S = 0.1
+BATCH_CAPACITY = 256  # samples; a batch is also published when full
+PUB_HWM = 200_000  # messages queued per subscriber before PUB drops (about 3 min at 1 kHz)
+
+
+def layout_id(columns: list[str]) -> int:
+    return zlib.crc32(",".join(columns).encode())
+
+
+class Batcher:
+    """Consecutive samples waiting to be published, in preallocated arrays."""
+
+    def __init__(self, width: int, interval_ns: int, capacity: int = BATCH_CAPACITY):
+        self.seq = np.zeros(capacity, dtype=np.uint64)
+        self.robot_time = np.zeros(capacity)
+        self.host_time_ns = np.zeros(capacity, dtype=np.int64)
+        self.phase = np.zeros(capacity, dtype=np.uint8)
+        self.run = np.zeros(capacity, dtype=np.uint32)
+        self.values = np.zeros((capacity, width))
+        self.n = 0
+        self.interval_ns = interval_ns
+        self.last_publish_ns = 0
+
+    def append(self, seq: int, robot_time: float, host_ns: int, phase: int, run: int, values: np.ndarray) -> None:
+        i = self.n
+        self.seq[i] = seq
+        self.robot_time[i] = robot_time
+        self.host_time_ns[i] = host_ns
+        self.phase[i] = phase
+        self.run[i] = run
+        self.values[i] = values
+        self.n = i + 1
+
+    def due(self, now_ns: int) -> bool:
+        return self.n > 0 and (self.n == self.seq.shape[0] or now_ns - self.last_publish_ns >= self.interval_ns)
+
+    def pack(self, robot: str, layout: int, now_ns: int) -> bytes:
+        n = self.n
+        payload = P.pack_state_batch(robot, layout, self.seq[:n], self.robot_time[:n], self.host_time_ns[:n],
+                                     self.phase[:n], self.run[:n], self.values[:n])
+        self.n = 0
+        self.last_publish_ns = now_ns
+        return payload
+
+
+class TrackingError:
+    """Per-joint RMS and max of (commanded position of the previous cycle - measured position)."""
+
+    def __init__(self, dof: int):
+        self.sumsq = np.zeros(dof)
+        self.maxabs = np.zeros(dof)
+        self.n = 0
+        self._err = np.zeros(dof)
+
+    def add(self, q_cmd_prev: np.ndarray, q: np.ndarray) -> None:
+        np.subtract(q_cmd_prev, q, out=self._err)
+        np.abs(self._err, out=self._err)
+        np.maximum(self.maxabs, self._err, out=self.maxabs)
+        self._err *= self._err
+        self.sumsq += self._err
+        self.n += 1
+
+    def summary(self) -> dict:
+        if self.n == 0:
+            return {"samples": 0}
+        rms = np.sqrt(self.sumsq / self.n)
+        return {"samples": self.n, "rms_rad": rms.tolist(), "max_rad": self.maxabs.tolist(),
+                "rms_overall_rad": float(np.sqrt(np.mean(rms ** 2))), "max_overall_rad": float(self.maxabs.max())}
+
+
+class RunExecutor:
+    """The run state machine: move to start -> execute -> settle -> brake; abort ramps to rest."""
+
+    def __init__(self, driver, rate_hz: float, settle_s: float, emit):
+        desc = driver.describe()
+        self.driver = driver
+        self.rate_hz = rate_hz
+        self.settle_count = max(1, int(round(settle_s * rate_hz)))
+        self.emit = emit  # callable(dict): events to the main process and the stream
+        self.dof = desc.dof
+        self.qdd_max = np.asarray(desc.limits["qdd_max"], float)
+        self.qddd_max = np.asarray(desc.limits["qddd_max"], float)
+        self.cmd = JointCommand(self.dof)
+        self._prev_q = np.zeros(self.dof)
+        self.phase = P.PHASE_IDLE
+        self.run = 0
+        self.stamp_phase, self.stamp_run = P.PHASE_IDLE, 0
+        self.run_id = ""
+        self.source = None
+        self.move = self.traj = None
+        self.settle_left = 0
+        self.aborted = False
+        self.abort_reason = ""
+        self.first_seq = 0
+        self.tracking = TrackingError(self.dof)
+
+    @property
+    def busy(self) -> bool:
+        return self.phase != P.PHASE_IDLE
+
+    def start(self, msg: dict, state, seq: int) -> None:
+        """Begin a run. Trajectories arrive validated by the main process (limits.check_trajectory)."""
+        if self.busy:
+            raise RuntimeError(f"run {self.run_id} still active")
+        move = TrajectoryFeeder(trajectory_from_dict(msg["move"]), self.rate_hz)
+        traj = TrajectoryFeeder(trajectory_from_dict(msg["trajectory"]), self.rate_hz)
+        self.driver.start(ControlMode(msg.get("mode", "position")))
+        self.move, self.traj, self.source = move, traj, move
+        self.run, self.run_id = int(msg["run"]), str(msg["run_id"])
+        self.aborted, self.abort_reason = False, ""
+        self.tracking = TrackingError(self.dof)
+        self.first_seq = seq + 1
+        self.phase = P.PHASE_MOVE
+        self._prev_q[:] = state.q
+        self.emit({"event": "started", "run": self.run, "run_id": self.run_id, "first_seq": self.first_seq,
+                   "move_samples": move.count, "trajectory_samples": traj.count})
+
+    def abort(self, reason: str) -> bool:
+        if self.phase in (P.PHASE_MOVE, P.PHASE_EXECUTE):
+            self.source = StopRamp(self.cmd.q, self.cmd.qd, self.qdd_max, self.qddd_max, self.rate_hz)
+            self.phase = P.PHASE_STOPPING
+        elif self.phase not in (P.PHASE_STOPPING, P.PHASE_SETTLE):
+            return False
+        self.aborted, self.abort_reason = True, reason
+        self.emit({"event": "aborting", "run": self.run, "run_id": self.run_id, "reason": reason})
+        return True
+
+    def progress(self) -> dict:
+        if not self.busy:
+            return {"phase": "idle"}
+        out = {"phase": P.PHASE_NAMES[self.phase], "run": self.run, "run_id": self.run_id}
+        if self.traj is not None:
+            out.update(trajectory_index=min(self.traj.index, self.traj.count), trajectory_samples=self.traj.count,
+                       move_index=min(self.move.index, self.move.count), move_samples=self.move.count)
+        return out
+
+    def tick(self, state, seq: int) -> None:
+        """One cycle. Sets ``stamp_phase`` / ``stamp_run``: what this cycle's sample is labelled
+        with (the phase its command was issued in, even when the run ends on this cycle)."""
+        self.stamp_phase, self.stamp_run = self.phase, self.run
+        if self.phase == P.PHASE_IDLE:
+            return
+        if self.phase == P.PHASE_EXECUTE:
+            self.tracking.add(self._prev_q, state.q)
+        cmd = self.cmd
+        if self.phase == P.PHASE_MOVE and self.source.done:
+            self.source = self.traj
+            self._enter(P.PHASE_EXECUTE, seq)
+        if self.phase in (P.PHASE_EXECUTE, P.PHASE_STOPPING) and self.source.done:
+            self.settle_left = self.settle_count
+            self._enter(P.PHASE_SETTLE, seq)
+        if self.phase == P.PHASE_SETTLE:
+            cmd.qd[:] = 0.0
+            cmd.qdd[:] = 0.0
+            self.settle_left -= 1
+        else:
+            self.source.next_into(cmd.q, cmd.qd, cmd.qdd)
+        self.driver.write(cmd)
+        self._prev_q[:] = cmd.q
+        self.stamp_phase = self.phase
+        if self.phase == P.PHASE_SETTLE and self.settle_left <= 0:
+            self.driver.stop()
+            self._finish(seq)
+
+    def _enter(self, phase: int, seq: int) -> None:
+        self.phase = phase
+        self.emit({"event": "phase", "run": self.run, "run_id": self.run_id, "phase": P.PHASE_NAMES[phase],
+                   "seq": seq})
+
+    def _finish(self, seq: int, error: str = "") -> None:
+        self.emit({"event": "done", "run": self.run, "run_id": self.run_id, "first_seq": self.first_seq,
+                   "last_seq": seq, "aborted": self.aborted or bool(error),
+                   "reason": error or self.abort_reason,
+                   "executed_samples": min(self.traj.index, self.traj.count) if self.traj else 0,
+                   "trajectory_samples": self.traj.count if self.traj else 0,
+                   "tracking": self.tracking.summary()})
+        self.phase = P.PHASE_IDLE
+        self.run = 0
+        self.source = self.move = self.traj = None
+
+    def fail(self, seq: int, error: str) -> None:
+        """The driver raised: the robot stopped itself or the link broke; close the run."""
+        if not self.busy:
+            return
+        try:
+            self.driver.stop()
+        except DriverError:
+            pass
+        self._finish(seq, error)
+
+
+def _set_realtime(priority: int) -> str:
+    if priority <= 0:
+        return "default scheduler"
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return f"SCHED_FIFO {priority}"
+    except (PermissionError, OSError) as exc:
+        return f"default scheduler (SCHED_FIFO {priority} refused: {exc})"
+
+
+class DriverLoop:
+    def __init__(self, cfg, endpoints: dict):
+        import zmq
+
+        from robodyn.drivers.registry import create_driver
+
+        self.cfg = cfg
+        # before the ZeroMQ context: its I/O thread, which does the actual sending, inherits the
+        # scheduling policy, so the stream is as timely as the loop
+        self.scheduler = _set_realtime(cfg.rt_priority)
+        self.ctx = zmq.Context()
+        self.pipe = self.ctx.socket(zmq.PAIR)
+        self.pipe.setsockopt(zmq.LINGER, 1000)
+        self.pipe.setsockopt(zmq.SNDHWM, 100_000)  # a stalled main process must never block the loop
+        self.pipe.connect(endpoints["driver_pipe"])
+        self.driver = create_driver(cfg.driver, dict(cfg.driver_options, robot=cfg.robot)
+                                    if cfg.driver == "sim" else dict(cfg.driver_options))
+        self.desc = self.driver.describe()
+        self.driver.connect()
+        self.pub = self.ctx.socket(zmq.PUB)
+        self.pub.setsockopt(zmq.SNDHWM, PUB_HWM)
+        self.pub.setsockopt(zmq.LINGER, 0)
+        self.pub.bind(cfg.state)
+        self.pub.bind(endpoints["state_ipc"])
+        self.zmq = zmq
+        self.columns = self.desc.columns()
+        self.layout = layout_id(self.columns)
+        self.rate_hz = self.desc.rate_hz
+        self.batcher = Batcher(self.desc.width, int(cfg.publish_interval_ms * 1e6))
+        self.executor = RunExecutor(self.driver, self.rate_hz, cfg.settle_s, self._emit)
+        self.stats_run = PeriodHistogram()
+        self.stats_all = PeriodHistogram()
+        self.seq = 0
+        self.skip_run_period = False
+        self.dropped_to_main = 0
+        self.running = True
+        self.state = None
+
+    def _emit(self, event: dict) -> None:
+        event = dict(event, type="run_event", host_time_ns=time.monotonic_ns())
+        if event["event"] == "done":
+            event["loop"] = self.stats_run.summary()
+        if event["event"] == "started":
+            self.stats_run.reset()
+            # the cycle that prepared the run (trajectory parsing, braked robot) is not a run cycle
+            self.skip_run_period = True
+        self._to_main(event)
+        self.pub.send_multipart([P.TOPIC_EVENT, P.packb(event)], flags=self.zmq.NOBLOCK)
+
+    def _to_main(self, msg: dict) -> bool:
+        """Non-blocking send to the main process; False if its queue is full (message dropped)."""
+        try:
+            self.pipe.send(P.packb(msg), flags=self.zmq.NOBLOCK)
+            return True
+        except self.zmq.Again:
+            self.dropped_to_main += 1
+            return False
+
+    def _telemetry(self, state) -> dict:
+        return {"type": "telemetry", "seq": self.seq, "robot_time": state.robot_time,
+                "q": state.q.tolist(), "qd": state.qd.tolist(), "tau": state.tau.tolist(),
+                "progress": self.executor.progress(), "loop": self.stats_all.summary(),
+                "loop_run": self.stats_run.summary(), "driver": self.driver.diagnostics(),
+                "lifecycle": self.driver.lifecycle, "scheduler": self.scheduler,
+                "dropped_to_main": self.dropped_to_main}
+
+    def _handle(self, msg: dict, state) -> None:
+        kind = msg.get("type")
+        if kind == "start_run":
+            try:
+                self.executor.start(msg, state, self.seq)
+            except Exception as exc:  # refuse, tell the main process, keep looping
+                self._to_main({"type": "run_event", "event": "refused", "run": msg.get("run"),
+                               "run_id": msg.get("run_id"), "reason": str(exc)})
+        elif kind == "abort":
+            self.executor.abort(str(msg.get("reason", "aborted by request")))
+        elif kind == "shutdown":
+            if self.executor.busy:
+                self.executor.abort("daemon shutting down")
+            self.running = False
+        elif kind == "reset_stats":
+            self.stats_all.reset()
+
+    def run(self) -> None:
+        zmq = self.zmq
+        pipe, pub, batcher, executor, driver = self.pipe, self.pub, self.batcher, self.executor, self.driver
+        robot, layout = self.desc.robot, self.layout
+        state = driver.read()
+        self.state = state
+        self.pipe.send(P.packb({"type": "ready", "pid": os.getpid(), "description": self.desc.to_dict(),
+                                "columns": self.columns, "layout": layout, "scheduler": self.scheduler}))
+        # The loop allocates only short-lived objects (message bytes), never cycles; the cyclic
+        # collector would only add multi-millisecond pauses, so it stays off in this process.
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+        last_ns = time.monotonic_ns()
+        next_telemetry = last_ns
+        telemetry_ns = int(TELEMETRY_S * 1e9)
+        stopping = False
+        while True:
+            try:
+                state = driver.read()
+            except (ConnectionLost, ProtectiveStop, DriverError) as exc:
+                executor.fail(self.seq, f"{type(exc).__name__}: {exc}")
+                self._to_main({"type": "driver_error", "error": type(exc).__name__, "message": str(exc)})
+                if isinstance(exc, ConnectionLost):
+                    raise
+                continue
+            now = time.monotonic_ns()
+            self.seq += 1
+            seq = self.seq
+            period = now - last_ns
+            last_ns = now
+            self.stats_all.add(period)
+            if executor.busy:
+                if self.skip_run_period:
+                    self.skip_run_period = False
+                else:
+                    self.stats_run.add(period)
+            try:
+                executor.tick(state, seq)
+            except DriverError as exc:
+                executor.fail(seq, f"{type(exc).__name__}: {exc}")
+            batcher.append(seq, state.robot_time, now, executor.stamp_phase, executor.stamp_run, state.values)
+            if batcher.due(now):
+                pub.send_multipart([P.TOPIC_STATE, batcher.pack(robot, layout, now)], flags=zmq.NOBLOCK)
+            if seq % POLL_EVERY == 0:
+                while pipe.poll(0):
+                    self._handle(P.unpackb(pipe.recv()), state)
+                if now >= next_telemetry:
+                    next_telemetry = now + telemetry_ns
+                    self._to_main(self._telemetry(state))
+                if not self.running and not stopping:
+                    stopping = True
+                if stopping and not executor.busy:
+                    break
+        if batcher.n:
+            pub.send_multipart([P.TOPIC_STATE, batcher.pack(robot, layout, time.monotonic_ns())])
+        driver.close()
+
+
+def driver_process_main(cfg_dict: dict, endpoints: dict) -> None:
+    """Entry point of the spawned driver process."""
+    from .config import DaemonConfig
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops us
+    cfg = DaemonConfig.from_dict(cfg_dict)
+    try:
+        loop = DriverLoop(cfg, endpoints)
+    except Exception as exc:
+        _report_fatal(endpoints, exc)
+        sys.exit(1)
+    try:
+        loop.run()
+    except Exception as exc:
+        traceback.print_exc()
+        try:
+            loop.pipe.send(P.packb({"type": "fatal", "message": f"{type(exc).__name__}: {exc}"}))
+        except Exception:
+            pass
+        sys.exit(1)
+    finally:
+        loop.ctx.destroy(linger=500)
+
+
+def _report_fatal(endpoints: dict, exc: Exception) -> None:
+    import zmq
+
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.PAIR)
+    s.setsockopt(zmq.LINGER, 1000)
+    s.connect(endpoints["driver_pipe"])
+    message = str(exc) if isinstance(exc, (ValueError, DriverError)) else f"{type(exc).__name__}: {exc}"
+    s.send(P.packb({"type": "fatal", "message": message}))
+    s.close()
+    ctx.term()

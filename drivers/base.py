@@ -1,0 +1,269 @@
+"""The driver contract: one small lifecycle every robot driver implements.
+
+Modelled on ros2_control's hardware interface::
+
+    describe()          what the robot is: joints, limits, native rate, control modes, signals+units
+    connect()           open the link to the robot (or build the simulator); state can be read after
+    start(mode)         claim a control mode ("position" or "torque"): brakes open, commands accepted
+    read()  -> state    block until the robot's next cycle and return its state
+    write(command)      the command for the coming cycle (only between start and stop)
+    stop()              stop commanding: the robot holds still (brakes / protective hold)
+    close()             release the link
+
+Between ``connect`` and ``start`` a driver streams state without commanding (monitor mode): the
+daemon always reads, so the live stream works while no run is active.
+
+Data ownership: ``read()`` returns the driver's own preallocated :class:`JointState`; its arrays
+are overwritten by the next ``read()``. A caller that keeps a sample copies it. ``write()`` copies
+what it needs out of the caller's :class:`JointCommand`. Neither allocates per cycle, so the 1 kHz
+loop stays free of garbage.
+
+Errors are typed so the daemon reacts to the cause, not to a message string:
+:class:`ConnectionLost`, :class:`ProtectiveStop` (alias :data:`Reflex`), :class:`LimitViolation`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+import numpy as np
+
+# Signals every driver must provide, so the daemon can hold, track and record any robot.
+REQUIRED_SIGNALS = ("q", "qd", "tau")
+
+
+class ControlMode(str, Enum):
+    POSITION = "position"  # joint position (+ velocity / acceleration feedforward), robot's own impedance
+    TORQUE = "torque"  # joint torque on top of the robot's own gravity compensation
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class DriverError(Exception):
+    """Base of every error a driver raises. ``state`` holds the last states seen, if any."""
+
+    def __init__(self, message: str, state: dict | None = None):
+        super().__init__(message)
+        self.state = state or {}
+
+
+class ConnectionLost(DriverError):
+    """The link to the robot broke (network, controller restart, simulator gone)."""
+
+
+class ProtectiveStop(DriverError):
+    """The robot stopped itself: a reflex (Franka), protective or safety stop (UR)."""
+
+
+Reflex = ProtectiveStop
+
+
+class LimitViolation(DriverError):
+    """The driver refused a command outside the robot's limits (the last guard before motion).
+
+    Not to be confused with :class:`robodyn.limits.LimitViolation`, which rejects a whole
+    trajectory before it ever reaches a driver.
+    """
+
+
+class LifecycleError(DriverError):
+    """A lifecycle call out of order, e.g. ``write`` before ``start``."""
+
+
+# --------------------------------------------------------------------------- description
+
+
+@dataclass(frozen=True)
+class Signal:
+    name: str
+    width: int  # values per sample (usually one per joint)
+    unit: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class DriverDescription:
+    driver: str  # driver kind, e.g. "sim", "franka", "ur"
+    robot: str  # robot model name
+    joint_names: tuple[str, ...]
+    limits: dict  # LIMIT_FIELDS name -> list per joint
+    rate_hz: float  # native control / streaming rate
+    control_modes: tuple[str, ...]
+    signals: tuple[Signal, ...]
+    info: dict = field(default_factory=dict)  # driver-specific facts (versions, seeds, gains)
+
+    @property
+    def dof(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def width(self) -> int:
+        return sum(s.width for s in self.signals)
+
+    def columns(self) -> list[str]:
+        """Flat column names of a sample: ``q1..qn``, ``qd1..qdn``, ... in signal order."""
+        cols = []
+        for s in self.signals:
+            cols += [s.name] if s.width == 1 else [f"{s.name}{i + 1}" for i in range(s.width)]
+        return cols
+
+    def offsets(self) -> dict[str, slice]:
+        out, start = {}, 0
+        for s in self.signals:
+            out[s.name] = slice(start, start + s.width)
+            start += s.width
+        return out
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["joint_names"] = list(self.joint_names)
+        d["control_modes"] = list(self.control_modes)
+        d["signals"] = [asdict(s) for s in self.signals]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DriverDescription":
+        return cls(driver=d["driver"], robot=d["robot"], joint_names=tuple(d["joint_names"]),
+                   limits=dict(d["limits"]), rate_hz=float(d["rate_hz"]),
+                   control_modes=tuple(d["control_modes"]),
+                   signals=tuple(Signal(**s) for s in d["signals"]), info=dict(d.get("info", {})))
+
+
+def check_description(desc: DriverDescription) -> None:
+    """Raise ValueError if a driver's description breaks the contract."""
+    names = [s.name for s in desc.signals]
+    missing = [s for s in REQUIRED_SIGNALS if s not in names]
+    if missing:
+        raise ValueError(f"driver {desc.driver}: missing required signal(s) {missing}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"driver {desc.driver}: duplicate signal names {names}")
+    for s in REQUIRED_SIGNALS:
+        if next(x for x in desc.signals if x.name == s).width != desc.dof:
+            raise ValueError(f"driver {desc.driver}: signal {s} must have one value per joint")
+    unknown = set(desc.control_modes) - {m.value for m in ControlMode}
+    if unknown:
+        raise ValueError(f"driver {desc.driver}: unknown control mode(s) {sorted(unknown)}")
+    if not desc.rate_hz > 0:
+        raise ValueError(f"driver {desc.driver}: rate_hz must be > 0")
+
+
+# --------------------------------------------------------------------------- state and command
+
+
+class JointState:
+    """One sample, preallocated once and filled in place by ``read()``.
+
+    ``values`` is the flat sample in the description's signal order; ``q``, ``qd``, ``tau`` (and
+    any other signal through :meth:`signal`) are views into it, never copies.
+    """
+
+    def __init__(self, desc: DriverDescription):
+        self.values = np.zeros(desc.width)
+        self.robot_time = 0.0  # s, the robot's own clock
+        self._views = {name: self.values[sl] for name, sl in desc.offsets().items()}
+        self.q = self._views["q"]
+        self.qd = self._views["qd"]
+        self.tau = self._views["tau"]
+
+    def signal(self, name: str) -> np.ndarray:
+        return self._views[name]
+
+
+class JointCommand:
+    """The command for one cycle, preallocated by its owner (the daemon's loop).
+
+    Position mode uses ``q`` (and ``qd``, ``qdd`` as feedforward); torque mode uses ``tau``.
+    """
+
+    def __init__(self, dof: int):
+        self.q = np.zeros(dof)
+        self.qd = np.zeros(dof)
+        self.qdd = np.zeros(dof)
+        self.tau = np.zeros(dof)
+
+
+# --------------------------------------------------------------------------- the contract
+
+
+class Driver(ABC):
+    """Abstract robot driver. Subclasses implement the ``_do_*`` hooks; the public methods
+    enforce the lifecycle order so every driver fails the same way on misuse."""
+
+    def __init__(self):
+        self._phase = "created"  # created -> connected -> active -> connected -> closed
+        self._mode: ControlMode | None = None
+
+    @abstractmethod
+    def describe(self) -> DriverDescription: ...
+
+    @property
+    def mode(self) -> ControlMode | None:
+        return self._mode
+
+    @property
+    def lifecycle(self) -> str:
+        return self._phase
+
+    def connect(self) -> None:
+        if self._phase != "created":
+            raise LifecycleError(f"connect: driver is {self._phase}, expected created")
+        self._do_connect()
+        self._phase = "connected"
+
+    def start(self, mode: ControlMode | str) -> None:
+        mode = ControlMode(mode)
+        if self._phase != "connected":
+            raise LifecycleError(f"start: driver is {self._phase}, expected connected")
+        if mode.value not in self.describe().control_modes:
+            raise LifecycleError(f"start: {self.describe().driver} driver has no {mode.value} mode")
+        self._do_start(mode)
+        self._mode = mode
+        self._phase = "active"
+
+    def read(self) -> JointState:
+        if self._phase not in ("connected", "active"):
+            raise LifecycleError(f"read: driver is {self._phase}, expected connected or active")
+        return self._do_read()
+
+    def write(self, command: JointCommand) -> None:
+        if self._phase != "active":
+            raise LifecycleError(f"write: driver is {self._phase}; call start(mode) first")
+        self._do_write(command)
+
+    def stop(self) -> None:
+        if self._phase == "active":
+            self._do_stop()
+            self._mode = None
+            self._phase = "connected"
+
+    def close(self) -> None:
+        if self._phase in ("active",):
+            self.stop()
+        if self._phase != "closed":
+            self._do_close()
+            self._phase = "closed"
+
+    def diagnostics(self) -> dict:
+        """Driver-specific counters for status and tests (JSON-ready). Not called per cycle."""
+        return {}
+
+    @abstractmethod
+    def _do_connect(self) -> None: ...
+
+    @abstractmethod
+    def _do_start(self, mode: ControlMode) -> None: ...
+
+    @abstractmethod
+    def _do_read(self) -> JointState: ...
+
+    @abstractmethod
+    def _do_write(self, command: JointCommand) -> None: ...
+
+    @abstractmethod
+    def _do_stop(self) -> None: ...
+
+    @abstractmethod
+    def _do_close(self) -> None: ...

@@ -1,0 +1,172 @@
+"""End to end: the daemon as a subprocess on loopback, driven through the Python client and CLI."""
+
+import json
+import os
+import signal
+import time
+
+import msgpack
+import numpy as np
+import pytest
+
+from robodyn.cli import main as cli_main
+from robodyn.daemon import protocol as P
+from robodyn.daemon.recording import load_recording
+from robodyn.tools.client import DaemonError
+
+from .conftest import READY_Q, excitation
+
+RATE = 1000
+
+
+def wait_state(client, run_id, states, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = client.run_status(run_id)
+        if st["state"] in states:
+            return st
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} never reached {states}; last {st['state']}")
+
+
+def test_run_records_the_complete_expected_sample_count(daemon):
+    c = daemon.client
+    doc = excitation(5.0)
+    accepted = c.submit_run("panda", doc, label="e2e complete")
+    final = c.wait_run(accepted["run_id"], timeout=60)
+    assert final["state"] == "completed", final
+    s = final["summary"]
+    assert s["lost_samples"] == 0 and s["samples"] == s["expected_samples"]
+    assert s["executed_samples"] == s["trajectory_samples"] == int(5.0 * RATE) + 1
+    assert s["tracking"]["max_overall_rad"] < 0.02 and s["loop"]["count"] > 0
+
+    rec = load_recording(s["recording"])
+    assert not rec.truncated and rec.samples == s["expected_samples"] and rec.gaps() == []
+    assert int(rec.phase_mask("execute").sum()) == int(5.0 * RATE) + 1
+    assert int(rec.phase_mask("move_to_start").sum()) == accepted["move_samples"]
+    assert np.all(np.diff(rec.seq.astype(np.int64)) == 1)
+    assert np.allclose(np.diff(rec.robot_time), 1.0 / RATE)
+    assert rec.meta["trajectory"]["family"] == "fourier_poly" and rec.meta["label"] == "e2e complete"
+    assert rec.meta["robot"]["name"] == "panda" and "<robot" in rec.meta["model_urdf"]
+    assert rec.meta["driver"]["info"]["friction"]["fs"][0] == pytest.approx(0.3834)
+    # the robot really followed the excitation: the commanded and measured q agree within ~1 cm
+    ex = rec.phase_mask("execute")
+    assert np.abs(rec.signal("q")[ex] - rec.signal("q_d")[ex]).max() < 0.02
+    assert np.ptp(rec.signal("q")[ex], axis=0).min() > 0.01
+
+
+def test_rejections_name_the_problem_and_the_robot_never_moves(daemon):
+    c = daemon.client
+    before = daemon.commands()
+    too_fast = {"format": "robodyn.trajectory", "version": 1, "family": "point_to_point", "dof": 7,
+                "params": {"q_start": (READY_Q + 0.05).tolist(),
+                           "q_end": (READY_Q + np.array([0, 0, 0, 0, 0, 0, -2.0])).tolist(), "duration": 0.4}}
+    with pytest.raises(DaemonError) as e:
+        c.submit_run("panda", too_fast)
+    assert e.value.code == "limit_violation"
+    assert "joint7" in e.value.message and "t=" in e.value.message and "before any motion" in e.value.message
+    first = e.value.details["report"]["violations"][0]
+    assert first["joint"] == "joint7" and first["time"] is not None and first["limit"].endswith("_max")
+
+    outside = json.loads(json.dumps(too_fast))
+    outside["params"].update(q_end=(READY_Q + np.array([0, 3.0, 0, 0, 0, 0, 0])).tolist(), duration=20.0)
+    with pytest.raises(DaemonError) as e:
+        c.submit_run("panda", outside)
+    assert e.value.code == "limit_violation" and "q_max violated on joint2" in e.value.message
+
+    cases = [
+        (lambda: c.submit_run("ur5", excitation(2.0)), "robot_mismatch", "drives 'panda'"),
+        (lambda: c.submit_run("panda", {"family": "spline"}), "invalid_trajectory", "unknown trajectory family"),
+        (lambda: c.submit_run("panda", dict(excitation(2.0), dof=6)), "invalid_trajectory", "dof"),
+        (lambda: c.call("submit_run", robot="panda"), "invalid_args", "missing required argument 'trajectory'"),
+        (lambda: c.call("submit_run", robot="panda", trajectory=[1, 2]), "invalid_args", "must be a map"),
+        (lambda: c.call("teleport"), "unknown_command", "unknown command 'teleport'"),
+        (lambda: c.call("run_status", run_id="nope"), "not_found", "no run 'nope'"),
+    ]
+    for call, code, words in cases:
+        with pytest.raises(DaemonError) as e:
+            call()
+        assert e.value.code == code and words in e.value.message, (code, e.value.message)
+
+    for payload, code in ((b"\xc1garbage", "malformed"), (msgpack.packb([1, 2, 3]), "malformed"),
+                          (msgpack.packb({"v": 99, "cmd": "ping"}), "unsupported_version"),
+                          (b"\x92" + b"\xff" * 10, "malformed")):
+        reply = c.call_raw(payload)
+        assert reply["ok"] is False and reply["error"]["code"] == code and reply["error"]["message"]
+
+    after = daemon.commands()
+    assert after["starts"] == before["starts"] and after["writes"] == before["writes"]
+    assert after["path_length"] == before["path_length"]
+    assert c.ping()["protocol"] == P.PROTOCOL_VERSION  # still serving
+
+
+def test_abort_ramps_to_rest_and_keeps_the_recording(daemon):
+    c = daemon.client
+    accepted = c.submit_run("panda", excitation(60.0, amplitude=0.06))
+    wait_state(c, accepted["run_id"], ("execute",))
+    time.sleep(0.3)
+    with pytest.raises(DaemonError) as e:  # one run at a time
+        c.submit_run("panda", excitation(2.0))
+    assert e.value.code == "busy"
+    assert c.abort(reason="test abort")["aborted"] == accepted["run_id"]
+    final = c.wait_run(accepted["run_id"], timeout=30)
+    assert final["state"] == "aborted" and final["abort_reason"] == "test abort"
+    s = final["summary"]
+    assert s["lost_samples"] == 0 and 0 < s["executed_samples"] < s["trajectory_samples"]
+    rec = load_recording(s["recording"])
+    stopping = rec.phase_mask("stopping")
+    assert stopping.sum() > 0 and rec.samples == s["expected_samples"]
+    qd_d = rec.signal("qd_d")
+    assert np.abs(qd_d[-1]).max() == 0.0  # commanded to rest
+    assert np.abs(rec.signal("qd")[-1]).max() < 0.05  # and at rest
+    assert daemon.commands()["hard_brakes"] == 0  # brakes closed only once the arm stood still
+
+
+def test_recorder_sigkill_mid_run_leaves_a_readable_file(daemon):
+    c = daemon.client
+    st = c.status()
+    old_pid = st["recorder"]["pid"]
+    accepted = c.submit_run("panda", excitation(60.0))
+    wait_state(c, accepted["run_id"], ("execute",))
+    time.sleep(0.5)
+    os.kill(old_pid, signal.SIGKILL)
+    killed_ns = time.monotonic_ns()
+    final = c.wait_run(accepted["run_id"], timeout=30)
+    assert final["state"] == "aborted" and "recorder process died" in final["abort_reason"]
+
+    rec = load_recording(accepted["recording"])
+    assert rec.truncated and rec.samples > 0 and rec.gaps() == []
+    assert rec.meta["run_id"] == accepted["run_id"]
+    # at most 100 ms of samples read before the kill are missing from the file
+    assert rec.host_time_ns[-1] >= killed_ns - 100_000_000
+    deadline = time.monotonic() + 30
+    while True:  # the daemon restarts its recorder
+        st = c.status()["recorder"]
+        if st["alive"] and st["ready"] and st["pid"] != old_pid:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert st["restarts"] == 1
+
+
+def test_cli_status_recordings_and_export(daemon, capsys, tmp_path):
+    ep = ["--endpoint", daemon.control]
+    assert cli_main(["status", "--json"] + ep) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st["robot"]["name"] == "panda" and st["driver"]["alive"]
+    assert cli_main(["recordings", "--json"] + ep) == 0
+    rows = json.loads(capsys.readouterr().out)
+    done = [r for r in rows if r.get("status") == "completed"]
+    assert done and all(r["lost"] == 0 for r in done)
+    out = tmp_path / "x.csv"
+    assert cli_main(["export", done[0]["id"], "--format", "csv", "-o", str(out)] + ep) == 0
+    assert out.read_text().startswith("t,seq,phase,q1")
+    assert cli_main(["stream", "--duration", "1.2"] + ep) == 0
+    shown = capsys.readouterr().out
+    assert "samples/s" in shown and "lost 0" in shown and shown.count("q ") >= 1
+    seqs = np.concatenate([b["seq"] for b in daemon.client.stream(max_batches=200)])
+    assert seqs.size >= 200 and np.all(np.diff(seqs.astype(np.int64)) == 1)
+    traj_file = tmp_path / "bad.json"
+    traj_file.write_text(json.dumps({"family": "fourier", "params": {"wf": -1}}))
+    assert cli_main(["run", "--robot", "panda", "--trajectory", str(traj_file)] + ep) == 2
+    assert "q0" in capsys.readouterr().err  # one line naming the missing field, no traceback

@@ -1,0 +1,63 @@
+"""Run planning: rejection before motion, the feeder, the stop ramp."""
+
+import numpy as np
+import pytest
+
+from robodyn.daemon.motion import RunRejected, StopRamp, TrajectoryFeeder, feed_length, plan_run
+from robodyn.robot.loader import load_model
+from robodyn.trajectory import FourierTrajectory, PointToPointTrajectory
+
+PANDA = load_model("panda")
+READY = np.array([0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398])
+
+
+def test_too_fast_trajectory_is_rejected_naming_limit_joint_and_time():
+    fast = PointToPointTrajectory(READY, READY + np.array([0, 0, 0, 0, 0, 0, -2.5]), 0.5)
+    with pytest.raises(RunRejected) as e:
+        plan_run(PANDA, fast, READY, 1000.0)
+    assert e.value.stage == "trajectory"
+    v = e.value.report.violations[0]
+    assert v.joint == "joint7" and v.limit in ("qd_max", "qdd_max", "qddd_max") and v.time is not None
+    assert "joint7" in str(e.value) and "t=" in str(e.value)
+
+
+def test_move_to_start_is_validated_against_the_current_position():
+    traj = PointToPointTrajectory(READY + 0.1, READY + 0.2, 2.0)
+    plan = plan_run(PANDA, traj, READY, 1000.0)
+    assert np.allclose(plan.move.q_start, READY) and np.allclose(plan.move.q_end, READY + 0.1)
+    assert plan.move_report.ok and plan.report.ok
+    outside = READY.copy()
+    outside[3] = PANDA.q_max[3] + 0.5  # a robot reported outside its range: the move must not start
+    with pytest.raises(RunRejected) as e:
+        plan_run(PANDA, traj, outside, 1000.0)
+    assert e.value.stage == "move to the start"
+
+
+def test_feeder_hands_out_every_sample_across_blocks():
+    rng = np.random.default_rng(0)
+    traj = FourierTrajectory(2.0, READY, rng.normal(0, 0.02, (7, 3)), rng.normal(0, 0.02, (7, 3)))
+    f = TrajectoryFeeder(traj, 1000.0, block=64)
+    assert f.count == feed_length(traj, 1000.0) == int(np.floor(traj.duration * 1000)) + 1
+    q, qd, qdd = np.zeros(7), np.zeros(7), np.zeros(7)
+    got = []
+    while not f.done:
+        f.next_into(q, qd, qdd)
+        got.append(q.copy())
+    ref = traj.evaluate(np.arange(f.count) / 1000.0)[0]
+    assert np.allclose(np.array(got), ref)
+
+
+def test_stop_ramp_comes_to_rest_within_half_the_limits():
+    v0 = np.array([1.0, -0.8, 0.5, 0.2, -2.0, 1.5, 2.4])
+    ramp = StopRamp(READY, v0, PANDA.qdd_max, PANDA.qddd_max, 1000.0)
+    q, qd, qdd = np.zeros(7), np.zeros(7), np.zeros(7)
+    qs, qdds = [], []
+    while not ramp.done:
+        ramp.next_into(q, qd, qdd)
+        qs.append(q.copy())
+        qdds.append(qdd.copy())
+    assert np.allclose(qd, 0.0, atol=1e-12)
+    assert np.all(np.abs(np.array(qdds)).max(axis=0) <= 0.5 * PANDA.qdd_max * (1 + 1e-9))
+    assert np.allclose(qs[-1] - READY, v0 * ramp.duration / 2)  # travel v0 T / 2
+    jerk = np.diff(np.array(qdds), axis=0) * 1000.0
+    assert np.all(np.abs(jerk).max(axis=0) <= 0.5 * PANDA.qddd_max * 1.05)

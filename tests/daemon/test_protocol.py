@@ -1,0 +1,71 @@
+"""Wire protocol: explicit ndarray encoding and request schema validation."""
+
+import msgpack
+import numpy as np
+import pytest
+
+from robodyn.daemon import protocol as P
+
+
+def test_ndarray_round_trip_keeps_dtype_and_shape():
+    for a in (np.arange(12, dtype=np.float64).reshape(3, 4), np.arange(5, dtype=np.uint64),
+              np.array([1, 2], dtype=">i4"), np.zeros((0, 7))):
+        b = P.unpackb(P.packb({"x": a}))["x"]
+        assert b.shape == a.shape and np.array_equal(b, a)
+        assert b.dtype == a.dtype.newbyteorder("<")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"$nd": 1, "dtype": "|O", "shape": [1], "data": b"\0" * 8}, "not allowed"),
+    ({"$nd": 1, "dtype": "<f8", "shape": [2], "data": b"\0" * 8}, "needs 16 bytes"),
+    ({"$nd": 1, "dtype": "<f8", "shape": [-1], "data": b""}, "non-negative"),
+])
+def test_bad_ndarrays_are_refused(bad, message):
+    with pytest.raises(P.ProtocolError, match=message):
+        P.unpackb(msgpack.packb(bad))
+
+
+def test_garbage_and_oversized_messages():
+    with pytest.raises(P.ProtocolError) as e:
+        P.unpackb(b"\xc1\xff\x00")
+    assert e.value.code == P.E_MALFORMED
+    with pytest.raises(P.ProtocolError, match="exceeds"):
+        P.unpackb(b"\0" * 100, max_bytes=10)
+
+
+@pytest.mark.parametrize("obj, code, words", [
+    ([1, 2], P.E_MALFORMED, "must be a map"),
+    ({"v": 2, "cmd": "ping"}, P.E_VERSION, "version 2"),
+    ({"v": 1, "cmd": "fly"}, P.E_UNKNOWN_COMMAND, "'fly'"),
+    ({"v": 1, "cmd": 3}, P.E_MALFORMED, "'cmd' must be a string"),
+    ({"v": 1, "cmd": "ping", "extra": 1}, P.E_MALFORMED, "unknown request field"),
+    ({"v": 1, "cmd": "submit_run", "args": {"robot": "panda"}}, P.E_INVALID_ARGS, "missing required argument 'trajectory'"),
+    ({"v": 1, "cmd": "submit_run", "args": {"robot": 5, "trajectory": {}}}, P.E_INVALID_ARGS, "'robot' must be a string"),
+    ({"v": 1, "cmd": "submit_run", "args": {"robot": "", "trajectory": {}}}, P.E_INVALID_ARGS, "must not be empty"),
+    ({"v": 1, "cmd": "abort", "args": {"force": True}}, P.E_INVALID_ARGS, "unknown argument"),
+    ({"v": 1, "cmd": "runs", "args": {"limit": True}}, P.E_INVALID_ARGS, "got bool"),
+    ({"v": 1, "cmd": "runs", "args": []}, P.E_INVALID_ARGS, "'args' must be a map"),
+])
+def test_request_validation_names_the_problem(obj, code, words):
+    with pytest.raises(P.ProtocolError) as e:
+        P.parse_request(obj)
+    assert e.value.code == code and words in e.value.message
+
+
+def test_valid_request_and_replies():
+    req = P.parse_request(P.unpackb(P.make_request("run_status", {"run_id": "x"}, rid=7)))
+    assert (req.cmd, req.args, req.id) == ("run_status", {"run_id": "x"}, 7)
+    ok = P.unpackb(P.ok_reply(7, {"a": np.float64(1.5)}))
+    assert ok == {"v": 1, "id": 7, "ok": True, "result": {"a": 1.5}}
+    err = P.unpackb(P.error_reply(7, P.E_BUSY, "busy", {"run_id": "r"}))
+    assert err["error"] == {"code": "busy", "message": "busy", "details": {"run_id": "r"}}
+
+
+def test_state_batch_round_trip():
+    n, w = 3, 21
+    payload = P.pack_state_batch("panda", 99, np.arange(1, n + 1, dtype=np.uint64), np.arange(n) * 1e-3,
+                                 np.arange(n, dtype=np.int64), np.full(n, 2, np.uint8), np.ones(n, np.uint32),
+                                 np.arange(n * w, dtype=float).reshape(n, w))
+    b = P.unpack_state_batch(payload)
+    assert b["n"] == n and b["layout"] == 99 and b["values"].shape == (n, w)
+    assert b["seq"].dtype == np.uint64 and list(b["seq"]) == [1, 2, 3]

@@ -1,0 +1,202 @@
+"""The simulated robot: contract, physics effects, determinism and the command log."""
+
+import math
+
+import numpy as np
+import pytest
+
+from robodyn.drivers.base import (JointCommand, LifecycleError, LimitViolation, REQUIRED_SIGNALS,
+                                  check_description)
+from robodyn.drivers.friction import StribeckFriction, friction_torque
+from robodyn.drivers.registry import create_driver
+from robodyn.drivers.sim import SimulatedRobot
+
+
+def make(**opts) -> SimulatedRobot:
+    robot = SimulatedRobot(dict({"seed": 1}, **opts))
+    robot.connect()
+    return robot
+
+
+def hold(robot, cycles, cmd=None):
+    """Read/write `cycles` times in position mode holding `cmd` (default: current position)."""
+    st = robot.read()
+    if cmd is None:
+        cmd = JointCommand(robot.model.dof)
+        cmd.q[:] = st.q
+    for _ in range(cycles):
+        st = robot.read()
+        robot.write(cmd)
+    return st
+
+
+def test_description_fits_the_contract():
+    robot = create_driver("sim", {"robot": "panda"})
+    desc = robot.describe()
+    check_description(desc)
+    assert desc.rate_hz == 1000.0 and desc.dof == 7
+    assert set(REQUIRED_SIGNALS) <= {s.name for s in desc.signals}
+    assert {s.name: s.unit for s in desc.signals}["tau"] == "N.m"
+    assert desc.columns()[:2] == ["q1", "q2"] and len(desc.columns()) == desc.width
+    assert desc.info["friction"]["fc"][0] == pytest.approx(0.2153)  # seed 000 Table 2, joint 1
+
+
+def test_lifecycle_is_enforced():
+    robot = SimulatedRobot({"seed": 0})
+    with pytest.raises(LifecycleError):
+        robot.read()
+    robot.connect()
+    with pytest.raises(LifecycleError, match="start"):
+        robot.write(JointCommand(7))
+    robot.start("position")
+    robot.stop()
+    robot.close()
+    with pytest.raises(LifecycleError):
+        robot.read()
+
+
+def test_braked_robot_never_moves_and_logs_no_command():
+    robot = make()
+    first = robot.read().q.copy()
+    for _ in range(200):
+        st = robot.read()
+    assert np.array_equal(st.q, first)
+    log = robot.diagnostics()["commands"]
+    assert log["writes"] == 0 and log["starts"] == 0 and log["path_length"] == 0.0
+    assert log["max_displacement"] == 0.0
+
+
+def test_same_seed_same_run_other_seed_other_noise():
+    def trace(seed):
+        robot = make(seed=seed, perturbation=0.1)
+        robot.start("position")
+        cmd = JointCommand(7)
+        out = []
+        st = robot.read()
+        cmd.q[:] = st.q
+        for k in range(300):
+            cmd.q[0] = robot.initial_q[0] + 0.1 * (1 - math.cos(math.pi * k / 300))
+            st = robot.read()
+            robot.write(cmd)
+            out.append(st.values.copy())
+        return np.array(out)
+
+    a, b, c = trace(4), trace(4), trace(5)
+    assert np.array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_position_mode_tracks_a_smooth_move():
+    robot = make()
+    robot.start("position")
+    st = robot.read()
+    q0 = st.q.copy()
+    cmd = JointCommand(7)
+    T, n = 1.0, 1000
+    errs = []
+    for k in range(n + 300):
+        s = min(k / n, 1.0)
+        shape = 10 * s**3 - 15 * s**4 + 6 * s**5
+        cmd.q[:] = q0 + 0.3 * shape
+        cmd.qd[:] = 0.3 * (30 * s**2 - 60 * s**3 + 30 * s**4) / T if k < n else 0.0
+        st = robot.read()
+        robot.write(cmd)
+        errs.append(np.abs(st.q - cmd.q).max())
+    assert np.all(np.abs(st.q - (q0 + 0.3)) < 0.01)  # settled at the target (joint 7: K = 50 N.m/rad)
+    log = robot.diagnostics()["commands"]
+    assert log["writes"] == n + 300 and log["path_length"] == pytest.approx(7 * 0.3, rel=1e-6)
+
+
+def test_encoder_quantization():
+    robot = make(encoder_counts=4096)
+    st = robot.read()
+    step = 2 * math.pi / 4096
+    assert np.allclose(st.q / step, np.round(st.q / step), atol=1e-9)
+
+
+def test_refused_command_is_logged_and_not_applied():
+    robot = make()
+    robot.start("position")
+    st = robot.read()
+    cmd = JointCommand(7)
+    cmd.q[:] = st.q
+    cmd.q[3] = robot.model.q_max[3] + 0.1
+    with pytest.raises(LimitViolation, match="joint4"):
+        robot.write(cmd)
+    log = robot.diagnostics()["commands"]
+    assert log["refused"] == 1 and log["writes"] == 0 and log["path_length"] == 0.0
+
+
+def test_torque_mode_gravity_compensated_and_perturbed_plant_differs():
+    """Torque mode adds the robot's (nominal) gravity compensation: with the true plant equal to
+    the nominal model, zero torque holds; a perturbed plant (not known to the robot) sags."""
+    def drift(perturbation):
+        robot = make(perturbation=perturbation, torque_noise_std=0.0, velocity_noise_std=0.0)
+        robot.start("torque")
+        cmd = JointCommand(7)
+        q0 = robot.read().q.copy()
+        for _ in range(500):
+            st = robot.read()
+            robot.write(cmd)
+        return float(np.max(np.abs(st.q - q0)))
+
+    assert drift(0.0) < 1e-3
+    assert drift(0.3) > 5e-3
+
+
+def test_friction_of_the_plant_opposes_a_small_torque():
+    """A torque below the breakaway level only creeps through eq. 2's linear zone:
+    speed ~ tau / (F(qd0)/qd0); above it the joint accelerates freely."""
+    def joint7_speed(tau):
+        robot = make(torque_noise_std=0.0, velocity_noise_std=0.0)
+        robot.start("torque")
+        cmd = JointCommand(7)
+        cmd.tau[6] = tau
+        for _ in range(300):
+            st = robot.read()
+            robot.write(cmd)
+        return abs(float(st.qd[6]))
+
+    f = StribeckFriction.franka_seed000()
+    slope = float(friction_torque(np.full(7, f.qd0[0]), f)[6] / f.qd0[6])
+    creep = joint7_speed(0.1)
+    assert creep == pytest.approx(0.1 / slope, rel=0.3)
+    assert joint7_speed(1.0) > 20 * creep
+
+
+def test_stribeck_model_matches_seed_000_eq_2():
+    f = StribeckFriction.franka_seed000()
+    fast = friction_torque(np.full(7, 1.8), f)
+    assert np.allclose(fast, f.fc, atol=1e-6)  # far above vs: Coulomb level
+    outside = f.vs > f.qd0  # joint 5's vs (6e-4 rad/s) lies inside the linear zone
+    at_vs = friction_torque(f.vs.copy(), f)
+    assert np.allclose(at_vs[outside], (f.fc + (f.fs - f.fc) * math.exp(-1))[outside])
+    assert np.allclose(friction_torque(-f.vs, f), -at_vs)  # odd
+    # continuous at the edge of the linear zone
+    assert np.allclose(friction_torque(f.qd0 * (1 - 1e-9), f), friction_torque(f.qd0 * (1 + 1e-9), f), atol=1e-6)
+    assert f.vs[0] == pytest.approx(0.0729)  # Table 2's negative vs used by magnitude
+
+
+def test_rates_and_rotor_inertia_options():
+    robot = make(rate_hz=500, rotor_inertia=[0.3] * 7)
+    assert robot.describe().rate_hz == 500 and robot.substeps == 8
+    assert np.allclose(robot._plant.dof_armature, 0.3)
+    st = robot.read()
+    assert st.robot_time == pytest.approx(0.002)  # one 500 Hz cycle after connect
+    with pytest.raises(ValueError, match="1000"):
+        SimulatedRobot({"rate_hz": 250})
+    with pytest.raises(ValueError, match="unknown sim option"):
+        SimulatedRobot({"sped": 1})
+
+
+def test_unknown_and_missing_drivers_give_one_sentence(monkeypatch):
+    from robodyn.drivers import registry
+
+    with pytest.raises(ValueError, match="unknown kind"):
+        create_driver("kuka", {})
+    monkeypatch.setitem(registry.DRIVERS, "ghost", ("robodyn.drivers.ghost_driver", "Ghost", "ghost"))
+    with pytest.raises(ValueError, match="not part of this installation"):
+        create_driver("ghost", {})
+    monkeypatch.setitem(registry.DRIVERS, "ghost", ("robodyn_missing_client_lib.driver", "Ghost", "ghost"))
+    with pytest.raises(ValueError, match=r"pip install 'robodyn\[ghost\]'"):
+        create_driver("ghost", {})

@@ -1,0 +1,284 @@
+"""Client commands: `robodyn status | run | abort | recordings | export | stream`."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from robodyn.cli import UserError, print_json
+
+
+def _endpoint_arg(p) -> None:
+    p.add_argument("--endpoint", metavar="URL", help="daemon control endpoint "
+                                                     "(default $ROBODYN_ENDPOINT or tcp://127.0.0.1:47770)")
+    p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for a reply (default 5)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("status", help="daemon, robot, driver loop, recorder and run state")
+    _endpoint_arg(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_status)
+
+    p = sub.add_parser("run", help="submit a trajectory file to the daemon for execution and recording")
+    _endpoint_arg(p)
+    p.add_argument("--robot", required=True, metavar="NAME", help="robot the daemon must be driving (e.g. panda)")
+    p.add_argument("--trajectory", required=True, metavar="FILE", help="robodyn.trajectory JSON document")
+    p.add_argument("--label", default="", help="free text stored in the recording")
+    p.add_argument("--wait", action="store_true", help="show progress until the run ends; print its summary")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("abort", help="stop the run in progress safely (ramp to rest)")
+    _endpoint_arg(p)
+    p.add_argument("--reason", default=None)
+    p.set_defaults(handler=cmd_abort)
+
+    p = sub.add_parser("recordings", help="list the daemon's recordings")
+    _endpoint_arg(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_recordings)
+
+    p = sub.add_parser("export", help="convert a recording (id or .mcap file) or a CSV log to CSV or NPZ")
+    _endpoint_arg(p)
+    p.add_argument("recording", metavar="REC", help="recording id (asks the daemon), .mcap file, or .csv log")
+    p.add_argument("--format", required=True, choices=("csv", "npz"))
+    p.add_argument("--output", "-o", metavar="FILE", help="output file (default: next to the input)")
+    p.set_defaults(handler=cmd_export)
+
+    p = sub.add_parser("stream", help="live view of the state stream: rates, latency, latest values")
+    _endpoint_arg(p)
+    p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--signals", default="q,tau", help="comma list of signals to show (default q,tau)")
+    p.set_defaults(handler=cmd_stream)
+
+
+def _client(args):
+    from .client import Client
+
+    return Client(args.endpoint, timeout=args.timeout)
+
+
+def _daemon_call(fn):
+    """Run a client call, turning daemon errors into one-line user errors."""
+    from .client import DaemonError
+
+    try:
+        return fn()
+    except DaemonError as exc:
+        raise UserError(exc.message + _violation_lines(exc)) from None
+
+
+def _violation_lines(exc) -> str:
+    report = (exc.details or {}).get("report")
+    if not report or len(report.get("violations", [])) <= 1:
+        return ""
+    return "".join(f"\n  {v['message']}" for v in report["violations"][1:8])
+
+
+# --------------------------------------------------------------------------- status
+
+
+def _fmt_ms(d: dict | None, key: str) -> str:
+    v = (d or {}).get(key)
+    return "-" if v is None else f"{v:.3f}"
+
+
+def cmd_status(args) -> int:
+    with _client(args) as c:
+        st = _daemon_call(c.status)
+    if args.json:
+        print_json(st)
+        return 0
+    d, r, drv, rec = st["daemon"], st["robot"], st["driver"], st["recorder"]
+    print(f"daemon   robodyn {d['version']} (protocol {d['protocol']}), pid {d['pid']}, up {d['uptime_s']:.0f} s")
+    print(f"         control {d['control']}   state {d['state']}   data {d['data_dir']}")
+    print(f"robot    {r['name']} ({r['dof']} joints) via {r['driver']} driver at {r['rate_hz']} Hz")
+    loop = drv.get("loop") or {}
+    print(f"driver   pid {drv['pid']} {'alive' if drv['alive'] else 'DOWN'}, {drv.get('lifecycle')}, "
+          f"{drv.get('scheduler')}; loop period p50 {_fmt_ms(loop, 'p50_ms')} p99 {_fmt_ms(loop, 'p99_ms')} "
+          f"max {_fmt_ms(loop, 'max_ms')} ms over {loop.get('count', 0)} cycles")
+    stream = rec.get("stream") or {}
+    print(f"recorder pid {rec['pid']} {'alive' if rec['alive'] else 'DOWN'}, received {stream.get('received', 0)} "
+          f"samples, lost {stream.get('lost', 0)}, files written {rec.get('written_runs', 0)}")
+    q = st["state"].get("q")
+    if q:
+        print("q        " + " ".join(f"{v:+.4f}" for v in q))
+    run = st.get("run")
+    if run:
+        print(f"run      {run['run_id']}: {run['state']} {_progress_text(run)}")
+    elif st.get("last_run"):
+        lr = st["last_run"]
+        print(f"last run {lr['run_id']}: {lr['state']}{' (' + lr['abort_reason'] + ')' if lr['abort_reason'] else ''}")
+    return 0
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _progress_text(run: dict) -> str:
+    p = run.get("progress") or {}
+    if "trajectory_samples" in p and p.get("phase") in ("execute", "settle", "stopping"):
+        frac = p["trajectory_index"] / max(1, p["trajectory_samples"])
+        return f"{100 * frac:5.1f} % of {run['duration_s']:.1f} s"
+    if "move_samples" in p and p.get("phase") == "move_to_start":
+        frac = p["move_index"] / max(1, p["move_samples"])
+        return f"moving to start {100 * frac:5.1f} %"
+    return ""
+
+
+def cmd_run(args) -> int:
+    from robodyn.trajectory import trajectory_from_dict
+
+    path = Path(args.trajectory)
+    if not path.exists():
+        raise FileNotFoundError(f"trajectory file {path} does not exist")
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not valid JSON: {exc}") from None
+    trajectory_from_dict(doc)  # fail here, before contacting the daemon, on a malformed document
+    with _client(args) as c:
+        accepted = _daemon_call(lambda: c.submit_run(args.robot, doc, label=args.label))
+        if not args.wait:
+            if args.json:
+                print_json(accepted)
+            else:
+                print(f"run {accepted['run_id']} accepted: {accepted['duration_s']:.2f} s trajectory after a "
+                      f"{accepted['move_duration_s']:.2f} s move to the start; recording {accepted['recording']}")
+            return 0
+        tty = sys.stderr.isatty()
+        last_line = [""]
+
+        def show(st):
+            line = f"run {st['run_id']}: {st['state']:<13} {_progress_text(st)}"
+            if line != last_line[0]:
+                sys.stderr.write(("\r" + line.ljust(72)) if tty else line + "\n")
+                sys.stderr.flush()
+                last_line[0] = line
+
+        try:
+            final = _daemon_call(lambda: c.wait_run(accepted["run_id"], progress=show))
+        except KeyboardInterrupt:
+            c.abort(accepted["run_id"], "interrupted at the client")
+            sys.stderr.write("\ninterrupted: abort requested\n")
+            raise
+        if tty:
+            sys.stderr.write("\n")
+    if args.json:
+        print_json(final)
+    else:
+        _print_summary(final)
+    return 0 if final["state"] == "completed" else 1
+
+
+def _print_summary(run: dict) -> None:
+    s = run.get("summary") or {}
+    print(f"run {run['run_id']} {run['state']}" + (f": {run['abort_reason']}" if run.get("abort_reason") else ""))
+    print(f"  recording   {s.get('recording')}")
+    print(f"  samples     {s.get('samples')} recorded of {s.get('expected_samples')} expected, "
+          f"lost {s.get('lost_samples')}; trajectory {s.get('executed_samples')} of {s.get('trajectory_samples')}")
+    loop = s.get("loop") or {}
+    print(f"  loop period p50 {_fmt_ms(loop, 'p50_ms')} p99 {_fmt_ms(loop, 'p99_ms')} max {_fmt_ms(loop, 'max_ms')} ms")
+    tr = s.get("tracking") or {}
+    if tr.get("samples"):
+        print(f"  tracking    rms {tr['rms_overall_rad']:.2e} rad, max {tr['max_overall_rad']:.2e} rad")
+
+
+def cmd_abort(args) -> int:
+    with _client(args) as c:
+        res = _daemon_call(lambda: c.abort(reason=args.reason))
+    print(f"abort requested for run {res['aborted']}" if res["aborted"] else "no run in progress")
+    return 0
+
+
+# --------------------------------------------------------------------------- recordings / export
+
+
+def cmd_recordings(args) -> int:
+    with _client(args) as c:
+        rows = _daemon_call(c.recordings)
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print("no recordings")
+    for r in rows:
+        print(f"{r['id']:<26} {str(r.get('status')):<22} {r.get('samples', '-')!s:>8} samples "
+              f"lost {r.get('lost', '-')!s:<4} {r.get('duration_s', 0.0):8.2f} s  {r.get('label', '')}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from robodyn.daemon.recording import export_csv, export_npz, import_csv, load_recording
+
+    src = Path(args.recording)
+    if src.suffix.lower() == ".csv":
+        rec = import_csv(src)
+    elif src.suffix.lower() == ".mcap":
+        if not src.exists():
+            raise FileNotFoundError(f"recording file {src} does not exist")
+        rec = load_recording(src)
+    else:  # a recording id: the daemon knows where it is
+        with _client(args) as c:
+            info = _daemon_call(lambda: c.recording_info(args.recording))
+        src = Path(info["path"])
+        rec = load_recording(src)
+    out = Path(args.output) if args.output else src.with_suffix("." + args.format)
+    if out.resolve() == src.resolve():
+        raise UserError(f"output {out} would overwrite the input")
+    (export_csv if args.format == "csv" else export_npz)(rec, out)
+    note = " (recovered from an incomplete file)" if getattr(rec, "truncated", False) and src.suffix == ".mcap" else ""
+    print(f"{out}: {rec.samples} samples, {len(rec.gaps())} gaps{note}")
+    return 0
+
+
+# --------------------------------------------------------------------------- stream
+
+
+def cmd_stream(args) -> int:
+    import numpy as np
+
+    with _client(args) as c:
+        desc = _daemon_call(c.describe)
+        offsets, start = {}, 0
+        for s in desc["driver"]["signals"]:
+            offsets[s["name"]] = (start, start + s["width"], s["unit"])
+            start += s["width"]
+        wanted = [s.strip() for s in args.signals.split(",") if s.strip()]
+        unknown = [s for s in wanted if s not in offsets]
+        if unknown:
+            raise UserError(f"unknown signal(s) {unknown}; available: {list(offsets)}")
+        t_end = None if args.duration is None else time.monotonic() + args.duration
+        window_start, n, lost, last_seq, lat = time.monotonic(), 0, 0, 0, []
+        tty = sys.stdout.isatty()
+        for batch in c.stream(desc["state_endpoint"], timeout=max(2.0, args.timeout)):
+            seq = batch["seq"]
+            if last_seq and int(seq[0]) > last_seq + 1:
+                lost += int(seq[0]) - last_seq - 1
+            last_seq = int(seq[-1])
+            n += seq.shape[0]
+            lat.append((batch["recv_ns"] - batch["host_time_ns"]) / 1e6)
+            now = time.monotonic()
+            if now - window_start >= 0.5:
+                l = np.concatenate(lat)
+                head = (f"seq {last_seq}  {n / (now - window_start):7.1f} samples/s  lost {lost}  "
+                        f"latency p50 {np.percentile(l, 50):.3f} ms max {l.max():.3f} ms  "
+                        f"phase {int(batch['phase'][-1])}")
+                vals = batch["values"][-1]
+                body = [f"  {name:<6}" + " ".join(f"{v:+9.4f}" for v in vals[offsets[name][0]:offsets[name][1]])
+                        + f"  {offsets[name][2]}" for name in wanted]
+                text = "\n".join([head] + body)
+                if tty:
+                    sys.stdout.write("\x1b[H\x1b[J" + text + "\n")
+                else:
+                    sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+                window_start, n, lat = now, 0, []
+            if t_end is not None and now >= t_end:
+                break
+        else:
+            raise UserError("no state received within the timeout; is the daemon running?")
+    return 0

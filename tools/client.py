@@ -1,0 +1,197 @@
+"""Python client of the acquisition daemon.
+
+    from robodyn.tools.client import Client
+
+    with Client() as c:                              # tcp://127.0.0.1:47770 by default
+        print(c.status()["robot"])
+        run = c.submit_run("panda", trajectory.to_dict())
+        summary = c.wait_run(run["run_id"], progress=print)
+        for batch in c.stream(max_batches=10):       # the live state stream
+            print(batch["seq"][-1], batch["values"][-1])
+
+Errors from the daemon raise :class:`DaemonError` with the daemon's code and message; no reply
+within the timeout raises :class:`DaemonUnavailable`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from typing import Callable, Iterator
+
+from robodyn.daemon import protocol as P
+from robodyn.daemon.config import DEFAULT_CONTROL
+
+
+class DaemonError(Exception):
+    def __init__(self, code: str, message: str, details: dict | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+
+class DaemonUnavailable(DaemonError):
+    def __init__(self, endpoint: str, timeout: float):
+        super().__init__("unavailable", f"no reply from the daemon at {endpoint} within {timeout:g} s; "
+                                        "is `robodyn daemon` running?")
+
+
+def default_endpoint() -> str:
+    return os.environ.get("ROBODYN_ENDPOINT", DEFAULT_CONTROL)
+
+
+class Client:
+    def __init__(self, endpoint: str | None = None, timeout: float = 5.0):
+        import zmq
+
+        self.zmq = zmq
+        self.endpoint = endpoint or default_endpoint()
+        self.timeout = timeout
+        self._ctx = zmq.Context()
+        self._sock = None
+        self._ids = itertools.count(1)
+        self._connect()
+
+    def _connect(self) -> None:
+        # DEALER, not REQ: a lost reply must not leave the socket stuck waiting forever
+        zmq = self.zmq
+        if self._sock is not None:
+            self._sock.close(linger=0)
+        self._sock = self._ctx.socket(zmq.DEALER)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.connect(self.endpoint)
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+        self._ctx.term()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- raw
+
+    def call(self, cmd: str, timeout: float | None = None, **args) -> dict:
+        """Send one request; return its result or raise DaemonError."""
+        rid = next(self._ids)
+        return self._exchange(P.make_request(cmd, args, rid), rid, timeout)
+
+    def call_raw(self, payload: bytes, timeout: float | None = None) -> dict:
+        """Send arbitrary bytes (for tests of malformed input); return the decoded reply map."""
+        self._sock.send(payload)
+        return self._receive(None, timeout, raw=True)
+
+    def _exchange(self, payload: bytes, rid, timeout: float | None) -> dict:
+        self._sock.send(payload)
+        reply = self._receive(rid, timeout)
+        if not reply.get("ok"):
+            err = reply.get("error") or {}
+            raise DaemonError(err.get("code", "unknown"), err.get("message", "request failed"), err.get("details"))
+        return reply["result"]
+
+    def _receive(self, rid, timeout: float | None, raw: bool = False) -> dict:
+        timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._sock.poll(int(remaining * 1000) + 1):
+                self._connect()  # drop the late reply, if it ever comes
+                raise DaemonUnavailable(self.endpoint, timeout)
+            reply = P.unpackb(self._sock.recv())
+            if raw or rid is None or reply.get("id") == rid:
+                return reply
+            # a stale reply to an earlier, timed-out request: skip it
+
+    # ----------------------------------------------------------------- commands
+
+    def ping(self) -> dict:
+        return self.call("ping")
+
+    def status(self) -> dict:
+        return self.call("status")
+
+    def describe(self) -> dict:
+        return self.call("describe")
+
+    def submit_run(self, robot: str, trajectory: dict, mode: str = "position", label: str = "") -> dict:
+        args = {"robot": robot, "trajectory": trajectory, "mode": mode}
+        if label:
+            args["label"] = label
+        return self.call("submit_run", **args)
+
+    def run_status(self, run_id: str | None = None) -> dict:
+        return self.call("run_status", **({"run_id": run_id} if run_id else {}))
+
+    def abort(self, run_id: str | None = None, reason: str | None = None) -> dict:
+        args = {}
+        if run_id:
+            args["run_id"] = run_id
+        if reason:
+            args["reason"] = reason
+        return self.call("abort", **args)
+
+    def runs(self) -> list[dict]:
+        return self.call("runs")["runs"]
+
+    def recordings(self) -> list[dict]:
+        return self.call("recordings", timeout=max(self.timeout, 30.0))["recordings"]
+
+    def recording_info(self, recording: str) -> dict:
+        return self.call("recording_info", recording=recording, timeout=max(self.timeout, 30.0))
+
+    def wait_run(self, run_id: str, progress: Callable[[dict], None] | None = None, timeout: float | None = None,
+                 poll_s: float = 0.2) -> dict:
+        """Poll until the run is completed, aborted or failed; return its final status."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            st = self.run_status(run_id)
+            if progress is not None:
+                progress(st)
+            if st["state"] in ("completed", "aborted", "failed"):
+                return st
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id} still {st['state']} after {timeout} s")
+            time.sleep(poll_s)
+
+    # ----------------------------------------------------------------- stream
+
+    def stream(self, endpoint: str | None = None, max_batches: int | None = None, timeout: float = 5.0,
+               events: bool = False) -> Iterator[dict]:
+        """Decoded state batches (and run events when ``events``) from the daemon's PUB stream.
+
+        Each batch is a dict with arrays ``seq``, ``robot_time``, ``host_time_ns``, ``phase``, ``run``,
+        ``values`` (columns from ``describe()["columns"]``) and ``recv_ns`` (host monotonic clock at
+        receive). Stops after ``max_batches`` or when nothing arrives within ``timeout`` seconds.
+        """
+        zmq = self.zmq
+        endpoint = endpoint or self.describe()["state_endpoint"]
+        sub = self._ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.RCVHWM, 200_000)
+        sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_STATE)
+        if events:
+            sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_EVENT)
+        sub.connect(endpoint)
+        try:
+            count = 0
+            while max_batches is None or count < max_batches:
+                if not sub.poll(int(timeout * 1000)):
+                    return
+                topic, payload = sub.recv_multipart()
+                recv_ns = time.monotonic_ns()
+                if topic == P.TOPIC_EVENT:
+                    yield dict(P.unpackb(payload), topic="event")
+                    continue
+                batch = P.unpack_state_batch(payload)
+                batch["recv_ns"] = recv_ns
+                batch["topic"] = "state"
+                count += 1
+                yield batch
+        finally:
+            sub.close(linger=0)
