@@ -1,17 +1,10 @@
-"""Joint friction of the simulated plant: seed 000 eq. 2 (Stribeck with a linear zone) + viscous.
+"""Joint friction of the simulated plant: the seed 000 eq. 2 Stribeck model of
+:mod:`robodyn.identification.friction` (one implementation, shared with identification) plus
+viscous friction, arranged for the simulator's integrator.
 
-    |qd| >= qd0:  F(qd) = (fc + (fs - fc) exp(-(qd/vs)^2)) sgn(qd)
-    |qd| <  qd0:  F(qd) = F(qd0)/qd0 * qd          (the line through the origin and F(qd0))
-    tau_f = F(qd) + fv * qd
-
-The paper's Table 2 (Franka, per joint) gives fc, fs, vs. Its unit row is garbled by OCR; we read
-fc and fs as N.m and vs as rad/s. vs enters squared, so the negative vs of joints 1 and 6 are
-used by magnitude. The paper gives no qd0 and neglects viscous friction for the Franka (fv = 0).
-
-qd0 is ours (0.01 rad/s). Inside the linear zone friction is a stiff damper (slope F(qd0)/qd0, up to
-60 N.m.s/rad against ~0.005 kg.m^2 on the Panda's last joint), which an explicit step would make
-oscillate; :func:`friction_split` therefore hands the linear part to the integrator as implicit
-joint damping and only the rest is applied as an explicit torque.
+The paper's Table 2 unit row is garbled by OCR; fc and fs are read as N.m and vs as rad/s. The
+linear zone qd0 (0.01 rad/s, not in the paper) keeps the explicit part stable at the simulator's
+0.25 ms physics step; identification uses the same default.
 """
 
 from __future__ import annotations
@@ -20,11 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# seed 000 (WSO identification of a Franka arm), Table 2: fc, fs, vs per joint 1..7
-FRANKA_TABLE2_FC = (0.2153, 0.1691, 0.2195, 0.1056, 0.6047, 0.2996, 0.1883)
-FRANKA_TABLE2_FS = (0.3834, 0.2567, 0.3760, 0.0790, 0.3062, 0.3823, 0.3854)
-FRANKA_TABLE2_VS = (-0.0729, 0.0603, 0.0474, 0.0892, 6.0463e-4, -0.0510, 0.0938)
-DEFAULT_QD0 = 0.01  # rad/s
+from robodyn.identification.friction import DEFAULT_LINEAR_ZONE as DEFAULT_QD0
+from robodyn.identification.friction import SEED000_STRIBECK, stribeck, stribeck_magnitude
 
 
 @dataclass(frozen=True)
@@ -53,7 +43,8 @@ class StribeckFriction:
 
     @classmethod
     def franka_seed000(cls, fv=0.0, qd0=DEFAULT_QD0) -> "StribeckFriction":
-        return cls.create(7, FRANKA_TABLE2_FC, FRANKA_TABLE2_FS, FRANKA_TABLE2_VS, fv, qd0)
+        t = SEED000_STRIBECK
+        return cls.create(7, t["fc"], t["fs"], t["vs"], fv, qd0)
 
     @classmethod
     def none(cls, dof: int) -> "StribeckFriction":
@@ -65,15 +56,12 @@ class StribeckFriction:
 
 def stribeck_level(speed: np.ndarray, f: StribeckFriction) -> np.ndarray:
     """Magnitude of eq. 2 outside the linear zone, for speeds >= 0."""
-    return f.fc + (f.fs - f.fc) * np.exp(-np.square(speed / f.vs))
+    return stribeck_magnitude(speed, f.fc, f.fs, f.vs)
 
 
 def friction_torque(qd: np.ndarray, f: StribeckFriction) -> np.ndarray:
     """tau_f(qd): the torque friction opposes motion with (same sign as qd), shape of qd."""
-    speed = np.abs(qd)
-    outside = stribeck_level(speed, f) * np.sign(qd)
-    inside = stribeck_level(f.qd0, f) / f.qd0 * qd
-    return np.where(speed < f.qd0, inside, outside) + f.fv * qd
+    return stribeck(qd, f.fc, f.fs, f.vs, f.fv, f.qd0)
 
 
 def linear_zone_slope(f: StribeckFriction) -> np.ndarray:

@@ -42,17 +42,20 @@ DEFAULT_LINEAR_ZONE = 1e-2
 DEFAULT_SIGMOID_VELOCITY = 0.01  # vt of the tanh model, rad/s
 
 
-def stribeck(qd, fc, fs, vs, fv=0.0, qd0=DEFAULT_LINEAR_ZONE):
-    """Seed 000 eq. 2 (plus optional viscous fv). Broadcasts over arrays."""
-    qd = np.asarray(qd, float)
+def stribeck_magnitude(speed, fc, fs, vs):
+    """|F| of seed 000 eq. 2 outside the linear zone, for speeds >= 0 (vs enters squared)."""
     vs = np.where(np.abs(vs) > 0, np.abs(vs), 1e-12)
+    return fc + (fs - fc) * np.exp(-(np.asarray(speed, float) / vs) ** 2)
 
-    def outer(v):
-        return (fc + (fs - fc) * np.exp(-(v / vs) ** 2)) * np.sign(v) + fv * v
 
-    qd0 = float(qd0)
-    slope = outer(np.asarray(qd0)) / qd0 if qd0 > 0 else 0.0
-    return np.where(np.abs(qd) >= qd0, outer(qd), slope * qd)
+def stribeck(qd, fc, fs, vs, fv=0.0, qd0=DEFAULT_LINEAR_ZONE):
+    """Seed 000 eq. 2 (plus optional viscous fv); parameters broadcast per joint, qd0 too."""
+    qd = np.asarray(qd, float)
+    qd0 = np.asarray(qd0, float)
+    speed = np.abs(qd)
+    outside = stribeck_magnitude(speed, fc, fs, vs) * np.sign(qd)
+    inside = stribeck_magnitude(qd0, fc, fs, vs) / qd0 * qd
+    return np.where(speed >= qd0, outside, inside) + fv * qd
 
 
 def coulomb_viscous(qd, fc, fv, fo=0.0):
