@@ -91,6 +91,25 @@ def load_npz(path: str | Path, drive_gains=None) -> SampledData:
         return SampledData(z["t"], z["q"], tau, z["qd"] if "qd" in z else None)
 
 
+def recording_dataset(rec, phase: str = "execute") -> SampledData:
+    """The samples of one phase of a daemon recording (default: the trajectory itself, without the
+    move to the start and the settling), with robot time, measured q, qd and joint torque."""
+    mask = rec.phase_mask(phase)
+    if not mask.any():
+        raise ValueError(f"recording {rec.path}: no samples in phase {phase!r}"
+                         + (" (the file was cut short)" if rec.truncated else ""))
+    missing = [s for s in ("q", "qd", "tau") if s not in rec.signals]
+    if missing:
+        raise ValueError(f"recording {rec.path}: missing signal(s) {missing}; it has {list(rec.signals)}")
+    lost = rec.lost
+    if lost:
+        import warnings
+
+        warnings.warn(f"recording {rec.path}: {lost} samples were lost; timestamps keep the gaps visible",
+                      stacklevel=2)
+    return SampledData(rec.robot_time[mask], rec.signal("q")[mask], rec.signal("tau")[mask], rec.signal("qd")[mask])
+
+
 def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None) -> SampledData:
     """A CSV, NPZ or daemon recording (.mcap) as :class:`SampledData`."""
     path = Path(ref)
@@ -102,8 +121,7 @@ def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None) -> S
     if suffix == ".mcap":
         from robodyn.daemon.recording import load_recording  # the daemon's loader is the one reader
 
-        rec = load_recording(path)
-        return SampledData(rec.t, rec.q, rec.tau, rec.qd)
+        return recording_dataset(load_recording(path))
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     raise ValueError(f"{path}: unknown data format {suffix!r}; expected .csv, .npz or .mcap")

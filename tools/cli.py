@@ -54,6 +54,83 @@ def register(sub) -> None:
     p.add_argument("--signals", default="q,tau", help="comma list of signals to show (default q,tau)")
     p.set_defaults(handler=cmd_stream)
 
+    register_jobs(sub)
+
+
+def register_jobs(sub) -> None:
+    p = sub.add_parser("submit-identify", help="identify on the daemon's worker from recording ids")
+    _endpoint_arg(p)
+    p.add_argument("recordings", nargs="+", metavar="REC_ID")
+    p.add_argument("--holdout", nargs="*", default=[], metavar="REC_ID", help="recordings to validate on")
+    p.add_argument("--method", choices=("ols", "wls", "irls"), default="wls")
+    p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"), default="coulomb-viscous")
+    p.add_argument("--friction-model", metavar="FILE", help="friction fit JSON to subtract (stribeck/sigmoid)")
+    p.add_argument("--cutoff", type=float, default=10.0, metavar="HZ", help="filtfilt cut-off for q and tau")
+    p.add_argument("--wait", action="store_true", help="show progress until the job ends")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_submit_identify)
+
+    p = sub.add_parser("jobs", help="list the daemon's identification jobs")
+    _endpoint_arg(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_jobs)
+
+    p = sub.add_parser("pull", help="fetch the result of an identification job")
+    _endpoint_arg(p)
+    p.add_argument("job", metavar="JOB")
+    p.add_argument("--out", required=True, metavar="FILE", help="where to write the result JSON")
+    p.set_defaults(handler=cmd_pull)
+
+
+def cmd_submit_identify(args) -> int:
+    config = {"method": args.method, "friction": args.friction,
+              "processing": {"q_cutoff_hz": args.cutoff or None, "tau_cutoff_hz": args.cutoff or None}}
+    if args.friction_model:
+        doc = json.loads(Path(args.friction_model).read_text())
+        config["friction_model"] = doc.get("model", doc)
+    with _client(args) as client:
+        reply = _daemon_call(lambda: client.identify(args.recordings, config, args.holdout))
+        job = reply["job"]
+        if not args.wait:
+            print_json(reply) if args.json else print(f"job {job} queued")
+            return 0
+
+        def progress(st):
+            if not args.json:
+                print(f"\r  {job}: {st['state']:<9} {st.get('stage', ''):<24} {st.get('progress', 0) * 100:5.1f} %",
+                      end="", file=sys.stderr, flush=True)
+
+        st = _daemon_call(lambda: client.wait_job(job, progress))
+        if not args.json:
+            print(file=sys.stderr)
+        if st["state"] != "completed":
+            raise UserError(f"job {job} failed: {st.get('error')}")
+        if args.json:
+            print_json(st)
+        else:
+            print(f"job {job} completed; fetch it with: robodyn pull {job} --out result.json")
+    return 0
+
+
+def cmd_jobs(args) -> int:
+    with _client(args) as client:
+        jobs = _daemon_call(client.jobs)
+    if args.json:
+        print_json(jobs)
+    else:
+        for j in jobs:
+            print(f"{j['job']:<34} {j['state']:<10} {j.get('stage') or '':<24} {(j.get('progress') or 0) * 100:5.1f} %"
+                  + (f"  {j['error']}" if j.get("error") else ""))
+    return 0
+
+
+def cmd_pull(args) -> int:
+    with _client(args) as client:
+        result = _daemon_call(lambda: client.pull(args.job))
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    print(f"{args.job}: {result['base']['count']} base parameters ({result['estimate']['method']}) -> {args.out}")
+    return 0
+
 
 def _client(args):
     from .client import Client

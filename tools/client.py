@@ -159,6 +159,40 @@ class Client:
                 raise TimeoutError(f"run {run_id} still {st['state']} after {timeout} s")
             time.sleep(poll_s)
 
+    # ----------------------------------------------------------------- identification jobs
+
+    def identify(self, recordings: list[str], config: dict | None = None, holdout: list[str] | None = None) -> dict:
+        """Submit an identification job (recording ids + pipeline config); returns {"job": id, ...}."""
+        args = {"recordings": list(recordings)}
+        if config:
+            args["config"] = config
+        if holdout:
+            args["holdout"] = list(holdout)
+        return self.call("identify", **args)
+
+    def job_status(self, job: str) -> dict:
+        return self.call("job_status", job=job)
+
+    def jobs(self) -> list[dict]:
+        return self.call("jobs")["jobs"]
+
+    def pull(self, job: str) -> dict:
+        """The result document of a completed job (robodyn.identification format)."""
+        return self.call("pull", job=job, timeout=max(self.timeout, 30.0))["result"]
+
+    def wait_job(self, job: str, progress: Callable[[dict], None] | None = None, timeout: float | None = None,
+                 poll_s: float = 0.3) -> dict:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            st = self.job_status(job)
+            if progress is not None:
+                progress(st)
+            if st["state"] in ("completed", "failed"):
+                return st
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"job {job} still {st['state']} after {timeout} s")
+            time.sleep(poll_s)
+
     # ----------------------------------------------------------------- stream
 
     def stream(self, endpoint: str | None = None, max_batches: int | None = None, timeout: float = 5.0,

@@ -1,0 +1,252 @@
+"""Identification jobs inside the daemon: the offline worker.
+
+The daemon loads this module as an extension (daemon.server.EXTENSION_MODULES) and gains the
+commands ``identify``, ``job_status``, ``jobs`` and ``pull``. A job runs in its own process (never
+in the daemon's main process or the driver's), one at a time in submission order. Each job owns a
+directory ``<data_dir>/jobs/<job_id>/`` with
+
+    request.json   what was asked (recording ids, robot, pipeline config)
+    status.json    state, stage, progress, error; rewritten atomically by the worker
+    result.json    the identification result (robodyn.identification format) when done
+
+so a job's state survives a daemon restart and a client can always be told what happened.
+Clients name recordings and jobs by id; no path ever comes from a client.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from robodyn.daemon import protocol as P
+
+JOB_STATES = ("queued", "running", "completed", "failed")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+POLL_S = 0.2
+
+
+def _valid_id(v) -> str | None:
+    return None if isinstance(v, str) and ID_PATTERN.match(v) and ".." not in v else \
+        "must be an id (letters, digits, '-', '_', '.'), not a path"
+
+
+def _recording_ids(v) -> str | None:
+    if not isinstance(v, list) or not v:
+        return "must be a non-empty list of recording ids"
+    if len(v) > 100:
+        return "at most 100 recordings per job"
+    for item in v:
+        if _valid_id(item):
+            return f"{item!r} is not a recording id"
+    return None
+
+
+ARGS = {
+    "identify": {
+        "recordings": P.Arg((list,), True, _recording_ids, "recording ids (see `recordings`)"),
+        "config": P.Arg((dict,), False, None, "pipeline config: method, friction, rotor_inertia, "
+                                               "friction_model, processing{...}, motor_couplings"),
+        "holdout": P.Arg((list,), False, None, "recording ids to validate on"),
+    },
+    "job_status": {"job": P.Arg((str,), True, _valid_id, "job id")},
+    "jobs": {},
+    "pull": {"job": P.Arg((str,), True, _valid_id, "job id")},
+}
+
+
+def _write_json_atomic(path: Path, doc: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, path)
+
+
+def _config_from_dict(d: dict):
+    from .pipeline import IdentificationConfig
+    from .signals import ProcessingConfig
+
+    d = dict(d or {})
+    known = {"method", "friction", "rotor_inertia", "friction_model", "processing", "chunk_samples", "motor_couplings"}
+    unknown = set(d) - known
+    if unknown:
+        raise ValueError(f"config: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
+    processing = d.pop("processing", None) or {}
+    pfields = set(ProcessingConfig.__dataclass_fields__)
+    bad = set(processing) - pfields
+    if bad:
+        raise ValueError(f"config.processing: unknown field(s) {sorted(bad)}; known: {sorted(pfields)}")
+    if "motor_couplings" in d:
+        d["motor_couplings"] = tuple(tuple(c) for c in d["motor_couplings"])
+    return IdentificationConfig(processing=ProcessingConfig(**processing), **d)
+
+
+def run_job(job_dir: str, recordings_dir: str) -> None:
+    """The worker process: identify, validate on hold-out recordings, write result.json."""
+    job_dir = Path(job_dir)
+    request = json.loads((job_dir / "request.json").read_text())
+    status = {"job": job_dir.name, "state": "running", "stage": "loading", "progress": 0.0,
+              "started": time.time(), "pid": os.getpid()}
+
+    def report(stage: str, fraction: float) -> None:
+        status.update(stage=stage, progress=round(0.1 + 0.8 * fraction, 3))
+        _write_json_atomic(job_dir / "status.json", status)
+
+    try:
+        from robodyn.daemon.recording import load_recording
+
+        from .data import recording_dataset
+        from .pipeline import identify, validate
+
+        _write_json_atomic(job_dir / "status.json", status)
+        config = _config_from_dict(request.get("config"))
+        recs = [load_recording(Path(recordings_dir) / f"{rid}.mcap") for rid in request["recordings"]]
+        model = _model_of(recs[0])
+        datasets = [recording_dataset(r) for r in recs]
+        result = identify(model, datasets, config, sources=request["recordings"], progress=report)
+        doc = result.to_dict()
+        holdout = request.get("holdout") or []
+        if holdout:
+            report("validating on hold-out", 0.95)
+            held = [recording_dataset(load_recording(Path(recordings_dir) / f"{rid}.mcap")) for rid in holdout]
+            doc["metrics"]["holdout"] = validate(model, doc, held)
+            doc["provenance"]["holdout"] = holdout
+        _write_json_atomic(job_dir / "result.json", doc)
+        status.update(state="completed", stage="done", progress=1.0, finished=time.time())
+    except Exception as exc:  # the job fails, the worker reports why; the daemon is untouched
+        status.update(state="failed", error=f"{type(exc).__name__}: {exc}", finished=time.time(),
+                      traceback=traceback.format_exc(limit=5))
+    _write_json_atomic(job_dir / "status.json", status)
+
+
+def _model_of(rec):
+    """The robot model a recording was made with: the daemon stores its URDF and limits."""
+    import numpy as np
+
+    from robodyn.robot.urdf import model_from_urdf
+
+    from robodyn.robot.model import LIMIT_FIELDS
+
+    meta = rec.meta
+    if "model_urdf" not in meta:
+        raise ValueError(f"recording {rec.path}: carries no robot model (not a daemon recording?)")
+    robot = meta.get("robot") or {}
+    joints = robot.get("joints") or []
+    # summary() writes infinite limits as the strings 'inf'/'-inf', which float() reads back
+    limits = {k: [float(j[k]) for j in joints] for k in LIMIT_FIELDS} if joints else None
+    model = model_from_urdf(meta["model_urdf"], name=robot.get("name"), limits_override=limits,
+                            gravity=robot.get("gravity", (0.0, 0.0, -9.81)))
+    if "model_rotor_inertia" in meta:
+        model = model.__class__(**{**model.__dict__, "rotor_inertia": np.asarray(meta["model_rotor_inertia"], float)})
+    return model
+
+
+class JobManager:
+    """Runs jobs one at a time, each in a fresh worker process, and answers the job commands."""
+
+    def __init__(self, data_dir: Path, recordings_dir: Path):
+        self.jobs_dir = Path(data_dir).expanduser() / "jobs"
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        self.recordings_dir = Path(recordings_dir)
+        self.queue: list[str] = []
+        self.current: tuple[str, multiprocessing.Process] | None = None
+        self.lock = threading.Lock()
+        self.ctx = multiprocessing.get_context("spawn")
+        self._stop = threading.Event()
+        # a job left 'running' by a daemon that died cannot finish any more
+        for status_file in self.jobs_dir.glob("*/status.json"):
+            st = json.loads(status_file.read_text())
+            if st.get("state") in ("running", "queued"):
+                st.update(state="failed", error="the daemon stopped before the job finished; submit it again")
+                _write_json_atomic(status_file, st)
+        self.thread = threading.Thread(target=self._supervise, name="robodyn-jobs", daemon=True)
+        self.thread.start()
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(POLL_S):
+            with self.lock:
+                if self.current is not None and not self.current[1].is_alive():
+                    job_id, proc = self.current
+                    proc.join(0)
+                    st = self._status(job_id)
+                    if st.get("state") not in ("completed", "failed"):
+                        st.update(state="failed", error=f"worker process exited with code {proc.exitcode}")
+                        _write_json_atomic(self.jobs_dir / job_id / "status.json", st)
+                    self.current = None
+                if self.current is None and self.queue:
+                    job_id = self.queue.pop(0)
+                    proc = self.ctx.Process(target=run_job, args=(str(self.jobs_dir / job_id), str(self.recordings_dir)),
+                                            name=f"robodyn-job-{job_id}", daemon=True)
+                    proc.start()
+                    self.current = (job_id, proc)
+
+    def close(self) -> None:
+        self._stop.set()
+        with self.lock:
+            if self.current is not None and self.current[1].is_alive():
+                self.current[1].terminate()
+
+    def _status(self, job_id: str) -> dict:
+        path = self.jobs_dir / job_id / "status.json"
+        if not path.exists():
+            raise P.ProtocolError(P.E_NOT_FOUND, f"no job {job_id!r}")
+        return json.loads(path.read_text())
+
+    # ----------------------------------------------------------------- commands
+
+    def cmd_identify(self, args) -> dict:
+        missing = [r for r in args["recordings"] + list(args.get("holdout") or [])
+                   if not (self.recordings_dir / f"{r}.mcap").exists()]
+        if missing:
+            raise P.ProtocolError(P.E_NOT_FOUND, f"no recording(s) {missing}; see `robodyn recordings`")
+        holdout = args.get("holdout") or []
+        if _recording_ids(holdout) and holdout:
+            raise P.ProtocolError(P.E_INVALID_ARGS, f"holdout: {_recording_ids(holdout)}")
+        try:
+            _config_from_dict(args.get("config"))  # reject a bad config now, not in the worker
+        except (TypeError, ValueError) as exc:
+            raise P.ProtocolError(P.E_INVALID_ARGS, f"identify: {exc}") from None
+        job_id = time.strftime("job-%Y%m%d-%H%M%S-") + os.urandom(3).hex()
+        job_dir = self.jobs_dir / job_id
+        job_dir.mkdir(parents=True)
+        _write_json_atomic(job_dir / "request.json", {"recordings": args["recordings"], "holdout": holdout,
+                                                      "config": args.get("config") or {}})
+        _write_json_atomic(job_dir / "status.json", {"job": job_id, "state": "queued", "stage": "queued",
+                                                     "progress": 0.0, "submitted": time.time()})
+        with self.lock:
+            self.queue.append(job_id)
+            position = len(self.queue) + (self.current is not None) - 1
+        return {"job": job_id, "state": "queued", "ahead": position}
+
+    def cmd_job_status(self, args) -> dict:
+        st = self._status(args["job"])
+        st.pop("traceback", None)
+        return st
+
+    def cmd_jobs(self, args) -> dict:
+        out = []
+        for d in sorted(self.jobs_dir.iterdir()):
+            if (d / "status.json").exists():
+                st = json.loads((d / "status.json").read_text())
+                out.append({k: st.get(k) for k in ("job", "state", "stage", "progress", "error")})
+        return {"jobs": out}
+
+    def cmd_pull(self, args) -> dict:
+        st = self._status(args["job"])
+        if st.get("state") != "completed":
+            raise P.ProtocolError(P.E_BUSY if st.get("state") in ("queued", "running") else P.E_NOT_FOUND,
+                                  f"job {args['job']} is {st.get('state')}" +
+                                  (f": {st.get('error')}" if st.get("error") else ""))
+        return {"job": args["job"], "result": json.loads((self.jobs_dir / args["job"] / "result.json").read_text())}
+
+
+def register(daemon) -> None:
+    manager = JobManager(daemon.cfg.data_dir, daemon.recordings_dir)
+    daemon.job_manager = manager
+    for name, handler in (("identify", manager.cmd_identify), ("job_status", manager.cmd_job_status),
+                          ("jobs", manager.cmd_jobs), ("pull", manager.cmd_pull)):
+        daemon.add_command(name, ARGS[name], handler)

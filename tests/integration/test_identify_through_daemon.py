@@ -1,0 +1,71 @@
+"""Excitation -> daemon run on the MuJoCo plant -> recording -> identification job -> held-out check.
+
+The plant is MuJoCo (independent of the regressor), with the simulator's default torque noise,
+encoder quantization and seed-000 Stribeck friction, so these numbers are not circular.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from robodyn.cli import main
+from tests.daemon.conftest import DaemonProcess, READY_Q
+from tests.identification.conftest import rest_to_rest_fourier
+
+from robodyn.robot.loader import load_model
+from robodyn.trajectory import FourierTrajectory
+
+
+def excitation(seed, periods=3):
+    model = load_model("panda")
+    t = rest_to_rest_fourier(model, seed, wf=0.7, amplitude=0.06, periods=periods)
+    return FourierTrajectory(t.wf, READY_Q, t.a, t.b, periods=t.periods)
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = DaemonProcess(tmp_path_factory.mktemp("ident"))
+    yield d
+    d.stop()
+
+
+def run(daemon, traj):
+    reply = daemon.client.submit_run("panda", traj.to_dict(robot="panda"))
+    st = daemon.client.wait_run(reply["run_id"], timeout=240)
+    assert st["state"] == "completed", st
+    return reply["run_id"]
+
+
+def test_identification_job_on_daemon_recordings(daemon, tmp_path, capsys):
+    ident = run(daemon, excitation(1))
+    held = run(daemon, excitation(7, periods=1))
+    reply = daemon.client.identify([ident], {"method": "wls", "friction": "coulomb-viscous",
+                                             "processing": {"q_cutoff_hz": 20.0, "tau_cutoff_hz": 20.0}},
+                                   holdout=[held])
+    st = daemon.client.wait_job(reply["job"], timeout=240)
+    assert st["state"] == "completed", st
+    out = tmp_path / "params.json"
+    assert main(["pull", reply["job"], "--out", str(out), "--endpoint", daemon.control]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["provenance"]["recordings"] == [ident]
+    assert doc["estimate"]["rank"] == doc["base"]["count"]
+    holdout = doc["metrics"]["holdout"]
+    print("held-out", json.dumps({k: holdout[k] for k in ("rmse", "relative_error_total", "correlation")}))
+    assert holdout["relative_error_total"] < 0.1, holdout
+    assert min(holdout["correlation"]) > 0.9, holdout
+
+
+def test_bad_jobs_are_refused_with_reasons(daemon):
+    from robodyn.tools.client import DaemonError
+
+    with pytest.raises(DaemonError, match="no recording"):
+        daemon.client.identify(["does-not-exist"])
+    with pytest.raises(DaemonError, match="not a recording id"):
+        daemon.client.identify(["../etc/passwd"])
+    rec = daemon.client.recordings()[0]["id"] if daemon.client.recordings() else None
+    if rec is not None:
+        with pytest.raises(DaemonError, match="unknown field"):
+            daemon.client.identify([rec], {"method": "ols", "colour": "red"})
+    with pytest.raises(DaemonError, match="no job"):
+        daemon.client.pull("job-nope")
