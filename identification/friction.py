@@ -140,6 +140,51 @@ def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=SEED00
                                           scale) for v in speeds]
 
 
+def experiment_trajectory(model, q_hold, joint: int, low: float, high: float, speeds=SEED000_SPEEDS,
+                          scale: float = 0.5):
+    """One run for one joint: every sweep of :func:`sweep_plan`, joined by rest-to-rest moves, as a
+    single SequenceTrajectory (one validation, one move to the start, one recording). Returns the
+    trajectory and, per sweep, (speed, start time, end time) within it."""
+    from robodyn.trajectory import PointToPointTrajectory, SequenceTrajectory
+
+    sweeps = sweep_plan(model, q_hold, joint, low, high, speeds, scale)
+    parts, spans, t = [], [], 0.0
+    for k, sw in enumerate(sweeps):
+        if k:
+            prev_end = parts[-1].evaluate(parts[-1].duration)[0][0]
+            start = sw.evaluate(0.0)[0][0]
+            move = PointToPointTrajectory.within_limits(prev_end, start, model.qd_max, model.qdd_max,
+                                                        model.qddd_max, scale)
+            parts.append(move)
+            t += move.duration
+        parts.append(sw)
+        spans.append((sw.speed, t, t + sw.duration))
+        t += sw.duration
+    return SequenceTrajectory(parts), spans
+
+
+def sweep_spans(traj) -> list[tuple[int, float, float, float, float, float]]:
+    """(joint, speed, low, high, start, end) of every sweep inside a sweep or sequence trajectory."""
+    from robodyn.trajectory import SequenceTrajectory, SweepTrajectory
+
+    parts = traj.parts if isinstance(traj, SequenceTrajectory) else [traj]
+    starts = traj.starts if isinstance(traj, SequenceTrajectory) else [0.0]
+    return [(p.joint, p.speed, p.low, p.high, float(s), float(s + p.duration))
+            for p, s in zip(parts, starts) if isinstance(p, SweepTrajectory)]
+
+
+def points_from_run(traj, t: np.ndarray, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
+                    bins: int = 20) -> list["FrictionPoint"]:
+    """Friction points of every sweep in a recorded experiment run (t from the trajectory's start)."""
+    points = []
+    for joint, speed, low, high, start, end in sweep_spans(traj):
+        sel = (t >= start) & (t <= end)
+        points.append(extract_friction(q[sel], qd[sel], tau[sel], joint, speed, low, high, bins))
+    if not points:
+        raise ValueError("trajectory: contains no constant-velocity sweep")
+    return points
+
+
 @dataclass
 class FrictionPoint:
     joint: int
@@ -162,19 +207,21 @@ def extract_friction(q: np.ndarray, qd: np.ndarray, tau: np.ndarray, joint: int,
     if fwd.sum() < 2 or bwd.sum() < 2:
         raise ValueError(f"sweep joint {joint + 1} at {speed} rad/s: too few constant-speed samples "
                          f"({int(fwd.sum())} forward, {int(bwd.sum())} backward) in [{low:.3f}, {high:.3f}]")
+    # pair each forward sample with the backward torque interpolated at exactly its position,
+    # so gravity (which varies with q) cancels sample by sample
+    qb, tb = qj[bwd], tj[bwd]
+    order = np.argsort(qb)
+    qb, tb = qb[order], tb[order]
+    qf, tf = qj[fwd], tj[fwd]
+    inside = (qf >= qb[0]) & (qf <= qb[-1])
+    if inside.sum() < 2:
+        raise ValueError(f"sweep joint {joint + 1} at {speed} rad/s: forward and backward passes do not overlap")
+    pair_values = (tf[inside] - np.interp(qf[inside], qb, tb)) / 2.0
+    # the spread is reported over position bins (neighbouring samples are correlated)
     edges = np.linspace(low, high, bins + 1)
-    f_idx = np.digitize(qj[fwd], edges) - 1
-    b_idx = np.digitize(qj[bwd], edges) - 1
-    values = []
-    for k in range(bins):
-        tf = tj[fwd][f_idx == k]
-        tb = tj[bwd][b_idx == k]
-        if tf.size and tb.size:
-            values.append((tf.mean() - tb.mean()) / 2.0)
-    if not values:
-        raise ValueError(f"sweep joint {joint + 1} at {speed} rad/s: no position bin holds both directions")
-    values = np.array(values)
-    return FrictionPoint(joint, speed, float(values.mean()), float(values.std()), int(values.size))
+    idx = np.digitize(qf[inside], edges) - 1
+    values = np.array([pair_values[idx == k].mean() for k in range(bins) if np.any(idx == k)])
+    return FrictionPoint(joint, speed, float(pair_values.mean()), float(values.std()), int(values.size))
 
 
 @dataclass

@@ -12,6 +12,7 @@ Families (serialised as documented JSON, see ``to_dict`` / ``trajectory_from_dic
 - ``point_to_point`` quintic rest-to-rest move (used for the move to the start)
 - ``sweep``          constant-velocity forward/backward sweep of one joint (seed 000 friction experiment)
 - ``sampled``        arrays t, q (optional qd, qdd) interpolated by a quintic spline
+- ``sequence``       several of the above back to back, each starting where the previous ended
 
 JSON document::
 
@@ -536,9 +537,66 @@ class SampledTrajectory(Trajectory):
         return d
 
 
+# --------------------------------------------------------------------------- sequence
+
+
+@dataclass
+class SequenceTrajectory(Trajectory):
+    """Trajectories run back to back (e.g. the sweeps of a friction experiment with the moves
+    between them). Every part must start where the previous one ends, and at rest."""
+
+    parts: list
+    family: str = field(default="sequence", init=False)
+
+    def __post_init__(self):
+        if not self.parts:
+            raise ValueError("parts: a sequence needs at least one trajectory")
+        for k, p in enumerate(self.parts):
+            if not isinstance(p, Trajectory) or isinstance(p, SequenceTrajectory):
+                raise ValueError(f"parts[{k}]: expected a (non-sequence) trajectory")
+            if p.dof != self.parts[0].dof:
+                raise ValueError(f"parts[{k}]: has {p.dof} joints, parts[0] has {self.parts[0].dof}")
+        for k in range(1, len(self.parts)):
+            end = self.parts[k - 1].evaluate(self.parts[k - 1].duration)
+            start = self.parts[k].evaluate(0.0)
+            gap = float(np.max(np.abs(end[0] - start[0])))
+            if gap > 1e-9:
+                raise ValueError(f"parts[{k}]: starts {gap:.3g} away from where parts[{k - 1}] ends")
+            moving = float(max(np.max(np.abs(end[1])), np.max(np.abs(start[1]))))
+            if moving > 1e-9:
+                raise ValueError(f"parts[{k}]: the junction with parts[{k - 1}] is not at rest ({moving:.3g} rad/s)")
+        self.starts = np.concatenate([[0.0], np.cumsum([p.duration for p in self.parts])])
+
+    @property
+    def dof(self) -> int:
+        return self.parts[0].dof
+
+    @property
+    def duration(self) -> float:
+        return float(self.starts[-1])
+
+    def part_at(self, t) -> np.ndarray:
+        """Index of the part that time(s) t belong to."""
+        return np.clip(np.searchsorted(self.starts, np.atleast_1d(t), side="right") - 1, 0, len(self.parts) - 1)
+
+    def evaluate(self, t):
+        t = np.clip(np.atleast_1d(np.asarray(t, float)), 0.0, self.duration)
+        which = self.part_at(t)
+        out = [np.empty((t.shape[0], self.dof)) for _ in range(4)]
+        for k in np.unique(which):
+            sel = which == k
+            values = self.parts[k].evaluate(t[sel] - self.starts[k])
+            for arr, v in zip(out, values):
+                arr[sel] = v
+        return tuple(out)
+
+    def params(self) -> dict:
+        return {"parts": [p.to_dict() for p in self.parts]}
+
+
 # --------------------------------------------------------------------------- (de)serialisation
 
-FAMILIES = ("fourier", "fourier_poly", "periodic_poly", "point_to_point", "sweep", "sampled")
+FAMILIES = ("fourier", "fourier_poly", "periodic_poly", "point_to_point", "sweep", "sampled", "sequence")
 
 
 def trajectory_from_dict(doc: dict) -> Trajectory:
@@ -583,6 +641,13 @@ def trajectory_from_dict(doc: dict) -> Trajectory:
                 raise ValueError(f"joint: expected an integer joint index, got {joint!r}")
             traj = SweepTrajectory(need("q_hold"), joint, number("low"), number("high"), number("speed"),
                                    number("ramp"), number("dwell", 0.2))
+        elif family == "sequence":
+            parts = need("parts")
+            if not isinstance(parts, list):
+                raise ValueError("parts: expected a list of trajectory documents")
+            if len(parts) > 10000:
+                raise ValueError(f"parts: at most 10000 parts, got {len(parts)}")
+            traj = SequenceTrajectory([trajectory_from_dict(d) for d in parts])
         else:
             traj = SampledTrajectory(need("t"), need("q"), p.get("qd"), p.get("qdd"))
     except ValueError as exc:

@@ -149,3 +149,24 @@ def test_windowed_processing_equals_whole_recording_processing():
     for name in ("q", "qd", "qdd", "tau"):
         a, b = getattr(joined, name)[inner], getattr(whole, name)[inner]
         assert np.max(np.abs(a - b)) < 1e-6 * np.max(np.abs(b)), name
+
+
+def test_experiment_run_is_one_validated_sequence_and_extraction_finds_every_sweep():
+    from robodyn.identification.friction import experiment_trajectory, points_from_run
+    from robodyn.limits import check_trajectory
+    from robodyn.trajectory import trajectory_from_dict
+
+    model = load_model("panda")
+    truth = FrictionModel.franka_seed000()
+    home = np.array([0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0])
+    traj, spans = experiment_trajectory(model, home, 1, -0.2, 0.2, (0.02, 0.08, 0.3))
+    assert [s[0] for s in spans] == [0.02, 0.08, 0.3]
+    report = check_trajectory(model, traj, current_q=traj.evaluate(0.0)[0][0])
+    assert report.ok, report.summary()
+    again = trajectory_from_dict(traj.to_dict())  # the daemon stores the document in the recording
+    t, q, qd, _, _ = again.sample(500.0)
+    tau = gravity_torques(model, q) + truth.torque(qd)
+    points = points_from_run(again, t, q, qd, tau)
+    assert [p.speed for p in points] == [0.02, 0.08, 0.3]
+    for p in points:
+        assert p.torque == pytest.approx(truth.torque(np.full((1, 7), p.speed))[0, 1], rel=1e-4)
