@@ -252,8 +252,8 @@ class DriverLoop:
         self.pipe.setsockopt(zmq.LINGER, 1000)
         self.pipe.setsockopt(zmq.SNDHWM, 100_000)  # a stalled main process must never block the loop
         self.pipe.connect(endpoints["driver_pipe"])
-        self.driver = create_driver(cfg.driver, dict(cfg.driver_options, robot=cfg.robot)
-                                    if cfg.driver == "sim" else dict(cfg.driver_options))
+        # every driver builds on the configured robot model; [driver] need not repeat it
+        self.driver = create_driver(cfg.driver, {"robot": cfg.robot, **cfg.driver_options})
         self.desc = self.driver.describe()
         self.driver.connect()
         self.pub = self.ctx.socket(zmq.PUB)

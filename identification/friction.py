@@ -192,6 +192,7 @@ class FrictionPoint:
     torque: float  # (tau(+v) - tau(-v)) / 2, averaged over the paired positions
     std: float
     pairs: int
+    measured_speed: float = float("nan")  # mean |qd| over the paired samples
 
 
 def extract_friction(q: np.ndarray, qd: np.ndarray, tau: np.ndarray, joint: int, speed: float, low: float,
@@ -217,11 +218,14 @@ def extract_friction(q: np.ndarray, qd: np.ndarray, tau: np.ndarray, joint: int,
     if inside.sum() < 2:
         raise ValueError(f"sweep joint {joint + 1} at {speed} rad/s: forward and backward passes do not overlap")
     pair_values = (tf[inside] - np.interp(qf[inside], qb, tb)) / 2.0
+    # the robot's real speed, not the commanded one: an impedance-controlled joint under a varying
+    # gravity load lags by a position-dependent amount, and friction depends on what it really did
+    measured = float((np.abs(vj[fwd][inside]).mean() + np.abs(vj[bwd]).mean()) / 2.0)
     # the spread is reported over position bins (neighbouring samples are correlated)
     edges = np.linspace(low, high, bins + 1)
     idx = np.digitize(qf[inside], edges) - 1
     values = np.array([pair_values[idx == k].mean() for k in range(bins) if np.any(idx == k)])
-    return FrictionPoint(joint, speed, float(pair_values.mean()), float(values.std()), int(values.size))
+    return FrictionPoint(joint, speed, float(pair_values.mean()), float(values.std()), int(values.size), measured)
 
 
 @dataclass

@@ -1,0 +1,76 @@
+"""Start a daemon as a child process on free loopback ports (demo, tutorials, scripts)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalDaemon:
+    """``robodyn daemon`` in a subprocess, with its own config, data dir and log file."""
+
+    def __init__(self, workdir: str | Path, robot: str = "panda", driver_options: dict | None = None,
+                 startup_timeout: float = 90.0):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.control = f"tcp://127.0.0.1:{free_port()}"
+        self.state = f"tcp://127.0.0.1:{free_port()}"
+        self.data_dir = self.workdir / "data"
+        options = {"speed": 0.0, "seed": 0, **(driver_options or {})}
+        lines = [f'[daemon]\ncontrol = "{self.control}"\nstate = "{self.state}"\ndata_dir = "{self.data_dir}"',
+                 f'[robot]\nname = "{robot}"\ndriver = "sim"', "[driver]"]
+        lines += [f"{k} = {v!r}" if not isinstance(v, str) else f'{k} = "{v}"' for k, v in options.items()]
+        self.config = self.workdir / "daemon.toml"
+        self.config.write_text("\n".join(lines) + "\n")
+        self.log_path = self.workdir / "daemon.log"
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        from .client import Client
+
+        self.client = Client(self.control, timeout=30.0)
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the daemon exited during start-up; see {self.log_path}")
+            try:
+                st = self.client.status()
+                if st["driver"]["ready"] and st["recorder"]["ready"]:
+                    break
+            except Exception:  # not listening yet
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the daemon did not become ready in {startup_timeout:.0f} s; see {self.log_path}")
+            time.sleep(0.2)
+
+    def recording_path(self, run_or_recording_id: str) -> Path:
+        return self.data_dir / "recordings" / f"{run_or_recording_id}.mcap"
+
+    def stop(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(5)
+            self._log.close()
+
+    def __enter__(self) -> "LocalDaemon":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
