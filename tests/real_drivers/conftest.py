@@ -1,0 +1,106 @@
+"""Real client libraries against real peers on loopback: pylibfranka <-> franky-sim, ur_rtde <->
+the project's simulated UR controller. The extras are part of the test environment; a machine
+without them skips these modules with the install command in the reason."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from .peers import free_loopback, start_franky_sim, start_ur_controller
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    """`robodyn daemon` as a subprocess with a real-robot driver section."""
+
+    def __init__(self, tmp_path, robot: str, driver: str, options: dict, rt_priority: int = 0):
+        self.control = f"tcp://127.0.0.1:{free_port()}"
+        self.state = f"tcp://127.0.0.1:{free_port()}"
+        self.data_dir = tmp_path / "data"
+        opts = "\n".join(f"{k} = {json.dumps(v)}" for k, v in options.items())
+        self.config = tmp_path / f"daemon-{driver}.toml"
+        self.config.write_text(f'[daemon]\ncontrol = "{self.control}"\nstate = "{self.state}"\n'
+                               f'data_dir = "{self.data_dir}"\n[robot]\nname = "{robot}"\ndriver = "{driver}"\n'
+                               f'[loop]\nrt_priority = {rt_priority}\n[driver]\n{opts}\n')
+        self.log = open(tmp_path / f"daemon-{driver}.log", "w+")
+        self.proc = subprocess.Popen([sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        from robodyn.tools.client import Client
+
+        self.client = Client(self.control, timeout=10.0)
+        deadline = time.monotonic() + 60
+        while True:
+            assert self.proc.poll() is None, self.log_text()
+            try:
+                st = self.client.status()
+                if st["driver"]["ready"] and st["recorder"]["ready"] and st["state"]["q"]:
+                    break
+            except Exception:
+                pass
+            assert time.monotonic() < deadline, "daemon not ready in 60 s:\n" + self.log_text()
+            time.sleep(0.2)
+
+    def q(self) -> np.ndarray:
+        return np.array(self.client.status()["state"]["q"])
+
+    def log_text(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.log.close()
+
+
+def fourier_excitation(q0: np.ndarray, amplitude, duration: float, seed: int, robot: str, harmonics: int = 3) -> dict:
+    """A smooth Fourier+quintic excitation around q0 (the shared trajectory representation)."""
+    from robodyn.trajectory import FourierPolyTrajectory
+
+    n = q0.shape[0]
+    rng = np.random.default_rng(seed)
+    amp = np.broadcast_to(np.asarray(amplitude, float), (n,))[:, None]
+    traj = FourierPolyTrajectory(2 * np.pi / duration, q0, rng.normal(0, 1, (n, harmonics)) * amp,
+                                 rng.normal(0, 1, (n, harmonics)) * amp, periods=1)
+    return traj.to_dict(robot=robot)
+
+
+def execute_npz(recording: str, out) -> str:
+    """The executed part of a daemon recording as NPZ (t, q, qd, tau) for `robodyn identify`.
+
+    (The identification CLI's own .mcap reader expects attributes the daemon's Recording does not
+    have, so the tests go through the daemon's documented loader.)"""
+    from robodyn.daemon.recording import load_recording
+
+    rec = load_recording(recording)
+    ex = rec.phase_mask("execute")
+    np.savez(out, t=rec.robot_time[ex], q=rec.signal("q")[ex], qd=rec.signal("qd")[ex], tau=rec.signal("tau")[ex])
+    return str(out)
+
+
+def run_identify(*args: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "robodyn", *args, "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr + out.stdout
+    return json.loads(out.stdout)
+
+
+__all__ = ["Daemon", "execute_npz", "fourier_excitation", "free_loopback", "run_identify", "start_franky_sim", "start_ur_controller"]

@@ -1,0 +1,55 @@
+"""``python -m robodyn.tools.ur_controller --host 127.0.0.7``: run the simulated UR controller."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+from .plant import PlantConfig
+from .server import ROBOT_MODES, ControllerConfig, URController
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m robodyn.tools.ur_controller",
+                                description="Simulated UR controller (RTDE 30004, dashboard 29999, script 30003)")
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (127.x.y.z)")
+    p.add_argument("--robot", default="ur5e")
+    p.add_argument("--cb3", action="store_true", help="report a CB3 controller (3.15, 125 Hz)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--perturbation", type=float, default=0.0, help="relative std of the true inertial parameters")
+    p.add_argument("--payload-kg", type=float, default=0.0)
+    p.add_argument("--payload-com", default="0.05,0,0.05", help="m, last link frame")
+    p.add_argument("--robot-mode", default="RUNNING", choices=sorted(ROBOT_MODES))
+    p.add_argument("--rt-priority", type=int, default=0,
+                   help="SCHED_FIFO priority for the controller (0: default scheduler); keeps 500 Hz on a busy host")
+    args = p.parse_args(argv)
+    if args.rt_priority > 0:
+        try:  # before any thread starts: they all inherit it
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+        except OSError as exc:
+            print(f"ur_controller: SCHED_FIFO refused ({exc}); running on the default scheduler", file=sys.stderr)
+    plant = PlantConfig(robot=args.robot, seed=args.seed, perturbation=args.perturbation, payload_kg=args.payload_kg,
+                        payload_com=tuple(float(x) for x in args.payload_com.split(",")))
+    cfg = ControllerConfig(host=args.host, cb3=args.cb3, robot_mode=args.robot_mode, plant=plant)
+    ctl = URController(cfg)
+    try:
+        ctl.start()
+    except OSError as exc:
+        print(f"ur_controller: cannot bind {args.host}: {exc}", file=sys.stderr)
+        return 2
+    print(f"ur_controller: {args.robot} on {args.host} (RTDE {cfg.rate_hz:.0f} Hz, version "
+          f"{'.'.join(map(str, cfg.version))}), drive gains {[round(k, 4) for k in ctl.plant.drive_gains]}",
+          flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: done.set())
+    signal.signal(signal.SIGINT, lambda *a: done.set())
+    done.wait()
+    ctl.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
