@@ -139,17 +139,19 @@ def cmd_validate(args) -> int:
     if args.plot:
         from .base_params import BaseParameters
         from .friction import FrictionModel
-        from .pipeline import predict_base
+        from .pipeline import predict_processed
         from .report import torque_plot_png
         from .signals import ProcessingConfig, process
 
         import numpy as np
 
-        d = process(datasets[0], ProcessingConfig(**doc["config"]["processing"])).data
         fm = FrictionModel.from_dict(doc["friction_model"]) if doc.get("friction_model") else None
-        pred = predict_base(model, BaseParameters.from_dict(doc["base"]), np.asarray(doc["estimate"]["values"]),
-                            d.q, d.qd, d.qdd, fm)
-        Path(args.plot).write_bytes(torque_plot_png(d.t - d.t[0], d.tau, pred, model.joint_names,
+        d = process(datasets[0], ProcessingConfig(**doc["config"]["processing"]), fm).data
+        pred = predict_processed(model, BaseParameters.from_dict(doc["base"]), np.asarray(doc["estimate"]["values"]), d)
+        measured = d.tau
+        if d.tau_friction is not None:
+            pred, measured = pred + d.tau_friction, measured + d.tau_friction
+        Path(args.plot).write_bytes(torque_plot_png(d.t - d.t[0], measured, pred, model.joint_names,
                                                     f"validation on {args.data[0]}"))
     if args.json:
         print_json(metrics)

@@ -34,8 +34,8 @@ from . import optimizers as opt
 from .base_params import BaseParameters, base_parameters
 from .estimators import NormalEquations, accumulate, ols, wls
 from .friction import DEFAULT_LINEAR_ZONE
-from .pipeline import IdentificationConfig, _chunks
-from .regressor import gather_joint_major, regressor
+from .pipeline import IdentificationConfig, _chunks, base_rows
+from .regressor import gather_joint_major
 from .signals import SampledData, process_windows
 
 METAHEURISTICS = ("wso", "pso", "ga", "icpso")
@@ -50,7 +50,8 @@ BOX_FACTOR = 5.0
 # --------------------------------------------------------------------------- data -> statistics
 
 
-def processed_source(datasets: Sequence[SampledData], config: IdentificationConfig, preprocessed: bool):
+def processed_source(datasets: Sequence[SampledData], config: IdentificationConfig, preprocessed: bool,
+                     friction=None):
     """A re-iterable source of processed windows, exactly as :func:`.pipeline.identify` processes them."""
 
     def source():
@@ -58,7 +59,7 @@ def processed_source(datasets: Sequence[SampledData], config: IdentificationConf
             if preprocessed:
                 yield raw
             else:
-                for piece in process_windows(raw, config.processing):
+                for piece in process_windows(raw, config.processing, friction=friction):
                     yield piece.data
 
     return source
@@ -72,15 +73,14 @@ def normal_equations_of(model: RobotModel, datasets: Sequence[SampledData], conf
     from .friction import FrictionModel
 
     friction = FrictionModel.from_dict(config.friction_model) if config.friction_model else None
-    chunks = _chunks(model, processed_source(datasets, config, preprocessed), config.spec, base, friction,
+    chunks = _chunks(model, processed_source(datasets, config, preprocessed, friction), config.spec, base,
                      config.chunk_samples)
     return base, accumulate(chunks, model.dof, base.count)
 
 
 def joint_major_data(model: RobotModel, base: BaseParameters, data: SampledData) -> np.ndarray:
     """Base regressor of one processed recording as contiguous per-joint blocks (n, N, b)."""
-    W = regressor(model, data.q, data.qd, data.qdd, base.spec)
-    return gather_joint_major(W, model.dof, base.independent)
+    return gather_joint_major(base_rows(model, data, base.spec), model.dof, base.independent)
 
 
 # --------------------------------------------------------------------------- fitness

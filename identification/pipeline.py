@@ -129,10 +129,24 @@ def load_result(path) -> dict:
 # --------------------------------------------------------------------------- chunked regressor
 
 
+def base_rows(model: RobotModel, d: SampledData, spec: ColumnSpec, out: np.ndarray | None = None) -> np.ndarray:
+    """Sample-major regressor rows (N*n, P) of processed data. When the data carry a filtered
+    sgn(qd) (parallel filtering), it replaces the Coulomb columns, so the model's friction step
+    went through the same filter as the measured torque."""
+    W = regressor(model, d.q, d.qd, d.qdd, spec, out=out)
+    if "coulomb" in spec.friction and d.coulomb is not None:
+        per = spec.per_joint
+        col = 10 + int(spec.rotor_inertia) + spec.friction.index("coulomb")
+        Wr = W.reshape(d.count, model.dof, -1)
+        for j in range(model.dof):
+            Wr[:, j, per * j + col] = d.coulomb[:, j]
+    return W
+
+
 def _chunks(model: RobotModel, source: Callable[[], Iterator[SampledData]], spec: ColumnSpec,
-            base: BaseParameters, friction: FrictionModel | None,
-            chunk: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
-    """A re-iterable source of (base regressor rows, friction-compensated torque) chunks."""
+            base: BaseParameters, chunk: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
+    """A re-iterable source of (joint-major base regressor rows, torque) chunks; any friction model
+    was already subtracted from the torque in processing, before filtering."""
     P = spec.total(model.dof)
 
     def gen():
@@ -140,30 +154,33 @@ def _chunks(model: RobotModel, source: Callable[[], Iterator[SampledData]], spec
         for d in source():
             for s in range(0, d.count, chunk):
                 e = min(d.count, s + chunk)
-                m = e - s
-                W = regressor(model, d.q[s:e], d.qd[s:e], d.qdd[s:e], spec, out=buf[: m * model.dof])
-                tau = d.tau[s:e]
-                if friction is not None:
-                    tau = tau - friction.torque(d.qd[s:e])
-                yield gather_joint_major(W, model.dof, base.independent), tau
+                piece = d.select(slice(s, e))
+                W = base_rows(model, piece, spec, out=buf[: (e - s) * model.dof])
+                yield gather_joint_major(W, model.dof, base.independent), piece.tau
 
     return gen
 
 
-def predict_base(model: RobotModel, base: BaseParameters, theta: np.ndarray, q, qd, qdd,
-                 friction: FrictionModel | None = None, chunk: int = 20000) -> np.ndarray:
-    """Torques (N, n) predicted by identified base parameters (plus a subtracted friction model)."""
-    q, qd, qdd = (np.asarray(a, float) for a in (q, qd, qdd))
-    out = np.empty_like(q)
+def predict_processed(model: RobotModel, base: BaseParameters, theta: np.ndarray, d: SampledData,
+                      chunk: int = 20000) -> np.ndarray:
+    """W_b theta (N, n) for processed data (using its parallel-filtered Coulomb signal, if any);
+    add ``d.tau_friction`` for the full torque when a friction model was subtracted."""
     full = np.zeros(len(base.standard_names))  # theta on the standard columns: no column copy
     full[base.independent] = theta
-    for s in range(0, q.shape[0], chunk):
-        e = min(q.shape[0], s + chunk)
-        W = regressor(model, q[s:e], qd[s:e], qdd[s:e], base.spec)
-        out[s:e] = (W @ full).reshape(e - s, model.dof)
-        if friction is not None:
-            out[s:e] += friction.torque(qd[s:e])
+    out = np.empty((d.count, model.dof))
+    for s in range(0, d.count, chunk):
+        e = min(d.count, s + chunk)
+        out[s:e] = (base_rows(model, d.select(slice(s, e)), base.spec) @ full).reshape(e - s, model.dof)
     return out
+
+
+def predict_base(model: RobotModel, base: BaseParameters, theta: np.ndarray, q, qd, qdd,
+                 friction: FrictionModel | None = None, chunk: int = 20000) -> np.ndarray:
+    """Torques (N, n) from states by identified base parameters, plus a friction model if given."""
+    q, qd, qdd = (np.asarray(a, float) for a in (q, qd, qdd))
+    states = SampledData(np.arange(q.shape[0], dtype=float), q, np.zeros_like(q), qd, qdd)
+    out = predict_processed(model, base, theta, states, chunk)
+    return out if friction is None else out + friction.torque(qd)
 
 
 class TorqueMetrics:
@@ -236,7 +253,7 @@ def identify(model: RobotModel, datasets: Sequence[SampledData], config: Identif
                 steps[k] = [{"step": "none", "reason": "preprocessed data"}]
                 yield raw
                 continue
-            for piece in process_windows(raw, config.processing):
+            for piece in process_windows(raw, config.processing, friction=friction):
                 if steps[k] is None:
                     steps[k] = piece.steps
                 yield piece.data
@@ -244,14 +261,15 @@ def identify(model: RobotModel, datasets: Sequence[SampledData], config: Identif
     spec = config.spec
     base = base_parameters(model, spec)
     friction = FrictionModel.from_dict(config.friction_model) if config.friction_model else None
+    if friction is not None and preprocessed:
+        raise ValueError("friction_model: preprocessed data cannot be friction-compensated here; subtract it first")
     report("estimating", 0.1)
-    chunks = _chunks(model, source, spec, base, friction, config.chunk_samples)
+    chunks = _chunks(model, source, spec, base, config.chunk_samples)
     est, statistics = estimate(config.method, chunks, model.dof, base.count, base.names)
     report("validating", 0.8)
-    if friction is None:  # the statistics already hold everything the metrics need
-        metrics = {"identification": statistics.metrics(est.theta, model.joint_names)}
-    else:  # measured torque includes the subtracted friction: one more pass
-        metrics = {"identification": _stream_metrics(model, base, est.theta, friction, source, config.chunk_samples)}
+    # the statistics already hold everything the metrics need (on the friction-compensated torque
+    # when a friction model was subtracted: the errors are the same, the torque scale is smaller)
+    metrics = {"identification": statistics.metrics(est.theta, model.joint_names)}
     provenance = {
         "recordings": list(sources), "software": f"robodyn {__version__}",
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -261,10 +279,15 @@ def identify(model: RobotModel, datasets: Sequence[SampledData], config: Identif
     return IdentificationResult(model.name, base, est, friction, config, metrics, steps, provenance)
 
 
-def _stream_metrics(model, base, theta, friction, source, chunk) -> dict:
+def _stream_metrics(model, base, theta, source, chunk) -> dict:
+    """Metrics on the full torque: a subtracted friction torque is added back to both sides."""
     acc = TorqueMetrics(model.dof)
     for d in source():
-        acc.add(d.tau, predict_base(model, base, theta, d.q, d.qd, d.qdd, friction, chunk))
+        predicted = predict_processed(model, base, theta, d, chunk)
+        if d.tau_friction is not None:
+            acc.add(d.tau + d.tau_friction, predicted + d.tau_friction)
+        else:
+            acc.add(d.tau, predicted)
     return acc.result(model.joint_names)
 
 
@@ -282,7 +305,7 @@ def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
 
     def source():
         for d in datasets:
-            for piece in process_windows(d, processing):
+            for piece in process_windows(d, processing, friction=friction):
                 yield piece.data
 
-    return _stream_metrics(model, base, theta, friction, source, 20000)
+    return _stream_metrics(model, base, theta, source, 20000)

@@ -197,7 +197,6 @@ def _regressor_kernel(FR, Fp, jtype, g, q, qd, qdd, has_ia, has_fv, has_fc, has_
     N = q.shape[0]
     n = jtype.shape[0]
     block = 10 + has_ia + has_fv + has_fc + has_fo
-    P = block * n
     for chunk in prange(n_chunks):
         start = (chunk * N) // n_chunks
         stop = ((chunk + 1) * N) // n_chunks

@@ -23,6 +23,11 @@ class SampledData:
     tau: np.ndarray
     qd: np.ndarray | None = None
     qdd: np.ndarray | None = None
+    # Torque-side companions, filtered exactly like tau ("parallel filtering", Gautier): the friction
+    # torque already subtracted from tau, and sgn(qd) for the Coulomb columns. A filtered torque with
+    # a friction step is only comparable with a model whose friction step went through the same filter.
+    tau_friction: np.ndarray | None = None
+    coulomb: np.ndarray | None = None
 
     def __post_init__(self):
         self.t = np.asarray(self.t, float)
@@ -31,7 +36,7 @@ class SampledData:
         if self.t.ndim != 1:
             raise ValueError(f"t: expected a 1-D time vector, got shape {self.t.shape}")
         N = self.t.shape[0]
-        for name in ("q", "tau", "qd", "qdd"):
+        for name in ("q", "tau", "qd", "qdd", "tau_friction", "coulomb"):
             arr = getattr(self, name)
             if arr is None:
                 continue
@@ -61,7 +66,8 @@ class SampledData:
 
     def select(self, mask: np.ndarray) -> "SampledData":
         pick = lambda a: None if a is None else a[mask]  # noqa: E731
-        return SampledData(self.t[mask], self.q[mask], self.tau[mask], pick(self.qd), pick(self.qdd))
+        return SampledData(self.t[mask], self.q[mask], self.tau[mask], pick(self.qd), pick(self.qdd),
+                           pick(self.tau_friction), pick(self.coulomb))
 
 
 # --------------------------------------------------------------------------- sampling
@@ -233,7 +239,8 @@ def average_periods(data: SampledData, period_s: float) -> tuple[SampledData, in
     def avg(a):
         return None if a is None else a[:cut].reshape(periods, per, -1).mean(axis=0)
 
-    return SampledData(data.t[:per], avg(data.q), avg(data.tau), avg(data.qd), avg(data.qdd)), periods
+    return SampledData(data.t[:per], avg(data.q), avg(data.tau), avg(data.qd), avg(data.qdd),
+                       avg(data.tau_friction), avg(data.coulomb)), periods
 
 
 def moving_mask(qd: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:
@@ -269,7 +276,7 @@ class ProcessingConfig:
 
 
 def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 200_000,
-                    margin: int | None = None):
+                    margin: int | None = None, friction=None):
     """Yield processed pieces of a long recording, window by window, with bounded memory.
 
     Each window is processed with ``margin`` extra samples on both sides, which are then cut, so
@@ -289,7 +296,7 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
     needs_whole = (config.average_period_s is not None or config.resample == "always"
                    or (config.resample == "auto" and is_irregular(raw.t[: min(N, 100000)], config.jitter_tolerance)))
     if needs_whole or N <= window + 2 * margin:
-        yield process(raw, config)
+        yield process(raw, config, friction)
         return
     cfg = ProcessingConfig(**{**config.to_dict(), "resample": "never", "trim_s": 0.0})
     if cfg.rloess_span is not None and cfg.rloess_span <= 1:
@@ -303,7 +310,7 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
         hi = min(N, stop + margin)
         piece = SampledData(raw.t[lo:hi], raw.q[lo:hi], raw.tau[lo:hi],
                             None if raw.qd is None else raw.qd[lo:hi], None if raw.qdd is None else raw.qdd[lo:hi])
-        done = process(piece, cfg)
+        done = process(piece, cfg, friction)
         d = done.data
         keep = (d.t >= raw.t[start] - 1e-12) & (d.t < (raw.t[stop] if stop < N else np.inf))
         yield ProcessedData(d.select(keep), cfg, done.steps)
@@ -317,8 +324,12 @@ class ProcessedData:
     steps: list[dict] = field(default_factory=list)  # what each step did / measured
 
 
-def process(raw: SampledData, config: ProcessingConfig = ProcessingConfig()) -> ProcessedData:
-    """Run the configured chain; returns uniformly sampled q, qd, qdd, tau and a step log."""
+def process(raw: SampledData, config: ProcessingConfig = ProcessingConfig(), friction=None) -> ProcessedData:
+    """Run the configured chain; returns uniformly sampled q, qd, qdd, tau and a step log.
+
+    ``friction`` (a FrictionModel) is subtracted from the raw torque before any filtering; the
+    subtracted torque and sgn(qd) are filtered alongside tau and returned with the data.
+    """
     steps: list[dict] = []
     data = raw
     if data.count < 50:
@@ -339,9 +350,6 @@ def process(raw: SampledData, config: ProcessingConfig = ProcessingConfig()) -> 
     if config.q_cutoff_hz:
         q = lowpass(q, config.q_cutoff_hz, rate, config.filter_order)
         steps.append({"step": "lowpass_q", "cutoff_hz": config.q_cutoff_hz, "order": config.filter_order})
-    if config.tau_cutoff_hz:
-        tau = lowpass(tau, config.tau_cutoff_hz, rate, config.filter_order)
-        steps.append({"step": "lowpass_tau", "cutoff_hz": config.tau_cutoff_hz, "order": config.filter_order})
     use_measured = config.velocity == "measured" or (config.velocity == "auto" and qd is not None)
     if config.velocity not in ("auto", "measured", "differentiate"):
         raise ValueError(f"velocity: expected auto, measured or differentiate, got {config.velocity!r}")
@@ -357,9 +365,21 @@ def process(raw: SampledData, config: ProcessingConfig = ProcessingConfig()) -> 
         qdd = second_difference(q, dt)
         steps.append({"step": "velocity", "source": "central difference of q",
                       "acceleration": "second central difference of q"})
+    # torque-side signals: everything below happens to all of them alike
+    torque_side = {"tau": tau, "coulomb": np.sign(qd)}
+    if friction is not None:
+        tau_f = friction.torque(qd)
+        torque_side["tau"] = tau - tau_f  # seed 000 eq. 9, before any filter touches the friction step
+        torque_side["tau_friction"] = tau_f
+        steps.append({"step": "friction_compensation", "model": friction.kind,
+                      "applied": "to the raw torque, before filtering"})
+    if config.tau_cutoff_hz:
+        torque_side = {k: lowpass(v, config.tau_cutoff_hz, rate, config.filter_order) for k, v in torque_side.items()}
+        steps.append({"step": "lowpass_tau", "cutoff_hz": config.tau_cutoff_hz, "order": config.filter_order,
+                      "parallel": sorted(k for k in torque_side if k != "tau")})
     if config.rloess_span:
         qdd = rloess(qdd, config.rloess_span, config.rloess_iterations)
-        tau = rloess(tau, config.rloess_span, config.rloess_iterations)
+        torque_side = {k: rloess(v, config.rloess_span, config.rloess_iterations) for k, v in torque_side.items()}
         steps.append({"step": "rloess", "span": config.rloess_span, "iterations": config.rloess_iterations,
                       "signals": ["qdd", "tau"]})
     t = data.t
@@ -368,14 +388,16 @@ def process(raw: SampledData, config: ProcessingConfig = ProcessingConfig()) -> 
         if 2 * k >= t.shape[0] - 10:
             raise ValueError(f"trim_s: trimming {config.trim_s} s at both ends leaves too few samples")
         sl = slice(k, t.shape[0] - k)
-        t, q, qd, qdd, tau = t[sl], q[sl], qd[sl], qdd[sl], tau[sl]
+        t, q, qd, qdd = t[sl], q[sl], qd[sl], qdd[sl]
+        torque_side = {k2: v[sl] for k2, v in torque_side.items()}
         steps.append({"step": "trim", "seconds": config.trim_s})
     if config.decimation > 1:
         f = config.decimation
-        q, qd, qdd, tau = (decimate(a, f) for a in (q, qd, qdd, tau))
+        q, qd, qdd = (decimate(a, f) for a in (q, qd, qdd))
+        torque_side = {k: decimate(v, f) for k, v in torque_side.items()}
         t = t[::f][: q.shape[0]]
         steps.append({"step": "decimate", "factor": f, "rate_hz": rate / f})
-    out = SampledData(t, q, tau, qd, qdd)
+    out = SampledData(t, q, torque_side["tau"], qd, qdd, torque_side.get("tau_friction"), torque_side["coulomb"])
     if config.average_period_s:
         out, periods = average_periods(out, config.average_period_s)
         steps.append({"step": "average_periods", "period_s": config.average_period_s, "periods": periods})

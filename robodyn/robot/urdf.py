@@ -270,7 +270,7 @@ def model_to_urdf(model: RobotModel, *, name: str | None = None, min_mass: float
     ``joint_dynamics`` optionally maps 'damping' / 'friction' to per-joint arrays written in
     each joint's <dynamics> tag.
     """
-    lines = [f'<?xml version="1.0"?>', f'<robot name={quoteattr(name or model.name)}>', '  <link name="base_link"/>']
+    lines = ['<?xml version="1.0"?>', f'<robot name={quoteattr(name or model.name)}>', '  <link name="base_link"/>']
     parent = "base_link"
     for i in range(model.dof):
         F = model.fixed[i]

@@ -6,7 +6,6 @@ encoder quantization and seed-000 Stribeck friction, so these numbers are not ci
 
 import json
 
-import numpy as np
 import pytest
 
 from robodyn.cli import main
