@@ -99,6 +99,18 @@ def _fourier_terms(t: np.ndarray, wf: float, a: np.ndarray, b: np.ndarray):
     return q, qd, qdd, jerk
 
 
+def _fourier_coefficients(wf, a, b, n: int):
+    """Validated (wf, a, b) for n joints: wf > 0, a and b of shape (n, L) with L >= 1."""
+    if isinstance(wf, bool) or not (isinstance(wf, (int, float)) and math.isfinite(wf) and wf > 0):
+        raise ValueError(f"wf: fundamental frequency must be > 0 rad/s, got {wf!r}")
+    a = _array("a", a, 2)
+    if a.shape[0] != n:
+        raise ValueError(f"a: expected {n} rows (one per joint), got {a.shape[0]}")
+    if a.shape[1] < 1:
+        raise ValueError("harmonics: need at least one harmonic")
+    return float(wf), a, _array("b", b, 2, a.shape)
+
+
 @dataclass
 class FourierTrajectory(Trajectory):
     wf: float
@@ -109,17 +121,8 @@ class FourierTrajectory(Trajectory):
     family: str = field(default="fourier", init=False)
 
     def __post_init__(self):
-        if not (isinstance(self.wf, (int, float)) and math.isfinite(self.wf) and self.wf > 0):
-            raise ValueError(f"wf: fundamental frequency must be > 0 rad/s, got {self.wf!r}")
-        self.wf = float(self.wf)
         self.q0 = _array("q0", self.q0, 1)
-        n = self.q0.shape[0]
-        self.a = _array("a", self.a, 2)
-        if self.a.shape[0] != n:
-            raise ValueError(f"a: expected {n} rows (one per joint), got {self.a.shape[0]}")
-        if self.a.shape[1] < 1:
-            raise ValueError("harmonics: need at least one harmonic")
-        self.b = _array("b", self.b, 2, self.a.shape)
+        self.wf, self.a, self.b = _fourier_coefficients(self.wf, self.a, self.b, self.q0.shape[0])
         if not (self.periods > 0 and math.isfinite(self.periods)):
             raise ValueError(f"periods: must be > 0, got {self.periods}")
 
@@ -187,17 +190,8 @@ class FourierPolyTrajectory(Trajectory):
     family: str = field(default="fourier_poly", init=False)
 
     def __post_init__(self):
-        if not (isinstance(self.wf, (int, float)) and math.isfinite(self.wf) and self.wf > 0):
-            raise ValueError(f"wf: fundamental frequency must be > 0 rad/s, got {self.wf!r}")
-        self.wf = float(self.wf)
         self.q_start = _array("q_start", self.q_start, 1)
-        n = self.q_start.shape[0]
-        self.a = _array("a", self.a, 2)
-        if self.a.shape[0] != n:
-            raise ValueError(f"a: expected {n} rows (one per joint), got {self.a.shape[0]}")
-        if self.a.shape[1] < 1:
-            raise ValueError("harmonics: need at least one harmonic")
-        self.b = _array("b", self.b, 2, self.a.shape)
+        self.wf, self.a, self.b = _fourier_coefficients(self.wf, self.a, self.b, self.q_start.shape[0])
         if int(self.periods) != self.periods or self.periods < 1:
             raise ValueError(f"periods: must be a positive integer, got {self.periods}")
         self.periods = int(self.periods)
