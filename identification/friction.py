@@ -125,9 +125,12 @@ class FrictionModel:
 # --------------------------------------------------------------------------- experiment
 
 
-def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=SEED000_SPEEDS, scale: float = 0.5):
+def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=SEED000_SPEEDS, scale: float = 0.5,
+               settle: float = 0.3):
     """The seed 000 experiment for one joint: one :class:`SweepTrajectory` per speed, all over the
-    same angle window [low, high], ramps within ``scale`` of the joint's acceleration/jerk limits."""
+    same angle window [low, high], ramps within ``scale`` of the joint's acceleration/jerk limits,
+    and ``settle`` seconds at constant speed before the window (the joint impedance needs about
+    0.2 s to settle from a ramp; inside that transient the torque is not yet friction alone)."""
     from robodyn.trajectory import SweepTrajectory
 
     if not 0 <= joint < model.dof:
@@ -137,17 +140,17 @@ def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=SEED00
     if too_fast:
         raise ValueError(f"speeds: {too_fast} exceed joint {joint + 1}'s velocity limit {model.qd_max[joint]} rad/s")
     return [SweepTrajectory.within_limits(q_hold, joint, low, high, v, model.qdd_max[joint], model.qddd_max[joint],
-                                          scale) for v in speeds]
+                                          scale, settle=settle) for v in speeds]
 
 
 def experiment_trajectory(model, q_hold, joint: int, low: float, high: float, speeds=SEED000_SPEEDS,
-                          scale: float = 0.5):
+                          scale: float = 0.5, settle: float = 0.3):
     """One run for one joint: every sweep of :func:`sweep_plan`, joined by rest-to-rest moves, as a
     single SequenceTrajectory (one validation, one move to the start, one recording). Returns the
     trajectory and, per sweep, (speed, start time, end time) within it."""
     from robodyn.trajectory import PointToPointTrajectory, SequenceTrajectory
 
-    sweeps = sweep_plan(model, q_hold, joint, low, high, speeds, scale)
+    sweeps = sweep_plan(model, q_hold, joint, low, high, speeds, scale, settle)
     parts, spans, t = [], [], 0.0
     for k, sw in enumerate(sweeps):
         if k:

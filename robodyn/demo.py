@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 READY = np.array([0.0, -np.pi / 4, 0.0, -3 * np.pi / 4, 0.0, np.pi / 2, np.pi / 4])
-DEMO_SPEEDS = (0.03, 0.06, 0.1, 0.18, 0.3, 0.6)  # rad/s: around the Franka's Stribeck velocities
+DEMO_SPEEDS = (0.015, 0.03, 0.045, 0.06, 0.08, 0.1, 0.13, 0.18, 0.3, 0.6)  # rad/s, dense around the Stribeck velocities
 SWEEP_HALF_WIDTH = 0.1  # rad around the ready pose
 PERIOD_S = 10.0
 WELL_EXCITED_SHARE = 0.10  # a base parameter carrying >= 10 % of some joint's RMS torque

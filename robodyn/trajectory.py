@@ -393,8 +393,9 @@ def _velocity_ramp(T: float, v_from: float, v_to: float, t: np.ndarray):
 class SweepTrajectory(Trajectory):
     """One joint moves at constant ``speed`` forward over [low, high], then backward over the same
     range, while the others hold ``q_hold`` (seed 000 §2.1). Speed ramps are quintic smoothsteps of
-    ``ramp`` seconds outside the window, so the whole window is crossed at constant speed both ways;
-    the robot starts and ends at rest at ``low`` minus the ramp distance."""
+    ``ramp`` seconds, followed by ``settle`` seconds at constant speed before the window, so the
+    window is crossed at constant speed both ways after the controller has settled from the ramp;
+    the robot starts and ends at rest at :attr:`start_position`."""
 
     q_hold: np.ndarray
     joint: int
@@ -403,6 +404,7 @@ class SweepTrajectory(Trajectory):
     speed: float
     ramp: float
     dwell: float = 0.2
+    settle: float = 0.0
     family: str = field(default="sweep", init=False)
 
     def __post_init__(self):
@@ -410,16 +412,16 @@ class SweepTrajectory(Trajectory):
         if not (isinstance(self.joint, (int, np.integer)) and 0 <= int(self.joint) < self.q_hold.shape[0]):
             raise ValueError(f"joint: must index one of the {self.q_hold.shape[0]} joints, got {self.joint!r}")
         self.joint = int(self.joint)
-        for name in ("low", "high", "speed", "ramp", "dwell"):
+        for name in ("low", "high", "speed", "ramp", "dwell", "settle"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not math.isfinite(v):
                 raise ValueError(f"{name}: expected a finite number, got {v!r}")
             setattr(self, name, float(v))
         if not self.high > self.low:
             raise ValueError(f"high: {self.high} must exceed low {self.low}")
-        if not self.speed > 0 or not self.ramp > 0 or self.dwell < 0:
-            raise ValueError("speed and ramp must be > 0 and dwell >= 0")
-        cruise = (self.high - self.low) / self.speed
+        if not self.speed > 0 or not self.ramp > 0 or self.dwell < 0 or self.settle < 0:
+            raise ValueError("speed and ramp must be > 0, dwell and settle >= 0")
+        cruise = (self.high - self.low) / self.speed + 2.0 * self.settle
         v = self.speed
         self._segments = [(self.ramp, 0.0, v), (cruise, v, v), (self.ramp, v, 0.0), (self.dwell, 0.0, 0.0),
                           (self.ramp, 0.0, -v), (cruise, -v, -v), (self.ramp, -v, 0.0), (self.dwell, 0.0, 0.0)]
@@ -434,7 +436,7 @@ class SweepTrajectory(Trajectory):
 
     @property
     def start_position(self) -> float:
-        return self.low - self.speed * self.ramp / 2.0
+        return self.low - self.speed * (self.ramp / 2.0 + self.settle)
 
     def evaluate(self, t):
         t = np.clip(np.atleast_1d(np.asarray(t, float)), 0.0, self.duration)
@@ -461,15 +463,16 @@ class SweepTrajectory(Trajectory):
 
     @classmethod
     def within_limits(cls, q_hold, joint: int, low: float, high: float, speed: float, qdd_max: float,
-                      qddd_max: float, scale: float = 0.5, dwell: float = 0.2) -> "SweepTrajectory":
+                      qddd_max: float, scale: float = 0.5, dwell: float = 0.2,
+                      settle: float = 0.0) -> "SweepTrajectory":
         """The sweep whose ramps use ``scale`` of the joint's acceleration and jerk limits
         (peaks of the smoothstep ramp: acceleration 1.875 v/T, jerk 5.7735 v/T^2)."""
         ramp = max(0.05, 1.875 * speed / (scale * qdd_max), math.sqrt(5.7735 * speed / (scale * qddd_max)))
-        return cls(q_hold, joint, low, high, speed, ramp, dwell)
+        return cls(q_hold, joint, low, high, speed, ramp, dwell, settle)
 
     def params(self) -> dict:
         return {"q_hold": self.q_hold.tolist(), "joint": self.joint, "low": self.low, "high": self.high,
-                "speed": self.speed, "ramp": self.ramp, "dwell": self.dwell}
+                "speed": self.speed, "ramp": self.ramp, "dwell": self.dwell, "settle": self.settle}
 
 
 # --------------------------------------------------------------------------- sampled
@@ -634,7 +637,7 @@ def trajectory_from_dict(doc: dict) -> Trajectory:
             if isinstance(joint, bool) or not isinstance(joint, int):
                 raise ValueError(f"joint: expected an integer joint index, got {joint!r}")
             traj = SweepTrajectory(need("q_hold"), joint, number("low"), number("high"), number("speed"),
-                                   number("ramp"), number("dwell", 0.2))
+                                   number("ramp"), number("dwell", 0.2), number("settle", 0.0))
         elif family == "sequence":
             parts = need("parts")
             if not isinstance(parts, list):
