@@ -613,14 +613,36 @@ def _wso(ev: _Evaluator, x0, opts: WSOOptions, rng, callback, run, history) -> t
 # --------------------------------------------------------------------------- front door
 
 
+def is_better(candidate: OptimizeResult, incumbent: OptimizeResult | None) -> bool:
+    """The multi-start rule: feasible beats infeasible, then lower fitness; a tie keeps the incumbent
+    (the earlier start), so the winner does not depend on which start finished first."""
+    return incumbent is None or (candidate.feasible, -candidate.fun) > (incumbent.feasible, -incumbent.fun)
+
+
+def best_of(results: Sequence[OptimizeResult]) -> OptimizeResult:
+    """Combine single-start results (ordered by start index, each with its ``runs`` entry) into the
+    result :func:`minimize` returns for all starts at once; ``elapsed`` is the sum of the starts'."""
+    if not results:
+        raise ValueError("best_of: no results to combine")
+    best = None
+    for r in results:
+        if is_better(r, best):
+            best = r
+    runs = [run for r in results for run in r.runs]
+    return replace(best, runs=runs, nfev=sum(r.nfev for r in results), elapsed=sum(r.elapsed for r in results))
+
+
 def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", *, seed=None, x0=None,
              options=None, constraints: Sequence = (), repair=None, callback=None, restarts: int = 1,
-             time_limit: float | None = None) -> OptimizeResult:
+             time_limit: float | None = None, runs: Sequence[int] | None = None) -> OptimizeResult:
     """Minimise ``fitness`` over ``bounds`` with ``method``; see the module docstring.
 
     ``options`` is the method's options dataclass (defaults: :func:`default_options`).
     ``restarts`` > 1 runs independent starts (seeds spawned from ``seed``) and keeps the best;
     ``x0`` seeds the first start only. ``time_limit`` (s) bounds the whole call.
+    ``runs`` (start indices, default all) runs only those of the ``restarts`` starts, each with the
+    seed it has in the full run, so starts can execute on different machines and be combined by
+    :func:`best_of` into the result of the full run.
     """
     method = method.lower()
     opts = default_options(method) if options is None else options
@@ -637,11 +659,15 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
             raise ValueError(f"x0: expected {bounds.dim} values, got shape {x0.shape}")
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     seeds = root.spawn(int(restarts))
+    selected = range(int(restarts)) if runs is None else [int(k) for k in runs]
+    if not selected or any(k < 0 or k >= int(restarts) for k in selected):
+        raise ValueError(f"runs: expected start indices in [0, {int(restarts)}), got {list(selected)}")
     t_start = time.perf_counter()
     best: OptimizeResult | None = None
-    runs = []
+    run_docs = []  # not `runs`: that name is the parameter choosing the starts
     total_fev = 0
-    for k, ss in enumerate(seeds):
+    for k in selected:
+        ss = seeds[k]
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
         if remaining is not None and remaining <= 0 and best is not None:
             break
@@ -666,11 +692,11 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
         fun = ev.best_raw
         total_fev += ev.nfev
         result = OptimizeResult(ev.best_x, fun, method, nit, ev.nfev, ev.elapsed, feasible, msg, history)
-        runs.append({"run": k, "fun": fun, "feasible": feasible, "nit": nit, "nfev": ev.nfev,
-                     "elapsed": ev.elapsed, "message": msg})
-        if best is None or (result.feasible, -result.fun) > (best.feasible, -best.fun):
+        run_docs.append({"run": k, "fun": fun, "feasible": feasible, "nit": nit, "nfev": ev.nfev,
+                         "elapsed": ev.elapsed, "message": msg})
+        if is_better(result, best):
             best = result
         if stopped_by_user:
             break
     assert best is not None
-    return replace(best, runs=runs, nfev=total_fev, elapsed=time.perf_counter() - t_start)
+    return replace(best, runs=run_docs, nfev=total_fev, elapsed=time.perf_counter() - t_start)

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "robodyn.identification.cli",
     "robodyn.identification.excitation_cli",
     "robodyn.identification.advanced_cli",
+    "robodyn.identification.scaleout_cli",
     "robodyn.calibration.cli",
     "robodyn.demo",
 )

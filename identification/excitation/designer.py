@@ -94,11 +94,22 @@ class DesignResult:
                 "limit_report": self.limit_report}
 
 
-def design_excitation(model: RobotModel, request: DesignRequest | None = None, *, callback=None) -> DesignResult:
-    """Design an excitation trajectory for ``model``. Raises InfeasibleDesign naming every
-    constraint that cannot be met, ValueError for malformed requests."""
-    req = request or DesignRequest()
-    t0 = time.perf_counter()
+@dataclass
+class _Problem:
+    """What the optimizer needs, built from (model, request) alone so that any process can rebuild it."""
+
+    family: Family
+    limits: JointLimits
+    start: np.ndarray | None
+    basis: np.ndarray
+    crit: RegressorGrid
+    criterion: object
+    bounds: opt.Bounds
+    nonlinear: list
+    repair: object
+
+
+def _problem(model: RobotModel, req: DesignRequest) -> _Problem:
     family = make_family(req.family, model.dof, harmonics=req.harmonics, wf=req.wf, period=req.period,
                          order=req.order)
     limits = JointLimits.from_model(model, req.margin, req.limit_overrides)
@@ -133,25 +144,58 @@ def design_excitation(model: RobotModel, request: DesignRequest | None = None, *
     def repair(Z):
         return repair_population(Z, family, limits, basis, start)
 
+    return _Problem(family, limits, start, basis, crit, criterion, bounds, nonlinear, repair)
+
+
+def _optimize(p: _Problem, req: DesignRequest, callback=None, runs=None) -> opt.OptimizeResult:
     options = req.options
     if req.optimizer == "slsqp":
         # log(cond) is far better scaled for a quasi-Newton method than cond itself
+        criterion = p.criterion
         fitness = (lambda Z: np.log(criterion(Z))) if req.objective != "logdet" else criterion
-        constraints = [joint_limit_constraint(family, limits, basis, start), *nonlinear]
-        x0 = repair(bounds.sample(np.random.default_rng(req.seed), 1))[0]
+        constraints = [joint_limit_constraint(p.family, p.limits, p.basis, p.start), *p.nonlinear]
+        x0 = p.repair(p.bounds.sample(np.random.default_rng(req.seed), 1))[0]
         if options is None:
             # the linear joint-limit rows already bound every variable (offsets by the range, shapes by
             # the derivative limits); repeating the box confuses SLSQP's subproblem
             options = opt.SLSQPOptions(box_constraints=False)
-        result = opt.minimize(fitness, bounds, "slsqp", seed=req.seed, x0=x0, options=options,
-                              constraints=constraints, callback=callback, restarts=req.starts,
-                              time_limit=req.time_limit, repair=repair)
+        return opt.minimize(fitness, p.bounds, "slsqp", seed=req.seed, x0=x0, options=options,
+                            constraints=constraints, callback=callback, restarts=req.starts,
+                            time_limit=req.time_limit, repair=p.repair, runs=runs)
+    if req.optimizer == "icpso" and options is None and req.objective != "logdet":
+        options = opt.ICPSOOptions(target=1.0)  # cond >= 1: eq. 15's f_d
+    return opt.minimize(p.criterion, p.bounds, req.optimizer, seed=req.seed, options=options,
+                        constraints=p.nonlinear, repair=p.repair, callback=callback, restarts=req.starts,
+                        time_limit=req.time_limit, runs=runs)
+
+
+def optimize_starts(model: RobotModel, request: DesignRequest, runs) -> opt.OptimizeResult:
+    """Only the starts ``runs`` (indices into ``request.starts``) of the design's optimisation, each
+    with the seed it has in the full run: what one worker of a distributed multi-start executes.
+    :func:`robodyn.identification.optimizers.best_of` combines the pieces into the full run's result."""
+    return _optimize(_problem(model, request), request, None, runs)
+
+
+def design_excitation(model: RobotModel, request: DesignRequest | None = None, *, callback=None,
+                      executor=None) -> DesignResult:
+    """Design an excitation trajectory for ``model``. Raises InfeasibleDesign naming every
+    constraint that cannot be met, ValueError for malformed requests.
+
+    ``executor`` (a :mod:`robodyn.identification.scaleout` executor) runs the ``starts`` on its
+    workers, one task per start; the result equals the in-process one for the same seed (except
+    under ``time_limit``, which then bounds each start instead of all of them together)."""
+    req = request or DesignRequest()
+    t0 = time.perf_counter()
+    p = _problem(model, req)
+    family, basis, crit, start = p.family, p.basis, p.crit, p.start
+    if executor is None:
+        result = _optimize(p, req, callback)
     else:
-        if req.optimizer == "icpso" and options is None and req.objective != "logdet":
-            options = opt.ICPSOOptions(target=1.0)  # cond >= 1: eq. 15's f_d
-        result = opt.minimize(criterion, bounds, req.optimizer, seed=req.seed, options=options,
-                              constraints=nonlinear, repair=repair, callback=callback, restarts=req.starts,
-                              time_limit=req.time_limit)
+        if callback is not None:
+            raise ValueError("callback: progress callbacks run in-process only; pass either callback or executor")
+        from ..scaleout.excitation import run_starts
+
+        result = run_starts(executor, model, req)
     z = result.x
     if not result.feasible:
         report = nonlinear_report(model, family, basis, z, req.cartesian, req.torque_limits, req.margin)

@@ -1,0 +1,86 @@
+"""Batches of whole jobs (identification per robot or recording, fleet calibration) and population
+evaluation spread over workers, with an on-disk result store for nightly runs."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .jobs import JobResult, JobSpec, ResultStore, RetryPolicy, digest
+
+
+def file_job_id(kind: str, payload: dict, paths: Sequence) -> str:
+    """An id that changes when an input file changes (size or modification time), so tonight's
+    recording under yesterday's file name is new work, and a re-run over the same files is not."""
+    stats = [[str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in paths]
+    return f"{kind}-{digest([payload, stats])[:20]}"
+
+
+def identify_job(robot, *, recordings: Sequence | None = None, data=None, config: dict | None = None,
+                 preprocessed: bool = False, drive_gains=None, sources: Sequence | None = None,
+                 job_id: str = "") -> JobSpec:
+    """An ``identify`` job: ``recordings`` (files every worker can read) or ``data`` (a Ref to a
+    list of SampledData from ``executor.put``); ``config`` is the daemon's JSON pipeline config."""
+    payload: dict = {"robot": robot, "config": dict(config or {}), "preprocessed": bool(preprocessed)}
+    if recordings is not None:
+        payload["recordings"] = [str(p) for p in recordings]
+    if data is not None:
+        payload["data"] = data
+    if sources is not None:
+        payload["sources"] = [str(s) for s in sources]
+    if drive_gains is not None:
+        payload["drive_gains"] = [float(g) for g in drive_gains]
+    if not job_id and recordings is not None:
+        job_id = file_job_id("identify", payload, recordings)
+    return JobSpec("identify", payload, job_id)
+
+
+def calibrate_job(measurements, *, loaded=None, args: Sequence[str] = (), job_id: str = "") -> JobSpec:
+    """A ``calibrate`` job: `robodyn calibrate identify MEASUREMENTS [--loaded LOADED] ARGS...`."""
+    payload = {"measurements": str(measurements), "loaded": None if loaded is None else str(loaded),
+               "args": [str(a) for a in args]}
+    if not job_id:
+        job_id = file_job_id("calibrate", payload, [p for p in (measurements, loaded) if p is not None])
+    return JobSpec("calibrate", payload, job_id)
+
+
+def run_batch(executor, specs: Iterable[JobSpec], store: ResultStore | None = None,
+              policy: RetryPolicy | None = None) -> list[JobResult]:
+    """Run ``specs``, skipping ids the store already holds; successful results are committed as they
+    arrive (a driver that dies loses no finished job), failures are returned but not stored, so the
+    next run tries them again. One result per spec, in order; with a store, the stored one."""
+    specs = list(specs)
+    if store is None:
+        return executor.run(specs, policy=policy)
+    todo = [s for s in specs if store.get(s.job_id) is None]
+    fresh = {r.job_id: r for r in executor.run(todo, policy=policy,
+                                                on_result=lambda r: r.ok and store.commit(r))}
+    # a concurrent driver may have stored an id first: the stored result is the one result
+    return [store.get(s.job_id) or fresh[s.job_id] for s in specs]
+
+
+class DistributedFitness:
+    """A population fitness evaluated on an executor's workers, for metaheuristics whose candidates
+    are costly (e.g. metaheuristic.StribeckFitness: O(N) per candidate). The fitness object, with
+    its arrays, is stored once; each call sends only the candidates, split into ``chunks`` row
+    blocks (default: one per worker), and returns the fitness in row order."""
+
+    def __init__(self, executor, fitness, chunks: int | None = None, policy: RetryPolicy | None = None):
+        self.executor = executor
+        self.ref = executor.put(fitness)
+        self.chunks = int(chunks or executor.workers)
+        self.policy = policy
+        self.calls = 0
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        X = np.atleast_2d(np.asarray(X, float))
+        blocks = np.array_split(np.arange(X.shape[0]), min(self.chunks, X.shape[0]))
+        specs = [JobSpec("population", {"fitness": self.ref, "X": X[rows]}) for rows in blocks]
+        results = self.executor.run(specs, policy=self.policy)
+        self.calls += 1
+        failed = [r for r in results if not r.ok]
+        if failed:
+            raise RuntimeError("population fitness: " + "; ".join(f"{r.job_id}: {r.error}" for r in failed))
+        return np.concatenate([np.asarray(r.value, float) for r in results])

@@ -1,0 +1,98 @@
+"""`robodyn scaleout run BATCH.json --out DIR`: a batch of identification / calibration jobs on the
+local process pool or on Ray (``--cluster ray://HOST:PORT``).
+
+BATCH.json (see docs/scaling.md)::
+
+    {"format": "robodyn.scaleout.batch", "version": 1,
+     "cluster": "local",            optional; --cluster overrides
+     "workers": 2,                  optional; --workers overrides
+     "jobs": [{"kind": "identify", "job_id": "arm07", "payload": {"robot": "panda",
+                "recordings": ["/data/arm07.mcap"], "config": {"method": "wls"}}},
+              {"kind": "calibrate", "payload": {"measurements": "m.csv", "loaded": "l.csv",
+                "args": ["--method", "combined"]}}]}
+
+Results go to DIR/<job_id>.json (robodyn.scaleout.result); ids already there are skipped, so a
+batch interrupted at any point is finished by running the same command again.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from robodyn.cli import print_json
+
+BATCH_FORMAT = "robodyn.scaleout.batch"
+FILE_KINDS = {"identify": ("recordings",), "calibrate": ("measurements", "loaded")}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("scaleout", help="run batches of identification / calibration jobs on a process pool or Ray")
+    act = p.add_subparsers(dest="action", metavar="ACTION")
+    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+    a = act.add_parser("run", help="run a batch file's jobs; results to DIR, finished ids skipped")
+    a.add_argument("batch", help="batch file (JSON, format robodyn.scaleout.batch)")
+    a.add_argument("--out", required=True, metavar="DIR", help="result directory (one JSON per job id)")
+    a.add_argument("--cluster", default=None,
+                   help="local (process pool, default), inline, ray (local Ray), ray://HOST:PORT or ray:ADDRESS")
+    a.add_argument("--workers", type=int, default=None, help="worker processes / local Ray CPUs (default: all CPUs)")
+    a.add_argument("--max-attempts", type=int, default=3, help="executions per job when workers are lost")
+    a.add_argument("--json", action="store_true", help="print the summary as JSON")
+    a.set_defaults(handler=cmd_run)
+
+
+def job_specs(doc: dict) -> list:
+    """The batch document's jobs as JobSpecs; a file job without an id is named by its files' state."""
+    from .scaleout.batch import file_job_id
+    from .scaleout.jobs import JobSpec
+
+    if doc.get("format") != BATCH_FORMAT:
+        raise ValueError(f"batch: format is {doc.get('format')!r}, expected {BATCH_FORMAT!r}")
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list) or not jobs:
+        raise ValueError("batch: 'jobs' must be a non-empty list")
+    specs = []
+    for k, job in enumerate(jobs):
+        spec = JobSpec.from_dict(job)  # validates kind, payload, id
+        if not job.get("job_id") and spec.kind in FILE_KINDS:
+            paths = [p for key in FILE_KINDS[spec.kind] for p in _as_list(spec.payload.get(key))]
+            missing = [p for p in paths if not Path(p).exists()]
+            if missing:
+                raise FileNotFoundError(f"jobs[{k}]: no such file {missing[0]}")
+            spec = JobSpec(spec.kind, spec.payload, file_job_id(spec.kind, spec.payload, paths))
+        specs.append(spec)
+    return specs
+
+
+def _as_list(v) -> list:
+    return [] if v is None else ([v] if isinstance(v, str) else list(v))
+
+
+def cmd_run(args) -> int:
+    from .scaleout.batch import run_batch
+    from .scaleout.executors import make_executor
+    from .scaleout.jobs import ResultStore, RetryPolicy
+
+    try:
+        doc = json.loads(Path(args.batch).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{args.batch}: not JSON ({exc})") from None
+    specs = job_specs(doc)
+    store = ResultStore(args.out)
+    policy = RetryPolicy(max_attempts=args.max_attempts)
+    cluster = args.cluster or doc.get("cluster")
+    with make_executor(cluster, args.workers or doc.get("workers"), policy) as executor:
+        results = run_batch(executor, specs, store, policy)
+    summary = {"out": str(args.out), "cluster": cluster or "local", "jobs": len(results),
+               "ok": sum(r.ok for r in results),
+               "results": [{"job_id": r.job_id, "kind": r.kind, "ok": r.ok, "attempts": r.attempts,
+                            "elapsed_s": r.elapsed_s, "error": r.error} for r in results]}
+    if args.json:
+        print_json(summary)
+    else:
+        for r in summary["results"]:
+            state = "ok" if r["ok"] else f"FAILED: {r['error']}"
+            print(f"{r['job_id']:<40} {r['kind']:<10} {state}")
+        print(f"{summary['ok']} of {summary['jobs']} jobs ok; results in {args.out}", file=sys.stderr)
+    return 0 if summary["ok"] == summary["jobs"] else 1
