@@ -25,6 +25,20 @@ Example (every key optional)::
     [recorder]
     block_ms = 50         # recorder writes and flushes a block at least this often (crash loss bound)
     compression = "zstd"  # zstd | lz4 | none
+
+    [security]            # remote access (docs/installation.md); without it: loopback only
+    curve_secret_key = "/etc/robodyn/keys/daemon.key_secret"  # enables CurveZMQ on both endpoints
+    clients = { alice = "<40-char Z85 public key>" }       # allow-list: name -> public key
+    operators = ["alice"]  # optional: only these clients may arm (default: any allowed client)
+
+    [jobs]
+    runner = "daemon"     # "service": robodyn-worker.service runs identification jobs (own cgroup)
+
+    [safety]
+    require_arm = true    # motion needs `robodyn arm` (default: true, for every driver)
+    arm_token_sha256 = "" # optional: `robodyn arm` must present the token with this SHA-256
+    max_run_s = 7200      # longest trajectory accepted (s): bounds validation time and file size
+    min_free_mb = 64      # a run is refused unless its estimated file size + this much is free
 """
 
 from __future__ import annotations
@@ -60,6 +74,14 @@ class DaemonConfig:
     settle_s: float = 0.2
     block_ms: float = 50.0
     compression: str = "zstd"
+    curve_secret_key: str = ""
+    clients: dict = field(default_factory=dict)
+    operators: list = field(default_factory=list)
+    require_arm: bool | None = None  # None: required (an operator arms even a simulator: same habits)
+    arm_token_sha256: str = ""
+    max_run_s: float = 7200.0
+    min_free_mb: float = 64.0
+    jobs_runner: str = "daemon"  # "service": robodyn-worker.service runs the identification jobs
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -72,12 +94,25 @@ class DaemonConfig:
     def recordings_dir(self) -> Path:
         return Path(self.data_dir).expanduser() / "recordings"
 
+    @property
+    def arming_required(self) -> bool:
+        """A simulated plant cannot hurt anyone, so it runs unarmed unless the config says
+        otherwise; every real driver needs an operator to arm the daemon."""
+        return True if self.require_arm is None else bool(self.require_arm)
+
+    @property
+    def curve(self) -> bool:
+        return bool(self.curve_secret_key)
+
 
 _SECTIONS = {
     "daemon": {"control": str, "state": str, "data_dir": str},
     "robot": {"name": str, "driver": str},
     "loop": {"rt_priority": int, "publish_interval_ms": (int, float), "settle_s": (int, float)},
     "recorder": {"block_ms": (int, float), "compression": str},
+    "security": {"curve_secret_key": str, "clients": dict, "operators": list},
+    "jobs": {"runner": str},
+    "safety": {"require_arm": bool, "arm_token_sha256": str, "max_run_s": (int, float), "min_free_mb": (int, float)},
 }
 
 
@@ -106,9 +141,10 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
         for key, typ in keys.items():
             if key in table:
                 value = table[key]
-                if isinstance(value, bool) or not isinstance(value, typ):
+                if (isinstance(value, bool) and typ is not bool) or not isinstance(value, typ):
                     raise ValueError(f"config: [{section}].{key} has the wrong type ({type(value).__name__})")
                 attr = {"name": "robot"}.get(key, key) if section == "robot" else key
+                attr = "jobs_runner" if section == "jobs" else attr
                 setattr(cfg, attr, value)
     if "driver" in doc:
         if not isinstance(doc["driver"], dict):
@@ -138,3 +174,38 @@ def check_config(cfg: DaemonConfig) -> None:
         raise ValueError(f"config: [recorder].block_ms must be in [1, 100] (the crash-loss bound), got {cfg.block_ms}")
     if cfg.compression not in ("zstd", "lz4", "none"):
         raise ValueError(f"config: [recorder].compression must be zstd, lz4 or none, got {cfg.compression!r}")
+    check_security(cfg)
+    if cfg.jobs_runner not in ("daemon", "service"):
+        raise ValueError(f"config: [jobs].runner must be 'daemon' or 'service', got {cfg.jobs_runner!r}")
+    if not 1 <= cfg.max_run_s <= 86400:
+        raise ValueError(f"config: [safety].max_run_s must be in [1, 86400], got {cfg.max_run_s}")
+    if cfg.min_free_mb < 0:
+        raise ValueError(f"config: [safety].min_free_mb must be >= 0, got {cfg.min_free_mb}")
+    token = cfg.arm_token_sha256
+    if token and (len(token) != 64 or any(c not in "0123456789abcdefABCDEF" for c in token)):
+        raise ValueError("config: [safety].arm_token_sha256 must be 64 hex digits "
+                         "(printf %s TOKEN | sha256sum)")
+
+
+def check_security(cfg: DaemonConfig) -> None:
+    """Loopback unless CurveZMQ is configured with a non-empty allow-list; keys well formed."""
+    from .security import _check_z85, is_loopback_endpoint
+
+    for name in ("control", "state"):
+        ep = getattr(cfg, name)
+        if not is_loopback_endpoint(ep) and not cfg.curve:
+            raise ValueError(f"config: [daemon].{name} = {ep!r} is reachable from other hosts; remote access "
+                             "needs CurveZMQ: set [security].curve_secret_key and [security].clients "
+                             "(see docs/installation.md), or bind to 127.0.0.1")
+    for client, key in cfg.clients.items():
+        if not isinstance(key, str):
+            raise ValueError(f"config: [security].clients.{client} must be a public key string")
+        _check_z85(key, f"config: [security].clients.{client}")
+    if cfg.curve and not cfg.clients:
+        raise ValueError("config: [security].curve_secret_key is set but [security].clients is empty: "
+                         "no client could connect")
+    unknown = [o for o in cfg.operators if o not in cfg.clients]
+    if unknown:
+        raise ValueError(f"config: [security].operators {unknown} are not in [security].clients")
+    if cfg.operators and not cfg.curve:
+        raise ValueError("config: [security].operators needs CurveZMQ (operators are identified by their key)")

@@ -39,7 +39,13 @@ E_BUSY = "busy"
 E_NOT_FOUND = "not_found"
 E_ROBOT = "robot_mismatch"
 E_UNAVAILABLE = "unavailable"  # a component (driver, recorder) is down
+E_NOT_ARMED = "not_armed"  # motion needs an operator to arm the daemon first
+E_FORBIDDEN = "forbidden"  # arming refused: wrong token or not an operator's key
+E_CANCELLED = "cancelled"  # a submission withdrawn (abort, disarm, shutdown) before any motion
 E_INTERNAL = "internal"
+
+MAX_TEXT = 1024  # labels, reasons, tokens: free text is short
+ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
 class ProtocolError(Exception):
@@ -125,6 +131,23 @@ def _positive(v) -> str | None:
     return None if v > 0 else "must be > 0"
 
 
+def _short_text(v) -> str | None:
+    return None if len(v) <= MAX_TEXT else f"is longer than {MAX_TEXT} characters"
+
+
+def check_id(v) -> str | None:
+    """Run and recording ids: never a path (no '/', no leading '.'), short, a fixed alphabet."""
+    if not v:
+        return "must not be empty"
+    if len(v) > 128 or v.startswith(".") or not set(v) <= ID_CHARS:
+        return "must be an id (letters, digits, '-', '_', '.'), not a path"
+    return None
+
+
+def _name(v) -> str | None:
+    return _non_empty(v) or (None if len(v) <= 64 else "is longer than 64 characters")
+
+
 # Argument schemas per command. Handlers are registered separately (see daemon.server); a command
 # listed here without a handler answers ``unknown_command`` too.
 COMMANDS: dict[str, dict[str, Arg]] = {
@@ -132,16 +155,18 @@ COMMANDS: dict[str, dict[str, Arg]] = {
     "status": {},
     "describe": {},
     "submit_run": {
-        "robot": Arg((str,), True, _non_empty, "robot name the client expects the daemon to drive"),
+        "robot": Arg((str,), True, _name, "robot name the client expects the daemon to drive"),
         "trajectory": Arg((dict,), True, None, "robodyn.trajectory JSON document"),
-        "mode": Arg((str,), False, None, "control mode, default 'position'"),
-        "label": Arg((str,), False, None, "free text stored in the recording"),
+        "mode": Arg((str,), False, _name, "control mode, default 'position'"),
+        "label": Arg((str,), False, _short_text, "free text stored in the recording"),
     },
-    "run_status": {"run_id": Arg((str,), False, _non_empty, "default: the current or last run")},
-    "abort": {"run_id": Arg((str,), False, _non_empty), "reason": Arg((str,), False)},
+    "run_status": {"run_id": Arg((str,), False, check_id, "default: the current or last run")},
+    "abort": {"run_id": Arg((str,), False, check_id), "reason": Arg((str,), False, _short_text)},
     "runs": {"limit": Arg((int,), False, _positive)},
     "recordings": {},
-    "recording_info": {"recording": Arg((str,), True, _non_empty, "recording id")},
+    "recording_info": {"recording": Arg((str,), True, check_id, "recording id")},
+    "arm": {"token": Arg((str,), False, _short_text, "arming token, when the daemon is configured with one")},
+    "disarm": {"reason": Arg((str,), False, _short_text)},
 }
 
 

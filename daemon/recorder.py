@@ -25,6 +25,7 @@ from .recording import RecordingWriter
 RCV_HWM = 200_000
 CLOSE_WAIT_S = 3.0  # how long `close` waits for the run's last samples to arrive
 STATS_S = 0.5
+ORPHAN_WAIT_S = 10.0  # after the main process died: longest wait for the driver's ramp to rest
 
 
 class StreamWatch:
@@ -68,6 +69,7 @@ class ActiveRun:
         self.gaps: list[list[int]] = []  # [last seq before gap, missing]
         self.close_msg: dict | None = None
         self.close_deadline = 0.0
+        self.driver_done = False  # the driver's run ended (its "done" event was on the stream)
 
     def add(self, seq: np.ndarray, robot_time, host, phase, values) -> None:
         if self.first_seq_seen == 0:
@@ -79,6 +81,29 @@ class ActiveRun:
             self.gaps.append([int(seq[i]), int(d[i] - 1)])
         self.last_seq_seen = int(seq[-1])
         self.writer.append(seq, robot_time, host, phase, values)
+
+
+class Throughput:
+    """Samples and bytes written per second over the last statistics interval."""
+
+    def __init__(self):
+        self.samples = 0
+        self.bytes = 0
+        self._last = (time.monotonic(), 0, 0)
+        self.rate = {"samples_per_s": 0.0, "bytes_per_s": 0.0, "bytes_written": 0, "samples_written": 0}
+
+    def add(self, samples: int, nbytes: int) -> None:
+        self.samples += samples
+        self.bytes += nbytes
+
+    def update(self) -> dict:
+        now = time.monotonic()
+        t0, s0, b0 = self._last
+        dt = max(now - t0, 1e-6)
+        self.rate = {"samples_per_s": (self.samples - s0) / dt, "bytes_per_s": (self.bytes - b0) / dt,
+                     "bytes_written": self.bytes, "samples_written": self.samples}
+        self._last = (now, self.samples, self.bytes)
+        return self.rate
 
 
 class Recorder:
@@ -100,6 +125,9 @@ class Recorder:
         self.active: ActiveRun | None = None
         self.running = True
         self.written_runs = 0
+        self.throughput = Throughput()
+        self.parent_pid = os.getppid()
+        self.orphaned_since: float | None = None
 
     # ----------------------------------------------------------------- control
 
@@ -146,11 +174,9 @@ class Recorder:
             gaps.append([run.last_seq_seen, tail_missing])
         summary = dict(run.close_msg.get("summary", {}), recorded_samples=recorded, expected_samples=expected,
                        lost_samples=expected - recorded, gaps=gaps, first_seq=first, last_seq=last)
-        try:
-            run.writer.close(summary)
-            self._reply({"type": "closed", "run": run.run, "path": run.path, "summary": summary})
-        except Exception as exc:
-            self._reply({"type": "close_failed", "run": run.run, "reason": f"{type(exc).__name__}: {exc}"})
+        if not self._write(lambda: run.writer.close(summary)):
+            return  # write_failed was reported; the file ends at its last complete block
+        self._reply({"type": "closed", "run": run.run, "path": run.path, "summary": summary})
         self.active = None
         self.written_runs += 1
 
@@ -178,23 +204,57 @@ class Recorder:
                     self._handle(P.unpackb(self.pipe.recv()))
             now_ns = time.monotonic_ns()
             if self.active is not None and self.active.writer.block_due(now_ns):
-                self.active.writer.flush_block()
+                self._write(self.active.writer.flush_block)
             self._maybe_finalize()
             if time.monotonic() >= next_stats:
                 next_stats = time.monotonic() + STATS_S
                 self._reply({"type": "stats", "stream": self.watch.to_dict(),
                              "recording": None if self.active is None else
                              {"run": self.active.run, "path": self.active.path, "samples": self.active.writer.samples},
-                             "written_runs": self.written_runs})
+                             "buffered_samples": 0 if self.active is None else self.active.writer.buffered,
+                             "throughput": self.throughput.update(), "written_runs": self.written_runs})
+                if self._orphaned_and_done(time.monotonic()):
+                    self.running = False
         if self.active is not None:
-            self.active.writer.close({"status": "recorder shut down before the run ended"})
+            self._write(lambda: self.active.writer.close({"status": "aborted",
+                                                         "reason": "recorder shut down before the run ended"}))
+
+    def _orphaned_and_done(self, now: float) -> bool:
+        """The main process died: keep recording until the driver's ramp to rest has ended (its
+        run's ``done`` event) or ORPHAN_WAIT_S passed, then finalize and leave."""
+        if os.getppid() == self.parent_pid:
+            return False
+        if self.orphaned_since is None:
+            self.orphaned_since = now
+        run = self.active
+        return run is None or run.driver_done or now - self.orphaned_since > ORPHAN_WAIT_S
+
+    def _write(self, operation) -> bool:
+        """Run a write of the active recording. On an OS error (disk full, I/O error) the file is
+        cut back to its last complete block, so it stays readable and frees the torn tail's space,
+        the run is dropped here, and the main process is told (it stops the robot)."""
+        run = self.active
+        before = run.writer.bytes_written
+        samples_before = run.writer.samples - run.writer.buffered
+        try:
+            operation()
+        except OSError as exc:
+            kept = run.writer.abandon()
+            self.active = None
+            self._reply({"type": "write_failed", "run": run.run, "path": run.path,
+                         "reason": f"{exc.strerror or exc} ({type(exc).__name__})", "kept_bytes": kept})
+            return False
+        self.throughput.add(run.writer.samples - run.writer.buffered - samples_before,
+                            run.writer.bytes_written - before)
+        return True
 
     def _on_stream(self, topic: bytes, payload: bytes) -> None:
         if topic == P.TOPIC_EVENT:
             if self.active is not None:
                 event = P.unpackb(payload)
                 if event.get("run") == self.active.run:
-                    self.active.writer.event(event)
+                    self.active.driver_done = self.active.driver_done or event.get("event") == "done"
+                    self._write(lambda: self.active.writer.event(event))
             return
         batch = P.unpack_state_batch(payload)
         seq = batch["seq"]
@@ -204,12 +264,15 @@ class Recorder:
             return
         mask = batch["run"] == run.run
         if mask.all():
-            run.add(seq, batch["robot_time"], batch["host_time_ns"], batch["phase"], batch["values"])
+            ok = self._write(lambda: run.add(seq, batch["robot_time"], batch["host_time_ns"], batch["phase"],
+                                             batch["values"]))
         elif mask.any():
-            run.add(seq[mask], batch["robot_time"][mask], batch["host_time_ns"][mask], batch["phase"][mask],
-                    batch["values"][mask])
-        if self.active.writer.block_due(time.monotonic_ns()):
-            self.active.writer.flush_block()
+            ok = self._write(lambda: run.add(seq[mask], batch["robot_time"][mask], batch["host_time_ns"][mask],
+                                             batch["phase"][mask], batch["values"][mask]))
+        else:
+            ok = True
+        if ok and self.active.writer.block_due(time.monotonic_ns()):
+            self._write(self.active.writer.flush_block)
 
 
 def recorder_process_main(cfg_dict: dict, endpoints: dict) -> None:

@@ -72,17 +72,16 @@ class RecordingWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "xb")
-        # chunk_size=1: every block closes its own chunk, written and flushed immediately
-        self._mcap = Writer(self._file, chunk_size=1, compression=_compression(compression))
-        self._mcap.start(profile="robodyn", library=f"robodyn {__version__}")
-        full_meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "software_version": __version__,
-                     "host": socket.gethostname(),
-                     "created_wall": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **meta}
-        self._mcap.add_metadata("robodyn.recording", {k: json.dumps(v) for k, v in full_meta.items()})
-        schema = self._mcap.register_schema("robodyn.StateBlock", "jsonschema", json.dumps(STATE_SCHEMA).encode())
-        self._state_ch = self._mcap.register_channel(STATE_TOPIC, "msgpack", schema)
-        self._event_ch = self._mcap.register_channel(EVENT_TOPIC, "json", 0)
-        self._file.flush()
+        try:
+            self._start(Writer, meta, compression)
+        except BaseException:
+            # nothing recorded yet: a half-written header is no recording, leave no file behind
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self.path.unlink(missing_ok=True)
+            raise
         self.block_ns = int(block_ms * 1e6)
         self._seq = np.zeros(capacity, dtype=np.uint64)
         self._robot_time = np.zeros(capacity)
@@ -94,6 +93,30 @@ class RecordingWriter:
         self._blocks = 0
         self.samples = 0
         self.closed = False
+
+    def _start(self, Writer, meta: dict, compression: str) -> None:
+        # chunk_size=1: every block closes its own chunk, written and flushed immediately
+        self._mcap = Writer(self._file, chunk_size=1, compression=_compression(compression))
+        self._mcap.start(profile="robodyn", library=f"robodyn {__version__}")
+        full_meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "software_version": __version__,
+                     "host": socket.gethostname(),
+                     "created_wall": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **meta}
+        self._mcap.add_metadata("robodyn.recording", {k: json.dumps(v) for k, v in full_meta.items()})
+        schema = self._mcap.register_schema("robodyn.StateBlock", "jsonschema", json.dumps(STATE_SCHEMA).encode())
+        self._state_ch = self._mcap.register_channel(STATE_TOPIC, "msgpack", schema)
+        self._event_ch = self._mcap.register_channel(EVENT_TOPIC, "json", 0)
+        self._flushed()
+
+    def _flushed(self) -> None:
+        """Flush to the OS and remember where the file ends: every byte before is a complete
+        record, which is where :meth:`abandon` cuts a file whose next write failed."""
+        self._file.flush()
+        self.bytes_written = self._file.tell()
+
+    @property
+    def buffered(self) -> int:
+        """Samples appended but not yet written (the crash-loss exposure)."""
+        return self._n
 
     def append(self, seq, robot_time, host_time_ns, phase, values) -> None:
         """Append consecutive samples (arrays); writes a block when the current one is old enough."""
@@ -132,7 +155,7 @@ class RecordingWriter:
                         "phase": self._phase[:n], "values": self._values[:n]})
         t = int(self._host[0])
         self._mcap.add_message(self._state_ch, log_time=t, data=data, publish_time=t, sequence=self._blocks)
-        self._file.flush()
+        self._flushed()
         self._blocks += 1
         self._n = 0
 
@@ -140,7 +163,7 @@ class RecordingWriter:
         t = int(event.get("host_time_ns", time.monotonic_ns()))
         self._mcap.add_message(self._event_ch, log_time=t, data=json.dumps(event).encode(), publish_time=t,
                                sequence=0)
-        self._file.flush()
+        self._flushed()
 
     def close(self, summary: dict) -> None:
         if self.closed:
@@ -152,6 +175,22 @@ class RecordingWriter:
         os.fsync(self._file.fileno())
         self._file.close()
         self.closed = True
+
+    def abandon(self) -> int:
+        """After a failed write (disk full, I/O error): close the file and cut it back to the end
+        of its last complete record, so the loader reads every block written before and the torn
+        tail's space is freed. Returns the size kept."""
+        kept = self.bytes_written
+        try:
+            self._file.close()  # flushing the torn tail may fail again; the descriptor closes anyway
+        except OSError:
+            pass
+        try:
+            os.truncate(self.path, kept)
+        except OSError:
+            pass
+        self.closed = True
+        return kept
 
 
 # --------------------------------------------------------------------------- loader

@@ -256,11 +256,28 @@ class DriverLoop:
         self.driver = create_driver(cfg.driver, {"robot": cfg.robot, **cfg.driver_options})
         self.desc = self.driver.describe()
         self.driver.connect()
+        self.zap = None
         self.pub = self.ctx.socket(zmq.PUB)
         self.pub.setsockopt(zmq.SNDHWM, PUB_HWM)
         self.pub.setsockopt(zmq.LINGER, 0)
+        if cfg.curve:
+            from .security import ZapHandler, make_curve_server, read_secret_key
+
+            # the state stream is as public as the control endpoint: the same keys guard it. The
+            # internal ipc subscriber (the recorder) handshakes as NULL, which ZAP admits.
+            self.zap = ZapHandler(self.ctx, cfg.clients)
+            make_curve_server(self.pub, read_secret_key(cfg.curve_secret_key)[1])
         self.pub.bind(cfg.state)
-        self.pub.bind(endpoints["state_ipc"])
+        if cfg.curve:
+            self.internal_pub = self.ctx.socket(zmq.PUB)  # curve is per socket: a plain one for ipc
+            self.internal_pub.setsockopt(zmq.SNDHWM, PUB_HWM)
+            self.internal_pub.setsockopt(zmq.LINGER, 0)
+            self.internal_pub.bind(endpoints["state_ipc"])
+        else:
+            self.pub.bind(endpoints["state_ipc"])
+            self.internal_pub = None
+        self.parent_pid = os.getppid()
+        self.terminate_requested = False  # SIGTERM: stop like a shutdown request (ramp, then exit)
         self.zmq = zmq
         self.columns = self.desc.columns()
         self.layout = layout_id(self.columns)
@@ -284,7 +301,17 @@ class DriverLoop:
             # the cycle that prepared the run (trajectory parsing, braked robot) is not a run cycle
             self.skip_run_period = True
         self._to_main(event)
-        self.pub.send_multipart([P.TOPIC_EVENT, P.packb(event)], flags=self.zmq.NOBLOCK)
+        self._publish([P.TOPIC_EVENT, P.packb(event)])
+
+    def _publish(self, frames: list) -> None:
+        """To every subscriber; PUB never blocks (a slow subscriber loses messages: seq gaps)."""
+        self.pub.send_multipart(frames, flags=self.zmq.NOBLOCK)
+        if self.internal_pub is not None:
+            self.internal_pub.send_multipart(frames, flags=self.zmq.NOBLOCK)
+
+    def _parent_gone(self) -> bool:
+        """The main process died (even SIGKILL): nobody supervises this loop any more."""
+        return os.getppid() != self.parent_pid
 
     def _to_main(self, msg: dict) -> bool:
         """Non-blocking send to the main process; False if its queue is full (message dropped)."""
@@ -321,8 +348,7 @@ class DriverLoop:
             self.stats_all.reset()
 
     def run(self) -> None:
-        zmq = self.zmq
-        pipe, pub, batcher, executor, driver = self.pipe, self.pub, self.batcher, self.executor, self.driver
+        pipe, batcher, executor, driver = self.pipe, self.batcher, self.executor, self.driver
         robot, layout = self.desc.robot, self.layout
         state = driver.read()
         self.state = state
@@ -363,19 +389,24 @@ class DriverLoop:
                 executor.fail(seq, f"{type(exc).__name__}: {exc}")
             batcher.append(seq, state.robot_time, now, executor.stamp_phase, executor.stamp_run, state.values)
             if batcher.due(now):
-                pub.send_multipart([P.TOPIC_STATE, batcher.pack(robot, layout, now)], flags=zmq.NOBLOCK)
+                self._publish([P.TOPIC_STATE, batcher.pack(robot, layout, now)])
             if seq % POLL_EVERY == 0:
                 while pipe.poll(0):
                     self._handle(P.unpackb(pipe.recv()), state)
+                if self.zap is not None:
+                    self.zap.serve_pending()
                 if now >= next_telemetry:
                     next_telemetry = now + telemetry_ns
                     self._to_main(self._telemetry(state))
+                    if self.running and (self._parent_gone() or self.terminate_requested):
+                        # ramp any motion to rest and leave; never keep moving unsupervised
+                        self._handle({"type": "shutdown"}, state)
                 if not self.running and not stopping:
                     stopping = True
                 if stopping and not executor.busy:
                     break
         if batcher.n:
-            pub.send_multipart([P.TOPIC_STATE, batcher.pack(robot, layout, time.monotonic_ns())])
+            self._publish([P.TOPIC_STATE, batcher.pack(robot, layout, time.monotonic_ns())])
         driver.close()
 
 
@@ -390,6 +421,7 @@ def driver_process_main(cfg_dict: dict, endpoints: dict) -> None:
     except Exception as exc:
         _report_fatal(endpoints, exc)
         sys.exit(1)
+    signal.signal(signal.SIGTERM, lambda *_: setattr(loop, "terminate_requested", True))
     try:
         loop.run()
     except Exception as exc:

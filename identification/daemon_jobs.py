@@ -145,26 +145,46 @@ def _model_of(rec):
     return model
 
 
-class JobManager:
-    """Runs jobs one at a time, each in a fresh worker process, and answers the job commands."""
+def queued_jobs(jobs_dir: Path) -> list[str]:
+    """Queued job ids in submission order (``queue_seq``, a counter: never the wall clock)."""
+    found = []
+    for status_file in jobs_dir.glob("*/status.json"):
+        try:
+            st = json.loads(status_file.read_text())
+        except (OSError, ValueError):
+            continue
+        if st.get("state") == "queued":
+            found.append((int(st.get("queue_seq", 0)), status_file.parent.name))
+    return [job for _, job in sorted(found)]
 
-    def __init__(self, data_dir: Path, recordings_dir: Path):
+
+class JobManager:
+    """Queues jobs and answers the job commands. Runs them one at a time, each in a fresh worker
+    process, unless ``runner == "service"``: then robodyn-worker.service (:func:`worker_main`)
+    runs the queue in its own cgroup and this manager only queues and reports."""
+
+    def __init__(self, data_dir: Path, recordings_dir: Path, runner: str = "daemon"):
         self.jobs_dir = Path(data_dir).expanduser() / "jobs"
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         self.recordings_dir = Path(recordings_dir)
+        self.runner = runner
         self.queue: list[str] = []
         self.current: tuple[str, multiprocessing.Process] | None = None
         self.lock = threading.Lock()
         self.ctx = multiprocessing.get_context("spawn")
         self._stop = threading.Event()
-        # a job left 'running' by a daemon that died cannot finish any more
+        self._seq = 0
         for status_file in self.jobs_dir.glob("*/status.json"):
             st = json.loads(status_file.read_text())
-            if st.get("state") in ("running", "queued"):
+            self._seq = max(self._seq, int(st.get("queue_seq", 0)))
+            # a job left 'running' by a daemon that died cannot finish any more (a separate worker
+            # service owns its jobs and outlives the daemon)
+            if runner == "daemon" and st.get("state") in ("running", "queued"):
                 st.update(state="failed", error="the daemon stopped before the job finished; submit it again")
                 _write_json_atomic(status_file, st)
         self.thread = threading.Thread(target=self._supervise, name="robodyn-jobs", daemon=True)
-        self.thread.start()
+        if runner == "daemon":
+            self.thread.start()
 
     def _supervise(self) -> None:
         while not self._stop.wait(POLL_S):
@@ -189,6 +209,26 @@ class JobManager:
         with self.lock:
             if self.current is not None and self.current[1].is_alive():
                 self.current[1].terminate()
+
+    def summary(self) -> dict:
+        """Job states for `robodyn status`: counts per state, the running job, the queue."""
+        counts = dict.fromkeys(JOB_STATES, 0)
+        for status_file in self.jobs_dir.glob("*/status.json"):
+            try:
+                state = json.loads(status_file.read_text()).get("state")
+            except (OSError, ValueError):  # being rewritten right now (atomic replace) or damaged
+                continue
+            if state in counts:
+                counts[state] += 1
+        if self.runner == "service":
+            queued = queued_jobs(self.jobs_dir)
+            running = next((d.name for d in self.jobs_dir.glob("*") if (d / "status.json").exists()
+                            and _state_of(d) == "running"), None)
+            return {"counts": counts, "running": running, "queued": queued, "runner": "service"}
+        with self.lock:
+            running = None if self.current is None else self.current[0]
+            queued = list(self.queue)
+        return {"counts": counts, "running": running, "queued": queued, "runner": "daemon"}
 
     def _status(self, job_id: str) -> dict:
         path = self.jobs_dir / job_id / "status.json"
@@ -215,9 +255,13 @@ class JobManager:
         job_dir.mkdir(parents=True)
         _write_json_atomic(job_dir / "request.json", {"recordings": args["recordings"], "holdout": holdout,
                                                       "config": args.get("config") or {}})
-        _write_json_atomic(job_dir / "status.json", {"job": job_id, "state": "queued", "stage": "queued",
-                                                     "progress": 0.0, "submitted": time.time()})
         with self.lock:
+            self._seq += 1
+            _write_json_atomic(job_dir / "status.json", {"job": job_id, "state": "queued", "stage": "queued",
+                                                         "progress": 0.0, "submitted": time.time(),
+                                                         "queue_seq": self._seq})
+            if self.runner == "service":
+                return {"job": job_id, "state": "queued", "ahead": len(queued_jobs(self.jobs_dir)) - 1}
             self.queue.append(job_id)
             position = len(self.queue) + (self.current is not None) - 1
         return {"job": job_id, "state": "queued", "ahead": position}
@@ -244,8 +288,62 @@ class JobManager:
         return {"job": args["job"], "result": json.loads((self.jobs_dir / args["job"] / "result.json").read_text())}
 
 
+def _state_of(job_dir: Path) -> str | None:
+    try:
+        return json.loads((job_dir / "status.json").read_text()).get("state")
+    except (OSError, ValueError):
+        return None
+
+
+def worker_main(data_dir: str, recordings_dir: str, poll_s: float = 1.0, once: bool = False) -> int:
+    """robodyn-worker.service: run queued jobs one at a time, each in a child process (a crash
+    in identification fails that job, not the worker). systemd readiness and watchdog through the
+    notify protocol; SIGTERM finishes waiting and leaves the running job to be marked failed."""
+    import signal
+
+    from robodyn.daemon.sdnotify import Notifier
+
+    jobs_dir = Path(data_dir).expanduser() / "jobs"
+    jobs_dir.mkdir(parents=True, exist_ok=True)
+    notifier = Notifier()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    ctx = multiprocessing.get_context("spawn")
+    for job in jobs_dir.glob("*"):  # a job this worker was running when it died cannot finish
+        if _state_of(job) == "running":
+            st = json.loads((job / "status.json").read_text())
+            st.update(state="failed", error="the worker stopped before the job finished; submit it again")
+            _write_json_atomic(job / "status.json", st)
+    notifier.ready("waiting for identification jobs")
+    while not stop.is_set():
+        notifier.heartbeat()
+        queue = queued_jobs(jobs_dir)
+        if not queue:
+            if once:
+                return 0
+            stop.wait(poll_s)
+            continue
+        job = queue[0]
+        notifier.status(f"running {job} ({len(queue) - 1} queued)")
+        proc = ctx.Process(target=run_job, args=(str(jobs_dir / job), recordings_dir), name=f"robodyn-job-{job}")
+        proc.start()
+        while proc.is_alive() and not stop.is_set():
+            notifier.heartbeat()
+            proc.join(min(poll_s, 1.0))
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(10)
+        if _state_of(jobs_dir / job) not in ("completed", "failed"):
+            st = json.loads((jobs_dir / job / "status.json").read_text())
+            st.update(state="failed", error=f"worker process exited with code {proc.exitcode}")
+            _write_json_atomic(jobs_dir / job / "status.json", st)
+        notifier.status("waiting for identification jobs")
+    notifier.stopping()
+    return 0
+
+
 def register(daemon) -> None:
-    manager = JobManager(daemon.cfg.data_dir, daemon.recordings_dir)
+    manager = JobManager(daemon.cfg.data_dir, daemon.recordings_dir, getattr(daemon.cfg, "jobs_runner", "daemon"))
     daemon.job_manager = manager
     for name, handler in (("identify", manager.cmd_identify), ("job_status", manager.cmd_job_status),
                           ("jobs", manager.cmd_jobs), ("pull", manager.cmd_pull)):

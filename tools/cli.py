@@ -1,4 +1,4 @@
-"""Client commands: `robodyn status | run | abort | recordings | export | stream`."""
+"""Client commands: `robodyn status | arm | disarm | run | abort | recordings | export | stream`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ def _endpoint_arg(p) -> None:
     p.add_argument("--endpoint", metavar="URL", help="daemon control endpoint "
                                                      "(default $ROBODYN_ENDPOINT or tcp://127.0.0.1:47770)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for a reply (default 5)")
+    p.add_argument("--client-key", metavar="FILE", help="your CurveZMQ secret key file, for a remote daemon "
+                                                        "(default $ROBODYN_CLIENT_KEY)")
+    p.add_argument("--server-key", metavar="KEY|FILE", help="the daemon's public key (default $ROBODYN_SERVER_KEY)")
 
 
 def register(sub) -> None:
@@ -21,6 +24,17 @@ def register(sub) -> None:
     _endpoint_arg(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=cmd_status)
+
+    p = sub.add_parser("arm", help="enable motion: the operator has checked the robot's workspace")
+    _endpoint_arg(p)
+    p.add_argument("--token-file", metavar="FILE", help="file holding the arming token, when the daemon "
+                                                        "is configured with [safety].arm_token_sha256")
+    p.set_defaults(handler=cmd_arm)
+
+    p = sub.add_parser("disarm", help="disable motion; a run in progress is ramped to rest")
+    _endpoint_arg(p)
+    p.add_argument("--reason", default=None)
+    p.set_defaults(handler=cmd_disarm)
 
     p = sub.add_parser("run", help="submit a trajectory file to the daemon for execution and recording")
     _endpoint_arg(p)
@@ -133,9 +147,35 @@ def cmd_pull(args) -> int:
 
 
 def _client(args):
-    from .client import Client
+    from .client import Client, CurveKeys
 
-    return Client(args.endpoint, timeout=args.timeout)
+    curve = None
+    if args.client_key or args.server_key:
+        if not (args.client_key and args.server_key):
+            raise UserError("--client-key and --server-key go together (CurveZMQ needs both)")
+        curve = CurveKeys.from_files(args.client_key, args.server_key)
+    return Client(args.endpoint, timeout=args.timeout, curve=curve)
+
+
+def cmd_arm(args) -> int:
+    token = None
+    if args.token_file:
+        path = Path(args.token_file)
+        if not path.exists():
+            raise FileNotFoundError(f"token file {path} does not exist")
+        token = path.read_text().strip()
+    with _client(args) as c:
+        res = _daemon_call(lambda: c.arm(token))
+    note = "" if res.get("required") else " (this daemon does not require arming)"
+    print(f"daemon ARMED: motion is enabled until `robodyn disarm` or any fault{note}")
+    return 0
+
+
+def cmd_disarm(args) -> int:
+    with _client(args) as c:
+        res = _daemon_call(lambda: c.disarm(args.reason))
+    print("daemon disarmed" + (f"; run {res['aborted']} is being stopped" if res.get("aborted") else ""))
+    return 0
 
 
 def _daemon_call(fn):
@@ -180,6 +220,18 @@ def cmd_status(args) -> int:
     stream = rec.get("stream") or {}
     print(f"recorder pid {rec['pid']} {'alive' if rec['alive'] else 'DOWN'}, received {stream.get('received', 0)} "
           f"samples, lost {stream.get('lost', 0)}, files written {rec.get('written_runs', 0)}")
+    safety = st.get("safety") or {}
+    if safety:
+        print("safety   " + ("ARMED by " + str(safety.get("armed_by")) if safety.get("armed") else
+                             f"disarmed ({safety.get('disarm_reason')})")
+              + ("" if safety.get("arming_required") else "; arming not required (simulator)"))
+    metrics = st.get("metrics") or {}
+    thr = metrics.get("recorder_throughput") or {}
+    queues = metrics.get("queues") or {}
+    if metrics:
+        print(f"metrics  lost {metrics['lost_samples']['stream']} samples on the stream, recorder backlog "
+              f"{queues.get('recorder_backlog_samples')} samples, writing {thr.get('samples_per_s', 0):.0f} "
+              f"samples/s ({thr.get('bytes_per_s', 0) / 1e3:.0f} kB/s)")
     q = st["state"].get("q")
     if q:
         print("q        " + " ".join(f"{v:+.4f}" for v in q))

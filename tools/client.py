@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from robodyn.daemon import protocol as P
@@ -42,13 +43,53 @@ def default_endpoint() -> str:
     return os.environ.get("ROBODYN_ENDPOINT", DEFAULT_CONTROL)
 
 
+@dataclass(frozen=True)
+class CurveKeys:
+    """A client's keypair and the daemon's public key (Z85 strings) for CurveZMQ."""
+
+    public: str
+    secret: str
+    server: str
+
+    @classmethod
+    def from_files(cls, client_secret_file: str, server_key: str) -> "CurveKeys":
+        from robodyn.daemon.security import read_public_key, read_secret_key
+
+        public, secret = read_secret_key(client_secret_file)
+        return cls(public, secret, read_public_key(server_key))
+
+    @classmethod
+    def from_env(cls) -> "CurveKeys | None":
+        """``$ROBODYN_CLIENT_KEY`` (secret key file) and ``$ROBODYN_SERVER_KEY`` (the daemon's
+        public key or key file), or None when neither is set."""
+        client, server = os.environ.get("ROBODYN_CLIENT_KEY"), os.environ.get("ROBODYN_SERVER_KEY")
+        if not client and not server:
+            return None
+        if not (client and server):
+            raise ValueError("set both ROBODYN_CLIENT_KEY (your .key_secret file) and ROBODYN_SERVER_KEY "
+                             "(the daemon's public key) for CurveZMQ")
+        return cls.from_files(client, server)
+
+    def apply(self, sock) -> None:
+        import zmq
+
+        sock.setsockopt(zmq.CURVE_PUBLICKEY, self.public.encode())
+        sock.setsockopt(zmq.CURVE_SECRETKEY, self.secret.encode())
+        sock.setsockopt(zmq.CURVE_SERVERKEY, self.server.encode())
+
+
+# a submission is answered once its limit check is done: seconds for a long trajectory
+SUBMIT_TIMEOUT_S = 600.0
+
+
 class Client:
-    def __init__(self, endpoint: str | None = None, timeout: float = 5.0):
+    def __init__(self, endpoint: str | None = None, timeout: float = 5.0, curve: CurveKeys | None = None):
         import zmq
 
         self.zmq = zmq
         self.endpoint = endpoint or default_endpoint()
         self.timeout = timeout
+        self.curve = curve if curve is not None else CurveKeys.from_env()
         self._ctx = zmq.Context()
         self._sock = None
         self._ids = itertools.count(1)
@@ -61,6 +102,8 @@ class Client:
             self._sock.close(linger=0)
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
+        if self.curve is not None:
+            self.curve.apply(self._sock)
         self._sock.connect(self.endpoint)
 
     def close(self) -> None:
@@ -123,7 +166,15 @@ class Client:
         args = {"robot": robot, "trajectory": trajectory, "mode": mode}
         if label:
             args["label"] = label
-        return self.call("submit_run", **args)
+        return self.call("submit_run", timeout=max(self.timeout, SUBMIT_TIMEOUT_S), **args)
+
+    def arm(self, token: str | None = None) -> dict:
+        """Enable motion (an operator's decision: the robot's workspace has been checked)."""
+        return self.call("arm", **({"token": token} if token else {}))
+
+    def disarm(self, reason: str | None = None) -> dict:
+        """Disable motion; a run in progress is aborted (ramped to rest)."""
+        return self.call("disarm", **({"reason": reason} if reason else {}))
 
     def run_status(self, run_id: str | None = None) -> dict:
         return self.call("run_status", **({"run_id": run_id} if run_id else {}))
@@ -208,6 +259,8 @@ class Client:
         sub = self._ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.LINGER, 0)
         sub.setsockopt(zmq.RCVHWM, 200_000)
+        if self.curve is not None:
+            self.curve.apply(sub)
         sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_STATE)
         if events:
             sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_EVENT)

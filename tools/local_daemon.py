@@ -52,6 +52,8 @@ class LocalDaemon:
                 self.stop()
                 raise RuntimeError(f"the daemon did not become ready in {startup_timeout:.0f} s; see {self.log_path}")
             time.sleep(0.2)
+        # whoever starts a local simulated daemon is its operator: arm it, as `robodyn arm` would
+        self.client.arm()
 
     def recording_path(self, run_or_recording_id: str) -> Path:
         return self.data_dir / "recordings" / f"{run_or_recording_id}.mcap"

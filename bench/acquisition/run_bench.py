@@ -151,6 +151,7 @@ def main(argv=None) -> int:
 
         t0 = time.monotonic()
         cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
+        client.arm()  # the bench's operator arms the simulated robot like any other
         accepted = client.submit_run("panda", traj.to_dict(robot="panda"), label="bench/acquisition")
         t_accept = time.monotonic() - t0
         final = client.wait_run(accepted["run_id"], timeout=traj.duration + 120, poll_s=1.0)

@@ -1,5 +1,6 @@
 """A daemon subprocess on loopback, simulated Panda as fast as possible, temporary data dir."""
 
+import os
 import socket
 import subprocess
 import sys
@@ -18,31 +19,49 @@ def free_port() -> int:
 
 
 class DaemonProcess:
-    def __init__(self, tmp_path, speed=0.0):
+    """``robodyn daemon`` on free loopback ports. Arming is required (as for a real robot) and
+    done right after start-up, so every run in these tests passes the arming gate.
+
+    ``extra_config`` adds TOML sections; ``prefix`` wraps the command (e.g. ``unshare``);
+    ``env`` adds environment variables (e.g. a fake ``NOTIFY_SOCKET``)."""
+
+    def __init__(self, tmp_path, speed=0.0, extra_config: str = "", arm: bool = True, prefix=(), env=None,
+                 data_dir=None, require_arm: bool = True):
         self.control = f"tcp://127.0.0.1:{free_port()}"
         self.state = f"tcp://127.0.0.1:{free_port()}"
-        self.data_dir = tmp_path / "data"
+        self.data_dir = data_dir or tmp_path / "data"
         self.config = tmp_path / "daemon.toml"
+        safety = f"[safety]\nrequire_arm = {'true' if require_arm else 'false'}\n"
         self.config.write_text(
             f'[daemon]\ncontrol = "{self.control}"\nstate = "{self.state}"\ndata_dir = "{self.data_dir}"\n'
-            f'[robot]\nname = "panda"\ndriver = "sim"\n[driver]\nspeed = {speed}\nseed = 2\n')
+            f'[robot]\nname = "panda"\ndriver = "sim"\n[driver]\nspeed = {speed}\nseed = 2\n'
+            + (safety if "[safety]" not in extra_config else "") + extra_config)
         self.log = open(tmp_path / "daemon.log", "w+")
-        self.proc = subprocess.Popen([sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
+                                     stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         from robodyn.tools.client import Client
 
         self.client = Client(self.control, timeout=10.0)
-        deadline = time.monotonic() + 60
+        self.wait_ready()
+        if arm:
+            self.client.arm()
+
+    def wait_ready(self, timeout: float = 60.0, old_pids: tuple = ()) -> dict:
+        """Until driver and recorder are up with fresh state (and, after a kill, replaced)."""
+        deadline = time.monotonic() + timeout
         while True:
             assert self.proc.poll() is None, self.log_text()
             try:
                 st = self.client.status()
-                if st["driver"]["ready"] and st["recorder"]["ready"] and st["state"]["q"]:
-                    break
+                if (st["driver"]["ready"] and st["recorder"]["ready"] and st["state"]["q"]
+                        and st["driver"]["alive"] and st["recorder"]["alive"]
+                        and st["driver"]["pid"] not in old_pids and st["recorder"]["pid"] not in old_pids
+                        and (st["driver"]["telemetry_age_s"] or 0) < 0.5):
+                    return st
             except Exception:
                 pass
-            assert time.monotonic() < deadline, "daemon did not become ready in 60 s:\n" + self.log_text()
-            time.sleep(0.2)
+            assert time.monotonic() < deadline, f"daemon not ready in {timeout:.0f} s:\n" + self.log_text()
+            time.sleep(0.1)
 
     def log_text(self) -> str:
         self.log.flush()

@@ -50,6 +50,8 @@ class Daemon:
                 pass
             assert time.monotonic() < deadline, "daemon not ready in 60 s:\n" + self.log_text()
             time.sleep(0.2)
+        # a real-robot driver needs the operator's arming before any motion (docs/reliability.md)
+        assert self.client.arm()["required"] is True
 
     def q(self) -> np.ndarray:
         return np.array(self.client.status()["state"]["q"])

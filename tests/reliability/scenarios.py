@@ -1,0 +1,255 @@
+"""Fault scenarios shared by the CI tests (small counts) and bench/reliability/run.py (the full
+counts of issue 9). Each returns its measurements; the caller asserts and reports."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import msgpack
+import numpy as np
+
+from robodyn.daemon import protocol as P
+from robodyn.daemon.recording import load_recording
+
+TERMINAL = ("completed", "aborted", "failed")
+
+
+def wait_state(client, run_id: str, states, timeout: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout
+    st = {"state": None}
+    while time.monotonic() < deadline:
+        st = client.run_status(run_id)
+        if st["state"] in states:
+            return st
+        time.sleep(0.02)
+    raise AssertionError(f"run {run_id} never reached {states}; last {st['state']}")
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def wait_stopped(client, timeout: float = 3.0) -> dict:
+    """Status once the driver reports its robot braked (telemetry lags by up to 0.1 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = client.status()
+        if st["driver"]["lifecycle"] == "connected" or time.monotonic() > deadline:
+            return st
+        time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------- SIGKILL
+
+
+def kill_mid_run(daemon, component: str, trajectory: dict, settle_s: float = 0.3) -> dict:
+    """SIGKILL the driver or recorder process while a run executes. Returns what the issue asks
+    to check: the run's final state and reason, the recording (opens, how much is missing before
+    the kill), whether motion stopped, and how long the component took to come back."""
+    client = daemon.client
+    before = client.status()
+    pid = before[component]["pid"]
+    brakes_before = before["driver"]["diagnostics"]["commands"]["hard_brakes"]
+    accepted = client.submit_run("panda", trajectory, label=f"kill {component}")
+    wait_state(client, accepted["run_id"], ("execute",))
+    time.sleep(settle_s)
+    os.kill(pid, signal.SIGKILL)
+    killed_ns = time.monotonic_ns()
+    final = client.wait_run(accepted["run_id"], timeout=60, poll_s=0.05)
+    noticed_s = (time.monotonic_ns() - killed_ns) / 1e9
+    rec = load_recording(accepted["recording"])
+    daemon.wait_ready(old_pids=(pid,))
+    restart_s = (time.monotonic_ns() - killed_ns) / 1e9
+    st = wait_stopped(client)
+    diag = st["driver"]["diagnostics"]["commands"]
+    return {
+        "component": component, "state": final["state"], "reason": final["abort_reason"],
+        "samples": rec.samples, "truncated": rec.truncated, "gaps": rec.gaps(),
+        "loss_ms": (killed_ns - int(rec.host_time_ns[-1])) / 1e6 if rec.samples else float("inf"),
+        "noticed_s": noticed_s, "restart_s": restart_s, "restarts": st[component]["restarts"],
+        # the driver ramped to rest and braked only at standstill (a killed driver is replaced by
+        # a fresh, braked one; its counters restart)
+        "stopped": st["driver"]["lifecycle"] == "connected",
+        "hard_brakes": diag["hard_brakes"] - (brakes_before if component == "recorder" else 0),
+        "armed_after": st["safety"]["armed"],
+    }
+
+
+# --------------------------------------------------------------------------- fuzzing
+
+
+def _valid_request(rng: random.Random) -> dict:
+    cmd = rng.choice(sorted(P.COMMANDS) + ["teleport", "", "status\x00", "a" * 300])
+    return {"v": 1, "id": rng.randrange(1 << 30), "cmd": cmd, "args": {}}
+
+
+def _junk_value(rng: random.Random, depth: int = 0):
+    kind = rng.randrange(9 if depth < 3 else 6)
+    if kind == 0:
+        return rng.randrange(-(1 << 63), 1 << 63)
+    if kind == 1:
+        return rng.random() * 10 ** rng.randrange(-300, 300) * rng.choice([1, -1])
+    if kind == 2:
+        return "".join(chr(rng.randrange(32, 0x2FF)) for _ in range(rng.randrange(20)))
+    if kind == 3:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(20)))
+    if kind == 4:
+        return rng.choice([None, True, False, float("nan"), float("inf")])
+    if kind == 5:
+        return {"$nd": 1, "dtype": rng.choice(["<f8", "|O", "<c16", 5]), "shape": [rng.randrange(-2, 1 << 40)],
+                "data": b"\0" * rng.randrange(16)}
+    if kind == 6:
+        return [_junk_value(rng, depth + 1) for _ in range(rng.randrange(5))]
+    if kind == 7:
+        return {rng.choice(["family", "params", "dof", "q0", "duration", "x"]): _junk_value(rng, depth + 1)
+                for _ in range(rng.randrange(5))}
+    return {"format": "robodyn.trajectory", "version": 1, "dof": 7,
+            "family": rng.choice(["fourier", "fourier_poly", "point_to_point", "sampled", "sequence", "x"]),
+            "params": {k: _junk_value(rng, depth + 1) for k in ("wf", "q0", "a", "b", "q_start", "q_end",
+                                                                "duration", "t", "q")}}
+
+
+FUZZ_KINDS = ["random_bytes", "truncated", "wrong_types", "not_a_map", "bad_version", "unknown_cmd", "unknown_args",
+              "huge_header", "deep_nesting", "bad_ndarray", "multi_frame", "empty", "hostile_args", "large_frame"]
+
+
+def fuzz_frame(rng: random.Random) -> tuple[str, list[bytes]]:
+    """One malformed (or merely hostile) control message, and its kind."""
+    # frames of 16 MiB are rare (about 15 in 10 000) to keep the test quick
+    kind = rng.choices(FUZZ_KINDS, weights=[1.0] * (len(FUZZ_KINDS) - 1) + [0.02])[0]
+    if kind == "random_bytes":
+        return kind, [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200)))]
+    if kind == "truncated":
+        full = msgpack.packb(dict(_valid_request(rng), args={"trajectory": _junk_value(rng)}), use_bin_type=True)
+        return kind, [full[:rng.randrange(1, max(2, len(full)))]]
+    if kind == "wrong_types":
+        req = _valid_request(rng)
+        req[rng.choice(["v", "id", "cmd", "args"])] = _junk_value(rng)
+        return kind, [msgpack.packb(req, use_bin_type=True)]
+    if kind == "not_a_map":
+        return kind, [msgpack.packb(_junk_value(rng), use_bin_type=True)]
+    if kind == "bad_version":
+        return kind, [msgpack.packb(dict(_valid_request(rng), v=rng.choice([0, 2, "1", None, 1.0, -1])))]
+    if kind == "unknown_cmd":
+        return kind, [msgpack.packb({"v": 1, "cmd": "".join(rng.choice("abcxyz_") for _ in range(8)), "args": {}})]
+    if kind == "unknown_args":
+        req = _valid_request(rng)
+        req["args"] = {f"arg{rng.randrange(99)}": _junk_value(rng) for _ in range(rng.randrange(1, 4))}
+        return kind, [msgpack.packb(req, use_bin_type=True)]
+    if kind == "huge_header":  # a length prefix promising gigabytes, followed by almost nothing
+        head = rng.choice([b"\xc6\xff\xff\xff\xff", b"\xdb\xff\xff\xff\xf0", b"\xdd\x7f\xff\xff\xff",
+                           b"\xdf\x7f\xff\xff\xff", b"\xc9\xff\xff\xff\xff\x05"])
+        return kind, [head + bytes(rng.randrange(256) for _ in range(rng.randrange(32)))]
+    if kind == "deep_nesting":
+        depth = rng.randrange(100, 100_000)
+        return kind, [b"\x91" * depth + b"\xc0"]
+    if kind == "bad_ndarray":
+        req = {"v": 1, "cmd": "submit_run", "args": {"robot": "panda", "trajectory": {
+            "family": "sampled", "params": {"q": _junk_value(rng, 10) if rng.random() < 0.3 else
+                                            {"$nd": 1, "dtype": "<f8", "shape": [1 << 40, 1 << 40], "data": b""}}}}}
+        return kind, [msgpack.packb(req, use_bin_type=True)]
+    if kind == "multi_frame":
+        return kind, [msgpack.packb(_valid_request(rng)) for _ in range(rng.randrange(2, 4))]
+    if kind == "empty":
+        return kind, [b""]
+    if kind == "hostile_args":  # paths instead of ids, oversized text, the arming command without token
+        cmd, args = rng.choice([
+            ("recording_info", {"recording": rng.choice(["../../etc/passwd", "/etc/shadow", ".hidden", "a/b"])}),
+            ("run_status", {"run_id": "../" * rng.randrange(1, 50)}),
+            ("abort", {"reason": "x" * rng.randrange(1025, 100_000)}),
+            ("submit_run", {"robot": "panda", "label": "y" * 5000, "trajectory": {}}),
+            ("arm", {}),
+            ("pull", {"job": "../../../etc"}),
+            ("identify", {"recordings": ["/etc/passwd"]}),
+        ])
+        return kind, [msgpack.packb({"v": 1, "id": 1, "cmd": cmd, "args": args})]
+    # large_frame: just over the 16 MiB request cap (below the transport's cut-off)
+    return kind, [b"\x00" * (P.MAX_REQUEST_BYTES + rng.randrange(1, 1 << 20))]
+
+
+def fuzz(endpoint: str, frames: int, seed: int = 9, reply_timeout_s: float = 10.0) -> dict:
+    """Send ``frames`` fuzz messages, one at a time; every one must get a reply (an error)."""
+    import zmq
+
+    rng = random.Random(seed)
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
+    kinds: dict[str, int] = {}
+    codes: dict[str, int] = {}
+    ok_replies = 0
+    t0 = time.monotonic()
+    try:
+        for i in range(frames):
+            kind, parts = fuzz_frame(rng)
+            kinds[kind] = kinds.get(kind, 0) + 1
+            sock.send_multipart(parts)
+            if not sock.poll(int(reply_timeout_s * 1000)):
+                raise AssertionError(f"no reply to fuzz frame {i} ({kind}) within {reply_timeout_s} s")
+            reply = msgpack.unpackb(sock.recv(), raw=False)
+            if reply.get("ok"):
+                ok_replies += 1
+            else:
+                code = reply["error"]["code"]
+                codes[code] = codes.get(code, 0) + 1
+    finally:
+        sock.close(linger=0)
+        ctx.term()
+    return {"frames": frames, "seconds": time.monotonic() - t0, "kinds": kinds, "error_codes": codes,
+            "ok_replies": ok_replies, "multi_frame": kinds.get("multi_frame", 0)}
+
+
+# --------------------------------------------------------------------------- soak
+
+
+def soak(daemon, samples: int, trajectory: dict, rss_every_s: float = 2.0, progress=None) -> dict:
+    """Back-to-back runs until the recorder has written ``samples`` samples; resident memory of
+    the three processes sampled along the way. RSS slope: least squares of the summed RSS against
+    samples over the second half (after caches and allocators have warmed up)."""
+    client = daemon.client
+    st = client.status()
+    pids = {"main": st["daemon"]["pid"], "driver": st["driver"]["pid"], "recorder": st["recorder"]["pid"]}
+    start_written = (st["metrics"]["recorder_throughput"] or {}).get("samples_written", 0)
+    points, runs, lost, next_rss = [], 0, 0, 0.0
+    t0 = time.monotonic()
+    written = 0
+    while written < samples:
+        accepted = client.submit_run("panda", trajectory, label="soak")
+        while True:
+            now = time.monotonic()
+            if now >= next_rss:
+                next_rss = now + rss_every_s
+                st = client.status()
+                written = (st["metrics"]["recorder_throughput"] or {}).get("samples_written", 0) - start_written
+                points.append((written, sum(rss_kib(p) for p in pids.values()),
+                               {k: rss_kib(p) for k, p in pids.items()}))
+            run = client.run_status(accepted["run_id"])
+            if run["state"] in TERMINAL:
+                break
+            time.sleep(0.2)
+        assert run["state"] == "completed", run
+        runs += 1
+        lost += run["summary"]["lost_samples"]
+        st = client.status()
+        written = (st["metrics"]["recorder_throughput"] or {}).get("samples_written", 0) - start_written
+        if progress:
+            progress(written, runs)
+    st = client.status()
+    assert {k: v for k, v in pids.items()} == {"main": st["daemon"]["pid"], "driver": st["driver"]["pid"],
+                                                "recorder": st["recorder"]["pid"]}, "a process was restarted"
+    x = np.array([p[0] for p in points], float)
+    y = np.array([p[1] for p in points], float)
+    half = x >= x[-1] / 2 if x.size else x
+    slope = float(np.polyfit(x[half] / 1e6, y[half], 1)[0]) if half.sum() >= 3 else float("nan")
+    return {"samples": int(written), "runs": runs, "lost_samples": int(lost),
+            "stream_lost": st["metrics"]["lost_samples"]["stream"], "seconds": time.monotonic() - t0,
+            "rss_kib_first": points[0][2] if points else {}, "rss_kib_last": points[-1][2] if points else {},
+            "rss_slope_kib_per_million_samples": slope, "rss_points": len(points)}
