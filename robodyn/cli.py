@@ -73,6 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, ValueError, FileNotFoundError) as exc:
         print(f"robodyn {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a daemon's refusal is a message for the user, not a traceback
+        from robodyn.tools.client import DaemonError
+
+        if not isinstance(exc, DaemonError):
+            raise
+        print(f"robodyn {args.command}: daemon refused: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"robodyn {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -162,6 +162,10 @@ def cmd_demo(args) -> int:
     rel_err = np.abs(est - truth) / np.maximum(np.abs(truth), 1e-12)
     fr_err = {k: (np.abs(friction.params[k] - np.asarray(plant["friction"][k])) /
                   np.abs(np.asarray(plant["friction"][k]))).tolist() for k in ("fc", "fs", "vs")}
+    # a Stribeck velocity inside the linear zone leaves fs and vs without any effect on the torque
+    hidden = np.abs(np.asarray(plant["friction"]["vs"])) * 3 < np.asarray(plant["friction"]["qd0"])
+    for k in ("fs", "vs"):
+        fr_err[k] = [None if h else e for h, e in zip(hidden, fr_err[k])]
 
     say("[6/6] report")
     processed = process(raw, against_raw, friction).data
@@ -192,15 +196,20 @@ def cmd_demo(args) -> int:
         return 0
     print()
     print(f"{'joint':<8}{'RMSE held-out':>14}{'/ noise σ':>10}{'corr':>9}   {'fc err':>7}{'fs err':>8}{'vs err':>8}")
+
+    def pct(x):
+        return "    n/a" if x is None else f"{x * 100:>6.2f}%"
+
     for j, name in enumerate(model.joint_names):
         print(f"{name:<8}{holdout['rmse'][j]:>11.4f} N·m{holdout['rmse'][j] / noise:>9.2f}"
-              f"{holdout['correlation'][j]:>9.5f}   {fr_err['fc'][j] * 100:>6.2f}%{fr_err['fs'][j] * 100:>7.2f}%"
-              f"{fr_err['vs'][j] * 100:>7.2f}%")
+              f"{holdout['correlation'][j]:>9.5f}   {pct(fr_err['fc'][j])} {pct(fr_err['fs'][j])} {pct(fr_err['vs'][j])}")
     print(f"{'sum':<8}{holdout['rmse_sum']:>11.4f} N·m   relative error {holdout['relative_error_total'] * 100:.2f} %")
     print(f"\nexcitation: raw cond(W_base) {result.metrics['cond_raw']:.1f}; {base.count} base parameters, "
           f"{int(well.sum())} carry >= {WELL_EXCITED_SHARE:.0%} of a joint's torque: max error vs the simulator's "
           f"truth {(rel_err[well].max() * 100 if well.any() else float('nan')):.2f} %")
-    print("friction: joint 5's Stribeck velocity (6e-4 rad/s) lies inside the 0.01 rad/s linear zone, so its fs and "
-          "vs do not show in any torque and cannot be identified (its Coulomb level can)")
+    for j in np.flatnonzero(hidden):
+        print(f"friction n/a: joint {j + 1}'s Stribeck velocity ({plant['friction']['vs'][j]:.2g} rad/s) lies inside the "
+              f"{plant['friction']['qd0'][j]:.2g} rad/s linear zone, so its fs and vs never show in the torque and "
+              "cannot be identified (its Coulomb level can)")
     print(f"report: {report}")
     return 0

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from robodyn.cli import UserError
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -35,25 +37,34 @@ class LocalDaemon:
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen([sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
                                      stdout=self._log, stderr=subprocess.STDOUT)
-        from .client import Client
+        from .client import Client, DaemonError
 
         self.client = Client(self.control, timeout=30.0)
         deadline = time.monotonic() + startup_timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the daemon exited during start-up; see {self.log_path}")
+                raise UserError(f"the daemon exited during start-up; see {self.log_path}")
             try:
                 st = self.client.status()
-                if st["driver"]["ready"] and st["recorder"]["ready"]:
+                if st["driver"]["ready"] and st["recorder"]["ready"] and st["state"].get("q"):
                     break
             except Exception:  # not listening yet
                 pass
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"the daemon did not become ready in {startup_timeout:.0f} s; see {self.log_path}")
+                raise UserError(f"the daemon did not become ready in {startup_timeout:.0f} s; see {self.log_path}")
             time.sleep(0.2)
         # whoever starts a local simulated daemon is its operator: arm it, as `robodyn arm` would
-        self.client.arm()
+        # (the first state samples may still be in flight: the daemon refuses to arm without them)
+        for attempt in range(50):
+            try:
+                self.client.arm()
+                break
+            except DaemonError:
+                if attempt == 49:
+                    self.stop()
+                    raise
+                time.sleep(0.2)
 
     def recording_path(self, run_or_recording_id: str) -> Path:
         return self.data_dir / "recordings" / f"{run_or_recording_id}.mcap"
