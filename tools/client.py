@@ -110,7 +110,16 @@ class Client:
         if self._sock is not None:
             self._sock.close(linger=0)
             self._sock = None
-        self._ctx.term()
+        # destroy, not term: a stream() generator left unfinished still owns a SUB socket, and
+        # term() would wait for it forever (seen: a garbage-collected client hung a test run)
+        if not self._ctx.closed:
+            self._ctx.destroy(linger=0)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the zmq module may be half gone
+            pass
 
     def __enter__(self) -> "Client":
         return self

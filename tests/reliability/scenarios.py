@@ -202,7 +202,7 @@ def fuzz(endpoint: str, frames: int, seed: int = 9, reply_timeout_s: float = 10.
                 codes[code] = codes.get(code, 0) + 1
     finally:
         sock.close(linger=0)
-        ctx.term()
+        ctx.destroy(linger=0)
     return {"frames": frames, "seconds": time.monotonic() - t0, "kinds": kinds, "error_codes": codes,
             "ok_replies": ok_replies, "multi_frame": kinds.get("multi_frame", 0)}
 

@@ -95,7 +95,7 @@ def test_client_loss_mid_run_does_not_wedge_the_daemon(daemon, figure):
                 break
             time.sleep(0.05)
     rude.close(linger=0)
-    ctx.term()
+    ctx.destroy(linger=0)
     assert run["state"] == "completed" and run["summary"]["lost_samples"] == 0, run
     final = daemon.client.wait_run(daemon.client.submit_run("panda", excitation(2.0))["run_id"], timeout=60)
     assert final["state"] == "completed"
