@@ -182,11 +182,23 @@ class URDriver(Driver):
         except OSError as exc:
             raise ConnectionLost(f"cannot reach a UR controller at {host}:{RTDE_PORT} ({exc.strerror or exc}); check "
                                  f"driver.host and that the robot is powered and on this network") from None
+        previous = None
         if self.cfg.rt_priority > 0:
             try:  # before ur_rtde starts its threads: they inherit the policy
+                previous = (os.sched_getscheduler(0), os.sched_getparam(0))
                 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.cfg.rt_priority))
             except OSError:
-                pass
+                previous = None
+        try:
+            self._connect_interfaces(host)
+        finally:
+            # only ur_rtde's threads keep the real-time policy: the caller's thread gets its own back,
+            # or every process it spawns later would inherit SCHED_FIFO (and busy-wait loops in them
+            # could starve a 2-core host)
+            if previous is not None:
+                os.sched_setscheduler(0, previous[0], previous[1])
+
+    def _connect_interfaces(self, host: str) -> None:
         native = self._controller_frequency()
         if self.cfg.frequency is None and native != self.frequency:
             # the description (rate included) is fixed before connect, so the rate cannot change here
