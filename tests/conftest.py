@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -7,3 +8,15 @@ import pytest
 def data_dir() -> Path:
     """Test data shipped with the project (never ../shared)."""
     return Path(__file__).parent / "data"
+
+
+@pytest.fixture(autouse=True)
+def restore_scheduler():
+    """Real-time client libraries move their calling thread to SCHED_FIFO (libfranka: priority 99
+    under RealtimeConfig enforce). In a driver process that is the point; in the test runner it would
+    be inherited by every daemon spawned afterwards, whose busy-wait pacers then starve a 2-core
+    host. Each test gets the runner's own policy back."""
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    yield
+    if (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) != (policy, param.sched_priority):
+        os.sched_setscheduler(0, policy, param)
