@@ -28,6 +28,7 @@ Failures map to the contract's typed errors:
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 
@@ -130,6 +131,8 @@ class FrankaDriver(Driver):
 
     def _open(self) -> None:
         rt = self._realtime_config()
+        # libfranka raises the calling thread to SCHED_FIFO; close() hands the caller its policy back
+        self._caller_policy = (os.sched_getscheduler(0), os.sched_getparam(0))
         last = None
         for attempt in range(self.cfg.connect_attempts):
             if attempt:
@@ -258,6 +261,12 @@ class FrankaDriver(Driver):
     def _do_close(self) -> None:
         self._ctl = None
         self._robot = None  # pylibfranka closes the sockets in the destructor
+        policy = getattr(self, "_caller_policy", None)
+        if policy is not None:
+            try:
+                os.sched_setscheduler(0, policy[0], policy[1])
+            except OSError:
+                pass
 
     # ----------------------------------------------------------------- cycle
 
