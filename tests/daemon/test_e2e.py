@@ -55,9 +55,22 @@ def test_run_records_the_complete_expected_sample_count(daemon):
     assert np.ptp(rec.signal("q")[ex], axis=0).min() > 0.01
 
 
+def settled_commands(daemon, quiet_s=0.5, limit_s=15.0):
+    """The sim's command log once it has stopped changing: a previous run may still be settling."""
+    deadline = time.monotonic() + limit_s
+    last = daemon.commands()
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = daemon.commands()
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"the simulator kept receiving commands for {limit_s} s: {last}")
+
+
 def test_rejections_name_the_problem_and_the_robot_never_moves(daemon):
     c = daemon.client
-    before = daemon.commands()
+    before = settled_commands(daemon)
     too_fast = {"format": "robodyn.trajectory", "version": 1, "family": "point_to_point", "dof": 7,
                 "params": {"q_start": (READY_Q + 0.05).tolist(),
                            "q_end": (READY_Q + np.array([0, 0, 0, 0, 0, 0, -2.0])).tolist(), "duration": 0.4}}
