@@ -111,8 +111,24 @@ def _fourier_coefficients(wf, a, b, n: int):
     return float(wf), a, _array("b", b, 2, a.shape)
 
 
+class _FourierTiming:
+    """Harmonics, period and duration shared by the two Fourier families (fields wf, a, periods)."""
+
+    @property
+    def harmonics(self) -> int:
+        return int(self.a.shape[1])
+
+    @property
+    def period(self) -> float:
+        return 2.0 * math.pi / self.wf
+
+    @property
+    def duration(self) -> float:
+        return self.period * self.periods
+
+
 @dataclass
-class FourierTrajectory(Trajectory):
+class FourierTrajectory(_FourierTiming, Trajectory):
     wf: float
     q0: np.ndarray
     a: np.ndarray  # (n, L)
@@ -129,18 +145,6 @@ class FourierTrajectory(Trajectory):
     @property
     def dof(self) -> int:
         return int(self.q0.shape[0])
-
-    @property
-    def harmonics(self) -> int:
-        return int(self.a.shape[1])
-
-    @property
-    def period(self) -> float:
-        return 2.0 * math.pi / self.wf
-
-    @property
-    def duration(self) -> float:
-        return self.period * self.periods
 
     def evaluate(self, t):
         t = np.atleast_1d(np.asarray(t, float))
@@ -179,7 +183,7 @@ def _poly_eval(c: np.ndarray, tau: np.ndarray):
 
 
 @dataclass
-class FourierPolyTrajectory(Trajectory):
+class FourierPolyTrajectory(_FourierTiming, Trajectory):
     """Seed 002 eqs. 6-7: Fourier terms plus a quintic that pins both ends of every period."""
 
     wf: float
@@ -204,18 +208,6 @@ class FourierPolyTrajectory(Trajectory):
     @property
     def dof(self) -> int:
         return int(self.q_start.shape[0])
-
-    @property
-    def harmonics(self) -> int:
-        return int(self.a.shape[1])
-
-    @property
-    def period(self) -> float:
-        return 2.0 * math.pi / self.wf
-
-    @property
-    def duration(self) -> float:
-        return self.period * self.periods
 
     @property
     def polynomial(self) -> np.ndarray:
