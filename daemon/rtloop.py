@@ -29,6 +29,7 @@ import zlib
 import numpy as np
 
 from robodyn.drivers.base import ConnectionLost, ControlMode, DriverError, JointCommand, ProtectiveStop
+from robodyn.drivers.pacing import set_realtime
 from robodyn.trajectory import trajectory_from_dict
 
 from . import protocol as P
@@ -227,16 +228,6 @@ class RunExecutor:
         self._finish(seq, error)
 
 
-def _set_realtime(priority: int) -> str:
-    if priority <= 0:
-        return "default scheduler"
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-        return f"SCHED_FIFO {priority}"
-    except (PermissionError, OSError) as exc:
-        return f"default scheduler (SCHED_FIFO {priority} refused: {exc})"
-
-
 class DriverLoop:
     def __init__(self, cfg, endpoints: dict):
         import zmq
@@ -246,7 +237,7 @@ class DriverLoop:
         self.cfg = cfg
         # before the ZeroMQ context: its I/O thread, which does the actual sending, inherits the
         # scheduling policy, so the stream is as timely as the loop
-        self.scheduler = _set_realtime(cfg.rt_priority)
+        self.scheduler = set_realtime(cfg.rt_priority)
         self.ctx = zmq.Context()
         self.pipe = self.ctx.socket(zmq.PAIR)
         self.pipe.setsockopt(zmq.LINGER, 1000)

@@ -9,7 +9,9 @@ per cycle.
 
 from __future__ import annotations
 
+import os
 import time
+from contextlib import contextmanager
 
 SPIN_NS = 120_000  # the last 120 us before a deadline are busy-waited
 
@@ -41,3 +43,29 @@ class Pacer:
         else:
             self._next_ns = deadline + self.period_ns
         return deadline
+
+
+def set_realtime(priority: int) -> str:
+    """Move the calling thread to SCHED_FIFO ``priority`` (0: leave it alone); say what it got.
+
+    Threads created afterwards inherit the policy, which is why callers do this before a client
+    library starts its receive threads."""
+    if priority <= 0:
+        return "default scheduler"
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return f"SCHED_FIFO {priority}"
+    except (PermissionError, OSError) as exc:
+        return f"default scheduler (SCHED_FIFO {priority} refused: {exc})"
+
+
+@contextmanager
+def realtime(priority: int):
+    """``set_realtime`` for the duration of a block; the thread's own policy comes back after, so
+    processes spawned later do not inherit SCHED_FIFO."""
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    try:
+        yield set_realtime(priority)
+    finally:
+        if priority > 0:
+            os.sched_setscheduler(0, policy, param)

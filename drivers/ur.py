@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from robodyn.robot.model import LIMIT_FIELDS
 
 from .base import (ConnectionLost, ControlMode, Driver, DriverDescription, JointCommand, JointState,
                    LimitViolation, ProtectiveStop, Signal)
+from .pacing import realtime
 from .ur_gains import NOMINAL_DRIVE_GAINS
 from .ur_stream import REWIND, SampleClock
 
@@ -182,21 +182,11 @@ class URDriver(Driver):
         except OSError as exc:
             raise ConnectionLost(f"cannot reach a UR controller at {host}:{RTDE_PORT} ({exc.strerror or exc}); check "
                                  f"driver.host and that the robot is powered and on this network") from None
-        previous = None
-        if self.cfg.rt_priority > 0:
-            try:  # before ur_rtde starts its threads: they inherit the policy
-                previous = (os.sched_getscheduler(0), os.sched_getparam(0))
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.cfg.rt_priority))
-            except OSError:
-                previous = None
-        try:
+        # ur_rtde's receive and control threads inherit SCHED_FIFO from the thread that creates them;
+        # the caller's thread gets its own policy back, or every process it spawned later would
+        # inherit SCHED_FIFO too (and busy-wait loops in them could starve a 2-core host)
+        with realtime(self.cfg.rt_priority):
             self._connect_interfaces(host)
-        finally:
-            # only ur_rtde's threads keep the real-time policy: the caller's thread gets its own back,
-            # or every process it spawns later would inherit SCHED_FIFO (and busy-wait loops in them
-            # could starve a 2-core host)
-            if previous is not None:
-                os.sched_setscheduler(0, previous[0], previous[1])
 
     def _connect_interfaces(self, host: str) -> None:
         native = self._controller_frequency()
@@ -366,8 +356,16 @@ class URDriver(Driver):
         if ok:
             return
         self.servo_failures += 1
-        if self._r.isProtectiveStopped() or int(self.state.values[self._i_safety]) != SAFETY_NORMAL:
-            raise ProtectiveStop("UR protective stop: servoJ refused", self._report("write"))
+        # the cause is judged from safety_mode, which the recipe subscribes to (ur_rtde's
+        # isProtectiveStopped() needs safety_status_bits, which it does not, and would throw)
+        safety = int(self.state.values[self._i_safety])
+        try:
+            safety = int(self._r.getSafetyMode())
+        except RuntimeError:
+            pass
+        if safety != SAFETY_NORMAL:
+            self.last_error = {"where": "write", "safety_mode": SAFETY_MODE_NAMES.get(safety, safety)}
+            raise ProtectiveStop(f"UR {SAFETY_MODE_NAMES.get(safety, safety)}: servoJ refused", self._report("write"))
         if not self._c.isConnected() or not self._r.isConnected():
             raise ConnectionLost(f"UR at {self.cfg.host}: link lost during servoJ {reason}".strip(), self._report("write"))
         raise ProtectiveStop("UR refused servoJ: the control script is not running (stopped from the pendant or "

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
+
+from robodyn.drivers.pacing import set_realtime
 
 from .plant import PlantConfig
 from .server import ROBOT_MODES, ControllerConfig, URController
@@ -26,11 +27,13 @@ def main(argv=None) -> int:
     p.add_argument("--rt-priority", type=int, default=0,
                    help="SCHED_FIFO priority for the controller (0: default scheduler); keeps 500 Hz on a busy host")
     args = p.parse_args(argv)
-    if args.rt_priority > 0:
-        try:  # before any thread starts: they all inherit it
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
-        except OSError as exc:
-            print(f"ur_controller: SCHED_FIFO refused ({exc}); running on the default scheduler", file=sys.stderr)
+    # before any thread starts: they all inherit it
+    scheduler = set_realtime(args.rt_priority)
+    if "refused" in scheduler:
+        print(f"ur_controller: {scheduler}", file=sys.stderr)
+    # the tick thread shares the GIL with the per-connection threads; a short switch interval
+    # bounds how long it can wait for the GIL (default 5 ms: longer than two RTDE periods)
+    sys.setswitchinterval(2e-4)
     plant = PlantConfig(robot=args.robot, seed=args.seed, perturbation=args.perturbation, payload_kg=args.payload_kg,
                         payload_com=tuple(float(x) for x in args.payload_com.split(",")))
     cfg = ControllerConfig(host=args.host, cb3=args.cb3, robot_mode=args.robot_mode, plant=plant)
