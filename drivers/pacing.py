@@ -9,6 +9,7 @@ per cycle.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from contextlib import contextmanager
@@ -60,12 +61,20 @@ def set_realtime(priority: int) -> str:
 
 
 @contextmanager
-def realtime(priority: int):
-    """``set_realtime`` for the duration of a block; the thread's own policy comes back after, so
+def realtime(priority: int, pause_gc: bool = True):
+    """A real-time section of the calling thread: ``set_realtime`` for the duration of the block,
+    and the cyclic garbage collector paused (a full collection of a large heap takes several ms,
+    longer than a 500 Hz period). The thread's own policy and the collector come back after, so
     processes spawned later do not inherit SCHED_FIFO."""
     policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    collecting = gc.isenabled()
+    if pause_gc:
+        gc.collect()
+        gc.disable()
     try:
         yield set_realtime(priority)
     finally:
         if priority > 0:
             os.sched_setscheduler(0, policy, param)
+        if pause_gc and collecting:
+            gc.enable()

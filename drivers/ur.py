@@ -9,7 +9,7 @@
   (recorded per sample in the ``lost`` signal and in diagnostics), a timestamp that stops advancing
   is a dead link even while ur_rtde's getters keep answering with stale values.
 - ``tau`` is ``drive_gains * actual_current`` (N.m/A per joint; identify them with a load/unload
-  pair, ``ur_gains.estimate_drive_gains``). ur_rtde 1.6.5's Python binding has no getter for
+  pair, ``robodyn drive-gains`` / ``identification.drive_gains``). ur_rtde 1.6.5's Python binding has no getter for
   ``actual_current_as_torque`` (PolyScope >= 5.23), so the driver cannot use the controller's own
   conversion.
 - A protective stop during a run -> ``ProtectiveStop``; a silent or closed link -> ``ConnectionLost``;

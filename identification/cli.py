@@ -66,6 +66,21 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_validate)
 
+    p = sub.add_parser("drive-gains", help="current-to-torque drive gains from recordings without and with a "
+                                           "known payload (UR)")
+    p.add_argument("--robot", required=True, help="built-in model name or model file")
+    p.add_argument("--unloaded", nargs="+", required=True, metavar="REC", help="daemon recordings without the payload")
+    p.add_argument("--loaded", nargs="+", required=True, metavar="REC", help="daemon recordings with the payload")
+    p.add_argument("--payload-mass", type=float, required=True, metavar="KG")
+    p.add_argument("--payload-com", required=True, metavar="X,Y,Z", help="payload centre of mass, m, last link frame")
+    p.add_argument("--method", choices=("global", "difference"), default="global",
+                   help="global: Gautier-Briot, gains with the arm's parameters (default); difference: "
+                        "dynamic_calibration's load-unload TLS (one pair of identical trajectories)")
+    p.add_argument("--max-relative-std", type=float, default=0.02,
+                   help="global: a gain less certain than this is reported as not identifiable")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_drive_gains)
+
 
 def _load(paths, model, gains):
     from .data import load_dataset
@@ -161,4 +176,74 @@ def cmd_validate(args) -> int:
             print(f"{name:<12} {metrics['rmse'][j]:10.4f} {metrics['relative_error'][j] or 0:9.4f} "
                   f"{metrics['correlation'][j] or 0:8.5f}")
         print(f"{'sum':<12} {metrics['rmse_sum']:10.4f}   total relative error {metrics['relative_error_total']:.4f}")
+    return 0
+
+
+def _current_run(path: str, model, payload: dict | None) -> dict:
+    """The trajectory phase of a daemon recording as a drive-gain run (needs the motor current)."""
+    from robodyn.daemon.recording import load_recording
+
+    import numpy as np
+
+    rec = load_recording(path)
+    if "current" not in rec.signals:
+        raise ValueError(f"{path}: no 'current' signal (it has {list(rec.signals)}); drive gains need motor "
+                         f"currents, which the UR driver records")
+    mask = rec.phase_mask("execute")
+    if not mask.any():
+        raise ValueError(f"{path}: no samples in the execute phase")
+    qd = rec.signal("qd")[mask]
+    run = {"t": rec.robot_time[mask], "q": rec.signal("q")[mask], "qd": qd, "current": rec.signal("current")[mask]}
+    dt = float(np.median(np.diff(run["t"])))
+    run["qdd"] = np.gradient(qd, dt, axis=0)  # the difference method takes accelerations as given
+    if rec.signal("q").shape[1] != model.dof:
+        raise ValueError(f"{path}: {rec.signal('q').shape[1]} joints, but {model.name} has {model.dof}")
+    if payload:
+        run["payload"] = payload
+    run["trajectory"] = rec.meta.get("trajectory")
+    return run
+
+
+def cmd_drive_gains(args) -> int:
+    from robodyn.robot.loader import load_model
+
+    from .drive_gains import difference_drive_gains, global_drive_gains
+
+    model = load_model(args.robot)
+    com = _floats(args.payload_com, "payload-com")
+    payload = {"mass": args.payload_mass, "com": com}
+    unloaded = [_current_run(p, model, None) for p in args.unloaded]
+    loaded = [_current_run(p, model, payload) for p in args.loaded]
+    if args.method == "difference":
+        if len(unloaded) != 1 or len(loaded) != 1:
+            raise ValueError("--method difference takes exactly one --unloaded and one --loaded recording "
+                             "(of the same trajectory)")
+        u, lo = unloaded[0], loaded[0]
+        if u["trajectory"] != lo["trajectory"]:
+            raise ValueError("--method difference: the two recordings ran different trajectories; it needs the "
+                             "same trajectory with and without the payload (or use --method global)")
+        n = min(u["t"].shape[0], lo["t"].shape[0])
+        if abs(u["t"].shape[0] - lo["t"].shape[0]) > 1:
+            raise ValueError(f"--method difference: the recordings differ in length ({u['t'].shape[0]} vs "
+                             f"{lo['t'].shape[0]} samples); it needs the same trajectory twice, sample for sample")
+        cut = lambda r: {k: r[k][:n] for k in ("q", "qd", "qdd", "current")}  # noqa: E731
+        result = difference_drive_gains(model, cut(u), cut(lo), args.payload_mass, com)
+    else:
+        result = global_drive_gains(model, unloaded + loaded, max_relative_std=args.max_relative_std)
+        result.pop("base_parameters")
+    gains = result["gains"]
+    result["driver_config"] = "[driver]\ndrive_gains = [" + ", ".join(
+        "nan" if g != g else f"{g:.5g}" for g in gains) + "]"
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{model.name}: drive gains ({result['method']}), N.m/A")
+        for j, name in enumerate(model.joint_names):
+            g = gains[j]
+            extra = f"  (relative std {result['relative_std'][j]:.2g})" if "relative_std" in result else ""
+            print(f"  {name:<12} {'not identifiable' if g != g else f'{g:.5g}'}{extra}")
+        for note in result["notes"]:
+            print(f"  note: {note}")
+        if all(g == g for g in gains):
+            print("daemon configuration:\n" + result["driver_config"])
     return 0

@@ -34,8 +34,25 @@ class UserError(Exception):
 
 
 def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=2, default=_json_default)
+    """Strict JSON on stdout: NaN and infinities (not JSON) come out as null."""
+    json.dump(_strict(obj), sys.stdout, indent=2, default=_json_default, allow_nan=False)
     sys.stdout.write("\n")
+
+
+def _strict(o):
+    import math
+
+    import numpy as np
+
+    if isinstance(o, dict):
+        return {k: _strict(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_strict(v) for v in o]
+    if isinstance(o, np.ndarray):
+        return _strict(o.tolist())
+    if isinstance(o, (float, np.floating)):
+        return float(o) if math.isfinite(o) else None
+    return o
 
 
 def _json_default(o):

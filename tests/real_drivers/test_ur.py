@@ -9,6 +9,7 @@ shared with other test runs a reader that waits more than one period loses sampl
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -20,7 +21,7 @@ pytest.importorskip("rtde_receive", reason="pip install 'robodyn[ur]'")
 from robodyn.drivers.base import ConnectionLost, JointCommand, ProtectiveStop  # noqa: E402
 from robodyn.drivers.pacing import realtime  # noqa: E402
 from robodyn.drivers.registry import create_driver  # noqa: E402
-from robodyn.drivers.ur_gains import estimate_drive_gains  # noqa: E402
+from robodyn.identification.drive_gains import estimate_drive_gains  # noqa: E402
 
 from .conftest import Daemon, execute_npz, fourier_excitation, run_identify  # noqa: E402
 from .peers import free_loopback, start_ur_controller  # noqa: E402
@@ -81,9 +82,13 @@ def test_stream_500_hz_without_losing_a_sample(ur):
     # the accounting is exact whatever the host does: no repeats, every gap counted
     assert steps.min() == 1 and diag["stream"]["lost"] == int((steps - 1).sum())
     assert diag["stream"]["received"] == 1500
-    if diag["stream"]["lost"] and "refused" in scheduler:
-        pytest.xfail(f"no real-time scheduling for the reader ({scheduler}): {diag['stream']['lost']} of 1500 "
-                     f"samples lost on a shared host, all counted")
+    load = os.getloadavg()[0]
+    if diag["stream"]["lost"] and ("refused" in scheduler or load > os.cpu_count()):
+        # ur_rtde keeps only the newest package, so a reader stalled for > 2 ms loses samples. On this
+        # VM's kernel (no full preemption) even a SCHED_FIFO reader stalled 6-13 ms when more tasks
+        # than cores were runnable (docs/drivers.md); counted exactly above, never silent
+        pytest.xfail(f"{diag['stream']['lost']} of 1500 samples lost, all counted: reader on {scheduler}, "
+                     f"load {load:.1f} on {os.cpu_count()} cores")
     # judged by the controller's timestamps: consecutive, none repeated, none missing
     assert steps.max() == 1, np.unique(steps, return_counts=True)
     s = d.state
@@ -205,16 +210,18 @@ def _servo_run(host: str, q_ref: np.ndarray) -> dict:
             out["qd"].append(s.qd.copy())
             out["current"].append(s.signal("current").copy())
             out["t"].append(s.robot_time)
-    # the pair is aligned by command index (one servoJ per sample read): a lost sample would shift
-    # one run against the other (before the reader was real-time, that biased the gains 3-13 % high)
-    assert d.diagnostics()["stream"]["lost"] == 0
+    # (the global estimate models each run at its own states and timestamps, so a lost sample only
+    # costs a row; completeness has its own test)
     d.stop()
     d.close()
     return {k: np.array(v) for k, v in out.items()}
 
 
 def test_drive_gains_from_a_load_unload_pair(tmp_path):
-    """Same seed -> same true gains on both controllers; one carries a 3 kg payload."""
+    """Same seed -> same true gains on both controllers; one carries a 3 kg payload. The global
+    (Gautier-Briot) estimate finds all six; dynamic_calibration's difference is printed beside it
+    (it swung by up to 19 % between repetitions here: the two servo runs never match exactly)."""
+    from robodyn.identification.drive_gains import difference_drive_gains
     from robodyn.robot.loader import load_model
     from robodyn.trajectory import trajectory_from_dict
 
@@ -231,16 +238,19 @@ def test_drive_gains_from_a_load_unload_pair(tmp_path):
             runs.append(_servo_run(peer.host, q_ref))
         finally:
             peer.stop()
-    dt = 0.002
-    for r in runs:  # accelerations by central differences of the measured velocity
-        r["qdd"] = np.gradient(r["qd"], dt, axis=0)
     est = estimate_drive_gains(model, runs[0], runs[1], 3.0, (0.1, 0.0, 0.05))
     k = np.array(est["gains"])
-    ok = np.isfinite(k)
-    print("drive gains estimated", np.round(k, 3), "true", np.round(truth, 3), est["notes"])
-    assert ok[1:3].all() and ok.sum() >= 4, est  # shoulder and elbow always carry the payload's weight
-    rel = np.abs(k[ok] - truth[ok]) / truth[ok]
-    assert rel.max() < 0.1, (k, truth)
+    rel = np.abs(k - truth) / truth
+    n = min(r["q"].shape[0] for r in runs)
+    for r in runs:  # the difference method takes accelerations as given
+        r["qdd"] = np.gradient(r["qd"], 0.002, axis=0)
+    diff = difference_drive_gains(model, *({key: r[key][:n] for key in ("q", "qd", "qdd", "current")} for r in runs),
+                                  3.0, (0.1, 0.0, 0.05))
+    print("drive gains true", np.round(truth, 3), "\n global", np.round(k, 3), "rel. error", np.round(rel, 4),
+          "rel. std", np.round(est["relative_std"], 4), "\n difference", np.round(diff["gains"], 3))
+    assert np.all(np.isfinite(k)), est["notes"]
+    # measured 0.01-0.5 % (joint 1, the base, carries the least payload torque: 0.6-1 %)
+    assert rel.max() < 0.02, (k, truth)
 
 
 def test_servoj_excitation_through_the_daemon_record_identify_and_disconnect(tmp_path):
