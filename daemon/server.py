@@ -776,10 +776,12 @@ class Daemon:
             raise P.ProtocolError(P.E_ROBOT, f"this daemon drives {self.model.name!r}, not {robot!r}",
                                   {"robot": self.model.name})
         mode = args.get("mode", "position")
-        modes = (self.description or {}).get("control_modes", [])
-        if mode != "position":
-            raise P.ProtocolError(P.E_INVALID_ARGS, f"submit_run: mode {mode!r} is not supported for runs yet; "
-                                                    f"use 'position' (driver modes: {modes})")
+        # a run commands the trajectory's q, qd, qdd every cycle: only in modes where the driver tracks
+        # them (Franka torque mode: its impedance law; the simulator's torque mode is raw torque)
+        modes = (self.description or {}).get("trajectory_modes", ["position"])
+        if mode not in modes:
+            raise P.ProtocolError(P.E_INVALID_ARGS, f"mode: {mode!r} is not a trajectory mode of the "
+                                                    f"{self.cfg.driver} driver; it runs trajectories in {modes}")
         self._require_idle()
         try:
             traj = trajectory_from_dict(args["trajectory"])

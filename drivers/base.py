@@ -94,6 +94,9 @@ class DriverDescription:
     control_modes: tuple[str, ...]
     signals: tuple[Signal, ...]
     info: dict = field(default_factory=dict)  # driver-specific facts (versions, seeds, gains)
+    # the modes in which write() tracks a command's q, qd, qdd (the daemon runs trajectories only
+    # in these); in the others it applies command.tau as given (the simulator's raw torque mode)
+    trajectory_modes: tuple[str, ...] = (ControlMode.POSITION.value,)
 
     @property
     def dof(self) -> int:
@@ -121,6 +124,7 @@ class DriverDescription:
         d = asdict(self)
         d["joint_names"] = list(self.joint_names)
         d["control_modes"] = list(self.control_modes)
+        d["trajectory_modes"] = list(self.trajectory_modes)
         d["signals"] = [asdict(s) for s in self.signals]
         return d
 
@@ -129,7 +133,8 @@ class DriverDescription:
         return cls(driver=d["driver"], robot=d["robot"], joint_names=tuple(d["joint_names"]),
                    limits=dict(d["limits"]), rate_hz=float(d["rate_hz"]),
                    control_modes=tuple(d["control_modes"]),
-                   signals=tuple(Signal(**s) for s in d["signals"]), info=dict(d.get("info", {})))
+                   signals=tuple(Signal(**s) for s in d["signals"]), info=dict(d.get("info", {})),
+                   trajectory_modes=tuple(d.get("trajectory_modes", (ControlMode.POSITION.value,))))
 
 
 def check_description(desc: DriverDescription) -> None:
@@ -146,6 +151,9 @@ def check_description(desc: DriverDescription) -> None:
     unknown = set(desc.control_modes) - {m.value for m in ControlMode}
     if unknown:
         raise ValueError(f"driver {desc.driver}: unknown control mode(s) {sorted(unknown)}")
+    if not set(desc.trajectory_modes) <= set(desc.control_modes):
+        raise ValueError(f"driver {desc.driver}: trajectory mode(s) {sorted(set(desc.trajectory_modes) - set(desc.control_modes))} "
+                         f"are not among its control modes {list(desc.control_modes)}")
     if not desc.rate_hz > 0:
         raise ValueError(f"driver {desc.driver}: rate_hz must be > 0")
 

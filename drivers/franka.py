@@ -110,6 +110,7 @@ class FrankaDriver(Driver):
         return DriverDescription(driver=self.kind, robot=self.model.name, joint_names=self.model.joint_names,
                                  limits=limits, rate_hz=1000.0,
                                  control_modes=(ControlMode.POSITION.value, ControlMode.TORQUE.value),
+                                 trajectory_modes=(ControlMode.POSITION.value, ControlMode.TORQUE.value),
                                  signals=sig, info=info)
 
     def describe(self) -> DriverDescription:

@@ -41,6 +41,9 @@ def register(sub) -> None:
     p.add_argument("--robot", required=True, metavar="NAME", help="robot the daemon must be driving (e.g. panda)")
     p.add_argument("--trajectory", required=True, metavar="FILE", help="robodyn.trajectory JSON document")
     p.add_argument("--label", default="", help="free text stored in the recording")
+    p.add_argument("--mode", default="position", choices=("position", "torque"),
+                   help="control mode of the run (torque: the driver's own impedance law plus feedforward "
+                        "tracks the trajectory; Franka only)")
     p.add_argument("--wait", action="store_true", help="show progress until the run ends; print its summary")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=cmd_run)
@@ -270,7 +273,7 @@ def cmd_run(args) -> int:
         raise UserError(f"{path}: not valid JSON: {exc}") from None
     trajectory_from_dict(doc)  # fail here, before contacting the daemon, on a malformed document
     with _client(args) as c:
-        accepted = _daemon_call(lambda: c.submit_run(args.robot, doc, label=args.label))
+        accepted = _daemon_call(lambda: c.submit_run(args.robot, doc, mode=args.mode, label=args.label))
         if not args.wait:
             if args.json:
                 print_json(accepted)

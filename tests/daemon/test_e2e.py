@@ -93,6 +93,9 @@ def test_rejections_name_the_problem_and_the_robot_never_moves(daemon):
         (lambda: c.submit_run("panda", dict(excitation(2.0), dof=6)), "invalid_trajectory", "dof"),
         (lambda: c.call("submit_run", robot="panda"), "invalid_args", "missing required argument 'trajectory'"),
         (lambda: c.call("submit_run", robot="panda", trajectory=[1, 2]), "invalid_args", "must be a map"),
+        # the simulator's torque mode applies raw torques: it cannot track a run's trajectory
+        (lambda: c.submit_run("panda", excitation(2.0), mode="torque"), "invalid_args",
+         "'torque' is not a trajectory mode of the sim driver"),
         (lambda: c.call("teleport"), "unknown_command", "unknown command 'teleport'"),
         (lambda: c.call("run_status", run_id="nope"), "not_found", "no run 'nope'"),
     ]

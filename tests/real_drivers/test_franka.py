@@ -225,8 +225,8 @@ def test_bad_configuration_is_one_sentence(tmp_path, monkeypatch):
 
 
 def test_excitation_through_the_daemon_record_identify_validate(tmp_path):
-    """Two excitations through the daemon (position mode, franky-sim as the robot): identify on
-    the first recording, validate on the held-out second one."""
+    """Two excitations through the daemon (franky-sim as the robot), one in position mode and one
+    in torque mode: identify on the first recording, validate on the held-out second one."""
     peer = start_franky_sim(tmp_path)
     daemon = None
     try:
@@ -235,10 +235,10 @@ def test_excitation_through_the_daemon_record_identify_validate(tmp_path):
         q0 = daemon.q()
         amp = [0.25, 0.2, 0.25, 0.2, 0.3, 0.3, 0.4]
         recs = []
-        # position mode: the daemon does not run torque-mode trajectories yet (the driver's torque
-        # mode is covered by test_tracks_a_joint_motion). franky-sim's joint impedance lags fast
-        # references by up to ~0.1 rad, hence the loose tracking bound.
-        for seed, mode, bound in ((11, "position", 0.2), (12, "position", 0.2)):
+        # identify on a position-mode run, validate on a torque-mode run (the driver's own joint
+        # impedance plus RNEA feedforward). franky-sim's joint impedance lags fast references by up
+        # to ~0.1 rad in position mode, hence the loose tracking bound there.
+        for seed, mode, bound in ((11, "position", 0.2), (12, "torque", 0.2)):
             doc = fourier_excitation(q0, amp, duration=8.0, seed=seed, robot="fr3")
             accepted = c.submit_run("fr3", doc, mode=mode, label=f"franka excitation {seed} {mode}")
             final = c.wait_run(accepted["run_id"], timeout=90)
