@@ -196,6 +196,61 @@ class JointCommand:
 # --------------------------------------------------------------------------- the contract
 
 
+# The first command after start may differ from the last measured position by one period at full
+# speed plus this much (rad or m): measurement noise and settling, not a jump
+START_STATE_TOLERANCE = 0.01
+STEP_SPEED_MARGIN = 1.05  # on qd_max: sampled trajectories validated at qd_max stay well inside
+
+
+class CommandGuard:
+    """The last check before a tracked position target reaches a driver: no step between
+    consecutive targets, or from the measured start state to the first target, faster than the
+    joint velocity limit.
+
+    Trajectories are validated as a whole before a run (``robodyn.limits``); this catches what
+    bypasses that, such as a script calling ``write`` directly or a corrupted command. Holding
+    the previous target always passes, so a stop is never refused. No allocation per call."""
+
+    def __init__(self, desc: DriverDescription):
+        qd_max = np.asarray(desc.limits["qd_max"], float)
+        self.qd_max = qd_max
+        self.step_max = STEP_SPEED_MARGIN * qd_max / float(desc.rate_hz)
+        self.names = desc.joint_names
+        self.period_ms = 1e3 / float(desc.rate_hz)
+        self.last = np.zeros(qd_max.shape[0])
+        self.has_reference = False
+        self.slack = 0.0  # START_STATE_TOLERANCE for the first target only
+        self._step = np.zeros_like(self.last)
+        self._over = np.zeros(self.last.shape[0], dtype=bool)
+
+    def forget(self) -> None:
+        self.has_reference = False
+
+    def start_from(self, measured_q: np.ndarray) -> None:
+        np.copyto(self.last, measured_q)
+        self.slack = START_STATE_TOLERANCE
+        self.has_reference = True
+
+    def check(self, q: np.ndarray) -> None:
+        if not self.has_reference:
+            raise LifecycleError("write: read() the robot's state after start() before the first command "
+                                 "(the first target is checked against the measured start state)")
+        if not np.all(np.isfinite(q)):
+            raise LimitViolation("position target: non-finite value; nothing was sent")
+        step, over = self._step, self._over
+        np.subtract(q, self.last, out=step)
+        np.abs(step, out=step)
+        np.greater(step, self.step_max + self.slack, out=over)
+        if over.any():
+            j = int(np.argmax(over))
+            source = "the measured start state" if self.slack else "the previous target"
+            raise LimitViolation(f"position target on {self.names[j]} jumps {step[j]:.6g} from {source}; at most "
+                                 f"{self.step_max[j] + self.slack:.6g} per {self.period_ms:g} ms period (qd_max "
+                                 f"{self.qd_max[j]:.6g}); nothing was sent")
+        np.copyto(self.last, q)
+        self.slack = 0.0
+
+
 class Driver(ABC):
     """Abstract robot driver. Subclasses implement the ``_do_*`` hooks; the public methods
     enforce the lifecycle order so every driver fails the same way on misuse."""
@@ -203,6 +258,8 @@ class Driver(ABC):
     def __init__(self):
         self._phase = "created"  # created -> connected -> active -> connected -> closed
         self._mode: ControlMode | None = None
+        self._guard: CommandGuard | None = None
+        self._guard_active = False  # in a trajectory mode: every write goes through the guard
 
     @abstractmethod
     def describe(self) -> DriverDescription: ...
@@ -230,21 +287,40 @@ class Driver(ABC):
         self._do_start(mode)
         self._mode = mode
         self._phase = "active"
+        desc = self.describe()
+        self._guard_active = mode.value in desc.trajectory_modes
+        if self._guard_active:
+            if self._guard is None:
+                self._guard = CommandGuard(desc)
+            self._guard.forget()
 
     def read(self) -> JointState:
         if self._phase not in ("connected", "active"):
             raise LifecycleError(f"read: driver is {self._phase}, expected connected or active")
-        return self._do_read()
+        state = self._do_read()
+        if self._guard_active and not self._guard.has_reference:
+            self._guard.start_from(state.q)  # the first read after start is the start state
+        return state
 
     def write(self, command: JointCommand) -> None:
         if self._phase != "active":
             raise LifecycleError(f"write: driver is {self._phase}; call start(mode) first")
+        if self._guard_active:
+            try:
+                self._guard.check(command.q)
+            except LimitViolation:
+                self._refused_by_guard()
+                raise
         self._do_write(command)
+
+    def _refused_by_guard(self) -> None:
+        """Hook: a driver that counts refused commands counts this one too."""
 
     def stop(self) -> None:
         if self._phase == "active":
             self._do_stop()
             self._mode = None
+            self._guard_active = False
             self._phase = "connected"
 
     def close(self) -> None:

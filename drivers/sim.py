@@ -334,6 +334,9 @@ class SimulatedRobot(Driver):
 
     # ----------------------------------------------------------------- cycle
 
+    def _refused_by_guard(self) -> None:
+        self.log.refused += 1
+
     def _do_write(self, command: JointCommand) -> None:
         m = self.model
         if self._mode is ControlMode.POSITION:

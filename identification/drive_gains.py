@@ -13,7 +13,8 @@ solved by total least squares (both sides are measured or derived from measureme
 never pass through exactly the same states; the arm's own rigid-body torque difference is predicted
 with the nominal model at the two runs' measured states, but friction differences are not, and
 where the runs cross zero velocity at slightly different times the Coulomb step lands on one side
-only. On the simulated UR this made the estimate swing by up to 19 % between repetitions.
+only. On the simulated UR it is exact when the two runs match and was off by up to 19 % when
+they did not.
 
 ``global`` (default) -- Gautier and Briot's global identification of drive gains and dynamic
 parameters (J. Dyn. Sys., Meas., Control 136(5), 2014): one linear system over every sample of

@@ -127,6 +127,43 @@ def test_refused_command_is_logged_and_not_applied():
     assert log["refused"] == 1 and log["writes"] == 0 and log["path_length"] == 0.0
 
 
+def test_a_target_that_jumps_faster_than_the_velocity_limit_never_reaches_the_robot():
+    """The driver's last guard (drivers.base.CommandGuard), for scripts that bypass the daemon's
+    trajectory validation: step from the measured start state, then from target to target."""
+    robot = make()
+    robot.start("position")
+    cmd = JointCommand(7)
+    with pytest.raises(LifecycleError, match="read"):
+        robot.write(cmd)  # no measured start state yet
+    q_start = robot.read().q.copy()  # (the state's arrays are views, refilled by every read)
+    dt = 1.0 / robot.describe().rate_hz
+    qd_max = robot.model.qd_max
+    cmd.q[:] = q_start
+    cmd.q[1] += 0.02  # beyond one period at full speed plus the start tolerance (0.01 rad)
+    with pytest.raises(LimitViolation, match=r"joint2 jumps 0.02 from the measured start state"):
+        robot.write(cmd)
+    cmd.q[:] = q_start
+    robot.write(cmd)  # the start state itself: accepted
+    for k in range(1, 50):  # at 90 % of the velocity limit on joint 1: accepted every period
+        cmd.q[0] = q_start[0] + 0.9 * qd_max[0] * dt * k
+        robot.write(cmd)
+        robot.read()
+    before = robot.diagnostics()["commands"]
+    jump = cmd.q.copy()
+    jump[0] += 1.2 * qd_max[0] * dt  # 120 %: refused, and the robot never sees it
+    cmd.q[:] = jump
+    with pytest.raises(LimitViolation, match=r"joint1 jumps .* from the previous target.*nothing was sent"):
+        robot.write(cmd)
+    after = robot.diagnostics()["commands"]
+    assert after["writes"] == before["writes"] and after["refused"] == before["refused"] + 1
+    assert after["path_length"] == before["path_length"]
+    cmd.q[0] -= 1.2 * qd_max[0] * dt
+    robot.write(cmd)  # holding the last accepted target (a stop) is always allowed
+    cmd.q[2] = np.nan
+    with pytest.raises(LimitViolation, match="non-finite"):
+        robot.write(cmd)
+
+
 def test_torque_mode_gravity_compensated_and_perturbed_plant_differs():
     """Torque mode adds the robot's (nominal) gravity compensation: with the true plant equal to
     the nominal model, zero torque holds; a perturbed plant (not known to the robot) sags."""

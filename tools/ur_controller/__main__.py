@@ -47,10 +47,14 @@ def main(argv=None) -> int:
           f"{'.'.join(map(str, cfg.version))}), drive gains {[round(k, 4) for k in ctl.plant.drive_gains]}",
           flush=True)
     done = threading.Event()
+    ctl.on_failure = done.set
     signal.signal(signal.SIGTERM, lambda *a: done.set())
     signal.signal(signal.SIGINT, lambda *a: done.set())
     done.wait()
     ctl.close()
+    if ctl.failed:
+        print("ur_controller: the real-time tick failed (above); controller stopped", file=sys.stderr)
+        return 3
     return 0
 
 

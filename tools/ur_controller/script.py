@@ -61,9 +61,13 @@ def quintic_duration(distance: np.ndarray, v_max: float, a_max: float) -> float:
 class JointMotion:
     """The controller's joint target generator: servo tracking, quintic moves, decelerating stops."""
 
-    def __init__(self, q0: np.ndarray, dt: float):
+    def __init__(self, q0: np.ndarray, dt: float, qd_max: np.ndarray | None = None):
         self.dt = dt
         self.q = np.array(q0, float)  # commanded position
+        # the controller never moves its own target faster than the joint speed limits: a servo
+        # target far from where the arm is (a program started on a sagging arm) is approached
+        # at that speed, not in one tick
+        self.step_max = None if qd_max is None else np.asarray(qd_max, float) * dt
         self.qd = np.zeros_like(self.q)
         self.qdd = np.zeros_like(self.q)
         self.mode = "hold"
@@ -84,6 +88,8 @@ class JointMotion:
         self.mode = "servo"
 
     def move(self, q: np.ndarray, v: float, a: float) -> None:
+        if self.step_max is not None:
+            v = min(v, float(np.min(self.step_max)) / self.dt)  # a moveJ faster than the joints allow
         T = quintic_duration(np.asarray(q) - self.q, v, a)
         self._move = (self.q.copy(), np.array(q, float), T, 0.0)
         self.mode = "move" if T > 0 else "hold"
@@ -109,7 +115,10 @@ class JointMotion:
                 self.stop(self._decel)
                 return self.step()
             frac = min(1.0, dt / self._servo_time)
-            new_q = self.q + frac * (self._servo_target - self.q)
+            step = frac * (self._servo_target - self.q)
+            if self.step_max is not None:
+                np.clip(step, -self.step_max, self.step_max, out=step)
+            new_q = self.q + step
             self.qd[:] = (new_q - self.q) / dt
             self.qdd[:] = (self.qd - prev_qd) / dt
             self.q[:] = new_q

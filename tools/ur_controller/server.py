@@ -114,7 +114,7 @@ class URController:
 
     def start(self) -> None:
         self.plant.connect()
-        self.motion = JointMotion(self.plant.state.q.copy(), self.dt)
+        self.motion = JointMotion(self.plant.state.q.copy(), self.dt, self.plant.sim.model.qd_max)
         self.script = ControlScript(self.motion)
         listeners = []
         for port, handler in ((self.cfg.rtde_port, self._serve_rtde), (self.cfg.dashboard_port, self._serve_dashboard),
@@ -128,7 +128,25 @@ class URController:
         self.running = True
         for s, handler in listeners:
             self._spawn(self._accept_loop, s, handler)
-        self._spawn(self._realtime_loop)
+        self._spawn(self._guarded_realtime_loop)
+
+    def _guarded_realtime_loop(self) -> None:
+        """A controller whose tick died must not keep its sockets open: clients would wait for
+        packages forever (ur_rtde's control interface busy-waits in its constructor). It fails
+        loudly and drops every connection, as a crashed controller would."""
+        try:
+            self._realtime_loop()
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            self.failed = True
+            self.close()
+            if self.on_failure is not None:
+                self.on_failure()
+
+    failed = False
+    on_failure = None  # callable, e.g. to end the process
 
     def _spawn(self, target, *args) -> None:
         t = threading.Thread(target=target, args=args, daemon=True)
@@ -448,7 +466,9 @@ class URController:
             if script_name(text) != "rtde_control":
                 return  # only ur_rtde's control script is executed; other programs are accepted and ignored
             if self.safety_mode == R.SAFETY_NORMAL and self.robot_mode == ROBOT_MODES["RUNNING"]:
-                self.motion.q[:] = self.plant.state.q  # the program starts from where the arm is
+                # the program starts from the held target, not the measured position: under a load
+                # the position controller sags by up to ~0.01 rad, and jumping the target there
+                # would be a step beyond the joint speed limit within one tick
                 self.motion.hold()
                 self.script.start()
                 self.runtime_state = R.RUNTIME_PLAYING
