@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robodyn.drivers.base import START_STATE_TOLERANCE
 from robodyn.limits import LimitReport, LimitViolation, check_trajectory
 from robodyn.robot.model import RobotModel
 from robodyn.trajectory import PointToPointTrajectory, Trajectory
@@ -21,7 +22,9 @@ from robodyn.trajectory import PointToPointTrajectory, Trajectory
 MOVE_SCALE = 0.3  # the move to the start uses 30 % of each velocity/acceleration/jerk limit
 MOVE_MIN_DURATION = 1.0  # s
 # the robot holds its position within this before a move starts (impedance tracking error at rest)
-HOLD_TOLERANCE = 0.02  # rad
+# how far the robot may have moved since a run was planned; the drivers' command guard allows the
+# same for the first target (one number, so an accepted run never fails at its first command)
+HOLD_TOLERANCE = START_STATE_TOLERANCE  # rad
 STOP_SCALE = 0.5  # an abort decelerates with half the acceleration and jerk limits
 FEED_BLOCK = 250  # samples evaluated at once (a quarter second at 1 kHz)
 

@@ -151,6 +151,11 @@ class RunExecutor:
         self.first_seq = seq + 1
         self.phase = P.PHASE_MOVE
         self._prev_q[:] = state.q
+        # an abort before the first command ramps from where the robot is, at rest (not from the
+        # previous run's last command)
+        self.cmd.q[:] = state.q
+        self.cmd.qd[:] = 0.0
+        self.cmd.qdd[:] = 0.0
         self.emit({"event": "started", "run": self.run, "run_id": self.run_id, "first_seq": self.first_seq,
                    "move_samples": move.count, "trajectory_samples": traj.count})
 

@@ -196,59 +196,85 @@ class JointCommand:
 # --------------------------------------------------------------------------- the contract
 
 
-# The first command after start may differ from the last measured position by one period at full
-# speed plus this much (rad or m): measurement noise and settling, not a jump
-START_STATE_TOLERANCE = 0.01
+# The first target after start may differ from the measured position by one period at full speed
+# plus this much (rad or m): measurement noise, settling and sag, not a jump. The daemon accepts a
+# run while the robot stays this close to where the run was planned from (daemon.motion).
+START_STATE_TOLERANCE = 0.02
 STEP_SPEED_MARGIN = 1.05  # on qd_max: sampled trajectories validated at qd_max stay well inside
 
 
 class CommandGuard:
-    """The last check before a tracked position target reaches a driver: no step between
-    consecutive targets, or from the measured start state to the first target, faster than the
-    joint velocity limit.
+    """The last check before a tracked position target reaches a driver: within one control
+    period, no target may be further from the previous period's target (for the first period,
+    from the measured start state) than the joint velocity limit allows.
 
     Trajectories are validated as a whole before a run (``robodyn.limits``); this catches what
-    bypasses that, such as a script calling ``write`` directly or a corrupted command. Holding
-    the previous target always passes, so a stop is never refused. No allocation per call."""
+    bypasses that, such as a script calling ``write`` directly or a corrupted command. A period
+    ends at ``read()`` (every driver's read waits for the next sample), so several writes in one
+    period are each checked against the same reference. Only a target the driver accepted becomes
+    the reference. Holding the previous target always passes, so a stop is never refused.
+    No allocation per call."""
 
     def __init__(self, desc: DriverDescription):
-        qd_max = np.asarray(desc.limits["qd_max"], float)
-        self.qd_max = qd_max
-        self.step_max = STEP_SPEED_MARGIN * qd_max / float(desc.rate_hz)
+        self.qd_max = np.asarray(desc.limits["qd_max"], float)
+        n = self.qd_max.shape[0]
+        self.step_max = STEP_SPEED_MARGIN * self.qd_max / float(desc.rate_hz)
         self.names = desc.joint_names
         self.period_ms = 1e3 / float(desc.rate_hz)
-        self.last = np.zeros(qd_max.shape[0])
+        self.reference = np.zeros(n)  # previous period's accepted target, or the start state
+        self.sent = np.zeros(n)  # the last target accepted in this period
         self.has_reference = False
-        self.slack = 0.0  # START_STATE_TOLERANCE for the first target only
-        self._step = np.zeros_like(self.last)
-        self._over = np.zeros(self.last.shape[0], dtype=bool)
+        self.sent_this_period = False
+        self.from_start = False
+        self._limit = np.zeros(n)
+        self._step = np.zeros(n)
+        self._over = np.zeros(n, dtype=bool)
 
     def forget(self) -> None:
         self.has_reference = False
+        self.sent_this_period = False
 
     def start_from(self, measured_q: np.ndarray) -> None:
-        np.copyto(self.last, measured_q)
-        self.slack = START_STATE_TOLERANCE
+        np.copyto(self.reference, measured_q)
+        np.add(self.step_max, START_STATE_TOLERANCE, out=self._limit)
         self.has_reference = True
+        self.from_start = True
+        self.sent_this_period = False
+
+    def period_ended(self) -> None:
+        """At every read: the last accepted target becomes the next period's reference."""
+        if self.sent_this_period:
+            np.copyto(self.reference, self.sent)
+            if self.from_start:
+                np.copyto(self._limit, self.step_max)
+                self.from_start = False
+            self.sent_this_period = False
 
     def check(self, q: np.ndarray) -> None:
         if not self.has_reference:
             raise LifecycleError("write: read() the robot's state after start() before the first command "
                                  "(the first target is checked against the measured start state)")
-        if not np.all(np.isfinite(q)):
-            raise LimitViolation("position target: non-finite value; nothing was sent")
-        step, over = self._step, self._over
-        np.subtract(q, self.last, out=step)
+        if q.shape != self.reference.shape:
+            raise LimitViolation(f"position target: expected {self.reference.shape[0]} values, got shape {q.shape}")
+        over = self._over
+        np.isfinite(q, out=over)
+        if not over.all():
+            j = int(np.argmin(over))
+            raise LimitViolation(f"position target on {self.names[j]}: non-finite value {q[j]}; nothing was sent")
+        step = self._step
+        np.subtract(q, self.reference, out=step)
         np.abs(step, out=step)
-        np.greater(step, self.step_max + self.slack, out=over)
+        np.greater(step, self._limit, out=over)
         if over.any():
             j = int(np.argmax(over))
-            source = "the measured start state" if self.slack else "the previous target"
+            source = "the measured start state" if self.from_start else "the previous period's target"
             raise LimitViolation(f"position target on {self.names[j]} jumps {step[j]:.6g} from {source}; at most "
-                                 f"{self.step_max[j] + self.slack:.6g} per {self.period_ms:g} ms period (qd_max "
+                                 f"{self._limit[j]:.6g} per {self.period_ms:g} ms period (qd_max "
                                  f"{self.qd_max[j]:.6g}); nothing was sent")
-        np.copyto(self.last, q)
-        self.slack = 0.0
+
+    def accepted(self, q: np.ndarray) -> None:
+        np.copyto(self.sent, q)
+        self.sent_this_period = True
 
 
 class Driver(ABC):
@@ -289,32 +315,47 @@ class Driver(ABC):
         self._phase = "active"
         desc = self.describe()
         self._guard_active = mode.value in desc.trajectory_modes
-        if self._guard_active:
-            if self._guard is None:
-                self._guard = CommandGuard(desc)
-            self._guard.forget()
+        # built at every start: a reconnect may have changed the rate or the limits
+        self._guard = CommandGuard(desc) if self._guard_active else None
 
     def read(self) -> JointState:
         if self._phase not in ("connected", "active"):
             raise LifecycleError(f"read: driver is {self._phase}, expected connected or active")
         state = self._do_read()
-        if self._guard_active and not self._guard.has_reference:
-            self._guard.start_from(state.q)  # the first read after start is the start state
+        guard = self._guard
+        if self._guard_active:
+            if guard.has_reference:
+                guard.period_ended()
+            else:
+                guard.start_from(state.q)  # the first read after start is the start state
         return state
 
     def write(self, command: JointCommand) -> None:
         if self._phase != "active":
             raise LifecycleError(f"write: driver is {self._phase}; call start(mode) first")
-        if self._guard_active:
-            try:
-                self._guard.check(command.q)
-            except LimitViolation:
-                self._refused_by_guard()
-                raise
+        if not self._guard_active:
+            self._do_write(command)
+            return
+        try:
+            self._guard.check(command.q)
+        except LimitViolation:
+            self.guard_refusals += 1
+            self._refused_by_guard()
+            raise
         self._do_write(command)
+        self._guard.accepted(command.q)  # only a target the driver took is a reference
+
+    guard_refusals = 0  # targets the command guard refused (never sent)
+
+    def _reconnected(self) -> None:
+        """For a driver's own ``reconnect()``: connected again, idle, no control session."""
+        self._mode = None
+        self._guard_active = False
+        self._guard = None
+        self._phase = "connected"
 
     def _refused_by_guard(self) -> None:
-        """Hook: a driver that counts refused commands counts this one too."""
+        """Hook: a driver that counts refused commands in its own log counts this one too."""
 
     def stop(self) -> None:
         if self._phase == "active":

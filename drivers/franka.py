@@ -200,7 +200,7 @@ class FrankaDriver(Driver):
         for i in range(max(1, attempts)):
             try:
                 self._open()
-                self._phase = "connected"
+                self._reconnected()
                 return
             except ConnectionLost as exc:
                 last = exc
@@ -395,7 +395,7 @@ class FrankaDriver(Driver):
     def diagnostics(self) -> dict:
         return {"reads": self.reads, "lost_cycles": self.lost_cycles, "period": self.periods.summary(),
                 "torque_saturations": self.saturated, "control_exceptions": self.control_exceptions,
-                "recoveries": self.recoveries, "last_error": self.last_error,
+                "recoveries": self.recoveries, "last_error": self.last_error, "guard_refusals": self.guard_refusals,
                 "success_rate": float(self.state.values[self._i_rate])}
 
 

@@ -227,8 +227,7 @@ class URDriver(Driver):
         self._teardown()
         self.clock = SampleClock(1.0 / self.frequency)
         self._do_connect()
-        self._mode = None
-        self._phase = "connected"
+        self._reconnected()
 
     def recover(self) -> None:
         """After a protective stop, on explicit request: unlock it and restart the control script."""
@@ -379,7 +378,8 @@ class URDriver(Driver):
 
     def diagnostics(self) -> dict:
         return {"stream": self.clock.summary(), "period": self.periods.summary(), "frequency": self.frequency,
-                "polyscope": self.version, "servo_failures": self.servo_failures, "last_error": self.last_error}
+                "polyscope": self.version, "servo_failures": self.servo_failures, "last_error": self.last_error,
+                "guard_refusals": self.guard_refusals}
 
 
 def _one_line(exc) -> str:

@@ -194,8 +194,9 @@ def _current_run(path: str, model, payload: dict | None) -> dict:
         raise ValueError(f"{path}: no samples in the execute phase")
     qd = rec.signal("qd")[mask]
     run = {"t": rec.robot_time[mask], "q": rec.signal("q")[mask], "qd": qd, "current": rec.signal("current")[mask]}
-    dt = float(np.median(np.diff(run["t"])))
-    run["qdd"] = np.gradient(qd, dt, axis=0)  # the difference method takes accelerations as given
+    # the difference method takes accelerations as given; by the timestamps, so a lost sample
+    # (a longer step) does not distort them
+    run["qdd"] = np.gradient(qd, run["t"], axis=0)
     if rec.signal("q").shape[1] != model.dof:
         raise ValueError(f"{path}: {rec.signal('q').shape[1]} joints, but {model.name} has {model.dof}")
     if payload:
@@ -232,8 +233,9 @@ def cmd_drive_gains(args) -> int:
         result = global_drive_gains(model, unloaded + loaded, max_relative_std=args.max_relative_std)
         result.pop("base_parameters")
     gains = result["gains"]
-    result["driver_config"] = "[driver]\ndrive_gains = [" + ", ".join(
-        "nan" if g != g else f"{g:.5g}" for g in gains) + "]"
+    # only a complete set belongs in a daemon configuration
+    result["driver_config"] = ("[driver]\ndrive_gains = [" + ", ".join(f"{g:.5g}" for g in gains) + "]"
+                               if all(g == g for g in gains) else None)
     if args.json:
         print_json(result)
     else:
@@ -244,6 +246,6 @@ def cmd_drive_gains(args) -> int:
             print(f"  {name:<12} {'not identifiable' if g != g else f'{g:.5g}'}{extra}")
         for note in result["notes"]:
             print(f"  note: {note}")
-        if all(g == g for g in gains):
+        if result["driver_config"]:
             print("daemon configuration:\n" + result["driver_config"])
     return 0

@@ -129,39 +129,67 @@ def test_refused_command_is_logged_and_not_applied():
 
 def test_a_target_that_jumps_faster_than_the_velocity_limit_never_reaches_the_robot():
     """The driver's last guard (drivers.base.CommandGuard), for scripts that bypass the daemon's
-    trajectory validation: step from the measured start state, then from target to target."""
+    trajectory validation: from the measured start state, then from period to period."""
     robot = make()
     robot.start("position")
     cmd = JointCommand(7)
     with pytest.raises(LifecycleError, match="read"):
         robot.write(cmd)  # no measured start state yet
     q_start = robot.read().q.copy()  # (the state's arrays are views, refilled by every read)
-    dt = 1.0 / robot.describe().rate_hz
-    qd_max = robot.model.qd_max
+    step = robot.model.qd_max / robot.describe().rate_hz  # one period at full speed
     cmd.q[:] = q_start
-    cmd.q[1] += 0.02  # beyond one period at full speed plus the start tolerance (0.01 rad)
-    with pytest.raises(LimitViolation, match=r"joint2 jumps 0.02 from the measured start state"):
+    cmd.q[1] += 0.03  # beyond one period at full speed plus the start tolerance (0.02 rad)
+    with pytest.raises(LimitViolation, match=r"joint2 jumps 0.03 from the measured start state"):
         robot.write(cmd)
     cmd.q[:] = q_start
     robot.write(cmd)  # the start state itself: accepted
+    robot.read()
     for k in range(1, 50):  # at 90 % of the velocity limit on joint 1: accepted every period
-        cmd.q[0] = q_start[0] + 0.9 * qd_max[0] * dt * k
+        cmd.q[0] = q_start[0] + 0.9 * step[0] * k
         robot.write(cmd)
         robot.read()
     before = robot.diagnostics()["commands"]
-    jump = cmd.q.copy()
-    jump[0] += 1.2 * qd_max[0] * dt  # 120 %: refused, and the robot never sees it
-    cmd.q[:] = jump
-    with pytest.raises(LimitViolation, match=r"joint1 jumps .* from the previous target.*nothing was sent"):
+    last = cmd.q.copy()
+    cmd.q[0] = last[0] + 1.2 * step[0]  # 120 %: refused, and the robot never sees it
+    with pytest.raises(LimitViolation, match=r"joint1 jumps .* from the previous period's target.*nothing was sent"):
         robot.write(cmd)
     after = robot.diagnostics()["commands"]
     assert after["writes"] == before["writes"] and after["refused"] == before["refused"] + 1
-    assert after["path_length"] == before["path_length"]
-    cmd.q[0] -= 1.2 * qd_max[0] * dt
-    robot.write(cmd)  # holding the last accepted target (a stop) is always allowed
-    cmd.q[2] = np.nan
-    with pytest.raises(LimitViolation, match="non-finite"):
+    assert after["path_length"] == before["path_length"] and robot.guard_refusals == 2
+    # several writes in one period are all measured from the previous period's target: two
+    # steps of 90 % cannot add up to 180 % before the robot moves
+    cmd.q[0] = last[0] + 0.9 * step[0]
+    robot.write(cmd)
+    cmd.q[0] = last[0] + 1.8 * step[0]
+    with pytest.raises(LimitViolation, match="joint1 jumps"):
         robot.write(cmd)
+    # a target the driver itself refused never becomes the reference
+    robot.read()
+    cmd.q[:] = last
+    robot.write(cmd)  # accepted: the reference from the next period on
+    robot.read()
+    real_write = robot._do_write
+
+    def refuse_once(command):
+        robot._do_write = real_write
+        raise LimitViolation("refused by the driver")
+
+    robot._do_write = refuse_once
+    cmd.q[0] = last[0] + 0.9 * step[0]
+    with pytest.raises(LimitViolation, match="refused by the driver"):
+        robot.write(cmd)
+    robot.read()
+    cmd.q[0] = last[0] + 1.8 * step[0]
+    with pytest.raises(LimitViolation, match="joint1 jumps"):
+        robot.write(cmd)
+    reference = last[0]
+    cmd.q[0] = reference  # holding the last accepted target (a stop) is always allowed
+    robot.write(cmd)
+    cmd.q[2] = np.nan
+    with pytest.raises(LimitViolation, match="joint3: non-finite"):
+        robot.write(cmd)
+    with pytest.raises(LimitViolation, match="expected 7 values"):
+        robot.write(JointCommand(6))
 
 
 def test_torque_mode_gravity_compensated_and_perturbed_plant_differs():

@@ -38,6 +38,8 @@ def main(argv=None) -> int:
                         payload_com=tuple(float(x) for x in args.payload_com.split(",")))
     cfg = ControllerConfig(host=args.host, cb3=args.cb3, robot_mode=args.robot_mode, plant=plant)
     ctl = URController(cfg)
+    done = threading.Event()
+    ctl.on_failure = done.set  # before start: the tick may fail at once
     try:
         ctl.start()
     except OSError as exc:
@@ -46,8 +48,6 @@ def main(argv=None) -> int:
     print(f"ur_controller: {args.robot} on {args.host} (RTDE {cfg.rate_hz:.0f} Hz, version "
           f"{'.'.join(map(str, cfg.version))}), drive gains {[round(k, 4) for k in ctl.plant.drive_gains]}",
           flush=True)
-    done = threading.Event()
-    ctl.on_failure = done.set
     signal.signal(signal.SIGTERM, lambda *a: done.set())
     signal.signal(signal.SIGINT, lambda *a: done.set())
     done.wait()
