@@ -226,7 +226,8 @@ def test_bad_configuration_is_one_sentence(tmp_path, monkeypatch):
 
 def test_excitation_through_the_daemon_record_identify_validate(tmp_path):
     """Two excitations through the daemon (franky-sim as the robot), one in position mode and one
-    in torque mode: identify on the first recording, validate on the held-out second one."""
+    in torque mode: identify on the first recording, validate on the held-out second one; then a
+    third run during which the robot disappears."""
     peer = start_franky_sim(tmp_path)
     daemon = None
     try:
@@ -255,6 +256,30 @@ def test_excitation_through_the_daemon_record_identify_validate(tmp_path):
         rmse = _rmse(val)
         # measured here: held-out RMS torque error ~0.3 N.m, total relative error ~2 %
         assert np.isfinite(rmse) and rmse < 1.0 and val["relative_error_total"] < 0.1, val
+
+        # a forced disconnect mid-run: the robot vanishes; the run ends, the partial recording is kept
+        from robodyn.daemon.recording import load_recording
+
+        from robodyn.limits import check_trajectory
+        from robodyn.robot.loader import load_model
+        from robodyn.trajectory import trajectory_from_dict
+
+        q_now, fr3 = daemon.q(), load_model("fr3")
+        for seed in range(13, 60):  # the first random excitation from here that stays inside the limits
+            doc = fourier_excitation(q_now, amp, duration=8.0, seed=seed, robot="fr3")
+            if check_trajectory(fr3, trajectory_from_dict(doc), rate_hz=1000).ok:
+                break
+        run_id = c.submit_run("fr3", doc, mode="torque", label="franka disconnect")["run_id"]
+        deadline = time.monotonic() + 30
+        while c.run_status(run_id)["state"] != "execute" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        peer.kill()
+        final = c.wait_run(run_id, timeout=60)
+        assert final["state"] in ("aborted", "failed"), final
+        assert "ConnectionLost" in str(final) or "driver process died" in str(final), final
+        rec = load_recording(final["summary"]["recording"])
+        assert 500 < int(rec.phase_mask("execute").sum()) < 8000
     finally:
         if daemon is not None:
             daemon.stop()
