@@ -185,6 +185,8 @@ def _current_run(path: str, model, payload: dict | None) -> dict:
 
     import numpy as np
 
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{'loaded' if payload else 'unloaded'} recording {path}: no such file")
     rec = load_recording(path)
     if "current" not in rec.signals:
         raise ValueError(f"{path}: no 'current' signal (it has {list(rec.signals)}); drive gains need motor "
@@ -243,7 +245,7 @@ def cmd_drive_gains(args) -> int:
         for j, name in enumerate(model.joint_names):
             g = gains[j]
             extra = f"  (relative std {result['relative_std'][j]:.2g})" if "relative_std" in result else ""
-            print(f"  {name:<12} {'not identifiable' if g != g else f'{g:.5g}'}{extra}")
+            print(f"  {name:<14} {'not identifiable' if g != g else f'{g:.5g}'}{extra}")
         for note in result["notes"]:
             print(f"  note: {note}")
         if result["driver_config"]:
