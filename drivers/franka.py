@@ -77,6 +77,12 @@ class FrankaDriver(Driver):
         self._history_t = np.zeros(HISTORY)
         self._history_n = 0
         self.law = ImpedanceLaw(self.model, cfg.stiffness, cfg.damping, cfg.feedforward)
+        # Run the law once now: loading its compiled kernel takes a while (it must not land in the
+        # first 1 ms cycle), and it loads SciPy's BLAS, whose worker threads would otherwise start
+        # after libfranka has raised this thread to SCHED_FIFO 99. They would inherit that priority,
+        # and a BLAS worker spinning at 99 stalled other real-time loops here by up to 64 ms.
+        zero = np.zeros(self.model.dof)
+        self.law.compute(zero, zero, zero, zero, zero)
         self.periods = PeriodHistogram()
         self._robot = None
         self._ctl = None
