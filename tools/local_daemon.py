@@ -73,13 +73,7 @@ class LocalDaemon:
         try:
             self.client.close()
         finally:
-            if self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait(5)
+            terminate_daemon(self.proc)
             self._log.close()
 
     def __enter__(self) -> "LocalDaemon":
@@ -87,3 +81,15 @@ class LocalDaemon:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def terminate_daemon(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
+    """SIGTERM (the daemon ramps any motion to rest and finalizes its recording), then SIGKILL if
+    it has not exited within ``grace_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)

@@ -9,6 +9,8 @@ import time
 import numpy as np
 import pytest
 
+from robodyn.tools.local_daemon import terminate_daemon
+
 READY_Q = np.array([0.0, -np.pi / 4, 0.0, -3 * np.pi / 4, 0.0, np.pi / 2, np.pi / 4])
 
 
@@ -73,13 +75,7 @@ class DaemonProcess:
 
     def stop(self):
         self.client.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        terminate_daemon(self.proc, 20)
         self.log.close()
 
 

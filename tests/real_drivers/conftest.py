@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+from robodyn.tools.local_daemon import terminate_daemon
+
 from .peers import free_loopback, start_franky_sim, start_ur_controller
 
 
@@ -63,13 +65,7 @@ class Daemon:
 
     def stop(self) -> None:
         self.client.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        terminate_daemon(self.proc, 30)
         self.log.close()
 
 
