@@ -69,6 +69,24 @@ class Daemon:
         self.log.close()
 
 
+def disconnect_mid_run(client, peer, robot: str, doc: dict, mode: str = "position") -> int:
+    """Submit a run, kill the robot (peer) 1 s into its execute phase, and check that the run ends
+    aborted or failed by the lost link, with its partial recording kept. Returns the number of
+    executed samples in that recording."""
+    from robodyn.daemon.recording import load_recording
+
+    run_id = client.submit_run(robot, doc, mode=mode, label=f"{robot} disconnect")["run_id"]
+    deadline = time.monotonic() + 30
+    while client.run_status(run_id)["state"] != "execute" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    peer.kill()
+    final = client.wait_run(run_id, timeout=60)
+    assert final["state"] in ("aborted", "failed"), final
+    assert "ConnectionLost" in str(final) or "driver process died" in str(final), final
+    return int(load_recording(final["summary"]["recording"]).phase_mask("execute").sum())
+
+
 def fourier_excitation(q0: np.ndarray, amplitude, duration: float, seed: int, robot: str, harmonics: int = 3) -> dict:
     """A smooth Fourier+quintic excitation around q0 (the shared trajectory representation)."""
     from robodyn.trajectory import FourierPolyTrajectory
@@ -101,4 +119,4 @@ def run_identify(*args: str) -> dict:
     return json.loads(out.stdout)
 
 
-__all__ = ["Daemon", "execute_npz", "fourier_excitation", "free_loopback", "run_identify", "start_franky_sim", "start_ur_controller"]
+__all__ = ["Daemon", "disconnect_mid_run", "execute_npz", "fourier_excitation", "free_loopback", "run_identify", "start_franky_sim", "start_ur_controller"]

@@ -25,7 +25,7 @@ import pylibfranka as fr  # noqa: E402
 from robodyn.drivers.base import ConnectionLost, JointCommand, ProtectiveStop  # noqa: E402
 from robodyn.drivers.registry import create_driver  # noqa: E402
 
-from .conftest import Daemon, execute_npz, fourier_excitation, run_identify  # noqa: E402
+from .conftest import Daemon, disconnect_mid_run, execute_npz, fourier_excitation, run_identify  # noqa: E402
 from .peers import free_loopback, start_franky_sim  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
@@ -258,8 +258,6 @@ def test_excitation_through_the_daemon_record_identify_validate(tmp_path):
         assert np.isfinite(rmse) and rmse < 1.0 and val["relative_error_total"] < 0.1, val
 
         # a forced disconnect mid-run: the robot vanishes; the run ends, the partial recording is kept
-        from robodyn.daemon.recording import load_recording
-
         from robodyn.limits import check_trajectory
         from robodyn.robot.loader import load_model
         from robodyn.trajectory import trajectory_from_dict
@@ -269,17 +267,7 @@ def test_excitation_through_the_daemon_record_identify_validate(tmp_path):
             doc = fourier_excitation(q_now, amp, duration=8.0, seed=seed, robot="fr3")
             if check_trajectory(fr3, trajectory_from_dict(doc), rate_hz=1000).ok:
                 break
-        run_id = c.submit_run("fr3", doc, mode="torque", label="franka disconnect")["run_id"]
-        deadline = time.monotonic() + 30
-        while c.run_status(run_id)["state"] != "execute" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.0)
-        peer.kill()
-        final = c.wait_run(run_id, timeout=60)
-        assert final["state"] in ("aborted", "failed"), final
-        assert "ConnectionLost" in str(final) or "driver process died" in str(final), final
-        rec = load_recording(final["summary"]["recording"])
-        assert 500 < int(rec.phase_mask("execute").sum()) < 8000
+        assert 500 < disconnect_mid_run(c, peer, "fr3", doc, mode="torque") < 8000
     finally:
         if daemon is not None:
             daemon.stop()

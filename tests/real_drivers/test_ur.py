@@ -25,7 +25,7 @@ from robodyn.drivers.pacing import realtime  # noqa: E402
 from robodyn.drivers.registry import create_driver  # noqa: E402
 from robodyn.identification.drive_gains import estimate_drive_gains  # noqa: E402
 
-from .conftest import Daemon, execute_npz, fourier_excitation, run_identify  # noqa: E402
+from .conftest import Daemon, disconnect_mid_run, execute_npz, fourier_excitation, run_identify  # noqa: E402
 from .peers import free_loopback, start_ur_controller  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "excitation"
@@ -304,18 +304,7 @@ def test_servoj_excitation_through_the_daemon_record_identify_and_disconnect(tmp
 
         # a disconnect mid-run: the controller dies; the run ends, the partial recording is kept
         doc = fourier_excitation(q0, amp, duration=6.0, seed=23, robot="ur5e")
-        run_id = c.submit_run("ur5e", doc, label="ur disconnect")["run_id"]
-        deadline = time.monotonic() + 30
-        while c.run_status(run_id)["state"] != "execute" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.0)
-        peer.kill()
-        final = c.wait_run(run_id, timeout=60)
-        assert final["state"] in ("aborted", "failed"), final
-        s = final["summary"]
-        assert "ConnectionLost" in str(final) or "driver process died" in str(final), final
-        rec = load_recording(s["recording"])
-        assert 400 < int(rec.phase_mask("execute").sum()) < 3000
+        assert 400 < disconnect_mid_run(c, peer, "ur5e", doc) < 3000
     finally:
         if daemon is not None:
             daemon.stop()
