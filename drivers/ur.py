@@ -12,6 +12,9 @@
   pair, ``robodyn drive-gains`` / ``identification.drive_gains``). ur_rtde 1.6.5's Python binding has no getter for
   ``actual_current_as_torque`` (PolyScope >= 5.23), so the driver cannot use the controller's own
   conversion.
+- The controller's own real-time health: ``actual_execution_time`` (its real-time thread's execution
+  time) is recorded per sample, and samples whose execution time exceeds one RTDE period are
+  counted in diagnostics (``controller.overruns``): a controller that falls behind says so.
 - A protective stop during a run -> ``ProtectiveStop``; a silent or closed link -> ``ConnectionLost``;
   both carry the last states.
 """
@@ -63,6 +66,8 @@ JOINT_FIELDS = (
 SCALAR_FIELDS = (
     ("robot_mode", "getRobotMode", "robot_mode", "enum", "RTDE robot_mode (7 = RUNNING)"),
     ("safety_mode", "getSafetyMode", "safety_mode", "enum", "RTDE safety_mode (1 = NORMAL, 3 = PROTECTIVE_STOP)"),
+    ("execution_time", "getActualExecutionTime", "actual_execution_time", "ms",
+     "controller real-time thread execution time"),
 )
 VARIABLES = ["timestamp"] + [f[2] for f in JOINT_FIELDS] + [f[2] for f in SCALAR_FIELDS]
 
@@ -122,6 +127,9 @@ class URDriver(Driver):
         self._current = self.state.signal("current")
         self._i_lost = off["lost"].start
         self._i_safety = off["safety_mode"].start
+        self._i_exec = off["execution_time"].start
+        self.controller_overruns = 0  # samples whose controller execution time exceeded a period
+        self.controller_exec_max_ms = 0.0
         self._history = np.zeros((HISTORY, self._desc.width))
         self._history_t = np.zeros(HISTORY)
         self._history_n = 0
@@ -319,6 +327,11 @@ class URDriver(Driver):
         v = self.state.values
         np.multiply(self.drive_gains, self._current, out=self._tau)
         v[self._i_lost] = gap
+        exec_ms = v[self._i_exec]
+        if exec_ms > self.controller_exec_max_ms:
+            self.controller_exec_max_ms = exec_ms
+        if exec_ms > 1000.0 / self.frequency:
+            self.controller_overruns += 1
         self.state.robot_time = ts
         now = time.monotonic_ns()
         if self._last_ns:
@@ -379,6 +392,7 @@ class URDriver(Driver):
     def diagnostics(self) -> dict:
         return {"stream": self.clock.summary(), "period": self.periods.summary(), "frequency": self.frequency,
                 "polyscope": self.version, "servo_failures": self.servo_failures, "last_error": self.last_error,
+                "controller": {"overruns": self.controller_overruns, "execution_time_max_ms": self.controller_exec_max_ms},
                 "guard_refusals": self.guard_refusals}
 
 

@@ -69,17 +69,23 @@ class Daemon:
         self.log.close()
 
 
-def disconnect_mid_run(client, peer, robot: str, doc: dict, mode: str = "position") -> int:
-    """Submit a run, kill the robot (peer) 1 s into its execute phase, and check that the run ends
-    aborted or failed by the lost link, with its partial recording kept. Returns the number of
-    executed samples in that recording."""
+def disconnect_mid_run(client, peer, robot: str, doc: dict, mode: str = "position", after_samples: int = 500) -> int:
+    """Submit a run, kill the robot (peer) once the run has executed ``after_samples`` trajectory
+    samples (counted by the daemon, so the kill lands mid-run however fast the host runs it), and
+    check that the run ends aborted or failed by the lost link, with its partial recording kept.
+    Returns the number of executed samples in that recording."""
     from robodyn.daemon.recording import load_recording
 
     run_id = client.submit_run(robot, doc, mode=mode, label=f"{robot} disconnect")["run_id"]
-    deadline = time.monotonic() + 30
-    while client.run_status(run_id)["state"] != "execute" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        st = client.run_status(run_id)
+        if st["state"] == "execute" and st["progress"].get("trajectory_index", 0) >= after_samples:
+            break
+        assert st["state"] not in ("completed", "aborted", "failed"), st
+        time.sleep(0.02)
+    else:
+        raise AssertionError(f"run {run_id} did not execute {after_samples} samples in 60 s")
     peer.kill()
     final = client.wait_run(run_id, timeout=60)
     assert final["state"] in ("aborted", "failed"), final

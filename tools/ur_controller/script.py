@@ -36,6 +36,7 @@ CMD_PROTECTIVE_STOP, CMD_STOPL, CMD_STOPJ, CMD_STOP_SCRIPT = 31, 33, 34, 255
 # commands the script treats as real-time (never signals done), from the script's main loop
 REALTIME_COMMANDS = frozenset({24, 11, 9, 10, 6, 25, 26, 27, 38, 58, 66, 67, 68, 69, 70, 71})
 DEFAULT_STOP_DECEL = 2.0  # rad/s^2 when a stop carries no deceleration
+SERVO_LOOKAHEAD_DEFAULT, SERVO_GAIN_DEFAULT = 0.1, 300.0  # URScript servoj defaults
 
 
 def script_is_complete(text: str) -> bool:
@@ -61,13 +62,15 @@ def quintic_duration(distance: np.ndarray, v_max: float, a_max: float) -> float:
 class JointMotion:
     """The controller's joint target generator: servo tracking, quintic moves, decelerating stops."""
 
-    def __init__(self, q0: np.ndarray, dt: float, qd_max: np.ndarray | None = None):
+    def __init__(self, q0: np.ndarray, dt: float, qd_max: np.ndarray | None = None,
+                 qdd_max: np.ndarray | None = None):
         self.dt = dt
         self.q = np.array(q0, float)  # commanded position
-        # the controller never moves its own target faster than the joint speed limits: a servo
-        # target far from where the arm is (a program started on a sagging arm) is approached
-        # at that speed, not in one tick
-        self.step_max = None if qd_max is None else np.asarray(qd_max, float) * dt
+        # the controller never moves its own target faster than the joint speed and acceleration
+        # limits: a servo target far from where the arm is (a program started on a sagging arm)
+        # is approached within them, not in one tick
+        self.qd_max = None if qd_max is None else np.asarray(qd_max, float)
+        self.qdd_max = None if qdd_max is None else np.asarray(qdd_max, float)
         self.qd = np.zeros_like(self.q)
         self.qdd = np.zeros_like(self.q)
         self.mode = "hold"
@@ -75,21 +78,27 @@ class JointMotion:
         self._servo_target = self.q.copy()
         self._servo_age = 0.0
         self._servo_time = dt
+        self._lookahead = SERVO_LOOKAHEAD_DEFAULT
+        self._gain = SERVO_GAIN_DEFAULT
         self._decel = DEFAULT_STOP_DECEL
 
     @property
     def busy(self) -> bool:
         return self.mode in ("move", "stop")
 
-    def servo(self, q: np.ndarray, time_s: float) -> None:
+    def servo(self, q: np.ndarray, time_s: float, lookahead_time: float = SERVO_LOOKAHEAD_DEFAULT,
+              gain: float = SERVO_GAIN_DEFAULT) -> None:
         self._servo_target[:] = q
         self._servo_time = max(time_s, self.dt)
         self._servo_age = 0.0
+        # out-of-range values are clamped as URScript's servoj documents its ranges
+        self._lookahead = min(max(lookahead_time, 0.03), 0.2)
+        self._gain = min(max(gain, 100.0), 2000.0)
         self.mode = "servo"
 
     def move(self, q: np.ndarray, v: float, a: float) -> None:
-        if self.step_max is not None:
-            v = min(v, float(np.min(self.step_max)) / self.dt)  # a moveJ faster than the joints allow
+        if self.qd_max is not None:
+            v = min(v, float(np.min(self.qd_max)))  # a moveJ faster than the joints allow
         T = quintic_duration(np.asarray(q) - self.q, v, a)
         self._move = (self.q.copy(), np.array(q, float), T, 0.0)
         self.mode = "move" if T > 0 else "hold"
@@ -104,24 +113,41 @@ class JointMotion:
         self.qdd[:] = 0.0
         self.mode = "hold"
 
+    def _servo_law(self) -> None:
+        """servoj's tracking law, from Universal Robots' description of its two parameters: the
+        gain acts as a proportional term on the error to the target, and the lookahead time
+        projects the current position forward with the current velocity before the error is
+        taken. As an acceleration command:
+
+            qdd = gain * (q_target - (q + lookahead_time * qd))
+
+        a second-order tracker with natural frequency sqrt(gain) and damping ratio
+        lookahead_time * sqrt(gain) / 2 (0.87 at the defaults 0.1 s / 300); a ramp is followed
+        lookahead_time seconds behind. A target that arrives one tick late moves the
+        acceleration by gain * (one tick of motion), not by a velocity jump over one tick: the
+        target stream's timing jitter is smoothed, as on the robot. Integrated semi-implicitly
+        at the controller rate, within the joints' speed and acceleration limits."""
+        dt = self.dt
+        qdd = self._gain * (self._servo_target - self.q - self._lookahead * self.qd)
+        if self.qdd_max is not None:
+            np.clip(qdd, -self.qdd_max, self.qdd_max, out=qdd)
+        qd = self.qd + qdd * dt
+        if self.qd_max is not None:
+            np.clip(qd, -self.qd_max, self.qd_max, out=qd)
+        self.qdd[:] = (qd - self.qd) / dt
+        self.q += qd * dt
+        self.qd[:] = qd
+
     def step(self) -> None:
         dt = self.dt
         if self.mode == "servo":
-            # servoj: the new target is reached over the servo time; a stale target (client stopped
-            # sending for longer than a few servo periods) is held, as the UR does
-            prev_qd = self.qd.copy()
+            # a stale target (client stopped sending for longer than a few servo periods) is not
+            # chased: the joints decelerate to a stop, as the UR does
             self._servo_age += dt
             if self._servo_age > 10 * self._servo_time:
                 self.stop(self._decel)
                 return self.step()
-            frac = min(1.0, dt / self._servo_time)
-            step = frac * (self._servo_target - self.q)
-            if self.step_max is not None:
-                np.clip(step, -self.step_max, self.step_max, out=step)
-            new_q = self.q + step
-            self.qd[:] = (new_q - self.q) / dt
-            self.qdd[:] = (self.qd - prev_qd) / dt
-            self.q[:] = new_q
+            self._servo_law()
         elif self.mode == "move":
             q0, q1, T, t = self._move
             t = min(t + dt, T)
@@ -193,7 +219,8 @@ class ControlScript:
             self._count(cmd)
             if cmd == CMD_SERVOJ:
                 q = np.array([doubles.get(i, 0.0) for i in range(6)])
-                self.motion.servo(q, doubles.get(8, self.motion.dt))
+                self.motion.servo(q, doubles.get(8, self.motion.dt), doubles.get(9, SERVO_LOOKAHEAD_DEFAULT),
+                                  doubles.get(10, SERVO_GAIN_DEFAULT))
             else:
                 self.unsupported[cmd] = self.unsupported.get(cmd, 0) + 1
             self.state = READY

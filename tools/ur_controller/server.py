@@ -6,16 +6,30 @@ absolute deadlines so packages are evenly spaced (ur_rtde keeps only the newest 
 buffer, so a burst would make the *client* drop samples). Every client connection has its own
 thread for requests. Input registers are global, as on a real controller.
 
+Clock. By default the tick follows the wall clock (``free``). A host that cannot keep the 500 Hz
+schedule (no SCHED_FIFO, other work on the cores) makes ticks late: each tick that starts more
+than half a period late is an overrun, counted with the worst lateness, reported by ``sim status``,
+announced once on stderr, and carried in every data package as ``actual_execution_time`` (the
+tick's lateness plus its work, ms; on a UR "controller real-time thread execution time"), which
+the driver reports in its diagnostics. In ``lockstep`` (``--clock lockstep``), while a control
+client is streaming servoJ, a tick also waits for the client's command for the previous package
+(at most ``LOCKSTEP_WAIT_S``): every command is applied on the tick after the package it answers,
+whatever the host's timing, so a servo run is the same run on any host. The controller clock
+(``timestamp`` = ticks x dt) is exact in both modes.
+
 Simulator-only dashboard commands (test hooks, never sent by ur_rtde):
-``sim protective stop``, ``sim skip N`` (withhold the next N data packages: a gap),
-``sim freeze MS`` (send nothing for MS ms, sockets open: a stale stream), ``sim drop`` (close
-every RTDE connection: a network cut), ``sim status`` (JSON counters).
+``sim protective stop``, ``sim skip N`` (withhold the next N data packages: a gap; the withheld
+tick numbers are kept in ``sim status``), ``sim freeze MS`` (send nothing for MS ms, sockets open:
+a stale stream), ``sim stall MS`` (the tick thread stops for MS ms: a host that starves the
+controller), ``sim drop`` (close every RTDE connection: a network cut), ``sim status`` (JSON
+counters).
 """
 
 from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,6 +46,12 @@ CB3_VERSION = (3, 15, 8, 12345)
 # back to back lose one at the client: consecutive packages leave at least this many periods apart
 MIN_SPACING = 0.6
 SPIN_NS = 150_000  # the last 150 us before a tick are busy-waited (time.sleep overshoots)
+CLOCKS = ("free", "lockstep")
+# lockstep: longest wait for the streaming client's next command; then the tick goes ahead (counted)
+# and lockstep pauses until the client streams again. Shorter than the driver's stale-stream
+# timeout (0.25 s), so a client that reads without commanding never sees a dead link
+LOCKSTEP_WAIT_S = 0.1
+WITHHELD_KEPT = 32  # withheld tick ranges kept for `sim status`
 
 
 @dataclass
@@ -43,7 +63,12 @@ class ControllerConfig:
     cb3: bool = False
     robot_mode: str = "RUNNING"
     serial: str = "20235500001"
+    clock: str = "free"  # free | lockstep (see the module docstring)
     plant: PlantConfig = field(default_factory=PlantConfig)
+
+    def __post_init__(self):
+        if self.clock not in CLOCKS:
+            raise ValueError(f"clock: expected one of {list(CLOCKS)}, got {self.clock!r}")
 
     @property
     def rate_hz(self) -> float:
@@ -103,7 +128,14 @@ class URController:
         self.skip = 0
         self.freeze_until = 0.0
         self.withheld = 0
-        self.overruns = 0
+        self.withheld_ticks: list[list[int]] = []  # [first, last] tick numbers of each withheld range
+        self.timing = TickTiming(self.dt)
+        self.stall_s = 0.0
+        # lockstep: set by the control client's data packages, cleared when a package goes out
+        self.command_arrived = threading.Event()
+        self.lockstep_waits = 0  # ticks that waited for the client's command
+        self.lockstep_timeouts = 0  # ticks that went ahead without it (LOCKSTEP_WAIT_S)
+        self._lockstep_paused = False
         self.running = False
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
@@ -114,7 +146,8 @@ class URController:
 
     def start(self) -> None:
         self.plant.connect()
-        self.motion = JointMotion(self.plant.state.q.copy(), self.dt, self.plant.sim.model.qd_max)
+        model = self.plant.sim.model
+        self.motion = JointMotion(self.plant.state.q.copy(), self.dt, model.qd_max, model.qdd_max)
         self.script = ControlScript(self.motion)
         listeners = []
         for port, handler in ((self.cfg.rtde_port, self._serve_rtde), (self.cfg.dashboard_port, self._serve_dashboard),
@@ -184,15 +217,43 @@ class URController:
         deadline = time.monotonic_ns() + period_ns
         while self.running:
             _sleep_until(deadline)
-            sent_ns = time.monotonic_ns()
+            due = deadline  # lateness is counted from here: the deadline, or the awaited command
+            if self.cfg.clock == "lockstep" and self._streaming() and self._wait_for_command():
+                due = max(deadline, time.monotonic_ns())
+            if self.stall_s:
+                time.sleep(self.stall_s)  # `sim stall`: the host starves the controller
+                self.stall_s = 0.0
+            start_ns = time.monotonic_ns()
             with self.lock:
                 self._control_tick()
-                packets = self._packets()
+                self.command_arrived.clear()
+                packets = self._packets(self.timing.execution_ms)
             for client, data in packets:
                 client.send(data, realtime=True)
-            if sent_ns - deadline > period_ns // 2:
-                self.overruns += 1
-            deadline = max(deadline + period_ns, sent_ns + min_gap_ns)
+            end_ns = time.monotonic_ns()
+            if self.timing.add(due, start_ns, end_ns):
+                print(f"ur_controller: tick {self.tick} started {self.timing.last_late_ms:.1f} ms late: the host is not "
+                      f"keeping the {1 / self.dt:.0f} Hz schedule (overruns are counted in `sim status` and sent as "
+                      f"actual_execution_time)", file=sys.stderr, flush=True)
+            deadline = max(deadline + period_ns, end_ns + min_gap_ns)
+
+    def _streaming(self) -> bool:
+        """A control client is streaming servoJ: the script runs and the motion is in servo mode."""
+        return self.script.running and self.motion.mode == "servo"
+
+    def _wait_for_command(self) -> bool:
+        """Wait for the streaming client's command for the previous package; True if the tick had
+        to wait for it. A client that stops streaming pauses lockstep until its next command."""
+        if self.command_arrived.is_set():
+            self._lockstep_paused = False
+            return False
+        if self._lockstep_paused:
+            return False
+        self.lockstep_waits += 1
+        if not self.command_arrived.wait(LOCKSTEP_WAIT_S):
+            self.lockstep_timeouts += 1
+            self._lockstep_paused = True
+        return True
 
     def _control_tick(self) -> None:
         self.script.tick(self.ints, self.doubles)
@@ -208,7 +269,7 @@ class URController:
         elif self.runtime_state == R.RUNTIME_PLAYING:
             self.runtime_state = R.RUNTIME_STOPPED
 
-    def _packets(self) -> list:
+    def _packets(self, execution_ms: float) -> list:
         alive = [c for c in self.clients if c.alive]
         self.clients = alive
         started = [c for c in alive if c.started and c.output is not None]
@@ -217,8 +278,15 @@ class URController:
         if self.skip > 0 or time.monotonic() < self.freeze_until:
             self.skip = max(0, self.skip - 1)
             self.withheld += 1
+            ranges = self.withheld_ticks
+            if ranges and ranges[-1][1] == self.tick - 1:
+                ranges[-1][1] = self.tick
+            else:
+                ranges.append([self.tick, self.tick])
+                del ranges[:-WITHHELD_KEPT]
             return []
         values = self._values()
+        values["actual_execution_time"] = execution_ms
         out = []
         for c in started:
             if self.tick % c.divisor == 0:
@@ -238,7 +306,7 @@ class URController:
             "target_qdd": m.qdd.tolist(), "actual_qdd": m.qdd.tolist(),
             "actual_TCP_pose": zeros6, "actual_TCP_speed": zeros6, "actual_TCP_force": zeros6,
             "target_TCP_pose": zeros6, "target_TCP_speed": zeros6, "ft_raw_wrench": zeros6,
-            "actual_digital_input_bits": 0, "actual_digital_output_bits": 0, "actual_execution_time": 0.3,
+            "actual_digital_input_bits": 0, "actual_digital_output_bits": 0,
             "robot_mode": self.robot_mode, "joint_mode": [253] * 6, "safety_mode": self.safety_mode,
             "safety_status": self.safety_mode, "actual_tool_accelerometer": [0.0, 0.0, -9.81],
             "speed_scaling": 1.0, "target_speed_fraction": 1.0, "actual_momentum": 0.0,
@@ -331,6 +399,7 @@ class URController:
                     self.ints[int(name.rsplit("_", 1)[1])] = int(value)
                 elif name.startswith("input_double_register_"):
                     self.doubles[int(name.rsplit("_", 1)[1])] = float(value)
+            self.command_arrived.set()
 
     # ----------------------------------------------------------------- dashboard
 
@@ -425,6 +494,9 @@ class URController:
         if c.startswith("freeze "):
             self.freeze_until = time.monotonic() + float(c.split()[1]) / 1000.0
             return "Freezing"
+        if c.startswith("stall "):
+            self.stall_s = float(c.split()[1]) / 1000.0
+            return "Stalling"
         if c == "drop":
             for cl in self.clients:
                 cl.alive = False
@@ -435,8 +507,10 @@ class URController:
         return f"could not understand: 'sim {c}'"
 
     def status(self) -> dict:
-        return {"tick": self.tick, "timestamp": self.tick * self.dt, "withheld": self.withheld,
-                "overruns": self.overruns, "clients": [{"sent": c.sent, "dropped": c.dropped} for c in self.clients],
+        return {"tick": self.tick, "timestamp": self.tick * self.dt, "clock": self.cfg.clock,
+                "withheld": self.withheld, "withheld_ticks": [list(r) for r in self.withheld_ticks],
+                **self.timing.summary(), "lockstep_waits": self.lockstep_waits,
+                "lockstep_timeouts": self.lockstep_timeouts, "clients": [{"sent": c.sent, "dropped": c.dropped} for c in self.clients],
                 "script_running": self.script.running, "commands": {str(k): v for k, v in self.script.counts.items()},
                 "unsupported": {str(k): v for k, v in self.script.unsupported.items()},
                 "drive_gains": self.plant.drive_gains.tolist(), "q_true": self.plant.q_true.tolist(),
@@ -472,6 +546,40 @@ class URController:
                 self.motion.hold()
                 self.script.start()
                 self.runtime_state = R.RUNTIME_PLAYING
+
+
+class TickTiming:
+    """How well the tick keeps its schedule: lateness of each tick against the time it was due
+    (its deadline, or in lockstep the arrival of the command it waited for: time spent waiting for
+    the client is the client's), and the tick's own work. A tick more than half a period late is an
+    overrun."""
+
+    def __init__(self, dt: float):
+        self.half_period_ns = int(dt * 1e9) // 2
+        self.ticks = 0
+        self.overruns = 0
+        self.max_late_ms = 0.0
+        self.max_work_ms = 0.0
+        self.last_late_ms = 0.0
+        self.execution_ms = 0.0  # of the previous tick, sent in the next package
+
+    def add(self, due_ns: int, start_ns: int, end_ns: int) -> bool:
+        """Count one tick; True on the first overrun (to announce it once)."""
+        late_ns = max(0, start_ns - due_ns)
+        work_ms = (end_ns - start_ns) * 1e-6
+        self.ticks += 1
+        self.max_work_ms = max(self.max_work_ms, work_ms)
+        self.execution_ms = late_ns * 1e-6 + work_ms
+        if late_ns <= self.half_period_ns:
+            return False
+        self.last_late_ms = late_ns * 1e-6
+        self.max_late_ms = max(self.max_late_ms, self.last_late_ms)
+        self.overruns += 1
+        return self.overruns == 1
+
+    def summary(self) -> dict:
+        return {"overruns": self.overruns, "max_late_ms": round(self.max_late_ms, 3),
+                "max_tick_work_ms": round(self.max_work_ms, 3), "ticks_timed": self.ticks}
 
 
 def _sleep_until(deadline_ns: int) -> None:
