@@ -3,10 +3,16 @@
 - Franka: pylibfranka against franky-sim, the driver's loop (read + write in torque mode, the
   project's impedance + RNEA) for N seconds: achieved rate, period p50/p99/max (host clock),
   lost cycles (robot clock steps > 1 ms).
-- UR: ur_rtde against the simulated controller, the driver streaming N seconds at 500 Hz:
-  completeness by controller timestamps.
+- UR: ur_rtde against the simulated controller (free-running clock, as a real controller), the
+  driver streaming servoJ for N seconds at 500 Hz: completeness by controller timestamps, the
+  reader's period, and the controller's own overruns (ticks more than half a period late).
 
-    .venv/bin/python bench/drivers/run.py [--seconds 20] [--out bench/drivers/result.json]
+Each runs on the idle host and again with CPU hogs beside it (``--hogs``, default 2: stress-ng
+when installed, else busy Python processes), and UR also without SCHED_FIFO (controller and
+reader on the default scheduler, as on a host that refuses real-time priority). This is where
+loss and jitter under load are measured; the tests only check that every lost sample is counted.
+
+    .venv/bin/python bench/drivers/run.py [--seconds 20] [--hogs 2] [--out bench/drivers/result.json]
 
 The load average at start and end is recorded: the host is shared, numbers depend on it.
 """
@@ -15,11 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
+import shutil
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -67,10 +78,52 @@ def franka(seconds: float, tmp: Path) -> dict:
         peer.stop()
 
 
-def ur(seconds: float, tmp: Path) -> dict:
-    peer = start_ur_controller(tmp, "--rt-priority", "20")
+def _busy() -> None:
+    while True:
+        pass
+
+
+@contextmanager
+def cpu_hogs(n: int):
+    """n processes that each keep a core busy at the default priority (stress-ng --cpu n if installed)."""
+    if n <= 0:
+        yield "none"
+        return
+    if shutil.which("stress-ng"):
+        proc = subprocess.Popen(["stress-ng", "--cpu", str(n), "--quiet"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.0)
+            yield f"stress-ng --cpu {n}"
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        return
+    procs = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(n)]
+    for pr in procs:
+        pr.start()
     try:
-        d = create_driver("ur", {"host": peer.host, "rt_priority": 10})
+        time.sleep(1.0)
+        yield f"{n} busy Python processes"
+    finally:
+        for pr in procs:
+            pr.terminate()
+            pr.join(10)
+
+
+def _sim_status(host: str) -> dict:
+    with socket.create_connection((host, 29999), timeout=5) as sock:
+        f = sock.makefile("rwb", buffering=0)
+        f.readline()
+        f.write(b"sim status\n")
+        return json.loads(f.readline().decode())
+
+
+def ur(seconds: float, tmp: Path, rt: bool = True) -> dict:
+    controller_priority, reader_priority = (20, 10) if rt else (0, 0)
+    peer = start_ur_controller(tmp, "--rt-priority", str(controller_priority))
+    try:
+        d = create_driver("ur", {"host": peer.host, "rt_priority": reader_priority})
         d.connect()
         d.start("position")
         s = d.read()
@@ -78,11 +131,13 @@ def ur(seconds: float, tmp: Path) -> dict:
         cmd.q[:] = s.q
         # the reading thread is real-time, as in the daemon's driver process; the counts start after
         # entering that section (entering it collects garbage, a few ms in which samples go by)
-        with realtime(10):
+        with realtime(reader_priority) as scheduler:
             s = d.read()
+            d.periods.reset()
             t0 = time.monotonic()
             ts0 = s.robot_time
             base = dict(d.clock.summary())
+            overruns0 = _sim_status(peer.host)["overruns"]
             while time.monotonic() - t0 < seconds:
                 d.write(cmd)
                 s = d.read()
@@ -92,26 +147,43 @@ def ur(seconds: float, tmp: Path) -> dict:
         received = st["received"] - base["received"]
         lost = st["lost"] - base["lost"]
         diag = d.diagnostics()
+        controller = _sim_status(peer.host)
         d.stop()
         d.close()
-        return {"peer": "robodyn simulated UR controller (SCHED_FIFO 20) on loopback", "client": "ur_rtde 1.6.5",
-                "driver_rt_priority": 10, "reader": "SCHED_FIFO 10, GC paused (drivers.pacing.realtime)", "wall_s": wall, "controller_samples_spanned": expected,
-                "received": received, "lost": lost, "completeness": received / expected if expected else None,
+        return {"peer": f"robodyn simulated UR controller (SCHED_FIFO {controller_priority or 'off'}) on loopback",
+                "client": "ur_rtde 1.6.5", "reader": f"{scheduler}, GC paused (drivers.pacing.realtime)",
+                "wall_s": wall, "controller_samples_spanned": expected, "received": received, "lost": lost,
+                "completeness": received / expected if expected else None,
                 "repeats_skipped": st["repeats_skipped"] - base["repeats_skipped"], "period_ms": diag["period"],
-                "servoj_commands": received}
+                "controller_overruns": controller["overruns"] - overruns0,
+                "controller_max_late_ms": controller["max_late_ms"],
+                "driver_saw_controller_overruns": diag["controller"]["overruns"]}
     finally:
         peer.stop()
+
+
+def _measured(fn, *args, **kwargs) -> dict:
+    """A run that fails under load is a figure too (e.g. libfranka's UDP timeout), not a crash."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - reported, never hidden
+        return {"failed": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
 
 
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--hogs", type=int, default=2, help="CPU hogs for the loaded runs (0: idle runs only)")
     p.add_argument("--out", default=str(Path(__file__).with_name("result.json")))
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp())
-    load0 = os.getloadavg()
-    out = {"host": {"cpus": os.cpu_count(), "python": platform.python_version(), "loadavg_start": load0},
-           "franka": franka(args.seconds, tmp), "ur": ur(args.seconds, tmp)}
+    out = {"host": {"cpus": os.cpu_count(), "python": platform.python_version(), "loadavg_start": os.getloadavg()},
+           "runs": []}
+    for hogs in sorted({0, args.hogs}):
+        with cpu_hogs(hogs) as load:
+            out["runs"].append({"load": load, "franka": _measured(franka, args.seconds, tmp),
+                                "ur": _measured(ur, args.seconds, tmp),
+                                "ur_without_sched_fifo": _measured(ur, args.seconds, tmp, rt=False)})
     out["host"]["loadavg_end"] = os.getloadavg()
     Path(args.out).write_text(json.dumps(out, indent=2))
     print(json.dumps(out, indent=2))
