@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from robodyn.cli import print_json
+from robodyn.papers import cite
 
 
 def _floats(text: str, name: str) -> list[float]:
@@ -16,39 +17,65 @@ def _floats(text: str, name: str) -> list[float]:
         raise ValueError(f"{name}: expected comma-separated numbers, got {text!r}") from None
 
 
+def _cutoff(text: str):
+    if text == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"--cutoff: expected 'auto' or a frequency in Hz (0 = no low-pass), got {text!r}") from None
+    if value < 0:
+        raise ValueError(f"--cutoff: must be >= 0 Hz, got {value}")
+    return value or None
+
+
 def add_processing_arguments(p) -> None:
-    g = p.add_argument_group("signal processing")
-    g.add_argument("--cutoff", type=float, default=10.0, metavar="HZ",
-                   help="Butterworth filtfilt cut-off for q and tau (0 = off, default 10 Hz)")
+    g = p.add_argument_group("signal processing (the same at identify, validate and predict)")
+    g.add_argument("--cutoff", default="auto", metavar="HZ|auto",
+                   help="one zero-phase Butterworth low-pass for q, measured qd and tau (0 = off). auto (default): "
+                        "twice the frequency where the fastest joint's acceleration spectrum turns from motion to "
+                        "noise, not below the commanded trajectory's bandwidth; the choice is recorded")
     g.add_argument("--rloess-span", type=float, default=None, metavar="SPAN",
-                   help="robust LOESS on qdd and tau (seed 000 uses 0.02); fraction or sample count")
-    g.add_argument("--decimate", type=int, default=1, metavar="F", help="decimation factor after filtering")
+                   help=f"robust LOESS on qdd and tau ({cite('wso')} uses 0.02); fraction or sample count")
+    g.add_argument("--decimate", type=int, default=1, metavar="F", help="keep every F-th sample for the fit (after "
+                   "an anti-alias low-pass, which prediction applies too)")
     g.add_argument("--min-velocity", type=float, default=None, metavar="RAD_S",
-                   help="drop samples where some joint moves slower than this")
+                   help="fit only samples where every joint moves faster than this")
     g.add_argument("--trim", type=float, default=0.0, metavar="S", help="seconds dropped at both ends")
     g.add_argument("--velocity", choices=("auto", "measured", "differentiate"), default="auto",
                    help="use measured velocity when present (auto) or differentiate q")
-    g.add_argument("--resample", choices=("auto", "always", "never"), default="auto")
+    g.add_argument("--resample", choices=("auto", "always", "never"), default="auto",
+                   help="resample jittered timestamps onto a uniform grid (within each stretch between gaps)")
+    g.add_argument("--gap-periods", type=float, default=3.0, metavar="K",
+                   help="a step longer than K sampling periods splits the recording; nothing is interpolated "
+                        "across it (default 3)")
 
 
 def processing_from_args(args):
     from .signals import ProcessingConfig
 
-    cutoff = args.cutoff if args.cutoff and args.cutoff > 0 else None
-    return ProcessingConfig(resample=args.resample, q_cutoff_hz=cutoff, tau_cutoff_hz=cutoff,
-                            velocity=args.velocity, rloess_span=args.rloess_span, decimation=args.decimate,
-                            trim_s=args.trim, min_velocity=args.min_velocity)
+    return ProcessingConfig(resample=args.resample, cutoff_hz=_cutoff(args.cutoff), velocity=args.velocity,
+                            rloess_span=args.rloess_span, decimation=args.decimate, trim_s=args.trim,
+                            min_velocity=args.min_velocity, gap_periods=args.gap_periods)
 
 
 def register(sub) -> None:
     p = sub.add_parser("identify", help="identify base parameters from recordings or CSV files")
     p.add_argument("data", nargs="+", metavar="REC_OR_CSV", help="daemon recordings (.mcap), .csv or .npz files")
     p.add_argument("--robot", required=True, help="built-in model name or model file")
-    p.add_argument("--method", choices=("ols", "wls", "irls"), default="wls")
+    p.add_argument("--method", choices=("ols", "wls", "irls", "ridge", "tls"), default="wls",
+                   help="estimator: ordinary, weighted (Gautier), Huber-reweighted, ridge (GCV) or total least squares")
     p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"),
-                   default="coulomb-viscous")
+                   default="coulomb-viscous",
+                   help="friction identified with the dynamics: viscous + Coulomb + offset (default), Stribeck or "
+                        "sigmoid (velocity scales chosen from the data); with --friction-model, the model subtracted")
     p.add_argument("--friction-model", metavar="FILE",
                    help="friction fit (JSON from `robodyn friction fit`) to subtract before identification")
+    p.add_argument("--select", action="store_true",
+                   help="choose friction model, cut-off and estimator by held-out error on the last --holdout of "
+                        "each recording, then refit the best on all of it; prints every candidate")
+    p.add_argument("--holdout", type=float, default=0.25, metavar="FRACTION",
+                   help="with --select: fraction of each recording held out, by time (default 0.25)")
     p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
     p.add_argument("--drive-gains", metavar="K1,...,KN", help="N.m/A per joint for CSV files with current columns")
     add_processing_arguments(p)
@@ -57,7 +84,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the result summary as JSON")
     p.set_defaults(handler=cmd_identify)
 
-    p = sub.add_parser("validate", help="validate an identification result on (held-out) recordings")
+    p = sub.add_parser("validate", help="validate an identification result on (held-out) recordings, against the "
+                                        "measured torque")
     p.add_argument("result", help="result JSON from `robodyn identify`")
     p.add_argument("data", nargs="+", metavar="REC_OR_CSV")
     p.add_argument("--robot", help="model (default: the one named in the result)")
@@ -65,6 +93,16 @@ def register(sub) -> None:
     p.add_argument("--plot", metavar="PNG", help="write predicted-vs-measured torque plots")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_validate)
+
+    p = sub.add_parser("predict", help="predicted beside measured torque, sample by sample, as CSV")
+    p.add_argument("result", help="result JSON from `robodyn identify`")
+    p.add_argument("data", metavar="REC_OR_CSV")
+    p.add_argument("--out", required=True, metavar="CSV",
+                   help="columns t, tau_measured1..n, tau_predicted1..n at the measured samples")
+    p.add_argument("--robot", help="model (default: the one named in the result)")
+    p.add_argument("--drive-gains", metavar="K1,...,KN")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_predict)
 
     p = sub.add_parser("drive-gains", help="current-to-torque drive gains from recordings without and with a "
                                            "known payload (UR)")
@@ -88,27 +126,68 @@ def _load(paths, model, gains):
     return [load_dataset(p, model.dof, gains) for p in paths]
 
 
-def summary_lines(doc: dict) -> list[str]:
-    est = doc["estimate"]
-    m = doc["metrics"]["identification"]
-    lines = [f"{doc['robot']}: {doc['base']['count']} base parameters, method {est['method']}, "
-             f"friction {doc['config']['friction']}",
-             f"rows {est['rows']}, rank {est['rank']}, cond {est['cond']:.4g}, relative residual "
-             f"{est['relative_residual']:.4g}",
-             "joint        RMSE [N.m]   rel.err    corr"]
+def metric_lines(m: dict, title: str) -> list[str]:
+    lines = [title, "joint        RMSE [N.m]   rel.err    corr"]
     for j, name in enumerate(m["joints"]):
         rel = m["relative_error"][j]
         corr = m["correlation"][j]
         lines.append(f"{name:<12} {m['rmse'][j]:10.4f} {'' if rel is None else f'{rel:9.4f}'} "
                      f"{'' if corr is None else f'{corr:8.5f}'}")
-    lines.append(f"{'sum':<12} {m['rmse_sum']:10.4f}")
+    lines.append(f"{'sum':<12} {m['rmse_sum']:10.4f}   total relative error {m['relative_error_total']:.4f}")
+    return lines
+
+
+def processing_lines(doc: dict) -> list[str]:
+    """What the processing chose and did, one line each (cut-off and why, gaps, resampling)."""
+    cfg = doc["config"]["processing"]
+    lines = []
+    choice = cfg.get("cutoff_choice")
+    if choice:
+        lines.append(f"low-pass {cfg['cutoff_hz']:g} Hz, chosen from the {choice['source']}: {choice['rule']}")
+    elif cfg.get("cutoff_hz") not in (None, "auto"):
+        lines.append(f"low-pass {cfg['cutoff_hz']:g} Hz (as given)")
+    for steps in doc.get("processing_steps") or []:
+        for st in steps or []:
+            if st["step"] == "split_at_gaps":
+                dropped = len(st["dropped_short"])
+                lines.append(f"split at {st['gap_count']} gap(s) longer than {st['gap_periods']:g} periods into "
+                             f"{st['stretches']} stretches" + (f", {dropped} too short to use" if dropped else "")
+                             + "; nothing interpolated across a gap")
+            elif st["step"] == "resample":
+                lines.append(f"resampled to {st['rate_hz']:.6g} Hz within each stretch ({st['reason']})")
+    return lines
+
+
+def summary_lines(doc: dict) -> list[str]:
+    est = doc["estimate"]
+    lines = [f"{doc['robot']}: {doc['base']['count']} base parameters, method {est['method']}, "
+             f"friction {doc['config']['friction']}",
+             f"rows {est['rows']}, rank {est['rank']}, cond {est['cond']:.4g}, relative residual "
+             f"{est['relative_residual']:.4g}"]
+    lines += processing_lines(doc)
+    lines += metric_lines(doc["metrics"]["identification"], "fit against the processed (low-passed) torque")
+    if "measured" in doc["metrics"]:
+        lines += metric_lines(doc["metrics"]["measured"], "fit against the measured torque")
+    return lines
+
+
+def selection_lines(sel: dict, limit: int = 12) -> list[str]:
+    lines = [f"model selection: {sel['score']} ({sel['holdout']})",
+             "  rank friction          cut-off   method   held-out RMSE sum"]
+    for k, c in enumerate(sel["candidates"][:limit]):
+        score = "failed: " + c["error"][:60] if c.get("held_out_rmse_sum") is None else f"{c['held_out_rmse_sum']:.4f}"
+        lines.append(f"  {k + 1:>4} {c['friction']:<17} {c['cutoff_hz']:>7g}   {c['method']:<8} {score}")
+    if len(sel["candidates"]) > limit:
+        lines.append(f"  ... {len(sel['candidates']) - limit} more in the result file (selection.candidates)")
+    ch = sel["chosen"]
+    lines.append(f"chosen: friction {ch['friction']}, cut-off {ch['cutoff_hz']:g} Hz, {ch['method']}")
     return lines
 
 
 def cmd_identify(args) -> int:
     from robodyn.robot.loader import load_model
 
-    from .pipeline import IdentificationConfig, identify
+    from .pipeline import IdentificationConfig, identify, validate
 
     model = load_model(args.robot)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
@@ -117,25 +196,38 @@ def cmd_identify(args) -> int:
         friction_model = json.loads(Path(args.friction_model).read_text())
         friction_model = friction_model.get("model", friction_model)
     config = IdentificationConfig(method=args.method, friction=args.friction, rotor_inertia=not args.no_rotor_inertia,
-                                  friction_model=friction_model, processing=processing_from_args(args))
+                                  friction_model=friction_model, processing=processing_from_args(args),
+                                  motor_couplings=getattr(model, "motor_couplings", ()))
     datasets = _load(args.data, model, gains)
 
     def progress(stage, fraction):
         if not args.json:
             print(f"  {stage} ({fraction * 100:.0f} %)", file=sys.stderr)
 
-    result = identify(model, datasets, config, sources=[str(p) for p in args.data], progress=progress)
-    result.save(args.out)
+    sources = [str(p) for p in args.data]
+    if args.select:
+        from .selection import select
+
+        result = select(model, datasets, config, holdout=args.holdout, sources=sources, progress=progress)
+    else:
+        result = identify(model, datasets, config, sources=sources, progress=progress)
     doc = result.to_dict()
+    # the fit against what the sensor measured, processed exactly as validation will be
+    measured = validate(model, doc, datasets)
+    doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
+    Path(args.out).write_text(json.dumps(doc, indent=1))
     if args.report:
         from .report import write_html_report
 
-        write_html_report(args.report, doc, [{"title": "identification data", "metrics": doc["metrics"]["identification"]}])
+        write_html_report(args.report, doc, [{"title": "identification data", "metrics": doc["metrics"]["measured"]}])
     if args.json:
         print_json({"out": args.out, "robot": doc["robot"], "base_count": doc["base"]["count"],
                     "estimate": {k: doc["estimate"][k] for k in ("method", "rank", "cond", "rows", "relative_residual")},
-                    "parameters": doc["estimate"]["parameters"], "metrics": doc["metrics"]})
+                    "parameters": doc["estimate"]["parameters"], "metrics": doc["metrics"],
+                    "processing": doc["config"]["processing"], **({"selection": doc["selection"]} if args.select else {})})
     else:
+        if args.select:
+            print("\n".join(selection_lines(doc["selection"])))
         print("\n".join(summary_lines(doc)))
         print(f"result written to {args.out}")
     return 0
@@ -152,30 +244,45 @@ def cmd_validate(args) -> int:
     datasets = _load(args.data, model, gains)
     metrics = validate(model, doc, datasets)
     if args.plot:
-        from .base_params import BaseParameters
-        from .friction import FrictionModel
-        from .pipeline import predict_processed
+        from .pipeline import predict
         from .report import torque_plot_png
-        from .signals import ProcessingConfig, process
 
-        import numpy as np
-
-        fm = FrictionModel.from_dict(doc["friction_model"]) if doc.get("friction_model") else None
-        d = process(datasets[0], ProcessingConfig(**doc["config"]["processing"]), fm).data
-        pred = predict_processed(model, BaseParameters.from_dict(doc["base"]), np.asarray(doc["estimate"]["values"]), d)
-        measured = d.tau
-        if d.tau_friction is not None:
-            pred, measured = pred + d.tau_friction, measured + d.tau_friction
-        Path(args.plot).write_bytes(torque_plot_png(d.t - d.t[0], measured, pred, model.joint_names,
-                                                    f"validation on {args.data[0]}"))
+        t, measured, predicted = predict(model, doc, datasets[0])
+        Path(args.plot).write_bytes(torque_plot_png(t - t[0], measured, predicted, model.joint_names,
+                                                    f"validation on {args.data[0]} (measured torque)"))
     if args.json:
         print_json(metrics)
     else:
-        print("joint        RMSE [N.m]   rel.err    corr")
-        for j, name in enumerate(metrics["joints"]):
-            print(f"{name:<12} {metrics['rmse'][j]:10.4f} {metrics['relative_error'][j] or 0:9.4f} "
-                  f"{metrics['correlation'][j] or 0:8.5f}")
-        print(f"{'sum':<12} {metrics['rmse_sum']:10.4f}   total relative error {metrics['relative_error_total']:.4f}")
+        print("\n".join(metric_lines(metrics, "against the measured torque")))
+        f = metrics["filtered"]
+        print(f"against the processed (low-passed) torque: RMSE sum {f['rmse_sum']:.4f}, total relative error "
+              f"{f['relative_error_total']:.4f}")
+    return 0
+
+
+def cmd_predict(args) -> int:
+    import numpy as np
+
+    from robodyn.robot.loader import load_model
+
+    from .pipeline import load_result, predict, torque_metrics
+
+    doc = load_result(args.result)
+    model = load_model(args.robot or doc["robot"])
+    gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
+    raw = _load([args.data], model, gains)[0]
+    t, measured, predicted = predict(model, doc, raw)
+    n = model.dof
+    header = ",".join(["t"] + [f"tau_measured{j + 1}" for j in range(n)] + [f"tau_predicted{j + 1}" for j in range(n)])
+    np.savetxt(args.out, np.column_stack([t, measured, predicted]), delimiter=",", header=header, comments="",
+               fmt="%.9g")
+    metrics = torque_metrics(measured, predicted, model.joint_names)
+    summary = {"out": args.out, "samples": int(t.shape[0]), "of": raw.count, "against": "measured torque", **metrics}
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"{t.shape[0]} of {raw.count} samples predicted (the rest lie in gaps or trimmed edges) -> {args.out}")
+        print("\n".join(metric_lines(metrics, "against the measured torque")))
     return 0
 
 

@@ -107,7 +107,8 @@ def recording_dataset(rec, phase: str = "execute") -> SampledData:
 
         warnings.warn(f"recording {rec.path}: {lost} samples were lost; timestamps keep the gaps visible",
                       stacklevel=2)
-    return SampledData(rec.robot_time[mask], rec.signal("q")[mask], rec.signal("tau")[mask], rec.signal("qd")[mask])
+    return SampledData(rec.robot_time[mask], rec.signal("q")[mask], rec.signal("tau")[mask], rec.signal("qd")[mask],
+                       trajectory=rec.meta.get("trajectory"))
 
 
 def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None) -> SampledData:

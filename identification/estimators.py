@@ -1,4 +1,5 @@
-"""Least-squares estimators of base parameters: OLS, WLS (Gautier) and IRLS (Huber).
+"""Least-squares estimators of base parameters: OLS, WLS (Gautier), IRLS (Huber), ridge (Tikhonov
+on scaled columns, the strength chosen by generalised cross-validation) and total least squares.
 
 Data arrive in chunks (regressor rows of N samples x n joints, sample-major, and the measured
 torques (N, n)); only per-joint sufficient statistics are kept,
@@ -19,7 +20,7 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg.blas import dsyrk
 
-METHODS = ("ols", "wls", "irls")
+METHODS = ("ols", "wls", "irls", "ridge", "tls")
 
 
 @dataclass
@@ -196,6 +197,75 @@ def wls(ne: NormalEquations, names=None) -> Estimate:
     return est
 
 
+RIDGE_GRID = np.logspace(-10, -1, 28)  # ridge strengths tried, relative to the scaled normal matrix
+
+
+def ridge(ne: NormalEquations, names=None) -> Estimate:
+    """Ridge regression (Tikhonov) on unit-scaled columns: theta = D^-1 (As + lam I)^-1 bs, where
+    As = D^-1 A D^-1 with D the column norms. The strength lam is chosen by generalised
+    cross-validation, GCV(lam) = RSS / (rows - tr H)^2 with tr H = tr(As (As + lam I)^-1), all from
+    the normal-equation statistics. lam -> 0 is ordinary least squares; a larger lam trades bias
+    for variance in poorly excited directions (the covariance reported is the sandwich form)."""
+    A, b, cc = ne.total()
+    rows = int(ne.rows.sum())
+    d = np.sqrt(np.maximum(np.diag(A), 1e-300))
+    As = A / np.outer(d, d)
+    bs = b / d
+    evals, evecs = np.linalg.eigh(As)
+    evals = np.maximum(evals, 0.0)
+    proj = evecs.T @ bs
+    best = None
+    for lam in RIDGE_GRID * max(evals.max(), 1e-300):
+        coef = proj / (evals + lam)
+        xs = evecs @ coef
+        theta = xs / d
+        rss = max(cc - 2.0 * theta @ b + theta @ A @ theta, 0.0)
+        trace = float(np.sum(evals / (evals + lam)))
+        gcv = rss / max(rows - trace, 1.0) ** 2
+        if best is None or gcv < best[0]:
+            best = (gcv, lam, theta, trace)
+    _, lam, theta, trace = best
+    rank = int(np.sum(evals > evals.max() * 1e-12))
+    cond = float(np.sqrt(np.linalg.eigvalsh(A).max() / max(np.linalg.eigvalsh(A).min(), 1e-300)))
+    rss_j = ne.joint_rss(theta)
+    sigma2 = float(rss_j.sum()) / max(rows - trace, 1.0)
+    inv_s = (evecs / (evals + lam)) @ evecs.T
+    cov_s = sigma2 * inv_s @ As @ inv_s  # Var of the ridge estimate (sandwich)
+    est = Estimate("ridge", theta, cov_s / np.outer(d, d), np.sqrt(rss_j / np.maximum(ne.rows - trace / ne.dof, 1)),
+                   rank, cond, rows, float(np.sqrt(rss_j.sum() / cc)) if cc > 0 else 0.0)
+    est.notes.append(f"ridge strength {lam / max(evals.max(), 1e-300):.3g} of the largest scaled eigenvalue "
+                     f"(generalised cross-validation), effective parameters {trace:.1f} of {len(theta)}")
+    return est
+
+
+def tls(ne: NormalEquations, names=None) -> Estimate:
+    """Total least squares: errors in the regressor as well as the torque. Columns and torque are
+    scaled to unit norm (TLS is not unit-free), and theta comes from the right singular vector of
+    the smallest singular value of [W tau], i.e. the eigenvector of the smallest eigenvalue of its
+    normal matrix [[A, b], [b^T, c]]; no second pass over the data."""
+    A, b, cc = ne.total()
+    rows = int(ne.rows.sum())
+    p = A.shape[0]
+    d = np.sqrt(np.maximum(np.diag(A), 1e-300))
+    s_tau = np.sqrt(max(cc, 1e-300))
+    M = np.empty((p + 1, p + 1))
+    M[:p, :p] = A / np.outer(d, d)
+    M[:p, p] = M[p, :p] = b / (d * s_tau)
+    M[p, p] = cc / s_tau**2
+    evals, evecs = np.linalg.eigh(M)
+    v = evecs[:, 0]
+    if abs(v[p]) < 1e-12:
+        raise ValueError("tls: the torque is (numerically) independent of the regressor's smallest direction; "
+                         "total least squares has no solution on these data")
+    theta = -(v[:p] / v[p]) * s_tau / d
+    ref = ols(ne, names)  # rank, conditioning and the covariance's shape are those of the data
+    rss_j = ne.joint_rss(theta)
+    est = Estimate("tls", theta, ref.covariance, np.sqrt(rss_j / np.maximum(ne.rows - p / ne.dof, 1)), ref.rank,
+                   ref.cond, rows, float(np.sqrt(rss_j.sum() / cc)) if cc > 0 else 0.0)
+    est.notes.append("total least squares on unit-scaled columns; the covariance shown is the OLS one")
+    return est
+
+
 def _predict(W: np.ndarray, theta: np.ndarray, dof: int) -> np.ndarray:
     if W.ndim == 3:
         return (W @ theta).T
@@ -268,4 +338,4 @@ def estimate(method: str, chunks: Callable[[], Iterator[tuple[np.ndarray, np.nda
     ne = statistics if statistics is not None else accumulate(chunks, dof, params)
     if method == "irls":
         return irls(chunks, dof, params, names, statistics=ne), ne
-    return (ols(ne, names) if method == "ols" else wls(ne, names)), ne
+    return {"ols": ols, "wls": wls, "ridge": ridge, "tls": tls}[method](ne, names), ne

@@ -122,6 +122,92 @@ class FrictionModel:
         return cls("stribeck", p)
 
 
+# --------------------------------------------------------------------------- identified with the dynamics
+
+SCALE_GRID = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # rad/s, velocity scales tried per joint
+
+
+@dataclass
+class FrictionColumns:
+    """Friction identified together with the inertial parameters, linear in its coefficients once
+    each joint's velocity scale is fixed:
+
+    - ``coulomb-viscous``: fc sgn(qd) + fv qd + fo
+    - ``sigmoid``: fc tanh(qd / vt_j) + fv qd + fo
+    - ``stribeck``: fc sgn(qd) + (fs - fc) sgn(qd) exp(-(qd / vs_j)^2) + fv qd + fo
+
+    ``coulomb`` is the signal of the regressor's Coulomb column; ``extra`` the Stribeck excess
+    column (one per joint, nonzero in its own joint's row only). The scales (vt or vs per joint)
+    are chosen from the data by :func:`choose_friction_scales` unless given.
+    """
+
+    kind: str = "coulomb-viscous"
+    scale: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.kind not in MODELS:
+            raise ValueError(f"friction: unknown model {self.kind!r}; expected one of {list(MODELS)}")
+        if self.kind != "coulomb-viscous":
+            if self.scale is None:
+                raise ValueError(f"friction: the {self.kind} columns need a velocity scale per joint")
+            self.scale = np.asarray(self.scale, float)
+            if not np.all(self.scale > 0):
+                raise ValueError(f"friction scale: every joint's velocity scale must be > 0 rad/s, got {self.scale}")
+
+    def coulomb(self, qd: np.ndarray) -> np.ndarray:
+        if self.kind == "sigmoid":
+            return np.tanh(qd / self.scale)
+        return np.sign(qd)
+
+    def extra(self, qd: np.ndarray) -> np.ndarray | None:
+        if self.kind != "stribeck":
+            return None
+        return np.sign(qd) * np.exp(-np.square(qd / self.scale))
+
+    def extra_names(self, dof: int) -> list[str]:
+        return [f"FSX{j + 1}" for j in range(dof)] if self.kind == "stribeck" else []
+
+    def extra_expressions(self, dof: int) -> list[str]:
+        return [f"fs{j + 1} - fc{j + 1} (Stribeck excess, vs = {self.scale[j]:.4g} rad/s)"
+                for j in range(dof)] if self.kind == "stribeck" else []
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "scale": None if self.scale is None else self.scale.tolist(),
+                "scale_meaning": {"sigmoid": "vt of tanh(qd / vt), rad/s", "stribeck": "vs of exp(-(qd / vs)^2), rad/s",
+                                  "coulomb-viscous": None}[self.kind]}
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "FrictionColumns":
+        if not d:
+            return cls()
+        return cls(d["kind"], d.get("scale"))
+
+
+def choose_friction_scales(kind: str, qd: np.ndarray, residual: np.ndarray, grid=SCALE_GRID) -> np.ndarray:
+    """Per joint, the velocity scale from ``grid`` whose friction shape best explains what a
+    Coulomb-viscous fit left unexplained (``residual``, the same samples as ``qd``): for each
+    candidate, that joint's friction columns are refitted to residual + its Coulomb-viscous part by
+    least squares, and the scale with the smallest residual wins. Cheap and only a choice of shape:
+    the final coefficients come from the full identification with the chosen scales."""
+    if kind not in ("sigmoid", "stribeck"):
+        raise ValueError(f"friction scales: only sigmoid and stribeck have one, not {kind!r}")
+    scales = np.empty(qd.shape[1])
+    for j in range(qd.shape[1]):
+        v, r = qd[:, j], residual[:, j]
+        # the Coulomb-viscous columns may readjust; the candidate column carries the shape
+        refit = [np.sign(v), v, np.ones_like(v)]
+        best = None
+        for s in grid:
+            shape = np.tanh(v / s) if kind == "sigmoid" else np.sign(v) * np.exp(-np.square(v / s))
+            X = np.column_stack([shape] + refit)
+            coef, *_ = np.linalg.lstsq(X, r, rcond=None)
+            rss = float(np.sum(np.square(r - X @ coef)))
+            if best is None or rss < best[0]:
+                best = (rss, s)
+        scales[j] = best[1]
+    return scales
+
+
 # --------------------------------------------------------------------------- experiment
 
 

@@ -9,6 +9,7 @@ chunk (estimators.NormalEquations). The result is a JSON-ready :class:`Identific
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 from dataclasses import dataclass, field
@@ -23,9 +24,9 @@ from robodyn.robot.model import RobotModel
 from .base_params import BaseParameters, base_parameters
 from .estimators import Estimate, estimate
 from .friction import MODELS as FRICTION_MODELS
-from .friction import FrictionModel
+from .friction import FrictionColumns, FrictionModel, choose_friction_scales
 from .regressor import ColumnSpec, gather_joint_major, regressor
-from .signals import ProcessingConfig, SampledData, process_windows
+from .signals import ProcessingConfig, SampledData, process_windows, resolve_processing
 
 RESULT_FORMAT = "robodyn.identification"
 RESULT_VERSION = 1
@@ -37,31 +38,50 @@ class IdentificationConfig:
     method: str = "wls"
     friction: str = "coulomb-viscous"  # none | coulomb-viscous | stribeck | sigmoid
     rotor_inertia: bool = True
-    friction_model: dict | None = None  # a fitted FrictionModel (dict) to subtract, seed 000 eq. 9
+    # a fitted FrictionModel (dict) to subtract before filtering (seed 000 eq. 9), e.g. from the
+    # friction experiment; without it the friction is identified with the dynamics
+    friction_model: dict | None = None
     processing: ProcessingConfig = field(default_factory=ProcessingConfig)
     chunk_samples: int = 20000
     motor_couplings: tuple = ()  # shared motors (coupled wrists), see regressor.ColumnSpec
+    # per-joint velocity scale of sigmoid / Stribeck friction identified with the dynamics (rad/s);
+    # None: chosen from the data (friction.choose_friction_scales)
+    friction_scales: list | None = None
 
     def __post_init__(self):
         if self.friction not in FRICTION_CHOICES:
             raise ValueError(f"friction: expected one of {list(FRICTION_CHOICES)}, got {self.friction!r}")
-        if self.friction in ("stribeck", "sigmoid") and self.friction_model is None:
-            raise ValueError(f"friction: the {self.friction} model is nonlinear; identify it first from the friction "
-                             "experiment (robodyn friction) and pass its result, or use coulomb-viscous to identify "
-                             "linear friction together with the inertial parameters")
         if self.chunk_samples < 100:
             raise ValueError(f"chunk_samples: must be >= 100, got {self.chunk_samples}")
+        if self.friction_scales is not None:
+            self.friction_scales = [float(x) for x in np.asarray(self.friction_scales, float).ravel()]
+
+    @property
+    def joint_friction(self) -> bool:
+        """Friction columns in the regressor (identified with the dynamics), not a model subtracted."""
+        return self.friction != "none" and self.friction_model is None
 
     @property
     def spec(self) -> ColumnSpec:
-        friction = ("viscous", "coulomb", "offset") if self.friction == "coulomb-viscous" else ()
+        friction = ("viscous", "coulomb", "offset") if self.joint_friction else ()
         return ColumnSpec(self.rotor_inertia, friction, tuple(tuple(c) for c in self.motor_couplings))
+
+    @property
+    def columns(self) -> FrictionColumns | None:
+        if not self.joint_friction:
+            return None
+        if self.friction == "coulomb-viscous":
+            return FrictionColumns()
+        if self.friction_scales is None:
+            raise ValueError(f"friction_scales: the {self.friction} columns need their velocity scales chosen first")
+        return FrictionColumns(self.friction, self.friction_scales)
 
     def to_dict(self) -> dict:
         return {"method": self.method, "friction": self.friction, "rotor_inertia": self.rotor_inertia,
                 "friction_model": self.friction_model, "processing": self.processing.to_dict(),
                 "chunk_samples": self.chunk_samples,
-                "motor_couplings": [list(c) for c in self.motor_couplings]}
+                "motor_couplings": [list(c) for c in self.motor_couplings],
+                "friction_scales": self.friction_scales}
 
 
 @dataclass
@@ -74,6 +94,7 @@ class IdentificationResult:
     metrics: dict
     steps: list
     provenance: dict
+    selection: dict | None = None  # model selection by held-out error (selection.select), when run
 
     @property
     def values(self) -> np.ndarray:
@@ -81,7 +102,11 @@ class IdentificationResult:
 
     def to_dict(self) -> dict:
         est = self.estimate
-        names = self.base.names
+        columns = self.config.columns
+        dof = len(self.metrics["identification"]["joints"])
+        extra = columns.extra_names(dof) if columns is not None else []
+        names = list(self.base.names) + extra
+        expressions = list(self.base.expressions()) + (columns.extra_expressions(dof) if extra else [])
         return {
             "format": RESULT_FORMAT, "version": RESULT_VERSION,
             "robot": self.robot,
@@ -90,7 +115,7 @@ class IdentificationResult:
                 "method": est.method,
                 "parameters": [{"name": n, "expression": e, "value": float(v), "std": float(s),
                                 "relative_std_percent": float(r) if np.isfinite(r) else None}
-                               for n, e, v, s, r in zip(names, self.base.expressions(), est.theta, est.std,
+                               for n, e, v, s, r in zip(names, expressions, est.theta, est.std,
                                                         est.relative_std_percent)],
                 "values": est.theta.tolist(),
                 "covariance": est.covariance.tolist(),
@@ -101,10 +126,12 @@ class IdentificationResult:
                 "iterations": est.iterations, "notes": est.notes,
             },
             "friction_model": None if self.friction_model is None else self.friction_model.to_dict(),
+            "friction_columns": None if columns is None else columns.to_dict(),
             "config": self.config.to_dict(),
             "metrics": self.metrics,
             "processing_steps": self.steps,
             "provenance": self.provenance,
+            **({"selection": self.selection} if self.selection is not None else {}),
         }
 
     def save(self, path) -> None:
@@ -143,6 +170,19 @@ def base_rows(model: RobotModel, d: SampledData, spec: ColumnSpec, out: np.ndarr
     return W
 
 
+def _with_friction_extra(Wj: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
+    """Joint-major rows (n, N, p) with one Stribeck excess column per joint appended (n, N, p + n):
+    joint j's column is nonzero in its own rows only."""
+    if extra is None:
+        return Wj
+    n, N, p = Wj.shape
+    out = np.zeros((n, N, p + n))
+    out[:, :, :p] = Wj
+    for j in range(n):
+        out[j, :, p + j] = extra[:, j]
+    return out
+
+
 def _chunks(model: RobotModel, source: Callable[[], Iterator[SampledData]], spec: ColumnSpec,
             base: BaseParameters, chunk: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
     """A re-iterable source of (joint-major base regressor rows, torque) chunks; any friction model
@@ -156,21 +196,27 @@ def _chunks(model: RobotModel, source: Callable[[], Iterator[SampledData]], spec
                 e = min(d.count, s + chunk)
                 piece = d.select(slice(s, e))
                 W = base_rows(model, piece, spec, out=buf[: (e - s) * model.dof])
-                yield gather_joint_major(W, model.dof, base.independent), piece.tau
+                yield _with_friction_extra(gather_joint_major(W, model.dof, base.independent),
+                                           piece.friction_extra), piece.tau
 
     return gen
 
 
 def predict_processed(model: RobotModel, base: BaseParameters, theta: np.ndarray, d: SampledData,
                       chunk: int = 20000) -> np.ndarray:
-    """W_b theta (N, n) for processed data (using its parallel-filtered Coulomb signal, if any);
-    add ``d.tau_friction`` for the full torque when a friction model was subtracted."""
+    """W_b theta (N, n) for processed data (using its Coulomb signal and Stribeck excess columns, if
+    any); add ``d.tau_friction`` for the full torque when a friction model was subtracted. ``theta``
+    holds the base parameters, then one Stribeck excess per joint when the data carry that column."""
     full = np.zeros(len(base.standard_names))  # theta on the standard columns: no column copy
-    full[base.independent] = theta
+    full[base.independent] = theta[: base.count]
     out = np.empty((d.count, model.dof))
     for s in range(0, d.count, chunk):
         e = min(d.count, s + chunk)
         out[s:e] = (base_rows(model, d.select(slice(s, e)), base.spec) @ full).reshape(e - s, model.dof)
+    if theta.shape[0] > base.count:
+        if d.friction_extra is None:
+            raise ValueError("prediction: the result has Stribeck friction columns but the data carry none")
+        out += d.friction_extra * theta[base.count:]
     return out
 
 
@@ -228,14 +274,58 @@ def torque_metrics(measured: np.ndarray, predicted: np.ndarray, joint_names: Seq
     return acc.result(joint_names)
 
 
-def identify(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig = None, *,
-             sources: Sequence[str] = (), progress: Callable[[str, float], None] | None = None,
-             preprocessed: bool = False) -> IdentificationResult:
-    """Identify base parameters of ``model`` from one or more datasets.
+SCALE_SAMPLES = 200_000  # processed samples used to choose friction scales
 
-    ``preprocessed`` skips signal processing (the datasets already carry exact qd and qdd).
-    """
-    config = config or IdentificationConfig()
+
+def _friction_scales(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
+                     preprocessed: bool) -> list[float]:
+    """Velocity scales of sigmoid / Stribeck friction, per joint, from what a Coulomb-viscous fit
+    with the same processing leaves unexplained (friction.choose_friction_scales)."""
+    plain = dataclasses.replace(config, friction="coulomb-viscous", method="ols", friction_scales=None)
+    first = identify(model, datasets, plain, preprocessed=preprocessed)
+    theta = first.estimate.theta
+    qd_parts, r_parts, kept = [], [], 0
+    for raw in datasets:
+        pieces = [raw] if preprocessed else (p.data for p in process_windows(raw, plain.processing,
+                                                                             columns=FrictionColumns()))
+        for d in pieces:
+            take = min(d.count, SCALE_SAMPLES - kept)
+            if take <= 0:
+                break
+            d = d.select(slice(0, take))
+            qd_parts.append(d.qd)
+            r_parts.append(d.tau - predict_processed(model, first.base, theta, d))
+            kept += take
+    return choose_friction_scales(config.friction, np.concatenate(qd_parts), np.concatenate(r_parts)).tolist()
+
+
+@dataclass
+class PreparedData:
+    """Everything an estimator needs, prepared once: the resolved config, the base parameters and a
+    re-iterable source of regressor chunks (processed on each pass, or cached in memory)."""
+
+    config: IdentificationConfig
+    base: BaseParameters
+    friction: FrictionModel | None
+    extra_names: list
+    steps: list
+    chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]
+
+    @property
+    def params(self) -> int:
+        return self.base.count + len(self.extra_names)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.base.names) + list(self.extra_names)
+
+
+def prepare(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, *,
+            preprocessed: bool = False, cache: bool = False,
+            progress: Callable[[str, float], None] | None = None) -> PreparedData:
+    """Resolve the processing (one cut-off for all recordings), choose friction scales if needed and
+    set up the chunked regressor. ``cache`` keeps the processed data in memory, for estimators that
+    pass over the data many times (model selection)."""
     report = progress or (lambda stage, fraction: None)
     if not datasets:
         raise ValueError("recordings: need at least one dataset")
@@ -245,6 +335,16 @@ def identify(model: RobotModel, datasets: Sequence[SampledData], config: Identif
         if preprocessed and (raw.qd is None or raw.qdd is None):
             raise ValueError(f"recording {k}: preprocessed data must carry qd and qdd")
     steps: list = [None] * len(datasets)
+    if not preprocessed:
+        # one cut-off for every recording, chosen from all of them: the result stores the number
+        config = dataclasses.replace(config, processing=resolve_processing(config.processing, datasets))
+    friction = FrictionModel.from_dict(config.friction_model) if config.friction_model else None
+    if friction is not None and preprocessed:
+        raise ValueError("friction_model: preprocessed data cannot be friction-compensated here; subtract it first")
+    if config.joint_friction and config.friction in ("sigmoid", "stribeck") and config.friction_scales is None:
+        report("choosing friction scales", 0.05)
+        config = dataclasses.replace(config, friction_scales=_friction_scales(model, datasets, config, preprocessed))
+    columns = config.columns
 
     def source() -> Iterator[SampledData]:
         """Processed data, window by window: long recordings never sit in memory processed whole."""
@@ -253,59 +353,127 @@ def identify(model: RobotModel, datasets: Sequence[SampledData], config: Identif
                 steps[k] = [{"step": "none", "reason": "preprocessed data"}]
                 yield raw
                 continue
-            for piece in process_windows(raw, config.processing, friction=friction):
+            for piece in process_windows(raw, config.processing, friction=friction, columns=columns):
                 if steps[k] is None:
                     steps[k] = piece.steps
                 yield piece.data
 
+    if cache:
+        kept = list(source())
+        source = lambda: iter(kept)  # noqa: E731
     spec = config.spec
     base = base_parameters(model, spec)
-    friction = FrictionModel.from_dict(config.friction_model) if config.friction_model else None
-    if friction is not None and preprocessed:
-        raise ValueError("friction_model: preprocessed data cannot be friction-compensated here; subtract it first")
+    extra_names = columns.extra_names(model.dof) if columns is not None else []
+    return PreparedData(config, base, friction, extra_names, steps,
+                        _chunks(model, source, spec, base, config.chunk_samples))
+
+
+def identify(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig = None, *,
+             sources: Sequence[str] = (), progress: Callable[[str, float], None] | None = None,
+             preprocessed: bool = False) -> IdentificationResult:
+    """Identify base parameters of ``model`` from one or more datasets.
+
+    ``preprocessed`` skips signal processing (the datasets already carry exact qd and qdd).
+    """
+    report = progress or (lambda stage, fraction: None)
+    prep = prepare(model, datasets, config or IdentificationConfig(), preprocessed=preprocessed, progress=report)
     report("estimating", 0.1)
-    chunks = _chunks(model, source, spec, base, config.chunk_samples)
-    est, statistics = estimate(config.method, chunks, model.dof, base.count, base.names)
-    report("validating", 0.8)
+    est, statistics = estimate(prep.config.method, prep.chunks, model.dof, prep.params, prep.names)
+    report("done", 1.0)
+    return result_from(model, prep, est, statistics, sources)
+
+
+def result_from(model: RobotModel, prep: PreparedData, est: Estimate, statistics, sources: Sequence[str] = (),
+                method: str | None = None) -> IdentificationResult:
     # the statistics already hold everything the metrics need (on the friction-compensated torque
-    # when a friction model was subtracted: the errors are the same, the torque scale is smaller)
-    metrics = {"identification": statistics.metrics(est.theta, model.joint_names)}
+    # when a friction model was subtracted: the errors are the same, the torque scale is smaller).
+    # They are the fit against the processed (filtered) torque; figures against the measured torque
+    # come from `validate`, which the command line runs on the identification data too.
+    metrics = {"identification": {"against": "processed torque",
+                                  **statistics.metrics(est.theta, model.joint_names)}}
     provenance = {
         "recordings": list(sources), "software": f"robodyn {__version__}",
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "model": model.summary(),
     }
-    report("done", 1.0)
-    return IdentificationResult(model.name, base, est, friction, config, metrics, steps, provenance)
+    config = prep.config if method is None else dataclasses.replace(prep.config, method=method)
+    return IdentificationResult(model.name, prep.base, est, prep.friction, config, metrics, prep.steps, provenance)
 
 
-def _stream_metrics(model, base, theta, source, chunk) -> dict:
-    """Metrics on the full torque: a subtracted friction torque is added back to both sides."""
-    acc = TorqueMetrics(model.dof)
-    for d in source():
-        predicted = predict_processed(model, base, theta, d, chunk)
+@dataclass
+class ComparedPiece:
+    """One processed piece beside the measurement: at the measured samples (raw timestamps, raw
+    torque) and on the processing grid (filtered torque)."""
+
+    t: np.ndarray  # measured sample times inside the piece
+    measured: np.ndarray  # the sensor's torque there, untouched
+    predicted: np.ndarray  # the model's torque interpolated to those times
+    t_grid: np.ndarray
+    filtered: np.ndarray  # the measured torque after the processing's low-pass, on the grid
+    predicted_grid: np.ndarray
+
+
+def compare_with_measured(model: RobotModel, base: BaseParameters, theta: np.ndarray,
+                          friction: FrictionModel | None, processing: ProcessingConfig, raw: SampledData,
+                          chunk: int = 20000, columns: FrictionColumns | None = None) -> Iterator[ComparedPiece]:
+    """Predict the torque of a recording with the processing an identification used, and line it up
+    with what the sensor measured. The states are processed exactly as for the fit (same filters,
+    same differentiation, one code path); the model's friction stays sharp, as the measured torque's
+    does. Predictions on a resampled grid are interpolated to the measured samples' own times;
+    samples in gaps or trimmed edges have no prediction and are left out."""
+    for piece in process_windows(raw, processing, friction=friction, purpose="predict", columns=columns):
+        d = piece.data
+        pred = predict_processed(model, base, theta, d, chunk)
         if d.tau_friction is not None:
-            acc.add(d.tau + d.tau_friction, predicted + d.tau_friction)
+            pred = pred + d.tau_friction
+        lo = int(np.searchsorted(raw.t, d.t[0] - 1e-9, side="left"))
+        hi = int(np.searchsorted(raw.t, d.t[-1] + 1e-9, side="right"))
+        t = raw.t[lo:hi]
+        if t.shape[0] == d.count and np.array_equal(t, d.t):
+            at_raw = pred
         else:
-            acc.add(d.tau, predicted)
-    return acc.result(model.joint_names)
+            at_raw = np.stack([np.interp(t, d.t, pred[:, j]) for j in range(pred.shape[1])], axis=1)
+        yield ComparedPiece(t, raw.tau[lo:hi], at_raw, d.t, d.tau, pred)
+
+
+def _result_parts(result: dict):
+    base = BaseParameters.from_dict(result["base"])
+    theta = np.asarray(result["estimate"]["values"], float)
+    friction = FrictionModel.from_dict(result["friction_model"]) if result.get("friction_model") else None
+    columns = FrictionColumns.from_dict(result["friction_columns"]) if result.get("friction_columns") else None
+    return base, theta, friction, columns
+
+
+def result_processing(result: dict) -> ProcessingConfig:
+    return ProcessingConfig(**result["config"]["processing"])
 
 
 def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
              processing: ProcessingConfig | None = None) -> dict:
-    """Metrics of a saved result on other recordings (a held-out trajectory), processed the same way
-    as at identification unless ``processing`` overrides it."""
-    base = BaseParameters.from_dict(result["base"])
-    theta = np.asarray(result["estimate"]["values"], float)
-    friction = FrictionModel.from_dict(result["friction_model"]) if result.get("friction_model") else None
-    if processing is None:
-        processing = ProcessingConfig(**result["config"]["processing"])
+    """Metrics of a saved result on other recordings (a held-out trajectory), processed as at
+    identification unless ``processing`` overrides it: per-joint RMSE, relative error and correlation
+    against the measured torque at the measured samples, and (under "filtered") against the torque
+    after the processing's low-pass."""
+    base, theta, friction, columns = _result_parts(result)
+    processing = processing or result_processing(result)
     if any(d.dof != model.dof for d in datasets):
         raise ValueError(f"recordings: joint count does not match robot {model.name} ({model.dof} joints)")
+    measured, filtered = TorqueMetrics(model.dof), TorqueMetrics(model.dof)
+    for d in datasets:
+        for piece in compare_with_measured(model, base, theta, friction, processing, d, columns=columns):
+            measured.add(piece.measured, piece.predicted)
+            filtered.add(piece.filtered, piece.predicted_grid)
+    out = {"against": "measured torque", **measured.result(model.joint_names)}
+    out["filtered"] = {"against": "processed (low-passed) torque", **filtered.result(model.joint_names)}
+    return out
 
-    def source():
-        for d in datasets:
-            for piece in process_windows(d, processing, friction=friction):
-                yield piece.data
 
-    return _stream_metrics(model, base, theta, source, 20000)
+def predict(model: RobotModel, result: dict, raw: SampledData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t, measured torque, predicted torque) at the measured samples of ``raw``."""
+    base, theta, friction, columns = _result_parts(result)
+    parts = list(compare_with_measured(model, base, theta, friction, result_processing(result), raw,
+                                       columns=columns))
+    if not parts:
+        raise ValueError("recording: no samples left to predict after processing")
+    return (np.concatenate([p.t for p in parts]), np.concatenate([p.measured for p in parts]),
+            np.concatenate([p.predicted for p in parts]))

@@ -106,8 +106,10 @@ def test_bad_recordings_are_named(panda_with_rotors, tmp_path):
         SampledData(data.t, data.q, tau)
     with pytest.raises(ValueError, match="recording 0: has 6 joints"):
         identify(model, [SampledData(data.t, data.q[:, :6], data.tau[:, :6])])
-    with pytest.raises(ValueError, match="stribeck model is nonlinear"):
-        IdentificationConfig(friction="stribeck")
+    with pytest.raises(ValueError, match="friction: expected one of"):
+        IdentificationConfig(friction="lugre")
+    with pytest.raises(ValueError, match="cutoff_hz: must be > 0 Hz"):
+        ProcessingConfig(cutoff_hz=-5)
 
 
 def _write_csv(path, data, with_velocity=False, drop=None):
@@ -136,7 +138,7 @@ def test_cli_identify_and_validate_from_csv(panda_with_rotors, tmp_path, capsys)
     assert summary["base_count"] == 69 and summary["estimate"]["rank"] == 69
     doc = json.loads(out.read_text())
     assert doc["provenance"]["recordings"] == [str(tmp_path / "ident.csv")]
-    assert doc["config"]["processing"]["q_cutoff_hz"] == 20
+    assert doc["config"]["processing"]["cutoff_hz"] == 20
     assert main(["validate", str(out), str(tmp_path / "held.csv"), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["relative_error_total"] < 0.02

@@ -49,7 +49,7 @@ def test_irregular_timestamps_are_detected_and_resampled():
     assert not is_irregular(uniform.t)
     assert np.max(np.abs(uniform.q[:, 0] - np.sin(uniform.t))) < 1e-5
     steps = process(data, ProcessingConfig(q_cutoff_hz=None, tau_cutoff_hz=None)).steps
-    assert any(s["step"] == "resample" and s["reason"] == "irregular timestamps" for s in steps)
+    assert any(s["step"] == "resample" and s["reason"] == "jittered timestamps" for s in steps)
 
 
 def test_differences_decimation_and_period_averaging():
