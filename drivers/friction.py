@@ -76,3 +76,44 @@ def friction_split(qd: np.ndarray, f: StribeckFriction, slope: np.ndarray) -> tu
     damping = np.where(inside, slope, 0.0) + f.fv
     explicit = np.where(inside, 0.0, stribeck_level(np.abs(qd), f) * np.sign(qd))
     return explicit, damping
+
+
+@dataclass(frozen=True)
+class FrictionEffects:
+    """What real joints add to a textbook friction law, and identification does not model:
+
+    - position-dependent ripple: the friction level scales by 1 + ripple sin(cycles q + phase_j)
+      (eccentric bearings, gear meshing at the link);
+    - load-dependent Coulomb friction: + load |tau_drive| opposing the motion (tooth friction grows
+      with the torque the gear transmits; smoothed over 0.01 rad/s through zero speed).
+    """
+
+    ripple: np.ndarray  # relative amplitude per joint
+    cycles: float  # ripple cycles per radian of joint motion
+    phase: np.ndarray  # rad, per joint
+    load: np.ndarray  # N.m of friction per N.m transmitted, per joint
+
+    @classmethod
+    def create(cls, dof: int, ripple=0.0, cycles: float = 2.0, load=0.0, seed: int = 0) -> "FrictionEffects":
+        r = np.broadcast_to(np.asarray(ripple, float), (dof,)).copy()
+        ld = np.broadcast_to(np.asarray(load, float), (dof,)).copy()
+        if np.any(r < 0) or np.any(r >= 1) or np.any(ld < 0) or np.any(ld >= 0.5) or not cycles > 0:
+            raise ValueError(f"friction effects: ripple must be in [0, 1), load in [0, 0.5) and cycles > 0; got "
+                             f"ripple {ripple}, load {load}, cycles {cycles}")
+        phase = np.random.default_rng(np.random.SeedSequence([seed, 11])).uniform(0, 2 * np.pi, dof)
+        return cls(r, float(cycles), phase, ld)
+
+    @property
+    def active(self) -> bool:
+        return bool(np.any(self.ripple) or np.any(self.load))
+
+    def explicit(self, q: np.ndarray, qd: np.ndarray, base_explicit: np.ndarray, base_linear: np.ndarray,
+                 tau_drive: np.ndarray) -> np.ndarray:
+        """Extra explicit torque on top of the base law (whose explicit part and linear-zone part
+        are given), opposing motion like the friction it modifies."""
+        scale = self.ripple * np.sin(self.cycles * q + self.phase)
+        return scale * (base_explicit + base_linear) + self.load * np.abs(tau_drive) * np.tanh(qd / 0.01)
+
+    def to_dict(self) -> dict:
+        return {"ripple": self.ripple.tolist(), "cycles_per_rad": self.cycles, "phase": self.phase.tolist(),
+                "load": self.load.tolist()}

@@ -358,14 +358,33 @@ def prepare(model: RobotModel, datasets: Sequence[SampledData], config: Identifi
                     steps[k] = piece.steps
                 yield piece.data
 
-    if cache:
-        kept = list(source())
-        source = lambda: iter(kept)  # noqa: E731
     spec = config.spec
-    base = base_parameters(model, spec)
+    base = _base_parameters(model, spec)
     extra_names = columns.extra_names(model.dof) if columns is not None else []
-    return PreparedData(config, base, friction, extra_names, steps,
-                        _chunks(model, source, spec, base, config.chunk_samples))
+    chunks = _chunks(model, source, spec, base, config.chunk_samples)
+    if cache:
+        # estimators that pass over the data many times (IRLS, model selection) reuse the regressor
+        # rows instead of reprocessing: the joint-major base rows of the whole data set, kept once
+        kept = [(np.ascontiguousarray(W), tau) for W, tau in chunks()]
+        chunks = lambda: iter(kept)  # noqa: E731
+    return PreparedData(config, base, friction, extra_names, steps, chunks)
+
+
+_BASE_CACHE: dict = {}
+
+
+def _base_parameters(model: RobotModel, spec: ColumnSpec) -> BaseParameters:
+    """base_parameters, computed once per model object and column set (model selection prepares
+    the same model many times; the QR of the random regressor is the costly part)."""
+    key = (id(model), spec)
+    hit = _BASE_CACHE.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    base = base_parameters(model, spec)
+    if len(_BASE_CACHE) > 32:
+        _BASE_CACHE.clear()
+    _BASE_CACHE[key] = (model, base)
+    return base
 
 
 def identify(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig = None, *,
@@ -421,19 +440,50 @@ def compare_with_measured(model: RobotModel, base: BaseParameters, theta: np.nda
     same differentiation, one code path); the model's friction stays sharp, as the measured torque's
     does. Predictions on a resampled grid are interpolated to the measured samples' own times;
     samples in gaps or trimmed edges have no prediction and are left out."""
+    for piece, (pred_raw,), (pred_grid,) in compare_many(model, base, [theta], friction, processing, raw, chunk,
+                                                         columns):
+        yield dataclasses.replace(piece, predicted=pred_raw, predicted_grid=pred_grid)
+
+
+def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.ndarray],
+                 friction: FrictionModel | None, processing: ProcessingConfig, raw: SampledData,
+                 chunk: int = 20000, columns: FrictionColumns | None = None):
+    """:func:`compare_with_measured` for several parameter vectors of the same base (model
+    selection): processing and regressor rows once per piece, one product per vector. Yields
+    (piece without predictions, predictions at the measured samples, predictions on the grid)."""
     for piece in process_windows(raw, processing, friction=friction, purpose="predict", columns=columns):
         d = piece.data
-        pred = predict_processed(model, base, theta, d, chunk)
-        if d.tau_friction is not None:
-            pred = pred + d.tau_friction
         lo = int(np.searchsorted(raw.t, d.t[0] - 1e-9, side="left"))
         hi = int(np.searchsorted(raw.t, d.t[-1] + 1e-9, side="right"))
         t = raw.t[lo:hi]
-        if t.shape[0] == d.count and np.array_equal(t, d.t):
-            at_raw = pred
-        else:
-            at_raw = np.stack([np.interp(t, d.t, pred[:, j]) for j in range(pred.shape[1])], axis=1)
-        yield ComparedPiece(t, raw.tau[lo:hi], at_raw, d.t, d.tau, pred)
+        same_grid = t.shape[0] == d.count and np.array_equal(t, d.t)
+        at_raw, on_grid = [], []
+        for theta, pred in zip(thetas, _predict_many(model, base, thetas, d, chunk)):
+            if d.tau_friction is not None:
+                pred = pred + d.tau_friction
+            on_grid.append(pred)
+            at_raw.append(pred if same_grid else
+                          np.stack([np.interp(t, d.t, pred[:, j]) for j in range(pred.shape[1])], axis=1))
+        yield ComparedPiece(t, raw.tau[lo:hi], None, d.t, d.tau, None), at_raw, on_grid
+
+
+def _predict_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.ndarray], d: SampledData,
+                  chunk: int) -> list[np.ndarray]:
+    """predict_processed for several parameter vectors, the regressor evaluated once."""
+    full = np.zeros((len(base.standard_names), len(thetas)))
+    for k, theta in enumerate(thetas):
+        full[base.independent, k] = theta[: base.count]
+    out = np.empty((len(thetas), d.count, model.dof))
+    for s in range(0, d.count, chunk):
+        e = min(d.count, s + chunk)
+        rows = base_rows(model, d.select(slice(s, e)), base.spec) @ full  # (N*n, k)
+        out[:, s:e] = rows.T.reshape(len(thetas), e - s, model.dof)
+    for k, theta in enumerate(thetas):
+        if theta.shape[0] > base.count:
+            if d.friction_extra is None:
+                raise ValueError("prediction: the result has Stribeck friction columns but the data carry none")
+            out[k] += d.friction_extra * theta[base.count:]
+    return list(out)
 
 
 def _result_parts(result: dict):
@@ -466,6 +516,19 @@ def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
     out = {"against": "measured torque", **measured.result(model.joint_names)}
     out["filtered"] = {"against": "processed (low-passed) torque", **filtered.result(model.joint_names)}
     return out
+
+
+def validate_many(model: RobotModel, prep: "PreparedData", thetas: Sequence[np.ndarray],
+                  datasets: Sequence[SampledData]) -> list[dict]:
+    """Held-out metrics against the measured torque for several estimates of one prepared fit."""
+    accs = [TorqueMetrics(model.dof) for _ in thetas]
+    columns = prep.config.columns
+    for d in datasets:
+        for piece, preds, _ in compare_many(model, prep.base, thetas, prep.friction, prep.config.processing, d,
+                                            columns=columns):
+            for acc, pred in zip(accs, preds):
+                acc.add(piece.measured, pred)
+    return [{"against": "measured torque", **acc.result(model.joint_names)} for acc in accs]
 
 
 def predict(model: RobotModel, result: dict, raw: SampledData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ import numpy as np
 from robodyn.robot.model import RobotModel
 
 from .estimators import accumulate, estimate
-from .pipeline import IdentificationConfig, IdentificationResult, identify, prepare, result_from, validate
+from .pipeline import IdentificationConfig, IdentificationResult, identify, prepare, validate_many
 from .signals import SampledData, resolve_processing
 
 FRICTIONS = ("coulomb-viscous", "sigmoid", "stribeck")
@@ -81,14 +81,17 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                 for method in methods:
                     candidates.append(_failed(friction, cutoff, method, exc))
                 continue
+            estimates = []
             for method in methods:
                 try:
                     est, _ = estimate(method, prep.chunks, model.dof, prep.params, prep.names, statistics=statistics)
-                    doc = result_from(model, prep, est, statistics, method=method).to_dict()
-                    score = validate(model, doc, held_out)
+                    estimates.append((method, est))
                 except ValueError as exc:
                     candidates.append(_failed(friction, cutoff, method, exc))
-                    continue
+            if not estimates:
+                continue
+            scores = validate_many(model, prep, [est.theta for _, est in estimates], held_out)
+            for (method, est), score in zip(estimates, scores):
                 candidates.append({"friction": friction, "cutoff_hz": cutoff, "method": method,
                                    "friction_scales": prep.config.friction_scales,
                                    "held_out_rmse_sum": score["rmse_sum"], "held_out_rmse": score["rmse"],

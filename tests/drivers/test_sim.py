@@ -265,3 +265,40 @@ def test_unknown_and_missing_drivers_give_one_sentence(monkeypatch):
     monkeypatch.setitem(registry.DRIVERS, "ghost", ("robodyn_missing_client_lib.driver", "Ghost", "ghost"))
     with pytest.raises(ValueError, match=r"pip install 'robodyn\[ghost\]'"):
         create_driver("ghost", {})
+
+
+def test_friction_effects_ripple_with_position_and_grow_with_load():
+    from robodyn.drivers.friction import FrictionEffects
+
+    fx = FrictionEffects.create(2, ripple=0.2, cycles=2.0, load=0.05, seed=3)
+    base = np.array([1.0, 1.0])  # explicit friction of the base law, moving forwards
+    q = np.linspace(0, np.pi, 50)[:, None] * np.ones(2)
+    extra = np.array([fx.explicit(qk, np.array([1.0, 1.0]), base, np.zeros(2), np.zeros(2)) for qk in q])
+    assert np.allclose(extra, 0.2 * np.sin(2.0 * q + fx.phase))  # the level ripples with position
+    loaded = fx.explicit(np.zeros(2), np.array([1.0, -1.0]), np.zeros(2), np.zeros(2), np.array([40.0, 40.0]))
+    assert np.allclose(loaded, [2.0, -2.0], rtol=1e-3)  # 5 % of the transmitted torque, against the motion
+    with pytest.raises(ValueError, match="ripple must be in"):
+        FrictionEffects.create(2, ripple=1.5)
+
+
+def test_an_elastic_joint_reads_its_deflection_on_the_encoder():
+    """The encoder sits on the motor side of the spring: measured q = link q + tau / k."""
+    k = 5000.0
+    sim = SimulatedRobot({"robot": "panda", "seed": 2, "torque_noise_std": 0.0, "velocity_noise_std": 0.0,
+                          "encoder_counts": 2**30, "joint_stiffness": {1: k}})
+    sim.connect()
+    sim.start("position")
+    cmd = JointCommand(7)
+    s = sim.read()
+    cmd.q[:] = s.q
+    for _ in range(1500):  # settle under gravity
+        sim.write(cmd)
+        s = sim.read()
+    link_q, _ = sim.true_state()
+    deflection = s.q[1] - link_q[1]
+    assert abs(deflection - s.tau[1] / k) < 2e-4 * abs(s.tau[1] / k) + 1e-6
+    assert abs(deflection) > 1e-4  # a visible effect: 0.35 mrad under the ready pose's 1.8 N.m
+    assert np.allclose(s.q[[0, 2, 3, 4, 5, 6]], link_q[[0, 2, 3, 4, 5, 6]], atol=1e-8)  # rigid joints read the link
+    assert sim.describe().info["joint_stiffness"] == {"1": k}
+    sim.stop()
+    sim.close()
