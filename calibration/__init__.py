@@ -1,4 +1,4 @@
-"""robodyn.calibration: kinematic calibration after seed 004 (see docs/calibration.md).
+"""robodyn.calibration: kinematic calibration after Li et al. 2023 (see docs/calibration.md).
 
 Modules, in the order a calibration uses them:
 
@@ -9,10 +9,10 @@ Modules, in the order a calibration uses them:
 * ``simulation``      simulated robot (true deviations, elastic joints) and laser tracker
 * ``geometric``       nonlinear least-squares identification of the geometry
 * ``stiffness``       gravity and payload deflection, joint compliance identification
-* ``combined``        the methods of seed 004 Table 4, including the iterative combined method
+* ``combined``        the methods of Li et al. 2023 Table 4, including the iterative combined method
 * ``ik``              closed-form UR inverse kinematics and the numeric fallback
 * ``compensation``    joint-space compensation
 * ``files``           robots, measurement CSV, result JSON
-* ``replay``          the seed 004 experiment end to end
+* ``replay``          the Li et al. 2023 experiment end to end
 * ``cli``             ``robodyn calibrate ...``
 """

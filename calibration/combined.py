@@ -156,7 +156,7 @@ def _change(gm: GeometricModel, a: np.ndarray, b: np.ndarray) -> tuple[float, fl
 
 
 def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet | None = None, *,
-              method: str = "combined", free_names=None, preset: str = "seed004",
+              method: str = "combined", free_names=None, preset: str = "li2023",
               prior_compliance=None, known_compliance=None, loss: str = "linear",
               max_iterations: int = MAX_ITERATIONS, noise_sigma: float = 15e-6, backlash=()) -> CalibrationResult:
     """Identify the geometry (and the joint stiffness) by one of the methods (module docstring).

@@ -1,4 +1,4 @@
-"""Geometric identification: the nonlinear measurement model (seed 004 eq. 9, extended to several
+"""Geometric identification: the nonlinear measurement model (Li et al. 2023 eq. 9, extended to several
 targets, orientations and planar contacts) fitted directly by scipy's least squares, with the
 analytic Jacobian of eqs. 10-13.
 

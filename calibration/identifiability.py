@@ -1,4 +1,4 @@
-"""Identifiability of the position-only calibration model (seed 004 eqs. 10-14).
+"""Identifiability of the position-only calibration model (Li et al. 2023 eqs. 10-14).
 
 The identification Jacobian J (3N x P) stacks d(target position)/d(parameter) over the poses.
 Its columns have different units (m/m for lengths, m/rad for angles), so rank, singular values and

@@ -13,7 +13,7 @@ plane that a target is held against (a planar constraint), its two tilts and its
 The geometry is built with the shared kinematics only: ``chain_from_dh`` turns the row values into
 joint-frame transforms and ``chain_frames`` evaluates them, so the calibrated chain is the very
 chain every other part of robodyn uses. Both conventions of ``dh_transform`` are supported:
-``mdh`` (Craig order, seed 004 eq. 1) and ``dh`` (standard). A Hayati row adds a rotation
+``mdh`` (Craig order, Li et al. 2023 eq. 1) and ``dh`` (standard). A Hayati row adds a rotation
 ``beta`` about y, the parameter that MDH lacks for (nearly) parallel consecutive axes.
 
 The measured point is ``p = C · B0 · T_flange(q) · [t; 1]`` with B0 the nominal base pose, C the
@@ -37,6 +37,7 @@ BASE_NAMES = ("base_x", "base_y", "base_z", "base_rx", "base_ry", "base_rz")
 TOOL_NAMES = ("tool_x", "tool_y", "tool_z")  # the first target's position
 ANGLE_PREFIXES = ("alpha", "theta", "beta", "base_r")
 ANGLE_SUFFIXES = ("_rx", "_ry", "_rz")
+PRESET_ALIASES = {"seed004": "li2023"}  # the old name of the paper's parameter set, still accepted
 
 
 def is_angle_name(name: str) -> bool:
@@ -327,7 +328,7 @@ def flange_poses(gm: GeometricModel, params: np.ndarray, q) -> np.ndarray:
 
 
 def target_positions(gm: GeometricModel, params: np.ndarray, q, target: int = 0) -> np.ndarray:
-    """Positions of a target in the measurement frame (seed 004 eq. 9), (N, 3)."""
+    """Positions of a target in the measurement frame (Li et al. 2023 eq. 9), (N, 3)."""
     T = flange_poses(gm, params, q)
     t = tool_offset(gm, params, target)
     return T[:, :3, :3] @ t + T[:, :3, 3]
@@ -351,7 +352,7 @@ def _chain_twists(gm: GeometricModel, params: np.ndarray, q: np.ndarray):
 
     MDH row i moves frame i-1 by RotX(alpha) TransX(a) [RotY(beta)] RotZ(theta) TransZ(d): alpha
     turns everything beyond about x_{i-1} through o_{i-1}, a slides along x_{i-1}, theta turns about
-    z_i and d slides along z_i (seed 004 eqs. 10-13). Standard DH is the same with the roles of the
+    z_i and d slides along z_i (Li et al. 2023 eqs. 10-13). Standard DH is the same with the roles of the
     frames swapped (theta, d act on joint axis i; a, alpha act along/about x_i). A rotation about
     axis w through point o has v0 = o x w.
     """
@@ -446,7 +447,7 @@ def measurement_jacobians(gm: GeometricModel, params: np.ndarray, q, targets=Non
 
 
 def parameter_jacobian(gm: GeometricModel, params: np.ndarray, q, target: int = 0) -> np.ndarray:
-    """d(target position)/d(parameters), (N, 3, P), analytic (seed 004 eqs. 10-13)."""
+    """d(target position)/d(parameters), (N, 3, P), analytic (Li et al. 2023 eqs. 10-13)."""
     return measurement_jacobians(gm, params, q, [target])[0][:, 0]
 
 
@@ -489,13 +490,14 @@ def preset_free_names(gm: GeometricModel, preset: str, *, identify_base: bool = 
                       identify_tool: bool = False) -> list[str]:
     """Names of the parameters to identify.
 
-    ``seed004``: the frame 0 is built on joint 1 and the end frame on joint 6 (seed 004 section
+    ``li2023`` (formerly ``seed004``): the frame 0 is built on joint 1 and the end frame on joint 6 (Li et al. 2023 section
     1.1.1), so row 1 and d/theta of the last row are exact by construction; every other row value
     is identified (18 for a 6-axis arm). ``all``: every DH value. Hayati betas are always free.
     Structurally redundant parameters are removed later by the identifiability analysis.
     """
     n = gm.dof
-    if preset == "seed004":
+    preset = PRESET_ALIASES.get(preset, preset)
+    if preset == "li2023":
         names = []
         for i in range(1, n):
             names += [f"alpha{i + 1}", f"a{i + 1}"]
@@ -504,7 +506,7 @@ def preset_free_names(gm: GeometricModel, preset: str, *, identify_base: bool = 
     elif preset == "all":
         names = [f"{f}{i + 1}" for i in range(n) for f in ROW_FIELDS]
     else:
-        raise ValueError(f"preset: unknown parameter preset {preset!r}; expected 'seed004' or 'all'")
+        raise ValueError(f"preset: unknown parameter preset {preset!r}; expected 'li2023' or 'all'")
     names += [f"beta{r + 1}" for r in gm.hayati_rows]
     if identify_base:
         names += list(BASE_NAMES)

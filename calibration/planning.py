@@ -1,4 +1,4 @@
-"""Measurement planning (seed 004 section 4.1 step 2): random poses in the largest ISO 9283 /
+"""Measurement planning (Li et al. 2023 section 4.1 step 2): random poses in the largest ISO 9283 /
 GB/T 12642 test cube inside the workspace that are reachable, away from singularities, free of
 self-collision and in the laser tracker's line of sight; optional D-optimal pose selection; the
 five ISO 9283 points for the compensation test.
@@ -377,11 +377,22 @@ def reference_configuration(robot: RobotModel, setup: CellSetup, point: np.ndarr
 # --------------------------------------------------------------------------- optimal selection
 
 
-def select_d_optimal(J_blocks: np.ndarray, count: int, ridge: float = 1e-9) -> np.ndarray:
-    """Greedy D-optimal choice of ``count`` poses from a pool: J_blocks (M, 3, P), columns scaled.
+def _log_det(J_blocks: np.ndarray, chosen, ridge: float) -> float:
+    P = J_blocks.shape[2]
+    A = np.einsum("mip,miq->pq", J_blocks[list(chosen)], J_blocks[list(chosen)]) + ridge * np.eye(P)
+    return float(np.linalg.slogdet(A)[1])
 
-    Each step adds the pose that most increases log det(J^T J), using the determinant lemma
-    det(A + Jk^T Jk) = det(A) det(I + Jk A^-1 Jk^T).
+
+def select_d_optimal(J_blocks: np.ndarray, count: int, ridge: float = 1e-9, *, exchange: bool = True,
+                     max_passes: int = 20) -> np.ndarray:
+    """D-optimal choice of ``count`` poses from a pool: J_blocks (M, 3, P), columns scaled.
+
+    First a greedy pass adds, one at a time, the pose that most increases log det(J^T J) (the
+    determinant lemma det(A + Jk^T Jk) = det(A) det(I + Jk A^-1 Jk^T)). Then, with ``exchange``,
+    a DetMax-style exchange (Mitchell 1974, the selection FIGAROH offers) swaps a chosen pose for a
+    candidate whenever that raises the determinant, until no swap does or ``max_passes`` passes
+    over the chosen poses are done: greedy picks made early, with little information, get a
+    second look.
     """
     M, _, P = J_blocks.shape
     if count > M:
@@ -399,6 +410,32 @@ def select_d_optimal(J_blocks: np.ndarray, count: int, ridge: float = 1e-9) -> n
         # Woodbury update of A^-1 for A + Jk^T Jk
         K = A_inv @ Jk.T @ np.linalg.inv(np.eye(3) + Jk @ A_inv @ Jk.T)
         A_inv = A_inv - K @ Jk @ A_inv
+    if not exchange or count >= M:
+        return np.array(chosen, dtype=int)
+    A = np.einsum("mip,miq->pq", J_blocks[chosen], J_blocks[chosen]) + ridge * np.eye(P)
+    for _ in range(max_passes):
+        improved = False
+        for slot in range(count):
+            i = chosen[slot]
+            Ji = J_blocks[i]
+            A_minus = A - Ji.T @ Ji
+            sign, logdet_minus = np.linalg.slogdet(A_minus)
+            if sign <= 0:
+                continue  # pose i carries a direction nothing else does: keep it
+            inv_minus = np.linalg.inv(A_minus)
+            S = np.einsum("mip,pq,mjq->mij", J_blocks, inv_minus, J_blocks) + np.eye(3)
+            gain = np.linalg.slogdet(S)[1]
+            gain = np.where(remaining, gain, -np.inf)
+            j = int(np.argmax(gain))
+            current = float(np.linalg.slogdet(np.eye(3) + Ji @ inv_minus @ Ji.T)[1])
+            if gain[j] > current + 1e-9:
+                chosen[slot] = j
+                remaining[j] = False
+                remaining[i] = True
+                A = A_minus + J_blocks[j].T @ J_blocks[j]
+                improved = True
+        if not improved:
+            break
     return np.array(chosen, dtype=int)
 
 
@@ -460,9 +497,13 @@ def plan_measurements(robot: RobotModel, setup: CellSetup, count: int, *, seed: 
         if jacobian_blocks is None:
             raise ValueError("optimal: D-optimal selection needs the identification Jacobian")
         pool = sample_poses(robot, setup, cube, optimal_from, q_ref, seed=seed)
-        chosen = select_d_optimal(jacobian_blocks(pool.q), count)
+        blocks = jacobian_blocks(pool.q)
+        greedy = select_d_optimal(blocks, count, exchange=False)
+        chosen = select_d_optimal(blocks, count)
         poses = PoseSet(pool.q[chosen], pool.positions[chosen], pool.attempts)
-        selection = f"d-optimal from {optimal_from}"
+        selection = f"d-optimal (greedy + DetMax exchange) from {optimal_from}"
+        info["log_det"] = {"greedy": _log_det(blocks, greedy, 1e-9), "exchange": _log_det(blocks, chosen, 1e-9),
+                           "first_drawn": _log_det(blocks, range(count), 1e-9)}
     else:
         poses = sample_poses(robot, setup, cube, count, q_ref, seed=seed)
     info["candidates_tried"] = poses.attempts

@@ -1,6 +1,6 @@
-"""The seed 004 experiment replayed on the simulated UR5, end to end, in one call.
+"""The Li et al. 2023 experiment replayed on the simulated UR5, end to end, in one call.
 
-The simulated robot carries seed 004's own identified deviations (Table 3, combined row) and joint
+The simulated robot carries Li et al.'s own identified deviations (Table 3, combined row) and joint
 stiffness; a simulated AT960 measures it. The run plans 50 poses in the largest test cube, measures
 them unloaded and a D-optimal 20 of them with the paper's payload, identifies the geometry by the
 three methods of Table 4, evaluates them on the identification poses (as the paper does) and on
@@ -28,7 +28,7 @@ from .simulation import (DEFAULT_TOOL_OFFSET, DEFAULT_TRACKER_POSITION, TrackerN
 from .stiffness import Load, compliance_regressor
 
 TABLE4_METHODS = ("nominal", "geometric", "geometric-stiffness", "combined")
-SEED004_FLOOR_Z = -0.089159  # the UR5 mounting plane in seed 004's frame 0 (UR d1)
+SEED004_FLOOR_Z = -0.089159  # the UR5 mounting plane in Li et al.'s frame 0 (UR d1)
 
 
 def loaded_subset(gm, q: np.ndarray, load: Load, count: int) -> np.ndarray:
@@ -68,7 +68,7 @@ def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loade
     truth = {"no_load": MeasurementSet(held.q, cell.robot.positions(held.q)),
              "loaded": MeasurementSet(held.q, cell.robot.positions(held.q, load), load=load)}
     tracked = {k: MeasurementSet(v.q, cell.tracker.measure(v.p), load=v.load) for k, v in truth.items()}
-    free = preset_free_names(gm, "seed004", identify_base=identify_base, identify_tool=identify_tool)
+    free = preset_free_names(gm, "li2023", identify_base=identify_base, identify_tool=identify_tool)
     results = {"nominal": nominal_result(gm)}
     for method in TABLE4_METHODS[1:]:
         results[method] = calibrate(gm, noload, loaded, method=method, free_names=free)
@@ -131,7 +131,7 @@ def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loade
             "tracker_position_m": list(DEFAULT_TRACKER_POSITION),
             "tracker_noise": {"sigma_um": noise.sigma_m * 1e6, "sigma_um_per_m": noise.sigma_per_m * 1e6,
                               "meaning": "per-axis standard deviation = sigma_um + sigma_um_per_m * range"},
-            "true_geometry": "seed 004 Table 3 (combined identification)",
+            "true_geometry": "Li et al. 2023 Table 3 (combined identification)",
             "true_stiffness_Nm_per_rad": TABLE3_STIFFNESS.tolist(),
             "cube": plan.cube.to_dict(), "loaded_pose_ids": [plan.ids[i] for i in sub],
             "identified_parameters": free, "identify_base": identify_base, "identify_tool": identify_tool,
@@ -149,10 +149,10 @@ def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loade
 
 
 def format_replay(report: dict) -> str:
-    """Seed 004 Table 4/5-style text."""
+    """Li et al. 2023 Table 4/5-style text."""
     lines = []
     sc = report["scenario"]
-    lines.append(f"seed 004 replay (simulated {sc['robot']}, seed {sc['seed']}): {sc['noload_poses']} unloaded + "
+    lines.append(f"Li et al. 2023 replay (simulated {sc['robot']}, seed {sc['seed']}): {sc['noload_poses']} unloaded + "
                  f"{sc['loaded_poses']} loaded poses ({sc['load']['mass_kg']} kg), {sc['held_out_poses']} held-out poses, "
                  f"tracker noise {sc['tracker_noise']['sigma_um']:.0f} um + {sc['tracker_noise']['sigma_um_per_m']:.0f} um/m per axis")
     lines.append(f"test cube: centre {np.round(sc['cube']['center'], 3).tolist()} m, edge {sc['cube']['edge']:.3f} m")

@@ -1,4 +1,4 @@
-"""Joint stiffness (seed 004 eqs. 15-25): deflection under link gravity and a payload, and the
+"""Joint stiffness (Li et al. 2023 eqs. 15-25): deflection under link gravity and a payload, and the
 identification of joint compliances from loaded-minus-unloaded positions.
 
 Model. Joint i is a torsional spring, tau_i = k_i dtheta_i (eq. 16). The encoder reads the motor
@@ -7,7 +7,7 @@ side q; the link side settles where the spring carries the static load:
 where the holding torque is what the joints must supply against link gravity (eqs. 21-24, computed
 by the shared RNEA ``gravity_torques`` on the current geometry) and against the payload
 (eq. 19, J_F^T F with J_F the Jacobian of the payload's centre of mass). The first iterate of this
-fixed point, dX = J C tau, is seed 004's eq. 20/25; iterating to the fixed point removes the
+fixed point, dX = J C tau, is Li et al.'s eq. 20/25; iterating to the fixed point removes the
 second-order error of that linearisation (a few micrometres on a UR5) at a negligible cost.
 
 Units: compliance in rad/(N·m); stiffness in N·m/rad.

@@ -35,8 +35,8 @@ def test_base_and_tool_errors_need_their_parameters(poses):
     sub = loaded_subset(gm, q, LOAD, 20)
     loaded = measure_poses(cell, q[sub], LOAD)
     truth = _truth_set(cell, held)
-    paper = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "seed004"))
-    full = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "seed004", identify_base=True,
+    paper = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "li2023"))
+    full = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "li2023", identify_base=True,
                                                                       identify_tool=True))
     s_paper, s_full = error_stats(paper.errors(truth)), error_stats(full.errors(truth))
     assert s_full["mean_mm"] <= 0.03 and s_full["max_mm"] <= 0.1
@@ -76,7 +76,7 @@ def test_parameter_std_devs_match_the_actual_scatter(poses):
     q, _ = poses
     gm, cell = seed004_cell(seed=0)
     estimates, stds = [], []
-    free = preset_free_names(gm, "seed004")
+    free = preset_free_names(gm, "li2023")
     free = [n for n in free if n not in ("d3", "d4")]
     for k in range(12):
         cell.tracker = SimulatedTracker(cell.tracker.position, TrackerNoise(), seed=100 + k)
