@@ -261,8 +261,13 @@ class Residual:
         Jp, Jr = measurement_jacobians(gm, params, q, self.targets)
         s = self.slot
         rows = [Jp[self.points[:, 0], [s[int(k)] for k in self.points[:, 1]]].reshape(-1, gm.size)]
-        rows.append(Jr[self.rotations[:, 0], [s[int(k)] for k in self.rotations[:, 1]]].reshape(-1, gm.size)
-                    if len(self.rotations) else np.zeros((0, gm.size)))
+        if len(self.rotations):
+            Jrot = Jr[self.rotations[:, 0], [s[int(k)] for k in self.rotations[:, 1]]]  # (M, 3, P)
+            r = self.raw(params, q)[3 * len(self.points):3 * len(self.points) + 3 * len(self.rotations)]
+            Jrot = np.einsum("mij,mjp->mip", _inverse_left_jacobian(r.reshape(-1, 3)), Jrot)
+            rows.append(Jrot.reshape(-1, gm.size))
+        else:
+            rows.append(np.zeros((0, gm.size)))
         if len(self.contacts):
             pos = self._predicted_positions(params, q)
             Jc = np.zeros((len(self.contacts), gm.size))
@@ -295,8 +300,12 @@ class Residual:
             per_target[k] = (np.einsum("ij,njk->nik", R_B, J6[:, :3]), np.einsum("ij,njk->nik", R_B, J6[:, 3:]))
         rows = [np.stack([per_target[int(k)][0][nn] for nn, k in self.points]).reshape(-1, n)
                 if len(self.points) else np.zeros((0, n))]
-        rows.append(np.stack([per_target[int(k)][1][nn] for nn, k in self.rotations]).reshape(-1, n)
-                    if len(self.rotations) else np.zeros((0, n)))
+        if len(self.rotations):
+            Jw = np.stack([per_target[int(k)][1][nn] for nn, k in self.rotations])
+            r = self.raw(params, q)[3 * len(self.points):3 * len(self.points) + 3 * len(self.rotations)]
+            rows.append(np.einsum("mij,mjk->mik", _inverse_left_jacobian(r.reshape(-1, 3)), Jw).reshape(-1, n))
+        else:
+            rows.append(np.zeros((0, n)))
         if len(self.contacts):
             Jc = np.zeros((len(self.contacts), n))
             for m, (nn, k) in enumerate(self.contacts):
@@ -330,6 +339,19 @@ class Residual:
         names = self.gm.target_names
         multi = self.meas.target_count > 1
         return [self.meas.ids[n] + (f" {names[k]}" if multi else "") for n, k in self.points]
+
+
+def _inverse_left_jacobian(phi: np.ndarray) -> np.ndarray:
+    """J_l^-1 of SO(3) for rotation vectors (M, 3): how log(exp(dw) R) moves with a small world-frame
+    rotation dw of R, so the orientation rows stay exact away from a zero residual."""
+    theta = np.linalg.norm(phi, axis=1)
+    K = np.zeros((len(phi), 3, 3))
+    K[:, 0, 1], K[:, 0, 2], K[:, 1, 2] = -phi[:, 2], phi[:, 1], -phi[:, 0]
+    K[:, 1, 0], K[:, 2, 0], K[:, 2, 1] = phi[:, 2], -phi[:, 1], phi[:, 0]
+    small = theta < 1e-6
+    t = np.where(small, 1.0, theta)
+    coef = np.where(small, 1.0 / 12.0, 1.0 / t ** 2 - (1.0 + np.cos(t)) / (2.0 * t * np.sin(t)))
+    return np.eye(3) - 0.5 * K + coef[:, None, None] * (K @ K)
 
 
 def _plane_normal(gm: GeometricModel, params: np.ndarray, j: int) -> np.ndarray:
