@@ -256,8 +256,8 @@ def _floor(robot_ref: str, given: float | None) -> float:
 
 def _stats_text(label: str, s: dict) -> str:
     if not s.get("poses"):
-        return f"{label:<44} (no points)"
-    return (f"{label:<44} mean {s['mean_mm']:.4f}  max {s['max_mm']:.4f}  min {s['min_mm']:.4f}  "
+        return f"{label:<56} (no points)"
+    return (f"{label:<56} mean {s['mean_mm']:.4f}  max {s['max_mm']:.4f}  min {s['min_mm']:.4f}  "
             f"rms {s['rms_mm']:.4f} mm  ({s['poses']} points)")
 
 

@@ -39,6 +39,9 @@ from robodyn.cli import UserError, print_json
 POSITION_SCALE = {"m": 1.0, "mm": 1e-3}
 REST_SPREAD = 2e-4  # rad: joint values that move more than this over the window are not at rest
 REACH_TOLERANCE = 2e-3  # rad: the arm must stop this close to the planned controller angles
+TRANSIENT_REFUSALS = ("unavailable", "busy")  # a stale state sample or a run still finishing: ask again
+SUBMIT_ATTEMPTS = 5
+SUBMIT_BACKOFF_S = 0.5
 
 
 @dataclass
@@ -60,7 +63,11 @@ def _parse_numbers(fields: list[str], targets: int, scale: float, where: str) ->
     if len(fields) != 3 * targets:
         raise ValueError(f"{where}: expected {3 * targets} coordinates ({targets} targets), got {len(fields)}")
     vals = np.array([np.nan if f.strip().lower() in ("", "nan") else float(f) for f in fields], dtype=float)
-    return vals.reshape(targets, 3) * scale
+    vals = vals.reshape(targets, 3)
+    partial = np.isnan(vals).any(1) & ~np.isnan(vals).all(1)
+    if partial.any():
+        raise ValueError(f"{where}: target {int(np.flatnonzero(partial)[0]) + 1} has some coordinates but not all")
+    return vals * scale
 
 
 class FileSource:
@@ -238,13 +245,22 @@ def collect_plan(client, robot_name: str, q_plan: np.ndarray, ids: list[str], so
         pose = CollectedPose(pose_id, np.asarray(q, float))
         out.poses.append(pose)
         hold = PointToPointTrajectory(q, q, max(settle, 0.05))  # the move to it is planned by the daemon
-        try:
-            accepted = client.submit_run(robot_name, hold.to_dict(robot=robot_name), label=f"calibration pose {pose_id}")
-        except DaemonError as exc:
-            if exc.code in ("limit_violation", "invalid_trajectory"):
-                pose.skipped = f"refused by the daemon before any motion: {exc.message}"
+        accepted, refusal = None, None
+        for attempt in range(SUBMIT_ATTEMPTS):
+            try:
+                accepted = client.submit_run(robot_name, hold.to_dict(robot=robot_name),
+                                             label=f"calibration pose {pose_id}")
+                break
+            except DaemonError as exc:
+                refusal = exc
+                if exc.code not in TRANSIENT_REFUSALS:
+                    break
+                time.sleep(SUBMIT_BACKOFF_S * (attempt + 1))  # nothing moved: ask again, a bounded number of times
+        if accepted is None:
+            if refusal.code in ("limit_violation", "invalid_trajectory"):
+                pose.skipped = f"refused by the daemon before any motion: {refusal.message}"
                 continue
-            out.stopped = f"the daemon refused pose {pose_id}: {exc.message}"
+            out.stopped = f"the daemon refused pose {pose_id}: {refusal.message}"
             pose.skipped = out.stopped
             break
         pose.run_id = accepted["run_id"]
@@ -386,6 +402,7 @@ class SimulatedTrackerServer:
         self.drop = set(drop)
         self.scale = 1.0 / POSITION_SCALE[units]
         self.client = Client(endpoint, timeout=10.0)
+        self.robot.points(np.zeros((1, robot.gm.dof)), load)  # compile the dynamics now, not on the first request
         self.lock = threading.Lock()
         self.requests: list[str] = []
         outer = self

@@ -207,3 +207,89 @@ def single_axis_sweeps(home_deg, spans_deg, per_joint: int) -> np.ndarray:
             q[j] = np.deg2rad(v)
             rows.append(q)
     return np.array(rows)
+
+
+# --------------------------------------------------------------------------- the comparison
+
+SWEEP_HOME = (0.0, 0.0, 0.0, 0.0, -30.0, 0.0)  # controller deg
+SWEEP_SPANS = ((-40, 40), (-30, 34), (-35, 25), (-90, 90), (-80, 40), (-150, 150))  # J2 -30..+34 as in the issue
+HELD_J2, HELD_J3 = (-35.0, 50.0), (-40.0, 30.0)  # held-out poses reach beyond the identification range
+HEAVY_LOAD = (100.0, (0.0, 0.0, 0.25))  # kg, m in the flange frame (assumed test weight)
+COMPARISON_METHODS = ("nominal", "geometric", "geometric-stiffness", "combined", "combined-gravity")
+
+
+def heavy_arm_comparison(seed: int = 0, *, holdout: int = 80, per_joint: int = 6, truth: HeavyArmTruth | None = None
+                         ) -> dict:
+    """Identify the heavy arm by every method from single-axis sweeps (3 SMRs per pose, the data
+    in the tracker's frame; a 100 kg test weight on every second pose) and compare them on held-out
+    poses that reach beyond the identification range, against the arm's true (noise-free) SMR
+    positions, unloaded and loaded. Also combined-gravity on the unloaded sweeps alone."""
+    from .combined import calibrate, error_stats, nominal_result
+    from .files import load_robot, measurement_frame
+    from .measurements import MeasurementSet
+    from .parameters import preset_free_names
+
+    robot = load_robot(HEAVY_ARM)
+    truth = truth or HeavyArmTruth(seed=seed)
+    plant = HeavyArmPlant(robot, truth)
+    jm = robot.joint_map
+    load = Load(HEAVY_LOAD[0], HEAVY_LOAD[1])
+    q_id = single_axis_sweeps(SWEEP_HOME, SWEEP_SPANS, per_joint)
+    q_held = heavy_arm_poses(robot, holdout, seed=1000 + seed, j2=HELD_J2, j3=HELD_J3)
+    targets = [Target(n, o) for n, o in NEST]
+    noload = MeasurementSet(jm.to_model(q_id), plant.points(q_id), q_controller=q_id)
+    sub = np.arange(0, len(q_id), 2)
+    loaded = MeasurementSet(jm.to_model(q_id[sub]), plant.points(q_id[sub], load), load=load, q_controller=q_id[sub])
+    base, _, _ = measurement_frame(geometric_model(robot, targets=targets), noload)
+    gm = geometric_model(robot, targets=targets, base=base)
+    free = preset_free_names(gm, "all", identify_base=True, identify_tool=True)
+    held = {"unloaded": MeasurementSet(jm.to_model(q_held), plant.points(q_held, noise=False), q_controller=q_held),
+            "loaded": MeasurementSet(jm.to_model(q_held), plant.points(q_held, load, noise=False), load=load,
+                                     q_controller=q_held)}
+    results = {"nominal": nominal_result(gm)}
+    for method in COMPARISON_METHODS[1:]:
+        results[method] = calibrate(gm, noload, loaded, method=method, free_names=free)
+    results["combined-gravity, unloaded data only"] = calibrate(gm, noload, None, method="combined-gravity",
+                                                                free_names=free)
+    rows = {}
+    for name, r in results.items():
+        rows[name] = {"models_link_gravity": r.models_link_gravity,
+                      "identification": error_stats(r.errors(noload)),
+                      **{k: error_stats(r.errors(m)) for k, m in held.items()},
+                      "stiffness_Nm_per_rad": [None if not np.isfinite(k) else float(k) for k in r.stiffness]}
+    lo, hi = q_id.min(0), q_id.max(0)
+    outside = int(np.sum(np.any((q_held < lo - 1e-9) | (q_held > hi + 1e-9), axis=1)))
+    ident = results["geometric"].identifiability["identified"]
+    return {
+        "scenario": {"robot": HEAVY_ARM, "seed": seed, "identification_poses": int(len(q_id)),
+                     "loaded_poses": int(len(sub)), "load": load.to_dict(), "held_out_poses": int(holdout),
+                     "held_out_outside_identification_ranges": outside, "smrs_per_pose": len(NEST),
+                     "protocol": "single-axis sweeps from a home pose (controller degrees) "
+                                 f"{[list(s) for s in SWEEP_SPANS]}; held-out J2 {list(HELD_J2)}, J3 {list(HELD_J3)}",
+                     "gravity_sag_mm": {"identification_max": float(plant.sag_mm(q_id).max()),
+                                        "held_out_max": float(plant.sag_mm(q_held).max())},
+                     "truth": {"length_error_m": truth.length_error, "angle_error_deg": float(np.rad2deg(truth.angle_error)),
+                               "joint3_lean_deg": float(np.rad2deg(truth.joint3_lean)),
+                               "mass_error": truth.mass_error, "com_shift_m": truth.com_shift,
+                               "stiffness_Nm_per_rad": list(truth.stiffness),
+                               "bending_EI_Nm2": {f"link{l}": ei for l, ei in truth.bending_EI},
+                               "nest_error_m": truth.nest_error},
+                     "geometric_identifiability": {"parameters": ident["parameter_count"],
+                                                   "poorly_identifiable": len(ident["poorly_identifiable"]),
+                                                   "condition_number": ident["condition_number"]}},
+        "methods": rows,
+    }
+
+
+def format_comparison(report: dict) -> str:
+    sc = report["scenario"]
+    lines = [f"heavy arm ({sc['robot']}, seed {sc['seed']}): {sc['identification_poses']} sweep poses x "
+             f"{sc['smrs_per_pose']} SMRs, {sc['loaded_poses']} with {sc['load']['mass_kg']:g} kg; "
+             f"{sc['held_out_poses']} held-out poses ({sc['held_out_outside_identification_ranges']} outside the "
+             f"identification joint ranges); gravity sag up to {sc['gravity_sag_mm']['held_out_max']:.2f} mm",
+             "held-out error against the true SMR positions, mm (mean / max / rms)",
+             f"{'method':40}{'link gravity':>14}{'unloaded':>26}{'loaded':>26}"]
+    for name, row in report["methods"].items():
+        cells = [f"{row[k]['mean_mm']:.3f} / {row[k]['max_mm']:.3f} / {row[k]['rms_mm']:.3f}" for k in ("unloaded", "loaded")]
+        lines.append(f"{name:40}{('yes' if row['models_link_gravity'] else 'no'):>14}{cells[0]:>26}{cells[1]:>26}")
+    return "\n".join(lines)

@@ -46,13 +46,14 @@ def iso_targets(setup: CellSetup, points: np.ndarray) -> np.ndarray:
     return T @ trans(*setup.tool_offset)
 
 
-def _rows(results: dict, sets: dict) -> dict:
-    return {m: error_stats(results[m].errors(sets)) for m in TABLE4_METHODS}
+def _rows(results: dict, sets) -> dict:
+    return {m: error_stats(r.errors(sets)) for m, r in results.items()}
 
 
 def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loaded_poses: int = LOADED_POSES,
                        holdout: int = 200, noise: TrackerNoise = TrackerNoise(), identify_tool: bool = False,
-                       identify_base: bool = False, base_error=None, tool_error=None, cube=None) -> dict:
+                       identify_base: bool = False, base_error=None, tool_error=None, cube=None,
+                       extra_methods=()) -> dict:
     """Run the whole replay; returns a JSON-ready report (errors in mm)."""
     gm, cell = seed004_cell(seed=seed, noise=noise, base_error=base_error, tool_error=tool_error)
     robot = gm.robot
@@ -70,7 +71,7 @@ def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loade
     tracked = {k: MeasurementSet(v.q, cell.tracker.measure(v.p), load=v.load) for k, v in truth.items()}
     free = preset_free_names(gm, "li2023", identify_base=identify_base, identify_tool=identify_tool)
     results = {"nominal": nominal_result(gm)}
-    for method in TABLE4_METHODS[1:]:
+    for method in TABLE4_METHODS[1:] + tuple(extra_methods):
         results[method] = calibrate(gm, noload, loaded, method=method, free_names=free)
     combined = results["combined"]
     fit_sets = {"no_load": noload, "loaded": loaded}
@@ -143,7 +144,7 @@ def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loade
         "paper": {"table4_mm_mean_max_min": TABLE4, "table5_mm_mean_max_min": TABLE5,
                   "table5_max_reduction": TABLE5_MAX_REDUCTION},
         "_per_pose_mm": {  # for plots; dropped from --json output by the CLI unless asked
-            cond: {m: (results[m].errors(truth[cond]) * 1000).tolist() for m in TABLE4_METHODS}
+            cond: {m: (results[m].errors(truth[cond]) * 1000).tolist() for m in results}
             for cond in ("no_load", "loaded")},
     }
 
@@ -157,7 +158,7 @@ def format_replay(report: dict) -> str:
                  f"tracker noise {sc['tracker_noise']['sigma_um']:.0f} um + {sc['tracker_noise']['sigma_um_per_m']:.0f} um/m per axis")
     lines.append(f"test cube: centre {np.round(sc['cube']['center'], 3).tolist()} m, edge {sc['cube']['edge']:.3f} m")
     names = {"nominal": "nominal", "geometric": "geometric", "geometric-stiffness": "geometric then stiffness",
-             "combined": "combined"}
+             "combined": "combined", "combined-gravity": "combined-gravity"}
     paper_key = {"nominal": "nominal", "geometric": "geometric", "geometric-stiffness": "geometric_then_stiffness",
                  "combined": "combined"}
     lines.append("")
@@ -166,8 +167,8 @@ def format_replay(report: dict) -> str:
     lines.append(header)
     for cond in ("no_load", "loaded"):
         t = report["table4_mm"][cond]
-        for m in TABLE4_METHODS:
-            paper = report["paper"]["table4_mm_mean_max_min"][cond].get(paper_key[m])
+        for m in t["held_out_true"]:
+            paper = report["paper"]["table4_mm_mean_max_min"][cond].get(paper_key.get(m, ""))
             cells = [_fmt(t[k][m]) for k in ("identification_poses_measured", "held_out_true", "held_out_measured")]
             pp = "—" if paper is None else " / ".join(f"{v:.3f}" for v in paper)
             lines.append(f"{cond.replace('_', '-'):9}{names[m]:26}" + "".join(f"{c:>24}" for c in cells) + f"{pp:>24}")

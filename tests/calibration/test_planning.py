@@ -86,3 +86,20 @@ def test_plan_round_trips_through_json(seed004_robot, seed004_setup, seed004_cub
     assert np.array_equal(back.q, plan.q) and back.ids[0] == "P001" and back.setup == plan.setup
     with pytest.raises(ValueError, match="plan"):
         Plan.from_dict({"format": "something else"})
+
+
+def test_detmax_exchange_leaves_no_improving_swap_and_beats_greedy():
+    from robodyn.calibration.planning import _log_det, select_d_optimal
+
+    rng = np.random.default_rng(3)
+    blocks = rng.normal(size=(40, 3, 7)) * rng.uniform(0.2, 2.0, size=(40, 1, 1))
+    greedy = select_d_optimal(blocks, 9, exchange=False)
+    chosen = select_d_optimal(blocks, 9)
+    assert len(set(chosen.tolist())) == 9
+    best = _log_det(blocks, chosen, 1e-9)
+    assert best > _log_det(blocks, greedy, 1e-9) + 1e-6  # greedy's early picks were worth a second look
+    for slot in range(9):  # DetMax's stopping rule: no single exchange raises the determinant
+        for cand in sorted(set(range(40)) - set(chosen.tolist())):
+            trial = chosen.copy()
+            trial[slot] = cand
+            assert _log_det(blocks, trial, 1e-9) <= best + 1e-9
