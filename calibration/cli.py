@@ -101,6 +101,11 @@ def register(sub) -> None:
                    help="payload the loaded subset is chosen for (default: the paper's 4.678 kg)")
     a.add_argument("--optimal", type=int, default=0, metavar="POOL",
                    help="choose the poses D-optimally (greedy, then DetMax exchange) from POOL random candidates")
+    a.add_argument("--joint-space", action="store_true",
+                   help="draw the poses uniformly in joint space instead of in the ISO 9283 cube (fast for arms "
+                        "without a closed-form inverse kinematics)")
+    a.add_argument("--joint-range", action="append", default=[], metavar="J:LOW:HIGH",
+                   help="with --joint-space: a controller joint's range in degrees, e.g. 2:-30:50 (repeatable)")
     a.add_argument("--tracker", default="2.0,0.0,0.2", help="tracker position in the robot base frame, m")
     a.add_argument("--tool", default="0.04,0.04,0.03", help="target ball in the flange frame, m")
     a.add_argument("--smr-axis", default="0,0,1", help="the ball's opening direction in the flange frame")
@@ -393,8 +398,13 @@ def cmd_plan(args) -> int:
     def blocks(q):
         return metric_columns(parameter_jacobian(gm, gm.nominal, q)[:, :, idx], gm.angle_mask[idx])
 
+    low = high = None
+    if args.joint_range:
+        if not args.joint_space:
+            raise ValueError("--joint-range: only with --joint-space")
+        low, high = _joint_ranges(robot, setup, args.joint_range)
     plan = plan_measurements(robot, setup, args.poses, seed=args.seed, optimal_from=args.optimal,
-                             jacobian_blocks=blocks)
+                             jacobian_blocks=blocks, joint_space=args.joint_space, joint_low=low, joint_high=high)
     plan.robot_name = robot_reference(args.robot)
     report = plan.to_dict()
     if args.loaded:
@@ -414,7 +424,8 @@ def cmd_plan(args) -> int:
         print_json(summary)
         return 0
     c = plan.cube
-    print(f"{args.poses} poses ({plan.selection}) in the ISO 9283 test cube centred at {np.round(c.center, 4).tolist()} m, "
+    where = "spread over joint space, inside a box" if args.joint_space else "in the ISO 9283 test cube"
+    print(f"{args.poses} poses ({plan.selection}) {where} centred at {np.round(c.center, 4).tolist()} m, "
           f"edge {c.edge:.4f} m -> {args.out}")
     obs = ident.observability
     print(f"identification Jacobian at these poses: rank {ident.rank}/{len(usable)}, condition number "
@@ -429,6 +440,31 @@ def cmd_plan(args) -> int:
     if args.loaded:
         print(f"loaded subset ({args.loaded}): {' '.join(report['loaded_pose_ids'])}")
     return 0
+
+
+def _joint_ranges(robot, setup, specs) -> tuple[np.ndarray, np.ndarray]:
+    """Controller-value bounds for joint-space sampling: every joint over the controller image of
+    the model's limits where the map is diagonal (else +-pi), overridden by 'J:LOW:HIGH' (deg)."""
+    jm = robot.joint_map
+    lo_m = np.maximum(robot.q_min + setup.joint_margin, -np.pi)
+    hi_m = np.minimum(robot.q_max - setup.joint_margin, np.pi)
+    if jm.is_diagonal:
+        lo, hi = jm.limits_to_controller(lo_m, hi_m)
+    else:
+        lo, hi = np.full(robot.dof, -np.pi), np.full(robot.dof, np.pi)  # the model's limits reject the rest
+    for spec in specs:
+        try:
+            j, low, high = spec.split(":")
+            j = int(j) - 1
+            low, high = np.deg2rad(float(low)), np.deg2rad(float(high))
+        except ValueError:
+            raise ValueError(f"--joint-range: expected J:LOW:HIGH in degrees, got {spec!r}") from None
+        if not 0 <= j < robot.dof:
+            raise ValueError(f"--joint-range: joint {j + 1} is outside 1..{robot.dof}")
+        if not low < high:
+            raise ValueError(f"--joint-range: joint {j + 1}: LOW must be below HIGH, got {spec!r}")
+        lo[j], hi[j] = low, high
+    return lo, hi
 
 
 def _sim_cell(robot_ref: str, setup_tool, tracker, noise, truth_seed: int, noise_seed: int):

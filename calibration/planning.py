@@ -482,11 +482,68 @@ class Plan:
         return [f"P{k + 1:03d}" for k in range(self.q.shape[0])]
 
 
+def sample_joint_space(robot: RobotModel, setup: CellSetup, count: int, *, seed: int = 0, low=None, high=None,
+                       max_candidates: int | None = None) -> PoseSet:
+    """``count`` valid poses drawn uniformly in joint space: no inverse kinematics, so it serves any
+    arm. Without ``low``/``high`` the model's limits (capped at +-pi) are sampled; with them, the
+    *controller's* joint values in ``low``..``high`` (through the robot's joint map). The same checks
+    as the cube's poses apply (limits, singularity, self-collision, line of sight)."""
+    rng = np.random.default_rng(seed)
+    if low is None and high is None:
+        lo = np.maximum(robot.q_min + setup.joint_margin, -np.pi)
+        hi = np.minimum(robot.q_max - setup.joint_margin, np.pi)
+        to_model = (lambda q: q)
+    else:
+        lo, hi = np.asarray(low, float), np.asarray(high, float)
+        to_model = robot.joint_map.to_model
+    if np.any(lo >= hi):
+        raise ValueError("joint ranges: each low must be below its high")
+    limit = max_candidates if max_candidates is not None else 400 * count + 2000
+    qs, tried = [], 0
+    while len(qs) < count and tried < limit:
+        batch = min(max(20 * (count - len(qs)), 200), limit - tried)
+        tried += batch
+        q = to_model(rng.uniform(lo, hi, size=(batch, robot.dof)))
+        ok = check_configurations(robot, q, setup)["valid"]
+        qs.extend(q[ok][:count - len(qs)])
+    if len(qs) < count:
+        raise ValueError(f"poses: only {len(qs)} of {count} valid poses found among {tried} joint-space candidates; "
+                         "widen the joint ranges or check the tracker position and the target's opening")
+    q = np.array(qs)
+    T = forward_kinematics(robot, q)
+    positions = T[:, :3, :3] @ np.asarray(setup.tool_offset, float) + T[:, :3, 3]
+    return PoseSet(q, positions, tried)
+
+
 def plan_measurements(robot: RobotModel, setup: CellSetup, count: int, *, seed: int = 0,
                       cube: TestCube | None = None, q_ref=None, optimal_from: int = 0,
-                      jacobian_blocks=None) -> Plan:
+                      jacobian_blocks=None, joint_space: bool = False, joint_low=None, joint_high=None) -> Plan:
     """Plan ``count`` poses. With ``optimal_from`` > count, draw that many candidates and keep the
-    D-optimal subset (``jacobian_blocks(q) -> (M, 3, P)`` gives the scaled identification Jacobian)."""
+    D-optimal subset (``jacobian_blocks(q) -> (M, 3, P)`` gives the scaled identification Jacobian).
+
+    ``joint_space`` draws the candidates uniformly in joint space instead of in the ISO 9283 cube
+    (fast for arms without a closed-form inverse kinematics); the plan's cube is then only the
+    bounding cube of the poses."""
+    if joint_space:
+        draw = (lambda n: sample_joint_space(robot, setup, n, seed=seed, low=joint_low, high=joint_high))
+        pool = draw(max(optimal_from, count))
+        info: dict = {"cube": "bounding cube of the poses (joint-space sampling), not an ISO 9283 test cube"}
+        selection = "random (joint space)"
+        chosen = np.arange(count)
+        if optimal_from and optimal_from > count:
+            if jacobian_blocks is None:
+                raise ValueError("optimal: D-optimal selection needs the identification Jacobian")
+            blocks = jacobian_blocks(pool.q)
+            greedy = select_d_optimal(blocks, count, exchange=False)
+            chosen = select_d_optimal(blocks, count)
+            selection = f"d-optimal (greedy + DetMax exchange) from {optimal_from} (joint space)"
+            info["log_det"] = {"greedy": _log_det(blocks, greedy, 1e-9), "exchange": _log_det(blocks, chosen, 1e-9),
+                               "first_drawn": _log_det(blocks, range(count), 1e-9)}
+        q, pos = pool.q[chosen], pool.positions[chosen]
+        lo_p, hi_p = pos.min(0), pos.max(0)
+        box = TestCube(0.5 * (lo_p + hi_p), float(np.max(hi_p - lo_p)))
+        info["candidates_tried"] = pool.attempts
+        return Plan(robot.name, setup, box, q, pos, iso9283_points(box), q[0].copy(), seed, selection, info)
     if cube is None:
         q0 = reference_configuration(robot, setup, _default_probe(robot, setup)) if q_ref is None else np.asarray(q_ref, float)
         cube = largest_test_cube(robot, setup, q0)
