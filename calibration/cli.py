@@ -280,10 +280,10 @@ def read_identification_set(path, robot, *, tool=None, targets_text=None, orient
     """The model and the unloaded set of an identification: targets from the options or the CSV,
     the base frame (nominal, or fitted when the data are in tracker coordinates), the planes of any
     planar contacts. Returns (gm, measurements, info)."""
-    from .files import (ANGLE_UNITS, POSITION_UNITS, _unit_choice, detect_units, joint_values_kind, load_measurements,
-                        measurement_frame, model_joints, read_measurements_csv, targets_from_metadata)
+    from .files import (_unit_choice, detect_units, joint_values_kind, load_measurements, measurement_frame,
+                        read_measurements_csv, targets_from_metadata)
     from .measurements import plane_from_points
-    from .parameters import all_target_positions, base_transform
+    from .parameters import all_target_positions
 
     raw = read_measurements_csv(path, robot.dof)
     meta = dict(raw.meta)

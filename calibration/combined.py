@@ -34,7 +34,7 @@ from .identifiability import Redundancy, analyse_identifiability, structural_red
 from .measurements import MeasurementSet, Residual, Structure
 from .parameters import GeometricModel, preset_free_names, robot_for, target_positions
 from .seed004 import INITIAL_STIFFNESS
-from .stiffness import Load, backlash_lean, holding_torques, identify_compliance, joint_deflection
+from .stiffness import Load, holding_torques, identify_compliance, joint_deflection
 
 METHODS = ("nominal", "geometric", "geometric-stiffness", "combined", "combined-gravity")
 CONVERGENCE_LENGTH = 1e-7  # m: step 7's e for lengths

@@ -52,7 +52,7 @@ from robodyn.robot.model import RobotModel
 from .combined import CalibrationResult
 from .identifiability import Redundancy
 from .measurements import DEFAULT_POSITION_SIGMA, MeasurementSet
-from .parameters import GeometricModel, Target, all_target_positions, geometric_model, target_positions
+from .parameters import GeometricModel, Target, all_target_positions, geometric_model
 from .seed004 import DATA_DIR
 from .stiffness import Load
 

@@ -30,7 +30,7 @@ from robodyn.robot.dynamics import gravity_torques
 from robodyn.robot.kinematics import chain_frames, rot_x, rot_y, rot_z, trans
 from robodyn.robot.model import com_inertia, standard_parameters
 
-from .parameters import GeometricModel, Target, chain_for, geometric_model, parallel_axis_rows, tool_transform
+from .parameters import Target, chain_for, geometric_model, parallel_axis_rows, tool_transform
 from .simulation import SimulatedTracker, TrackerNoise
 from .stiffness import Load
 
