@@ -1,4 +1,4 @@
-"""Robustness of the seed 004 replay: the acceptance numbers over many seeds and two readings of the
+"""Robustness of the Li et al. 2023 replay (UR5 kinematic calibration with joint stiffness): the acceptance numbers over many seeds and two readings of the
 AT960 noise figure.
 
     .venv/bin/python bench/calibration_seed_sweep.py [SEEDS]

@@ -1,18 +1,24 @@
-"""robodyn.calibration: kinematic calibration after seed 004 (see docs/calibration.md).
+"""robodyn.calibration: kinematic calibration after Li et al. 2023, "Kinematics application calibration
+method of collaborative robot", extended to real arms (see docs/calibration.md).
 
 Modules, in the order a calibration uses them:
 
 * ``parameters``      the DH parameter vector (MDH or standard DH, Hayati tilts, base, tool) and its
                       analytic Jacobian, built on the shared kinematics
+* ``measurements``    what is measured (points of several targets, orientations, planar contacts),
+                      each weighted by its stated noise, and the residual that compares it
 * ``identifiability`` rank, singular values, condition number, redundant parameters
 * ``planning``        test cube, valid random poses, D-optimal selection, ISO 9283 points
 * ``simulation``      simulated robot (true deviations, elastic joints) and laser tracker
+* ``plant``           a heavy arm whose truth has effects the model lacks (bending links, ...)
+* ``collect``         measuring a plan on the real robot through the daemon and a tracker hook
 * ``geometric``       nonlinear least-squares identification of the geometry
 * ``stiffness``       gravity and payload deflection, joint compliance identification
-* ``combined``        the methods of seed 004 Table 4, including the iterative combined method
+* ``combined``        the methods of Li et al. 2023 Table 4, including the iterative combined method
 * ``ik``              closed-form UR inverse kinematics and the numeric fallback
 * ``compensation``    joint-space compensation
+* ``checks``          the warnings: poorly identifiable parameters, extrapolated poses, outliers
 * ``files``           robots, measurement CSV, result JSON
-* ``replay``          the seed 004 experiment end to end
+* ``replay``          the Li et al. 2023 experiment end to end
 * ``cli``             ``robodyn calibrate ...``
 """

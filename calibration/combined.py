@@ -1,16 +1,25 @@
-"""The identification methods compared in seed 004 Table 4, and their error evaluation.
+"""The identification methods: Li et al. 2023's Table 4 rows, and joint compliance under the link
+weights identified together with the geometry.
 
-* ``geometric``: geometry only, from the unloaded positions (eq. 27).
-* ``geometric-stiffness``: geometry from the unloaded positions, then joint stiffness from the
-  loaded-minus-unloaded positions with that geometry; gravity of the links is ignored (eq. 28).
+* ``geometric``: geometry only, from the unloaded measurements (eq. 27).
+* ``geometric-stiffness``: geometry from the unloaded measurements, then joint stiffness from the
+  loaded-minus-unloaded positions with that geometry; the deflection it models is the payload's
+  only, not the links' own weight (eq. 28).
 * ``combined``: the iterative method of section 2.1, steps 1-7 (eq. 29):
     1. p_o (unloaded) and p_F (loaded) at the same joint angles;
     2. geometry C_tem from p_o;
     3. stiffness K_tem from p_F - p_o with C_tem (eq. 20);
-    4. the gravity deflection dX_G of the links with C_tem, K_tem (eq. 25);
-    5. p = p_o - dX_G;
+    4. the gravity deflection of the links with C_tem, K_tem (eq. 25);
+    5. p = p_o - dX_G, applied here as the deflected joint angles (equal at convergence, and it
+       works for orientations and planar contacts too);
     6. geometry C from p, starting at C_tem;
     7. stop when |C - C_tem| <= e, else C_tem = C and repeat from 3.
+* ``combined-gravity``: the paper's stiffness model extended so that the arm's own link weights
+  identify it. The geometry and the joint compliances are fitted together to every measurement
+  (unloaded and loaded): each joint deflects by C tau, tau the holding torque against the link
+  weights (shared RNEA on the identified geometry) and any payload. It needs no payload, which is
+  what the data of a heavy arm usually offer, and with ``backlash`` it also fits gear play (the
+  link leaning by half the play on the flank gravity pushes it to) where the data support it.
 """
 
 from __future__ import annotations
@@ -18,44 +27,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import least_squares
 
-from .geometric import fit_geometry, check_positions
+from .geometric import LOSSES, ROBUST_SCALE, fit_geometry, minimum_equations, require_excitation
 from .identifiability import Redundancy, analyse_identifiability, structural_redundancies
+from .measurements import MeasurementSet, Residual, Structure
 from .parameters import GeometricModel, preset_free_names, robot_for, target_positions
 from .seed004 import INITIAL_STIFFNESS
-from .stiffness import Load, deflected_positions, identify_compliance, joint_deflection
+from .stiffness import Load, holding_torques, identify_compliance, joint_deflection
 
-METHODS = ("nominal", "geometric", "geometric-stiffness", "combined")
+METHODS = ("nominal", "geometric", "geometric-stiffness", "combined", "combined-gravity")
 CONVERGENCE_LENGTH = 1e-7  # m: step 7's e for lengths
 CONVERGENCE_ANGLE = 1e-7  # rad: step 7's e for angles
 MAX_ITERATIONS = 20
 PAIR_TOLERANCE = 1e-6  # rad: joint angles that count as "the same pose"
-
-
-@dataclass
-class MeasurementSet:
-    """Joint angles and measured target positions (measurement frame, m) under one load."""
-
-    q: np.ndarray
-    p: np.ndarray
-    ids: list[str] = field(default_factory=list)
-    load: Load | None = None
-
-    def __post_init__(self):
-        self.q = np.atleast_2d(np.asarray(self.q, dtype=float))
-        self.p = np.atleast_2d(np.asarray(self.p, dtype=float))
-        if not self.ids:
-            self.ids = [f"P{k + 1:03d}" for k in range(self.q.shape[0])]
-        if len(self.ids) != self.q.shape[0]:
-            raise ValueError(f"pose_id: {len(self.ids)} labels for {self.q.shape[0]} poses")
-        check_positions(self.q, self.p, self.q.shape[1])
-
-    def __len__(self) -> int:
-        return int(self.q.shape[0])
-
-    def subset(self, index) -> "MeasurementSet":
-        index = np.asarray(index, dtype=int)
-        return MeasurementSet(self.q[index], self.p[index], [self.ids[i] for i in index], self.load)
+COMPLIANCE_EXCITATION_TOL = 1e-3  # relative column norm below which a joint's compliance is not fitted
+BACKLASH_SMOOTHING = 0.05  # of a joint's largest holding torque: where the lean changes flank
+BACKLASH_MIN_POSES = 3  # poses needed on each flank to see a step
 
 
 def pair_loaded(noload: MeasurementSet, loaded: MeasurementSet) -> tuple[np.ndarray, np.ndarray]:
@@ -66,8 +54,8 @@ def pair_loaded(noload: MeasurementSet, loaded: MeasurementSet) -> tuple[np.ndar
         j = int(np.argmin(dist))
         if dist[j] > PAIR_TOLERANCE:
             raise ValueError(f"loaded: pose {loaded.ids[k]!r} has no unloaded measurement at the same joint "
-                             f"angles (closest differs by {np.rad2deg(dist[j]):.4g} deg); seed 004 measures the "
-                             "loaded poses at joint angles of the unloaded set")
+                             f"angles (closest differs by {np.rad2deg(dist[j]):.4g} deg); Li et al. 2023 measures "
+                             "the loaded poses at joint angles of the unloaded set")
         i_o.append(j)
         i_f.append(k)
     return np.array(i_o, dtype=int), np.array(i_f, dtype=int)
@@ -90,44 +78,71 @@ class CalibrationResult:
     notes: list[str] = field(default_factory=list)
     fit_sigma: float = float("nan")
     identifiability: dict = field(default_factory=dict)
+    backlash: np.ndarray | None = None  # rad per joint (combined-gravity with backlash)
+    backlash_std: np.ndarray | None = None
+    backlash_scale: np.ndarray | None = None  # N·m: where the lean changes flank
+    chi2: float = float("nan")
+
+    def __post_init__(self):
+        n = self.gm.dof
+        if self.backlash is None:
+            self.backlash = np.zeros(n)
+        if self.backlash_std is None:
+            self.backlash_std = np.full(n, np.nan)
+        if self.backlash_scale is None:
+            self.backlash_scale = np.ones(n)
 
     @property
     def stiffness(self) -> np.ndarray:
         with np.errstate(divide="ignore"):
             return np.where(self.compliance > 0, 1.0 / self.compliance, np.inf)
 
+    @property
+    def models_link_gravity(self) -> bool:
+        return self.method in ("combined", "combined-gravity")
+
     def link_angles(self, q, load: Load | None = None) -> np.ndarray:
         """Joint angles after the elastic deflection this method models (eqs. 20, 25)."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
         if self.method in ("nominal", "geometric"):
             return q
-        links = self.method == "combined"  # geometric-stiffness models the payload only (eq. 28)
-        return q + joint_deflection(robot_for(self.gm, self.params), q, self.compliance, load, links=links)
+        links = self.models_link_gravity  # geometric-stiffness models the payload only (eq. 28)
+        return q + joint_deflection(robot_for(self.gm, self.params), q, self.compliance, load, links=links,
+                                    backlash=self.backlash, backlash_scale=self.backlash_scale)
 
-    def predict(self, q, load: Load | None = None) -> np.ndarray:
+    def predict(self, q, load: Load | None = None, target: int = 0) -> np.ndarray:
         """Predicted target positions (measurement frame) under ``load`` with this method's model."""
-        return target_positions(self.gm, self.params, self.link_angles(q, load))
+        return target_positions(self.gm, self.params, self.link_angles(q, load), target)
+
+    def residual(self, meas: MeasurementSet) -> tuple[Residual, np.ndarray]:
+        return Residual(self.gm, meas), self.link_angles(meas.q, meas.load)
 
     def errors(self, meas: MeasurementSet) -> np.ndarray:
-        return np.linalg.norm(meas.p - self.predict(meas.q, meas.load), axis=1)
+        """Distance model - measured of every measured point, m."""
+        res, q_link = self.residual(meas)
+        return res.point_errors(self.params, q_link)
 
 
 def error_stats(errors: np.ndarray) -> dict:
     e = np.asarray(errors, dtype=float) * 1000.0
+    if e.size == 0:
+        return {"mean_mm": None, "max_mm": None, "min_mm": None, "rms_mm": None, "poses": 0}
     return {"mean_mm": float(e.mean()), "max_mm": float(e.max()), "min_mm": float(e.min()),
             "rms_mm": float(np.sqrt(np.mean(e ** 2))), "poses": int(e.size)}
 
 
-def nominal_result(gm: GeometricModel, compliance=None) -> CalibrationResult:
+def nominal_result(gm: GeometricModel, compliance=None, params=None) -> CalibrationResult:
     n = gm.dof
     c = np.zeros(n) if compliance is None else np.asarray(compliance, float)
-    return CalibrationResult(gm, "nominal", gm.nominal.copy(), np.full(gm.size, np.nan), [], [], c,
+    p = gm.nominal.copy() if params is None else np.asarray(params, float)
+    return CalibrationResult(gm, "nominal", p, np.full(gm.size, np.nan), [], [], c,
                              np.zeros(n, bool), np.full(n, np.nan))
 
 
-def usable_free_names(gm: GeometricModel, free_names) -> tuple[list[str], list[Redundancy], list[str]]:
+def usable_free_names(gm: GeometricModel, free_names, structure: Structure | None = None
+                      ) -> tuple[list[str], list[Redundancy], list[str]]:
     """Drop the structurally redundant parameters (fixed at nominal), with a note for each."""
-    dropped = structural_redundancies(gm, free_names)
+    dropped = structural_redundancies(gm, free_names, structure=structure)
     gone = {r.name for r in dropped}
     notes = [f"{r.name} is fixed at its nominal value: it is redundant in this model ({r.describe()}, "
              "unit-scaled columns at the nominal geometry)" for r in dropped]
@@ -141,37 +156,53 @@ def _change(gm: GeometricModel, a: np.ndarray, b: np.ndarray) -> tuple[float, fl
 
 
 def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet | None = None, *,
-              method: str = "combined", free_names=None, preset: str = "seed004",
+              method: str = "combined", free_names=None, preset: str = "li2023",
               prior_compliance=None, known_compliance=None, loss: str = "linear",
-              max_iterations: int = MAX_ITERATIONS, noise_sigma: float = 15e-6) -> CalibrationResult:
-    """Identify the geometry (and the joint stiffness) by one of the methods of seed 004 Table 4.
+              max_iterations: int = MAX_ITERATIONS, noise_sigma: float = 15e-6, backlash=()) -> CalibrationResult:
+    """Identify the geometry (and the joint stiffness) by one of the methods (module docstring).
 
-    ``prior_compliance`` is the value kept for joints the payload does not excite (seed 004 starts
+    ``prior_compliance`` is the value kept for joints the data do not excite (Li et al. 2023 starts
     every joint at K = 50 000 N·m/rad); ``known_compliance`` skips stiffness identification (the
-    combined method then needs no loaded set).
+    combined method then needs no loaded set). ``backlash`` (combined-gravity only) lists the
+    0-based joints whose gear play is fitted, or is "auto" for every joint whose holding torque
+    changes sign in the data.
     """
     if method not in METHODS[1:]:
         raise ValueError(f"method: unknown method {method!r}; expected one of {', '.join(METHODS[1:])}")
+    if loss not in LOSSES:
+        raise ValueError(f"loss: unknown loss {loss!r}; expected one of {', '.join(LOSSES)}")
     if noload.load is not None and noload.load.mass > 0:
-        raise ValueError("measurements: the first set must be measured without payload (p_o of seed 004)")
+        raise ValueError("measurements: the first set must be measured without payload (p_o of Li et al. 2023)")
+    if backlash and method != "combined-gravity":
+        raise ValueError("backlash: gear play is fitted by the combined-gravity method only")
     n = gm.dof
     names = list(free_names) if free_names is not None else preset_free_names(gm, preset)
-    free, dropped, notes = usable_free_names(gm, names)
+    free, dropped, notes = usable_free_names(gm, names, noload.structure())
     prior = np.full(n, 1.0 / INITIAL_STIFFNESS) if prior_compliance is None else np.asarray(prior_compliance, float)
     if prior.shape != (n,) or np.any(prior < 0):
         raise ValueError(f"prior_compliance: expected {n} values >= 0")
+    if method == "combined-gravity":
+        result = _combined_gravity(gm, noload, loaded, free, dropped, notes, prior, loss, backlash)
+        _report_identifiability(result, gm, noload, names, noise_sigma)
+        return result
     need_stiffness = method != "geometric" and known_compliance is None
     if need_stiffness:
         if loaded is None or len(loaded) == 0:
             raise ValueError(f"loaded: the {method} method identifies joint stiffness from loaded measurements; "
-                             "give a loaded set (with its payload) or known joint stiffness")
+                             "give a loaded set (with its payload) or known joint stiffness, or use --method "
+                             "combined-gravity (joint stiffness from the links' own weight) or geometric")
         if loaded.load is None or loaded.load.mass <= 0:
             raise ValueError("load: the loaded measurements need their payload (mass and centre of mass)")
         i_o, i_f = pair_loaded(noload, loaded)
         q_pair = noload.q[i_o]
-        delta = loaded.p[i_f] - noload.p[i_o]
-    # step 2: geometry from the unloaded positions
-    fit = fit_geometry(gm, noload.q, noload.p, free, loss=loss)
+        K = max(noload.target_count, loaded.target_count)
+        delta = np.full((len(i_o), K, 3), np.nan)
+        delta[:, :loaded.target_count] = loaded.points[i_f]
+        delta[:, :noload.target_count] -= noload.points[i_o]
+        if not np.isfinite(delta).all(-1).any():
+            raise ValueError("loaded: no target was measured both with and without the payload at the same pose")
+    # step 2: geometry from the unloaded measurements
+    fit = fit_geometry(gm, noload.q, noload, free, loss=loss)
     compliance = prior.copy() if known_compliance is None else np.asarray(known_compliance, float)
     c_ident = np.zeros(n, bool)
     c_std = np.full(n, np.nan)
@@ -180,7 +211,8 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
     if method == "geometric-stiffness" and need_stiffness:
         cf = identify_compliance(gm, fit.params, q_pair, delta, loaded.load, prior)
         compliance, c_ident, c_std = cf.compliance, cf.identified, cf.std
-        notes += _stiffness_notes(cf.identified)
+        notes += _stiffness_notes(cf.identified, "the payload does not twist them at these poses "
+                                                 "(a vertical load never loads a vertical axis)")
     elif method == "combined":
         converged = False
         C_tem = fit.params
@@ -188,11 +220,9 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
             if need_stiffness:  # step 3
                 cf = identify_compliance(gm, C_tem, q_pair, delta, loaded.load, prior)
                 compliance, c_ident, c_std = cf.compliance, cf.identified, cf.std
-            # steps 4-5: remove the links' gravity deflection from the unloaded positions
-            dX_G = (deflected_positions(gm, C_tem, noload.q, compliance, None, links=True)
-                    - target_positions(gm, C_tem, noload.q))
-            p = noload.p - dX_G
-            fit = fit_geometry(gm, noload.q, p, free, initial=C_tem, loss=loss)  # step 6
+            # steps 4-5: the links' gravity deflection, as corrected joint angles
+            q_link = noload.q + joint_deflection(robot_for(gm, C_tem), noload.q, compliance, None, links=True)
+            fit = fit_geometry(gm, q_link, noload, free, initial=C_tem, loss=loss)  # step 6
             dl, da = _change(gm, fit.params, C_tem)  # step 7
             history.append({"iteration": iterations, "rms_residual_m": fit.sigma,
                             "max_length_change_m": dl, "max_angle_change_rad": da})
@@ -204,21 +234,159 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
             notes.append(f"combined method stopped after {max_iterations} iterations without meeting "
                          f"|C - C_tem| <= {CONVERGENCE_LENGTH} m / {CONVERGENCE_ANGLE} rad")
         if need_stiffness:
-            notes += _stiffness_notes(c_ident)
+            notes += _stiffness_notes(c_ident, "the payload does not twist them at these poses "
+                                               "(a vertical load never loads a vertical axis)")
     result = CalibrationResult(gm, method, fit.params, fit.std, free, dropped, compliance, c_ident, c_std,
-                               iterations, converged, history, notes, fit.sigma)
-    # identifiability of what was asked for, at the identified geometry, with the measured noise
-    sigma = fit.sigma if np.isfinite(fit.sigma) and fit.sigma > 0 else noise_sigma
-    result.identifiability = {
-        "requested": analyse_identifiability(gm, fit.params, noload.q, names, sigma).to_dict(),
-        "identified": analyse_identifiability(gm, fit.params, noload.q, free, sigma).to_dict(),
-    }
+                               iterations, converged, history, notes, fit.sigma, chi2=fit.chi2)
+    _report_identifiability(result, gm, noload, names, noise_sigma)
     return result
 
 
-def _stiffness_notes(identified: np.ndarray) -> list[str]:
+def _report_identifiability(result: CalibrationResult, gm, noload: MeasurementSet, requested, noise_sigma) -> None:
+    """Identifiability of what was asked for and what was identified, at the identified geometry,
+    on the rows of the unloaded measurements, with the measured noise."""
+    sigma = result.fit_sigma if np.isfinite(result.fit_sigma) and result.fit_sigma > 0 else noise_sigma
+    q = result.link_angles(noload.q, noload.load)
+    meas = noload.with_q(q)
+    extra = result.history[-1].get("_compliance_columns") if result.history else None
+    result.identifiability = {
+        "requested": analyse_identifiability(gm, result.params, q, requested, sigma, meas=meas).to_dict(),
+        "identified": analyse_identifiability(gm, result.params, q, result.free_names, sigma, meas=meas,
+                                              extra_columns=extra).to_dict(),
+    }
+    if result.history and "_compliance_columns" in result.history[-1]:
+        del result.history[-1]["_compliance_columns"]
+
+
+def _stiffness_notes(identified: np.ndarray, why: str) -> list[str]:
     missing = [str(i + 1) for i in np.flatnonzero(~identified)]
     if not missing:
         return []
-    return [f"joint stiffness of joint(s) {', '.join(missing)} kept at the prior value: the payload does not "
-            "twist them at these poses (a vertical load never loads a vertical axis)"]
+    return [f"joint stiffness of joint(s) {', '.join(missing)} kept at the prior value: {why}"]
+
+
+# --------------------------------------------------------------------------- compliance under link gravity
+
+
+def _gravity_torques(gm, params, sets) -> list[np.ndarray]:
+    robot = robot_for(gm, params)
+    return [holding_torques(robot, s.q, s.load, links=True) for s in sets]
+
+
+def backlash_support(tau: np.ndarray, joints) -> tuple[list[int], list[str], np.ndarray]:
+    """Joints whose gear play the data can show: their holding torque has both signs, each on at
+    least BACKLASH_MIN_POSES poses beyond the smoothing band. Returns (joints, notes, scale)."""
+    n = tau.shape[1]
+    peak = np.max(np.abs(tau), axis=0)
+    scale = np.maximum(BACKLASH_SMOOTHING * peak, 1e-6)
+    wanted = range(n) if joints == "auto" else joints
+    ok, notes = [], []
+    for j in wanted:
+        if not 0 <= j < n:
+            raise ValueError(f"backlash: joint {j + 1} is outside 1..{n}")
+        pos = int(np.sum(tau[:, j] > scale[j]))
+        neg = int(np.sum(tau[:, j] < -scale[j]))
+        if min(pos, neg) >= BACKLASH_MIN_POSES:
+            ok.append(j)
+        elif joints != "auto":
+            notes.append(f"backlash of joint {j + 1} not fitted: the data do not support it (its holding torque "
+                         f"changes sign on {min(pos, neg)} of the poses, {BACKLASH_MIN_POSES} are needed on each "
+                         "flank; a constant lean is absorbed by the joint's zero offset)")
+    return ok, notes, scale
+
+
+def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet | None, free, dropped,
+                      notes, prior, loss, backlash) -> CalibrationResult:
+    n = gm.dof
+    sets = [noload] + ([loaded] if loaded is not None and len(loaded) else [])
+    for s in sets[1:]:
+        if s.load is None or s.load.mass <= 0:
+            raise ValueError("load: the loaded measurements need their payload (mass and centre of mass)")
+    idx = gm.indices(free)
+    residuals = [Residual(gm, s) for s in sets]
+    total = sum(r.size for r in residuals)
+    # which joints the holding torques excite, measured on the nominal geometry
+    taus = _gravity_torques(gm, gm.nominal, sets)
+    cols = np.vstack([r.joint_jacobian(gm.nominal, s.q) * t[r.row_pose] for r, s, t in zip(residuals, sets, taus)])
+    norms = np.linalg.norm(cols, axis=0)
+    excited = norms > COMPLIANCE_EXCITATION_TOL * max(float(norms.max()), 1e-300)
+    cj = np.flatnonzero(excited)
+    tau_all = np.vstack(taus)
+    bj, b_notes, b_scale = backlash_support(tau_all, backlash) if backlash else ([], [], np.ones(n))
+    notes = notes + b_notes
+    nx = idx.size + cj.size + len(bj)
+    if total < minimum_equations(nx):
+        raise ValueError(f"poses: {total} equations for {nx} parameters (geometry and joint compliances); at least "
+                         f"{minimum_equations(nx)} are needed")
+    c_scale = 1.0 / INITIAL_STIFFNESS  # compliances in units of the prior: numbers near 1 for the solver
+
+    def unpack(x):
+        params = gm.nominal.copy()
+        params[idx] = x[:idx.size]
+        c = prior.copy()
+        c[cj] = x[idx.size:idx.size + cj.size] * c_scale
+        b = np.zeros(n)
+        b[bj] = x[idx.size + cj.size:]
+        return params, c, b
+
+    def link_q(params, c, b, s):
+        return s.q + joint_deflection(robot_for(gm, params), s.q, c, s.load, links=True, backlash=b,
+                                      backlash_scale=b_scale)
+
+    def residual(x):
+        params, c, b = unpack(x)
+        return np.concatenate([r(params, link_q(params, c, b, s)) for r, s in zip(residuals, sets)])
+
+    def jacobian(x):
+        params, c, b = unpack(x)
+        blocks = []
+        robot = robot_for(gm, params)
+        for r, s in zip(residuals, sets):
+            ql = link_q(params, c, b, s)
+            Jg, Jq = r.jacobian(params, ql, joint=True)
+            tau = holding_torques(robot, ql, s.load, links=True)[r.row_pose]
+            # d(q_link)/dc_j = -tau_j (first order); d(q_link)/db_j = -tanh(tau_j / scale) / 2
+            Jc = -Jq[:, cj] * tau[:, cj] * c_scale
+            Jb = -0.5 * Jq[:, bj] * np.tanh(tau[:, bj] / b_scale[bj])
+            blocks.append(np.hstack([Jg[:, idx], Jc, Jb]))
+        return np.vstack(blocks)
+
+    # start from the geometric fit: its geometry is close, the compliances start at the prior
+    start = fit_geometry(gm, noload.q, noload, free, loss=loss)
+    x0 = np.concatenate([start.params[idx], prior[cj] / c_scale, np.zeros(len(bj))])
+    require_excitation(jacobian(x0), [gm.names[i] for i in idx] + [f"compliance{j + 1}" for j in cj]
+                       + [f"backlash{j + 1}" for j in bj])
+    lower = np.concatenate([np.full(idx.size, -np.inf), np.zeros(cj.size + len(bj))])
+    kwargs = {} if loss == "linear" else {"loss": loss, "f_scale": ROBUST_SCALE}
+    sol = least_squares(residual, x0, jac=jacobian, method="trf", bounds=(lower, np.inf), x_scale="jac",
+                        max_nfev=200, xtol=1e-12, ftol=1e-12, gtol=1e-12, **kwargs)
+    params, c, b = unpack(sol.x)
+    r = residual(sol.x)
+    chi2 = float(r @ r) / max(r.size - nx, 1)
+    J = jacobian(sol.x)
+    cov = chi2 * np.linalg.pinv(J.T @ J)
+    sd = np.sqrt(np.clip(np.diag(cov), 0, None))
+    std = np.full(gm.size, np.nan)
+    std[idx] = sd[:idx.size]
+    c_std = np.full(n, np.nan)
+    c_std[cj] = sd[idx.size:idx.size + cj.size] * c_scale
+    b_std = np.full(n, np.nan)
+    b_std[bj] = sd[idx.size + cj.size:]
+    c_ident = np.zeros(n, bool)
+    c_ident[cj] = True
+    notes += _stiffness_notes(c_ident, "the links' weight (and the payload) do not load them at these poses")
+    for j in bj:
+        notes.append(f"backlash of joint {j + 1}: {np.rad2deg(b[j]) * 3600:.1f} arcsec "
+                     f"(±{np.rad2deg(b_std[j]) * 3600:.1f} arcsec, 1σ)")
+    raw = np.concatenate([rr.raw(params, link_q(params, c, b, s))[:3 * len(rr.points)] for rr, s in zip(residuals, sets)])
+    npts = raw.size
+    sigma = float(np.sqrt(np.mean(raw ** 2) * r.size / max(r.size - nx, 1))) if npts else float("nan")
+    history = [{"iteration": 0, "rms_residual_m": start.sigma},
+               {"iteration": 1, "rms_residual_m": sigma, "nfev": int(sol.nfev), "message": str(sol.message)}]
+    # the compliance columns (in m per rad/(N·m)) for the identifiability report of the unloaded rows
+    Jn = J[:residuals[0].size] / residuals[0].weights[:, None]
+    Jn[residuals[0].kind == 1] *= 0.5
+    history[-1]["_compliance_columns"] = {f"compliance{j + 1}": Jn[:, idx.size + m] / c_scale for m, j in enumerate(cj)}
+    return CalibrationResult(gm, "combined-gravity", params, std, list(free), dropped, c, c_ident, c_std, 1,
+                             bool(sol.success), history, notes, sigma, backlash=b, backlash_std=b_std,
+                             backlash_scale=b_scale, chi2=chi2)

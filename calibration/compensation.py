@@ -1,4 +1,4 @@
-"""Joint-space error compensation (seed 004 section 2.2).
+"""Joint-space error compensation (Li et al. 2023 section 2.2).
 
 1. Nominal inverse kinematics of the target (closed form for UR-type arms, numeric otherwise).
 2. Predict where the real robot goes at those angles: the identified geometry at the joint angles
@@ -48,10 +48,10 @@ class CompensationResult:
                 "iterations": self.iterations}
 
 
-def tool_point_pose(result: CalibrationResult, q_link: np.ndarray) -> np.ndarray:
-    """Pose of the tool point (flange orientation) in the measurement frame, (4, 4)."""
+def tool_point_pose(result: CalibrationResult, q_link: np.ndarray, point: int = 0) -> np.ndarray:
+    """Pose of the tool point (target ``point``, flange orientation) in the measurement frame, (4, 4)."""
     T = flange_poses(result.gm, result.params, q_link)[0]
-    return T @ trans(*tool_offset(result.gm, result.params))
+    return T @ trans(*tool_offset(result.gm, result.params, point))
 
 
 def _pose_error(current: np.ndarray, target: np.ndarray, position_only: bool) -> np.ndarray:
@@ -60,19 +60,19 @@ def _pose_error(current: np.ndarray, target: np.ndarray, position_only: bool) ->
     return np.concatenate([current[:3, 3] - target[:3, 3], -rotation_error(target[:3, :3], current[:3, :3])])
 
 
-def _jacobian(result: CalibrationResult, q_link: np.ndarray, position_only: bool) -> np.ndarray:
+def _jacobian(result: CalibrationResult, q_link: np.ndarray, position_only: bool, point: int = 0) -> np.ndarray:
     gm, params = result.gm, result.params
-    J = geometric_jacobian(robot_for(gm, params), q_link, point_in_tool=tool_offset(gm, params))
+    J = geometric_jacobian(robot_for(gm, params), q_link, point_in_tool=tool_offset(gm, params, point))
     R = base_transform(gm, params)[:3, :3]
     J = np.vstack([R @ J[:3], R @ J[3:]])
     return J[:3] if position_only else J
 
 
-def nominal_joint_angles(result: CalibrationResult, target: np.ndarray, q_ref: np.ndarray) -> np.ndarray:
+def nominal_joint_angles(result: CalibrationResult, target: np.ndarray, q_ref: np.ndarray, point: int = 0) -> np.ndarray:
     """Step 1: the angles the nominal robot would use for the target."""
     gm = result.gm
     B = base_transform(gm, gm.nominal)
-    t_nom = tool_offset(gm, gm.nominal)
+    t_nom = tool_offset(gm, gm.nominal, point)
     if target.shape == (3,):
         p_base = (np.linalg.inv(B) @ np.append(target, 1.0))[:3]
         return nominal_ik(gm.robot, p_base, q_ref, position_only=True, point_in_tool=t_nom)
@@ -81,7 +81,7 @@ def nominal_joint_angles(result: CalibrationResult, target: np.ndarray, q_ref: n
 
 
 def compensate(result: CalibrationResult, target, q_ref, load: Load | None = None, *,
-               max_iterations: int = MAX_ITERATIONS) -> CompensationResult:
+               max_iterations: int = MAX_ITERATIONS, point: int = 0) -> CompensationResult:
     """Compensated joint angles that bring the calibrated robot's tool point onto ``target``.
 
     ``target`` is a (4, 4) pose or a (3,) position (position-only: the minimum-norm correction).
@@ -93,19 +93,19 @@ def compensate(result: CalibrationResult, target, q_ref, load: Load | None = Non
     q_ref = np.asarray(q_ref, dtype=float)
     if q_ref.shape != (result.gm.dof,):
         raise ValueError(f"q0: expected {result.gm.dof} joint angles, got shape {q_ref.shape}")
-    q_nom = nominal_joint_angles(result, target, q_ref)
+    q_nom = nominal_joint_angles(result, target, q_ref, point)
     q = q_nom.copy()
     before = None
     iterations = 0
     for iterations in range(max_iterations + 1):
         q_link = result.link_angles(q, load)[0]  # step 2
-        err = _pose_error(tool_point_pose(result, q_link[None]), target, position_only)
+        err = _pose_error(tool_point_pose(result, q_link[None], point), target, position_only)
         if before is None:
             before = float(np.linalg.norm(err[:3]))
         if np.max(np.abs(err)) < TOLERANCE or iterations == max_iterations:
             break
-        dq, *_ = np.linalg.lstsq(_jacobian(result, q_link, position_only), err, rcond=None)  # step 3
+        dq, *_ = np.linalg.lstsq(_jacobian(result, q_link, position_only, point), err, rcond=None)  # step 3
         q = q - dq  # step 4
     q_link = result.link_angles(q, load)[0]
-    after = float(np.linalg.norm(_pose_error(tool_point_pose(result, q_link[None]), target, position_only)[:3]))
+    after = float(np.linalg.norm(_pose_error(tool_point_pose(result, q_link[None], point), target, position_only)[:3]))
     return CompensationResult(target, q_nom, q, before, after, iterations)

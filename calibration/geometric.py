@@ -1,10 +1,14 @@
-"""Geometric identification: the nonlinear position model (seed 004 eq. 9) fitted directly by
-scipy's least squares, with the analytic Jacobian of eqs. 10-13.
+"""Geometric identification: the nonlinear measurement model (Li et al. 2023 eq. 9, extended to several
+targets, orientations and planar contacts) fitted directly by scipy's least squares, with the
+analytic Jacobian of eqs. 10-13.
 
-Levenberg-Marquardt ('lm') is used for the plain squared loss; a robust loss ('huber',
-'soft_l1', 'cauchy', 'arctan') switches to the trust-region reflective method, which scipy requires
-for robust losses. Parameter standard deviations come from the residual variance and the Jacobian at
-the solution: cov = s^2 (J^T J)^-1 with s^2 = RSS / (3N - P).
+Every observation is weighted by its stated noise (``measurements.py``). Levenberg-Marquardt
+('lm') is used for the plain squared loss; a robust loss ('huber', 'soft_l1', 'cauchy', 'arctan')
+switches to the trust-region reflective method, which scipy requires for robust losses. Its scale
+is 3 stated noise levels: a residual beyond that counts as an outlier. Parameter standard
+deviations come from the residual variance and the Jacobian at the solution:
+cov = s^2 (J^T J)^-1 with s^2 = RSS_w / (M - P) on the weighted residual (s^2 near 1 says that
+the stated noise was right).
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from .identifiability import RANK_TOL, sequential_redundancies, unit_columns
-from .parameters import GeometricModel, parameter_jacobian, target_positions
+from .measurements import MeasurementSet, Residual
+from .parameters import GeometricModel
 
 LOSSES = ("linear", "huber", "soft_l1", "cauchy", "arctan")
 MIN_EQUATION_MARGIN = 1.5  # demand 50 % more equations than unknowns: a bare square system fits noise
+ROBUST_SCALE = 3.0  # stated noise levels at which a robust loss starts to down-weight a residual
 
 
 @dataclass
@@ -26,15 +32,13 @@ class GeometricFit:
     params: np.ndarray  # full parameter vector
     std: np.ndarray  # full vector; nan for fixed parameters
     free: np.ndarray  # bool mask
-    residuals: np.ndarray  # (N, 3) measured - model, m
-    sigma: float  # residual standard deviation per coordinate, m
+    residual: np.ndarray  # weighted residual (model - measured) / sigma at the solution
+    sigma: float  # RMS point residual per coordinate, m (nan without points)
+    chi2: float  # RSS_w / (M - P): near 1 when the stated noise is right
     nfev: int
     success: bool
     message: str
-
-    @property
-    def errors(self) -> np.ndarray:
-        return np.linalg.norm(self.residuals, axis=1)
+    point_errors: np.ndarray  # distance model - measured of every point, m
 
 
 def check_positions(q: np.ndarray, p: np.ndarray, dof: int, label: str = "measurements") -> tuple[np.ndarray, np.ndarray]:
@@ -42,7 +46,7 @@ def check_positions(q: np.ndarray, p: np.ndarray, dof: int, label: str = "measur
     p = np.asarray(p, dtype=float)
     if q.ndim != 2 or q.shape[1] != dof:
         raise ValueError(f"{label}.q: expected joint angles of shape (N, {dof}), got {q.shape}")
-    if p.shape != (q.shape[0], 3):
+    if p.shape[0] != q.shape[0] or p.shape[-1] != 3:
         raise ValueError(f"{label}.xyz: expected {q.shape[0]} positions of 3 coordinates, got shape {p.shape}")
     for name, arr in (("q", q), ("xyz", p)):
         if not np.all(np.isfinite(arr)):
@@ -51,24 +55,43 @@ def check_positions(q: np.ndarray, p: np.ndarray, dof: int, label: str = "measur
     return q, p
 
 
+def minimum_equations(free_count: int) -> int:
+    return int(np.ceil(MIN_EQUATION_MARGIN * free_count))
+
+
 def minimum_poses(free_count: int) -> int:
     return int(np.ceil(MIN_EQUATION_MARGIN * free_count / 3.0))
 
 
-def fit_geometry(gm: GeometricModel, q, p_measured, free_names, *, initial: np.ndarray | None = None,
-                 loss: str = "linear", f_scale: float = 5e-5, max_nfev: int = 100) -> GeometricFit:
-    """Identify the free parameters so that the model reproduces the measured positions."""
-    q, p_measured = check_positions(q, p_measured, gm.dof)
+def as_measurements(gm: GeometricModel, q, observations) -> MeasurementSet:
+    """A MeasurementSet at joint angles q: ``observations`` is one, or positions (N, 3) / (N, K, 3)."""
+    if isinstance(observations, MeasurementSet):
+        return observations if q is None or q is observations.q else observations.with_q(q)
+    q = np.atleast_2d(np.asarray(q, dtype=float))
+    p = np.asarray(observations, dtype=float)
+    check_positions(q, p.reshape(p.shape[0], -1, 3)[:, 0], gm.dof)
+    return MeasurementSet(q, p)
+
+
+def fit_geometry(gm: GeometricModel, q, observations, free_names, *, initial: np.ndarray | None = None,
+                 loss: str = "linear", f_scale: float | None = None, max_nfev: int = 100) -> GeometricFit:
+    """Identify the free parameters so that the model reproduces the measurements.
+
+    ``q`` are the joint angles the model is evaluated at (the measured ones, or those corrected
+    for the elastic deflection); ``observations`` is a MeasurementSet or positions.
+    """
+    meas = as_measurements(gm, q, observations)
     if loss not in LOSSES:
         raise ValueError(f"loss: unknown loss {loss!r}; expected one of {', '.join(LOSSES)}")
     idx = gm.indices(free_names)
     if idx.size == 0:
         raise ValueError("parameters: nothing to identify (the free parameter list is empty)")
-    need = minimum_poses(idx.size)
-    if q.shape[0] < need:
-        raise ValueError(f"poses: {q.shape[0]} poses give {3 * q.shape[0]} equations for {idx.size} parameters; "
-                         f"at least {need} poses are needed (seed 004 asks for 3 equations per pose and "
-                         "robodyn for 50 % more equations than unknowns)")
+    res = Residual(gm, meas)
+    need = minimum_equations(idx.size)
+    if res.size < need:
+        raise ValueError(f"poses: {len(meas)} poses give {res.size} equations for {idx.size} parameters; "
+                         f"at least {need} equations ({minimum_poses(idx.size)} poses of one point) are needed "
+                         "(Li et al. 2023 ask for 3 equations per pose and robodyn for 50 % more equations than unknowns)")
     x0_full = gm.nominal.copy() if initial is None else np.asarray(initial, dtype=float).copy()
 
     def full(x):
@@ -77,37 +100,39 @@ def fit_geometry(gm: GeometricModel, q, p_measured, free_names, *, initial: np.n
         return v
 
     def residual(x):
-        return (target_positions(gm, full(x), q) - p_measured).reshape(-1)
+        return res(full(x))
 
     def jacobian(x):
-        return parameter_jacobian(gm, full(x), q)[:, :, idx].reshape(-1, idx.size)
+        return res.jacobian(full(x))[:, idx]
 
-    _require_excitation(gm, jacobian(x0_full[idx]), idx)
+    require_excitation(jacobian(x0_full[idx]), [gm.names[i] for i in idx])
     method = "lm" if loss == "linear" else "trf"
-    kwargs = {} if loss == "linear" else {"loss": loss, "f_scale": f_scale}
+    kwargs = {} if loss == "linear" else {"loss": loss, "f_scale": ROBUST_SCALE if f_scale is None else f_scale}
     sol = least_squares(residual, x0_full[idx], jac=jacobian, method=method, x_scale="jac",
                         max_nfev=max_nfev, xtol=1e-12, ftol=1e-12, gtol=1e-12, **kwargs)
     params = full(sol.x)
-    res = -residual(sol.x).reshape(-1, 3)  # measured - model
-    dof = max(res.size - idx.size, 1)
-    sigma2 = float(np.sum(res ** 2)) / dof
+    r = residual(sol.x)
+    chi2 = float(r @ r) / max(r.size - idx.size, 1)
     J = jacobian(sol.x)
     std = np.full(gm.size, np.nan)
-    std[idx] = np.sqrt(np.diag(sigma2 * np.linalg.pinv(J.T @ J)))
+    std[idx] = np.sqrt(np.diag(chi2 * np.linalg.pinv(J.T @ J)))
     free = np.zeros(gm.size, dtype=bool)
     free[idx] = True
-    return GeometricFit(params, std, free, res, float(np.sqrt(sigma2)), int(sol.nfev), bool(sol.success),
-                        str(sol.message))
+    raw = res.raw(params)
+    npts = 3 * len(res.points)
+    sigma = float(np.sqrt(np.mean(raw[:npts] ** 2) * r.size / max(r.size - idx.size, 1))) if npts else float("nan")
+    return GeometricFit(params, std, free, r, sigma, chi2, int(sol.nfev), bool(sol.success), str(sol.message),
+                        res.point_errors(params))
 
 
-def _require_excitation(gm: GeometricModel, J: np.ndarray, idx: np.ndarray) -> None:
+def require_excitation(J: np.ndarray, names: list[str]) -> None:
     """Refuse pose sets that cannot determine the free parameters (identical or singular poses)."""
     Js, _ = unit_columns(J)
     s = np.linalg.svd(Js, compute_uv=False)
     rank = int(np.sum(s > RANK_TOL * s[0])) if s.size else 0
-    if rank < idx.size:
-        _, lost = sequential_redundancies(J, [gm.names[i] for i in idx])
+    if rank < len(names):
+        _, lost = sequential_redundancies(J, names)
         raise ValueError(
-            f"poses: the identification Jacobian has rank {rank} for {idx.size} parameters, so "
+            f"poses: the identification Jacobian has rank {rank} for {len(names)} parameters, so "
             f"{', '.join(r.name for r in lost)} cannot be told apart from the others with these poses "
             "(too few distinct poses, or poses at a singularity); plan poses spread over the test cube")

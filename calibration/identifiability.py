@@ -1,4 +1,4 @@
-"""Identifiability of the position-only calibration model (seed 004 eqs. 10-14).
+"""Identifiability of the position-only calibration model (Li et al. 2023 eqs. 10-14).
 
 The identification Jacobian J (3N x P) stacks d(target position)/d(parameter) over the poses.
 Its columns have different units (m/m for lengths, m/rad for angles), so rank, singular values and
@@ -157,12 +157,64 @@ def analyse_jacobian(J: np.ndarray, names, angle_mask: np.ndarray, noise_sigma: 
                                  poses, observability_indices(J[:, keep], np.asarray(angle_mask)[keep]))
 
 
+def structure_measurements(gm: GeometricModel, q: np.ndarray, structure=None):
+    """A measurement set with the rows of ``structure`` at poses q (the values do not matter for a
+    Jacobian): every point target at every pose, every oriented target's orientation, and the
+    planar contacts spread over the poses in turn."""
+    from .measurements import MeasurementSet, Structure
+
+    structure = structure or Structure()
+    N, K = q.shape[0], len(gm.targets)
+    p = np.full((N, K, 3), np.nan)
+    for k in structure.point_targets:
+        p[:, k] = 0.0
+    rotation = None
+    if structure.rotation_targets:
+        rotation = np.full((N, K, 3, 3), np.nan)
+        for k in structure.rotation_targets:
+            rotation[:, k] = np.eye(3)
+    plane = None
+    if structure.plane_pairs:
+        plane = np.full((N, K), -1, dtype=int)
+        for n in range(N):
+            k, j = structure.plane_pairs[n % len(structure.plane_pairs)]
+            if not np.isfinite(p[n, k]).all():
+                plane[n, k] = j
+    keep = np.isfinite(p).all(-1).any(1) | (False if rotation is None else np.isfinite(rotation).all((-1, -2)).any(1)) \
+        | (False if plane is None else (plane >= 0).any(1))
+    keep = np.asarray(keep, bool)
+    return MeasurementSet(q[keep], p[keep], load=None, rotation=None if rotation is None else rotation[keep],
+                          sigma_rotation=1.0, plane=None if plane is None else plane[keep])
+
+
+def observation_jacobian(gm: GeometricModel, params: np.ndarray, q: np.ndarray, free_idx: np.ndarray,
+                         structure=None, meas=None) -> np.ndarray:
+    """The identification Jacobian (rows in m: orientation rows as arc length) of the free
+    parameters, for the rows of a real measurement set or of ``structure`` at poses q."""
+    from .measurements import Residual
+
+    if meas is None:
+        meas = structure_measurements(gm, np.atleast_2d(q), structure)
+    return Residual(gm, meas).metric_jacobian(params, meas.q)[:, free_idx]
+
+
 def analyse_identifiability(gm: GeometricModel, params: np.ndarray, q: np.ndarray, free_names,
-                            noise_sigma: float = 15e-6) -> IdentifiabilityReport:
-    """The identifiability of ``free_names`` at ``params`` for the poses ``q``."""
+                            noise_sigma: float = 15e-6, *, structure=None, meas=None,
+                            extra_columns: dict | None = None) -> IdentifiabilityReport:
+    """The identifiability of ``free_names`` at ``params`` for the poses ``q`` (or the rows of
+    ``meas``); ``extra_columns`` adds non-geometric parameters (name -> column in m/unit)."""
     idx = gm.indices(free_names)
-    J = parameter_jacobian(gm, params, q)[:, :, idx].reshape(-1, idx.size)
-    return analyse_jacobian(J, [gm.names[i] for i in idx], gm.angle_mask[idx], noise_sigma)
+    if meas is None and structure is None:
+        J = parameter_jacobian(gm, params, q)[:, :, idx].reshape(-1, idx.size)
+    else:
+        J = observation_jacobian(gm, params, q, idx, structure, meas)
+    names = [gm.names[i] for i in idx]
+    angle = list(gm.angle_mask[idx])
+    for name, col in (extra_columns or {}).items():
+        J = np.column_stack([J, col])
+        names.append(name)
+        angle.append(False)
+    return analyse_jacobian(J, names, np.array(angle, bool), noise_sigma)
 
 
 def generic_configurations(gm: GeometricModel, count: int = 60, seed: int = 0) -> np.ndarray:
@@ -172,14 +224,16 @@ def generic_configurations(gm: GeometricModel, count: int = 60, seed: int = 0) -
     return np.random.default_rng(seed).uniform(lo, hi, size=(count, gm.dof))
 
 
-def structural_redundancies(gm: GeometricModel, free_names, params: np.ndarray | None = None) -> list[Redundancy]:
+def structural_redundancies(gm: GeometricModel, free_names, params: np.ndarray | None = None,
+                            structure=None) -> list[Redundancy]:
     """Parameters redundant for every pose set at the (nominal) geometry: checked on generic poses.
 
-    These are properties of the model, not of the measurements (e.g. d2, d3, d4 along three
-    parallel axes all slide the rest of the arm along the same direction).
+    These are properties of the model and of what is measured, not of the particular poses (e.g. d2,
+    d3, d4 along three parallel axes all slide the rest of the arm along the same direction; with
+    only planar contacts the base cannot be told from the planes).
     """
     params = gm.nominal if params is None else params
     idx = gm.indices(free_names)
-    J = parameter_jacobian(gm, params, generic_configurations(gm))[:, :, idx].reshape(-1, idx.size)
+    J = observation_jacobian(gm, params, generic_configurations(gm), idx, structure)
     _, redundant = sequential_redundancies(J, [gm.names[i] for i in idx])
     return redundant

@@ -1,7 +1,7 @@
-"""Inverse kinematics for calibration: closed form for UR-type arms (seed 004 eqs. 3-8), numeric
+"""Inverse kinematics for calibration: closed form for UR-type arms (Li et al. 2023 eqs. 3-8), numeric
 (the shared damped least squares) for any other chain.
 
-The closed form is written for the seed 004 frame assignment (Table 2 structure: d2 along the
+The closed form is written for the Li et al. 2023 frame assignment (Table 2 structure: d2 along the
 three parallel axes, a3 and a4 the upper arm and forearm, d5 the wrist offset, frame 6 at the
 wrist centre). A robot is accepted when its nominal table has that structure in either convention
 (the seed-004 MDH table or UR's own standard DH table); the base shift and the flange transform are
@@ -84,7 +84,7 @@ def _detect_ur_geometry(robot: RobotModel) -> URGeometry | None:
 
 
 def _frame6_solutions(g: URGeometry, T06: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Seed 004 eqs. 3-8 for all 8 branches: joint angles (M, 8, 6) and a validity mask (M, 8)."""
+    """Li et al. 2023 eqs. 3-8 for all 8 branches: joint angles (M, 8, 6) and a validity mask (M, 8)."""
     M = T06.shape[0]
     n, o, a, p = (T06[:, :3, k][:, None, :] for k in range(4))
     s_sh, s_wr, s_el = (BRANCHES[None, :, k] for k in range(3))
@@ -175,7 +175,7 @@ def ik_solutions(robot: RobotModel, target: np.ndarray, q_ref: np.ndarray, *, at
 
 def nominal_ik(robot: RobotModel, target: np.ndarray, q_ref, *, position_only: bool = False,
                point_in_tool=None) -> np.ndarray:
-    """The IK solution nearest q_ref (seed 004 section 2.2 step 1). Raises ValueError if none."""
+    """The IK solution nearest q_ref (Li et al. 2023 section 2.2 step 1). Raises ValueError if none."""
     q_ref = np.asarray(q_ref, dtype=float)
     if position_only:
         res = inverse_kinematics(robot, np.asarray(target, float), q_ref, position_only=True,

@@ -1,4 +1,4 @@
-"""Measurement planning (seed 004 section 4.1 step 2): random poses in the largest ISO 9283 /
+"""Measurement planning (Li et al. 2023 section 4.1 step 2): random poses in the largest ISO 9283 /
 GB/T 12642 test cube inside the workspace that are reachable, away from singularities, free of
 self-collision and in the laser tracker's line of sight; optional D-optimal pose selection; the
 five ISO 9283 points for the compensation test.
@@ -377,11 +377,22 @@ def reference_configuration(robot: RobotModel, setup: CellSetup, point: np.ndarr
 # --------------------------------------------------------------------------- optimal selection
 
 
-def select_d_optimal(J_blocks: np.ndarray, count: int, ridge: float = 1e-9) -> np.ndarray:
-    """Greedy D-optimal choice of ``count`` poses from a pool: J_blocks (M, 3, P), columns scaled.
+def _log_det(J_blocks: np.ndarray, chosen, ridge: float) -> float:
+    P = J_blocks.shape[2]
+    A = np.einsum("mip,miq->pq", J_blocks[list(chosen)], J_blocks[list(chosen)]) + ridge * np.eye(P)
+    return float(np.linalg.slogdet(A)[1])
 
-    Each step adds the pose that most increases log det(J^T J), using the determinant lemma
-    det(A + Jk^T Jk) = det(A) det(I + Jk A^-1 Jk^T).
+
+def select_d_optimal(J_blocks: np.ndarray, count: int, ridge: float = 1e-9, *, exchange: bool = True,
+                     max_passes: int = 20) -> np.ndarray:
+    """D-optimal choice of ``count`` poses from a pool: J_blocks (M, 3, P), columns scaled.
+
+    First a greedy pass adds, one at a time, the pose that most increases log det(J^T J) (the
+    determinant lemma det(A + Jk^T Jk) = det(A) det(I + Jk A^-1 Jk^T)). Then, with ``exchange``,
+    a DetMax-style exchange (Mitchell 1974, the selection FIGAROH offers) swaps a chosen pose for a
+    candidate whenever that raises the determinant, until no swap does or ``max_passes`` passes
+    over the chosen poses are done: greedy picks made early, with little information, get a
+    second look.
     """
     M, _, P = J_blocks.shape
     if count > M:
@@ -399,6 +410,32 @@ def select_d_optimal(J_blocks: np.ndarray, count: int, ridge: float = 1e-9) -> n
         # Woodbury update of A^-1 for A + Jk^T Jk
         K = A_inv @ Jk.T @ np.linalg.inv(np.eye(3) + Jk @ A_inv @ Jk.T)
         A_inv = A_inv - K @ Jk @ A_inv
+    if not exchange or count >= M:
+        return np.array(chosen, dtype=int)
+    A = np.einsum("mip,miq->pq", J_blocks[chosen], J_blocks[chosen]) + ridge * np.eye(P)
+    for _ in range(max_passes):
+        improved = False
+        for slot in range(count):
+            i = chosen[slot]
+            Ji = J_blocks[i]
+            A_minus = A - Ji.T @ Ji
+            sign, logdet_minus = np.linalg.slogdet(A_minus)
+            if sign <= 0:
+                continue  # pose i carries a direction nothing else does: keep it
+            inv_minus = np.linalg.inv(A_minus)
+            S = np.einsum("mip,pq,mjq->mij", J_blocks, inv_minus, J_blocks) + np.eye(3)
+            gain = np.linalg.slogdet(S)[1]
+            gain = np.where(remaining, gain, -np.inf)
+            j = int(np.argmax(gain))
+            current = float(np.linalg.slogdet(np.eye(3) + Ji @ inv_minus @ Ji.T)[1])
+            if gain[j] > current + 1e-9:
+                chosen[slot] = j
+                remaining[j] = False
+                remaining[i] = True
+                A = A_minus + J_blocks[j].T @ J_blocks[j]
+                improved = True
+        if not improved:
+            break
     return np.array(chosen, dtype=int)
 
 
@@ -445,11 +482,68 @@ class Plan:
         return [f"P{k + 1:03d}" for k in range(self.q.shape[0])]
 
 
+def sample_joint_space(robot: RobotModel, setup: CellSetup, count: int, *, seed: int = 0, low=None, high=None,
+                       max_candidates: int | None = None) -> PoseSet:
+    """``count`` valid poses drawn uniformly in joint space: no inverse kinematics, so it serves any
+    arm. Without ``low``/``high`` the model's limits (capped at +-pi) are sampled; with them, the
+    *controller's* joint values in ``low``..``high`` (through the robot's joint map). The same checks
+    as the cube's poses apply (limits, singularity, self-collision, line of sight)."""
+    rng = np.random.default_rng(seed)
+    if low is None and high is None:
+        lo = np.maximum(robot.q_min + setup.joint_margin, -np.pi)
+        hi = np.minimum(robot.q_max - setup.joint_margin, np.pi)
+        to_model = (lambda q: q)
+    else:
+        lo, hi = np.asarray(low, float), np.asarray(high, float)
+        to_model = robot.joint_map.to_model
+    if np.any(lo >= hi):
+        raise ValueError("joint ranges: each low must be below its high")
+    limit = max_candidates if max_candidates is not None else 400 * count + 2000
+    qs, tried = [], 0
+    while len(qs) < count and tried < limit:
+        batch = min(max(20 * (count - len(qs)), 200), limit - tried)
+        tried += batch
+        q = to_model(rng.uniform(lo, hi, size=(batch, robot.dof)))
+        ok = check_configurations(robot, q, setup)["valid"]
+        qs.extend(q[ok][:count - len(qs)])
+    if len(qs) < count:
+        raise ValueError(f"poses: only {len(qs)} of {count} valid poses found among {tried} joint-space candidates; "
+                         "widen the joint ranges or check the tracker position and the target's opening")
+    q = np.array(qs)
+    T = forward_kinematics(robot, q)
+    positions = T[:, :3, :3] @ np.asarray(setup.tool_offset, float) + T[:, :3, 3]
+    return PoseSet(q, positions, tried)
+
+
 def plan_measurements(robot: RobotModel, setup: CellSetup, count: int, *, seed: int = 0,
                       cube: TestCube | None = None, q_ref=None, optimal_from: int = 0,
-                      jacobian_blocks=None) -> Plan:
+                      jacobian_blocks=None, joint_space: bool = False, joint_low=None, joint_high=None) -> Plan:
     """Plan ``count`` poses. With ``optimal_from`` > count, draw that many candidates and keep the
-    D-optimal subset (``jacobian_blocks(q) -> (M, 3, P)`` gives the scaled identification Jacobian)."""
+    D-optimal subset (``jacobian_blocks(q) -> (M, 3, P)`` gives the scaled identification Jacobian).
+
+    ``joint_space`` draws the candidates uniformly in joint space instead of in the ISO 9283 cube
+    (fast for arms without a closed-form inverse kinematics); the plan's cube is then only the
+    bounding cube of the poses."""
+    if joint_space:
+        draw = (lambda n: sample_joint_space(robot, setup, n, seed=seed, low=joint_low, high=joint_high))
+        pool = draw(max(optimal_from, count))
+        info: dict = {"cube": "bounding cube of the poses (joint-space sampling), not an ISO 9283 test cube"}
+        selection = "random (joint space)"
+        chosen = np.arange(count)
+        if optimal_from and optimal_from > count:
+            if jacobian_blocks is None:
+                raise ValueError("optimal: D-optimal selection needs the identification Jacobian")
+            blocks = jacobian_blocks(pool.q)
+            greedy = select_d_optimal(blocks, count, exchange=False)
+            chosen = select_d_optimal(blocks, count)
+            selection = f"d-optimal (greedy + DetMax exchange) from {optimal_from} (joint space)"
+            info["log_det"] = {"greedy": _log_det(blocks, greedy, 1e-9), "exchange": _log_det(blocks, chosen, 1e-9),
+                               "first_drawn": _log_det(blocks, range(count), 1e-9)}
+        q, pos = pool.q[chosen], pool.positions[chosen]
+        lo_p, hi_p = pos.min(0), pos.max(0)
+        box = TestCube(0.5 * (lo_p + hi_p), float(np.max(hi_p - lo_p)))
+        info["candidates_tried"] = pool.attempts
+        return Plan(robot.name, setup, box, q, pos, iso9283_points(box), q[0].copy(), seed, selection, info)
     if cube is None:
         q0 = reference_configuration(robot, setup, _default_probe(robot, setup)) if q_ref is None else np.asarray(q_ref, float)
         cube = largest_test_cube(robot, setup, q0)
@@ -460,9 +554,13 @@ def plan_measurements(robot: RobotModel, setup: CellSetup, count: int, *, seed: 
         if jacobian_blocks is None:
             raise ValueError("optimal: D-optimal selection needs the identification Jacobian")
         pool = sample_poses(robot, setup, cube, optimal_from, q_ref, seed=seed)
-        chosen = select_d_optimal(jacobian_blocks(pool.q), count)
+        blocks = jacobian_blocks(pool.q)
+        greedy = select_d_optimal(blocks, count, exchange=False)
+        chosen = select_d_optimal(blocks, count)
         poses = PoseSet(pool.q[chosen], pool.positions[chosen], pool.attempts)
-        selection = f"d-optimal from {optimal_from}"
+        selection = f"d-optimal (greedy + DetMax exchange) from {optimal_from}"
+        info["log_det"] = {"greedy": _log_det(blocks, greedy, 1e-9), "exchange": _log_det(blocks, chosen, 1e-9),
+                           "first_drawn": _log_det(blocks, range(count), 1e-9)}
     else:
         poses = sample_poses(robot, setup, cube, count, q_ref, seed=seed)
     info["candidates_tried"] = poses.attempts

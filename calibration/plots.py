@@ -1,4 +1,4 @@
-"""Error-per-pose plots (seed 004 Fig. 5 / Fig. 6 style), PNG via matplotlib, imported lazily."""
+"""Error-per-pose plots (Li et al. 2023 Fig. 5 / Fig. 6 style), PNG via matplotlib, imported lazily."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The seed 004 experiment replayed on the simulated UR5, end to end, in one call.
+"""The Li et al. 2023 experiment replayed on the simulated UR5, end to end, in one call.
 
-The simulated robot carries seed 004's own identified deviations (Table 3, combined row) and joint
+The simulated robot carries Li et al.'s own identified deviations (Table 3, combined row) and joint
 stiffness; a simulated AT960 measures it. The run plans 50 poses in the largest test cube, measures
 them unloaded and a D-optimal 20 of them with the paper's payload, identifies the geometry by the
 three methods of Table 4, evaluates them on the identification poses (as the paper does) and on
@@ -28,7 +28,7 @@ from .simulation import (DEFAULT_TOOL_OFFSET, DEFAULT_TRACKER_POSITION, TrackerN
 from .stiffness import Load, compliance_regressor
 
 TABLE4_METHODS = ("nominal", "geometric", "geometric-stiffness", "combined")
-SEED004_FLOOR_Z = -0.089159  # the UR5 mounting plane in seed 004's frame 0 (UR d1)
+SEED004_FLOOR_Z = -0.089159  # the UR5 mounting plane in Li et al.'s frame 0 (UR d1)
 
 
 def loaded_subset(gm, q: np.ndarray, load: Load, count: int) -> np.ndarray:
@@ -46,13 +46,14 @@ def iso_targets(setup: CellSetup, points: np.ndarray) -> np.ndarray:
     return T @ trans(*setup.tool_offset)
 
 
-def _rows(results: dict, sets: dict) -> dict:
-    return {m: error_stats(results[m].errors(sets)) for m in TABLE4_METHODS}
+def _rows(results: dict, sets) -> dict:
+    return {m: error_stats(r.errors(sets)) for m, r in results.items()}
 
 
 def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loaded_poses: int = LOADED_POSES,
                        holdout: int = 200, noise: TrackerNoise = TrackerNoise(), identify_tool: bool = False,
-                       identify_base: bool = False, base_error=None, tool_error=None, cube=None) -> dict:
+                       identify_base: bool = False, base_error=None, tool_error=None, cube=None,
+                       extra_methods=()) -> dict:
     """Run the whole replay; returns a JSON-ready report (errors in mm)."""
     gm, cell = seed004_cell(seed=seed, noise=noise, base_error=base_error, tool_error=tool_error)
     robot = gm.robot
@@ -68,9 +69,9 @@ def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loade
     truth = {"no_load": MeasurementSet(held.q, cell.robot.positions(held.q)),
              "loaded": MeasurementSet(held.q, cell.robot.positions(held.q, load), load=load)}
     tracked = {k: MeasurementSet(v.q, cell.tracker.measure(v.p), load=v.load) for k, v in truth.items()}
-    free = preset_free_names(gm, "seed004", identify_base=identify_base, identify_tool=identify_tool)
+    free = preset_free_names(gm, "li2023", identify_base=identify_base, identify_tool=identify_tool)
     results = {"nominal": nominal_result(gm)}
-    for method in TABLE4_METHODS[1:]:
+    for method in TABLE4_METHODS[1:] + tuple(extra_methods):
         results[method] = calibrate(gm, noload, loaded, method=method, free_names=free)
     combined = results["combined"]
     fit_sets = {"no_load": noload, "loaded": loaded}
@@ -131,7 +132,7 @@ def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loade
             "tracker_position_m": list(DEFAULT_TRACKER_POSITION),
             "tracker_noise": {"sigma_um": noise.sigma_m * 1e6, "sigma_um_per_m": noise.sigma_per_m * 1e6,
                               "meaning": "per-axis standard deviation = sigma_um + sigma_um_per_m * range"},
-            "true_geometry": "seed 004 Table 3 (combined identification)",
+            "true_geometry": "Li et al. 2023 Table 3 (combined identification)",
             "true_stiffness_Nm_per_rad": TABLE3_STIFFNESS.tolist(),
             "cube": plan.cube.to_dict(), "loaded_pose_ids": [plan.ids[i] for i in sub],
             "identified_parameters": free, "identify_base": identify_base, "identify_tool": identify_tool,
@@ -143,21 +144,21 @@ def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loade
         "paper": {"table4_mm_mean_max_min": TABLE4, "table5_mm_mean_max_min": TABLE5,
                   "table5_max_reduction": TABLE5_MAX_REDUCTION},
         "_per_pose_mm": {  # for plots; dropped from --json output by the CLI unless asked
-            cond: {m: (results[m].errors(truth[cond]) * 1000).tolist() for m in TABLE4_METHODS}
+            cond: {m: (results[m].errors(truth[cond]) * 1000).tolist() for m in results}
             for cond in ("no_load", "loaded")},
     }
 
 
 def format_replay(report: dict) -> str:
-    """Seed 004 Table 4/5-style text."""
+    """Li et al. 2023 Table 4/5-style text."""
     lines = []
     sc = report["scenario"]
-    lines.append(f"seed 004 replay (simulated {sc['robot']}, seed {sc['seed']}): {sc['noload_poses']} unloaded + "
+    lines.append(f"Li et al. 2023 replay (simulated {sc['robot']}, seed {sc['seed']}): {sc['noload_poses']} unloaded + "
                  f"{sc['loaded_poses']} loaded poses ({sc['load']['mass_kg']} kg), {sc['held_out_poses']} held-out poses, "
                  f"tracker noise {sc['tracker_noise']['sigma_um']:.0f} um + {sc['tracker_noise']['sigma_um_per_m']:.0f} um/m per axis")
     lines.append(f"test cube: centre {np.round(sc['cube']['center'], 3).tolist()} m, edge {sc['cube']['edge']:.3f} m")
     names = {"nominal": "nominal", "geometric": "geometric", "geometric-stiffness": "geometric then stiffness",
-             "combined": "combined"}
+             "combined": "combined", "combined-gravity": "combined-gravity"}
     paper_key = {"nominal": "nominal", "geometric": "geometric", "geometric-stiffness": "geometric_then_stiffness",
                  "combined": "combined"}
     lines.append("")
@@ -166,8 +167,8 @@ def format_replay(report: dict) -> str:
     lines.append(header)
     for cond in ("no_load", "loaded"):
         t = report["table4_mm"][cond]
-        for m in TABLE4_METHODS:
-            paper = report["paper"]["table4_mm_mean_max_min"][cond].get(paper_key[m])
+        for m in t["held_out_true"]:
+            paper = report["paper"]["table4_mm_mean_max_min"][cond].get(paper_key.get(m, ""))
             cells = [_fmt(t[k][m]) for k in ("identification_poses_measured", "held_out_true", "held_out_measured")]
             pp = "—" if paper is None else " / ".join(f"{v:.3f}" for v in paper)
             lines.append(f"{cond.replace('_', '-'):9}{names[m]:26}" + "".join(f"{c:>24}" for c in cells) + f"{pp:>24}")

@@ -1,4 +1,4 @@
-"""Numbers published in seed 004 (Li, Sui, Wang, Shan, Huo: "Kinematics application calibration
+"""Numbers published in Li et al. 2023 (Li, Sui, Wang, Shan, Huo: "Kinematics application calibration
 method of collaborative robot", J. Univ. Chinese Academy of Sciences 2023, 40(4):555-565).
 
 Only facts from the paper live here (converted to SI where stated); how they are used is in
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 DATA_DIR = Path(__file__).parent / "data"
-UR5_SEED004_MODEL = DATA_DIR / "ur5_seed004.toml"
+UR5_SEED004_MODEL = DATA_DIR / "ur5_li2023.toml"
 
 # Table 3, "combined identification" (综合辨识) rows 1..6: alpha deg, a mm, d mm, theta deg.
 TABLE3_COMBINED = np.array([

@@ -23,7 +23,8 @@ import numpy as np
 from .combined import MeasurementSet
 from .parameters import GeometricModel, geometric_model
 from .seed004 import TABLE3_COMBINED, TABLE3_STIFFNESS, UR5_SEED004_MODEL, table_to_si
-from .stiffness import Load, deflected_positions
+from .parameters import all_target_positions, robot_for
+from .stiffness import Load, deflected_positions, joint_deflection
 
 DEFAULT_TOOL_OFFSET = (0.040, 0.040, 0.030)  # m: target ball on a bracket, off the joint-6 axis (assumed)
 DEFAULT_TRACKER_POSITION = (2.0, 0.0, 0.2)  # m in the robot base frame: 2 m in front of the arm (assumed)
@@ -66,6 +67,12 @@ class SimulatedRobot:
     def positions(self, q, load: Load | None = None) -> np.ndarray:
         return deflected_positions(self.gm, self.params, q, self.compliance, load, links=True)
 
+    def points(self, q, load: Load | None = None) -> np.ndarray:
+        """Every target's position, (N, K, 3), with the joints deflected by gravity and the payload."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        robot = robot_for(self.gm, self.params)
+        return all_target_positions(self.gm, self.params, q + joint_deflection(robot, q, self.compliance, load))
+
 
 class PoseMeasurer(Protocol):
     """Move the robot to joint angles q and return the tracker reading of the target ball."""
@@ -90,7 +97,7 @@ def measure_poses(measurer: PoseMeasurer, q: np.ndarray, load: Load | None = Non
     return MeasurementSet(q, p, list(ids) if ids is not None else [], load)
 
 
-# --------------------------------------------------------------------------- the seed 004 UR5
+# --------------------------------------------------------------------------- the Li et al. 2023 UR5
 
 
 def load_seed004_robot():
@@ -100,7 +107,7 @@ def load_seed004_robot():
 
 
 def seed004_true_parameters(gm: GeometricModel) -> np.ndarray:
-    """gm's nominal vector with the rows replaced by seed 004 Table 3 (combined identification).
+    """gm's nominal vector with the rows replaced by Li et al. 2023 Table 3 (combined identification).
 
     The deviations from Table 2 are the paper's own estimate of a real UR5: up to 0.53 mm and 0.34
     degree, with joints 3-4 tilted by 0.04 and -0.24 degree off parallel.
@@ -115,7 +122,7 @@ def seed004_true_parameters(gm: GeometricModel) -> np.ndarray:
 def seed004_cell(*, seed: int = 0, tool_offset=DEFAULT_TOOL_OFFSET, tracker_position=DEFAULT_TRACKER_POSITION,
                  noise: TrackerNoise = TrackerNoise(), base_error=None, tool_error=None,
                  hayati_rows=()) -> tuple[GeometricModel, SimulatedCell]:
-    """The nominal calibration model and a simulated cell whose UR5 is seed 004's Table 3 robot.
+    """The nominal calibration model and a simulated cell whose UR5 is Li et al.'s Table 3 robot.
 
     ``base_error`` (6: x y z m, rx ry rz rad) misaligns the true base against the nominal one and
     ``tool_error`` (3, m) displaces the true ball from its nominal offset: the errors of a real set-up

@@ -1,4 +1,4 @@
-"""Joint stiffness (seed 004 eqs. 15-25): deflection under link gravity and a payload, and the
+"""Joint stiffness (Li et al. 2023 eqs. 15-25): deflection under link gravity and a payload, and the
 identification of joint compliances from loaded-minus-unloaded positions.
 
 Model. Joint i is a torsional spring, tau_i = k_i dtheta_i (eq. 16). The encoder reads the motor
@@ -7,7 +7,7 @@ side q; the link side settles where the spring carries the static load:
 where the holding torque is what the joints must supply against link gravity (eqs. 21-24, computed
 by the shared RNEA ``gravity_torques`` on the current geometry) and against the payload
 (eq. 19, J_F^T F with J_F the Jacobian of the payload's centre of mass). The first iterate of this
-fixed point, dX = J C tau, is seed 004's eq. 20/25; iterating to the fixed point removes the
+fixed point, dX = J C tau, is Li et al.'s eq. 20/25; iterating to the fixed point removes the
 second-order error of that linearisation (a few micrometres on a UR5) at a negligible cost.
 
 Units: compliance in rad/(N·m); stiffness in N·m/rad.
@@ -24,7 +24,8 @@ from robodyn.robot.dynamics import gravity_torques
 from robodyn.robot.kinematics import geometric_jacobian
 from robodyn.robot.model import RobotModel
 
-from .parameters import GeometricModel, base_transform, robot_for, target_positions, tool_offset
+from .parameters import (GeometricModel, all_target_positions, base_transform, robot_for, target_positions,
+                         tool_offset)
 
 DEFLECTION_TOL = 1e-13  # rad: fixed-point stop, far below any measurable angle
 DEFLECTION_MAX_ITER = 50
@@ -78,18 +79,36 @@ def holding_torques(robot: RobotModel, q: np.ndarray, load: Load | None = None, 
     return tau
 
 
+def backlash_lean(tau_hold: np.ndarray, backlash, scale) -> np.ndarray:
+    """How far a joint with gear play leans under a static load: half the play, against the holding
+    torque (the link rests on the flank gravity pushes it to), smoothed over +-``scale`` N·m so the
+    model stays differentiable where the torque changes sign."""
+    b = np.zeros(tau_hold.shape[-1]) if backlash is None else np.asarray(backlash, float)
+    if not np.any(b):
+        return np.zeros_like(tau_hold)
+    s = np.maximum(np.asarray(scale, float), 1e-9)
+    return -0.5 * b * np.tanh(tau_hold / s)
+
+
 def joint_deflection(robot: RobotModel, q, compliance, load: Load | None = None, *,
-                     links: bool = True) -> np.ndarray:
-    """Link-side minus encoder angles, solving theta = q - C tau_hold(theta), (N, n)."""
+                     links: bool = True, backlash=None, backlash_scale=None) -> np.ndarray:
+    """Link-side minus encoder angles, solving theta = q - C tau_hold(theta) [- lean(theta)], (N, n).
+
+    ``backlash`` (rad per joint) adds the gear-play lean of :func:`backlash_lean`.
+    """
     q = np.atleast_2d(np.asarray(q, dtype=float))
     c = np.asarray(compliance, dtype=float)
     if c.shape != (robot.dof,):
         raise ValueError(f"compliance: expected {robot.dof} values, got shape {c.shape}")
-    if not links and (load is None or load.mass == 0):
+    play = backlash is not None and np.any(backlash)
+    if not links and (load is None or load.mass == 0) and not play:
         return np.zeros_like(q)
     dtheta = np.zeros_like(q)
     for _ in range(DEFLECTION_MAX_ITER):
-        new = -c * holding_torques(robot, q + dtheta, load, links=links)
+        tau = holding_torques(robot, q + dtheta, load, links=links)
+        new = -c * tau
+        if play:
+            new = new + backlash_lean(tau, backlash, backlash_scale)
         change = float(np.max(np.abs(new - dtheta))) if new.size else 0.0
         dtheta = new
         if change < DEFLECTION_TOL:
@@ -98,11 +117,11 @@ def joint_deflection(robot: RobotModel, q, compliance, load: Load | None = None,
 
 
 def deflected_positions(gm: GeometricModel, params: np.ndarray, q, compliance, load: Load | None = None, *,
-                        links: bool = True) -> np.ndarray:
+                        links: bool = True, target: int = 0) -> np.ndarray:
     """Target positions with the joints deflected by gravity and/or the payload, (N, 3)."""
     q = np.atleast_2d(np.asarray(q, dtype=float))
     robot = robot_for(gm, params)
-    return target_positions(gm, params, q + joint_deflection(robot, q, compliance, load, links=links))
+    return target_positions(gm, params, q + joint_deflection(robot, q, compliance, load, links=links), target)
 
 
 # --------------------------------------------------------------------------- identification
@@ -122,18 +141,19 @@ class ComplianceFit:
             return np.where(self.compliance > 0, 1.0 / self.compliance, np.inf)
 
 
-def compliance_regressor(gm: GeometricModel, params: np.ndarray, q: np.ndarray, load: Load) -> np.ndarray:
-    """A (3N, n) with A c = position change caused by the payload (eq. 20: J K^-1 J_F^T F)."""
+def compliance_regressor(gm: GeometricModel, params: np.ndarray, q: np.ndarray, load: Load,
+                         target: int = 0) -> np.ndarray:
+    """A (3N, n) with A c = position change of a target caused by the payload (eq. 20: J K^-1 J_F^T F)."""
     robot = robot_for(gm, params)
     tau_load = -payload_holding_torques(robot, q, load)  # the payload's torque on each joint
-    J = joint_position_jacobian(gm, params, q)
+    J = joint_position_jacobian(gm, params, q, target)
     return (J * tau_load[:, None, :]).reshape(-1, gm.dof)
 
 
-def joint_position_jacobian(gm: GeometricModel, params: np.ndarray, q: np.ndarray) -> np.ndarray:
+def joint_position_jacobian(gm: GeometricModel, params: np.ndarray, q: np.ndarray, target: int = 0) -> np.ndarray:
     """d(target position)/dq in the measurement frame, (N, 3, n): the shared geometric Jacobian."""
     robot = robot_for(gm, params)
-    J = geometric_jacobian(robot, np.atleast_2d(q), point_in_tool=tool_offset(gm, params))[:, :3, :]
+    J = geometric_jacobian(robot, np.atleast_2d(q), point_in_tool=tool_offset(gm, params, target))[:, :3, :]
     return np.einsum("ij,njk->nik", base_transform(gm, params)[:3, :3], J)
 
 
@@ -149,10 +169,16 @@ def identify_compliance(gm: GeometricModel, params: np.ndarray, q: np.ndarray, d
     """
     q = np.atleast_2d(np.asarray(q, dtype=float))
     delta_p = np.asarray(delta_p, dtype=float)
-    if delta_p.shape != (q.shape[0], 3):
+    if delta_p.ndim == 2:
+        delta_p = delta_p[:, None, :]
+    if delta_p.ndim != 3 or delta_p.shape[0] != q.shape[0] or delta_p.shape[2] != 3:
         raise ValueError(f"loaded: expected {q.shape[0]} displacement rows, got shape {delta_p.shape}")
     prior = np.asarray(prior, dtype=float)
-    A = compliance_regressor(gm, params, q, load)
+    seen = np.isfinite(delta_p).all(-1)  # (N, K): measured both with and without the payload
+    A = np.vstack([compliance_regressor(gm, params, q[seen[:, k]], load, k)
+                   for k in range(delta_p.shape[1]) if seen[:, k].any()])
+    targets = [k for k in range(delta_p.shape[1]) if seen[:, k].any()]
+    delta_p = np.concatenate([delta_p[seen[:, k], k] for k in targets])  # rows in the order of A
     norms = np.linalg.norm(A, axis=0)
     excitation = norms / max(float(norms.max()), 1e-300)
     ident = excitation > excitation_tol
@@ -164,10 +190,10 @@ def identify_compliance(gm: GeometricModel, params: np.ndarray, q: np.ndarray, d
     c = prior.copy()
     c[ident] = sol.x / scale
     if refine:
-        c = _refine_compliance(gm, params, q, delta_p, load, c, ident)
+        c = _refine_compliance(gm, params, q, seen, targets, delta_p, load, c, ident)
     # standard deviations from the linearised problem at the solution
     if refine:
-        resid = (delta_p - _load_displacement(gm, params, q, load, c)).reshape(-1)
+        resid = (delta_p - _load_displacement(gm, params, q, seen, targets, load, c)).reshape(-1)
     else:
         resid = b - A[:, ident] @ c[ident]
     dof = max(b.size - int(ident.sum()), 1)
@@ -178,20 +204,23 @@ def identify_compliance(gm: GeometricModel, params: np.ndarray, q: np.ndarray, d
     return ComplianceFit(c, ident, std, float(np.sqrt(np.mean(resid ** 2))), excitation)
 
 
-def _load_displacement(gm, params, q, load, compliance) -> np.ndarray:
-    with_load = deflected_positions(gm, params, q, compliance, load, links=True)
-    without = deflected_positions(gm, params, q, compliance, None, links=True)
-    return with_load - without
+def _load_displacement(gm, params, q, seen, targets, load, compliance) -> np.ndarray:
+    robot = robot_for(gm, params)
+    q_with = q + joint_deflection(robot, q, compliance, load, links=True)
+    q_without = q + joint_deflection(robot, q, compliance, None, links=True)
+    with_load = all_target_positions(gm, params, q_with)
+    without = all_target_positions(gm, params, q_without)
+    return np.concatenate([(with_load - without)[seen[:, k], k] for k in targets])
 
 
-def _refine_compliance(gm, params, q, delta_p, load, c0, ident) -> np.ndarray:
+def _refine_compliance(gm, params, q, seen, targets, delta_p, load, c0, ident) -> np.ndarray:
     idx = np.flatnonzero(ident)
     scale = np.maximum(c0[idx], 1e-9)
 
     def residual(x):
         c = c0.copy()
         c[idx] = x * scale
-        return (_load_displacement(gm, params, q, load, c) - delta_p).reshape(-1)
+        return (_load_displacement(gm, params, q, seen, targets, load, c) - delta_p).reshape(-1)
 
     sol = least_squares(residual, c0[idx] / scale, bounds=(0.0, np.inf), method="trf", max_nfev=50,
                         x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12)

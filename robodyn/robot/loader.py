@@ -12,6 +12,7 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
+from .joint_map import JointMap
 from .kinematics import chain_from_dh
 from .model import (LIMIT_FIELDS, DHTable, RobotModel, build_model, check_inertia_com,
                     inertia_matrix, standard_parameters)
@@ -63,6 +64,8 @@ def model_from_toml(path: str | Path) -> RobotModel:
 
 def model_from_dict(doc: dict, origin: str = "<dict>") -> RobotModel:
     """Build a model from the parsed TOML document (schema in data/FORMAT.md)."""
+    if "urdf" in doc:
+        return _model_from_urdf_reference(doc, origin)
     convention = doc.get("convention")
     if convention not in ("mdh", "dh"):
         raise ValueError(f"convention: expected 'mdh' or 'dh', got {convention!r} ({origin})")
@@ -135,4 +138,50 @@ def model_from_dict(doc: dict, origin: str = "<dict>") -> RobotModel:
         fixed=fixed, tool=tool, inertial=inertial, gravity=gravity, limits=limits,
         gear_ratio=gear, rotor_inertia=rotor, dh=dh, description=str(doc.get("description", "")),
         sources={str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {},
+        joint_map=_joint_map(doc, n),
     )
+
+
+def _joint_map(doc: dict, n: int) -> JointMap | None:
+    """The optional [joint_map] table: controller joint values -> the model's joint variables."""
+    table = doc.get("joint_map")
+    return None if table is None else JointMap.from_dict(table, n)
+
+
+URDF_REFERENCE_KEYS = ("urdf", "name", "description", "gravity", "tip_link", "joint_map", "sources", "calibration",
+                       "limits")
+
+
+def _model_from_urdf_reference(doc: dict, origin: str) -> RobotModel:
+    """A TOML file that names a URDF (relative to the TOML file) and adds what URDF cannot say:
+    the joint map, the gravity vector, acceleration and jerk limits (FORMAT.md, "A URDF with a joint map")."""
+    unknown = sorted(set(doc) - set(URDF_REFERENCE_KEYS))
+    if unknown:
+        raise ValueError(f"{unknown[0]}: not allowed beside 'urdf' ({origin}); a URDF reference takes "
+                         f"{', '.join(URDF_REFERENCE_KEYS)}")
+    ref = doc["urdf"]
+    if not isinstance(ref, str) or not ref:
+        raise ValueError(f"urdf: expected a file name, got {ref!r} ({origin})")
+    base = Path(origin).parent if origin != "<dict>" else Path(".")
+    path = (base / ref) if not Path(ref).is_absolute() else Path(ref)
+    if not path.exists():
+        raise ValueError(f"urdf: file {str(path)!r} does not exist ({origin})")
+    gravity = doc.get("gravity", [0.0, 0.0, -9.81])
+    if not isinstance(gravity, list) or len(gravity) != 3:
+        raise ValueError(f"gravity: expected 3 numbers, got {gravity!r}")
+    gravity = [_number(f"gravity[{k}]", g) for k, g in enumerate(gravity)]
+    limits = doc.get("limits")
+    if limits is not None and not isinstance(limits, dict):
+        raise ValueError("limits: expected a table of per-joint lists (qdd_max, qddd_max, ...)")
+    from dataclasses import replace
+
+    from .urdf import model_from_urdf
+
+    model = model_from_urdf(path, tip_link=doc.get("tip_link"), name=doc.get("name"), gravity=gravity,
+                            limits_override=limits)
+    extra = {}
+    if "description" in doc:
+        extra["description"] = str(doc["description"])
+    if isinstance(doc.get("sources"), dict):
+        extra["sources"] = {str(k): str(v) for k, v in doc["sources"].items()}
+    return replace(model, joint_map=_joint_map(doc, model.dof), **extra)

@@ -20,6 +20,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .joint_map import JointMap
+
 REVOLUTE = 0
 PRISMATIC = 1
 JOINT_TYPE_CODES = {"revolute": REVOLUTE, "prismatic": PRISMATIC}
@@ -67,10 +69,23 @@ class RobotModel:
     dh: DHTable | None = None
     description: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
+    # controller joint values -> the joint variables above (q_model = M q_controller + offset);
+    # None means the identity: the controller's values are the model's
+    joint_map: JointMap | None = None
+
+    def __post_init__(self):
+        if self.joint_map is None:
+            object.__setattr__(self, "joint_map", JointMap.identity(self.dof))
+        elif self.joint_map.dof != self.dof:
+            raise ValueError(f"joint_map: maps {self.joint_map.dof} joints but the model has {self.dof}")
 
     @property
     def dof(self) -> int:
         return int(self.joint_types.shape[0])
+
+    def with_joint_map(self, joint_map: JointMap | None) -> "RobotModel":
+        """The same robot whose controller reports joint values through ``joint_map``."""
+        return replace(self, joint_map=joint_map)
 
     def with_gravity(self, gravity: Sequence[float]) -> "RobotModel":
         """The same robot with another gravity vector (mounted or tilted base)."""
@@ -109,7 +124,8 @@ class RobotModel:
             "convention": self.dh.convention if self.dh is not None else "urdf",
             "joints": joints,
             "sources": dict(self.sources),
-        }
+        } | ({} if self.joint_map.is_identity else {"joint_map": self.joint_map.to_dict(),
+                                                    "joint_map_text": self.joint_map.describe()})
 
 
 def _json_float(x: float):
@@ -214,7 +230,7 @@ def build_model(*, name: str, joint_names: Sequence[str], joint_types: Sequence[
                 limits: Mapping[str, Sequence[float]] | None = None,
                 gear_ratio=None, rotor_inertia=None, dh: DHTable | None = None,
                 description: str = "", sources: Mapping[str, str] | None = None,
-                allow_infinite_limits: bool = False) -> RobotModel:
+                allow_infinite_limits: bool = False, joint_map: JointMap | None = None) -> RobotModel:
     """Validate every field and assemble a :class:`RobotModel`.
 
     Raises ``ValueError`` naming the offending field on any inconsistency.
@@ -275,7 +291,7 @@ def build_model(*, name: str, joint_names: Sequence[str], joint_types: Sequence[
         name=name, joint_names=tuple(joint_names), joint_types=np.asarray(codes, dtype=np.int8),
         fixed=fixed.copy(), tool=tool.copy(), gravity=g, inertial=inertial.copy(),
         gear_ratio=gear, rotor_inertia=rotor, dh=dh, description=description,
-        sources=dict(sources or {}), **lim,
+        sources=dict(sources or {}), joint_map=joint_map, **lim,
     )
 
 

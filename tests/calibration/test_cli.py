@@ -31,11 +31,11 @@ def workdir(tmp_path_factory):
 def calibrated(workdir):
     """plan -> measure (unloaded, loaded) -> identify, as a user would; returns the paths."""
     d = workdir
-    assert main(["calibrate", "plan", "--poses", "40", "--loaded", "16", "--seed", "2", "--out", str(d / "poses.json")]) == 0
+    assert main(["calibrate", "plan", "--robot", "ur5_li2023", "--poses", "40", "--loaded", "16", "--seed", "2", "--out", str(d / "poses.json")]) == 0
     assert main(["calibrate", "measure", str(d / "poses.json"), "--out", str(d / "meas.csv"), "--units", "mm"]) == 0
     assert main(["calibrate", "measure", str(d / "poses.json"), "--load", LOAD, "--out", str(d / "meas_load.csv")]) == 0
-    assert main(["calibrate", "identify", str(d / "meas.csv"), "--loaded", str(d / "meas_load.csv"),
-                 "--out", str(d / "calib.json")]) == 0
+    assert main(["calibrate", "identify", str(d / "meas.csv"), "--robot", "ur5_li2023", "--loaded",
+                 str(d / "meas_load.csv"), "--out", str(d / "calib.json")]) == 0
     return d
 
 
@@ -43,17 +43,20 @@ def test_plan_measure_identify_evaluate(calibrated, capsys):
     d = calibrated
     plan = json.loads((d / "poses.json").read_text())
     assert len(plan["poses"]) == 40 and len(plan["loaded_pose_ids"]) == 16
-    loaded_ids = [l.split(",")[0] for l in (d / "meas_load.csv").read_text().splitlines()[8:]]
+    loaded_ids = [l.split(",")[0] for l in (d / "meas_load.csv").read_text().splitlines()
+                  if not l.startswith(("#", "pose_id"))]
     assert loaded_ids == plan["loaded_pose_ids"]  # the loaded run measured the plan's loaded subset
-    code, out, _ = run(capsys, "identify", str(d / "meas.csv"), "--loaded", str(d / "meas_load.csv"),
-                       "--out", str(d / "calib2.json"), "--json")
+    code, out, _ = run(capsys, "identify", str(d / "meas.csv"), "--robot", "ur5_li2023", "--loaded",
+                       str(d / "meas_load.csv"), "--out", str(d / "calib2.json"), "--json")
     assert code == 0
     rep = json.loads(out)
-    assert rep["units"] == {"position": "mm", "angle": "rad"}
+    assert rep["units"] == {"position": "mm", "angle": "rad", "joint_values": "controller"}
+    assert rep["method"] == "combined"  # what a loaded set supports
     assert rep["evaluation"]["loaded"]["after"]["mean_mm"] < 0.1 < rep["evaluation"]["loaded"]["before"]["mean_mm"]
     assert "d3" in [x["name"] for x in rep["dropped"]]
     # held-out poses: a second plan with another seed, measured with fresh noise
-    assert main(["calibrate", "plan", "--poses", "60", "--seed", "9", "--out", str(d / "hold.json")]) == 0
+    assert main(["calibrate", "plan", "--robot", "ur5_li2023", "--poses", "60", "--seed", "9",
+                 "--out", str(d / "hold.json")]) == 0
     assert main(["calibrate", "measure", str(d / "hold.json"), "--seed", "5", "--load", LOAD, "--subset", "all",
                  "--out", str(d / "hold_load.csv")]) == 0
     capsys.readouterr()
@@ -62,9 +65,10 @@ def test_plan_measure_identify_evaluate(calibrated, capsys):
     ev = json.loads(out)
     assert ev["load"]["mass_kg"] == 4.678  # taken from the CSV metadata
     assert ev["after"]["mean_mm"] < 0.06 and ev["before"]["mean_mm"] > 1.0 and ev["max_reduction"] > 0.9
-    assert len(ev["per_pose_mm"]["after"]) == 60
+    assert len(ev["per_point_mm"]["after"]) == 60
     code, out, _ = run(capsys, "evaluate", str(d / "calib.json"), str(d / "hold_load.csv"))
-    assert code == 0 and "before (nominal)" in out and "after (combined)" in out
+    assert code == 0 and "before: nominal model (base frame as measured)" in out and "after (combined)" in out
+    assert "before: nominal model + base fitted to this set" in out
 
 
 def test_compensate(calibrated, capsys):
@@ -89,18 +93,21 @@ def test_export_urdf_reproduces_the_calibrated_kinematics(calibrated, capsys):
     model = model_from_urdf(path)
     q = np.random.default_rng(0).uniform(-2, 2, size=(10, 6))
     assert np.allclose(forward_kinematics(model, q), forward_kinematics(robot_for(result.gm, result.params), q), atol=1e-12)
-    assert not np.allclose(forward_kinematics(model, q), forward_kinematics(load_robot("ur5_seed004"), q), atol=1e-5)
+    assert not np.allclose(forward_kinematics(model, q), forward_kinematics(load_robot("ur5_li2023"), q), atol=1e-5)
+    assert load_robot("ur5_seed004").name == "ur5_li2023"  # the old name of the shipped model still loads
     assert "joint stiffness" in path.read_text()
 
 
 def test_identifiability_command(capsys):
-    code, out, _ = run(capsys, "identifiability", "--at", "seed004-truth", "--json")
+    code, out, _ = run(capsys, "identifiability", "--robot", "ur5_li2023", "--at", "li2023-truth", "--json")
     assert code == 0
     rep = json.loads(out)
     assert rep["requested"]["rank"] == 18 and rep["requested"]["condition_number"] > 1e6
     assert rep["after_dropping_structural_redundancies"]["parameter_count"] == 16
-    code, out, _ = run(capsys, "identifiability")
+    code, out, _ = run(capsys, "identifiability", "--robot", "ur5_li2023")
     assert code == 0 and "redundant: d3 ≈ +1·d2" in out
+    code, _, err = run(capsys, "identifiability")
+    assert code == 2 and "--robot: required" in err
 
 
 def test_replay_prints_table4_rows(capsys, replay_report):
@@ -117,20 +124,21 @@ def test_replay_prints_table4_rows(capsys, replay_report):
 
 
 def test_bad_input_gives_one_line_errors(calibrated, tmp_path, capsys):
-    code, _, err = run(capsys, "identify", str(calibrated / "meas.csv"), "--loaded", str(calibrated / "meas_load.csv"),
-                       "--units", "m", "--out", str(tmp_path / "x.json"))
+    code, _, err = run(capsys, "identify", str(calibrated / "meas.csv"), "--robot", "ur5_li2023", "--loaded",
+                       str(calibrated / "meas_load.csv"), "--units", "m", "--out", str(tmp_path / "x.json"))
     assert code == 2 and "units: m was given but the file says mm" in err
     code, _, err = run(capsys, "measure", str(calibrated / "poses.json"), "--load", "4.678,0,-36.86,29.85",
                        "--out", str(tmp_path / "x.csv"))
     assert code == 2 and "load.com" in err and "millimetres" in err
     code, _, err = run(capsys, "measure", str(calibrated / "poses.json"), "--daemon", "tcp://robot",
                        "--out", str(tmp_path / "x.csv"))
-    assert code == 2 and "issue 3" in err
+    assert code == 2 and "robodyn calibrate collect" in err
     few = tmp_path / "few.csv"
     lines = (calibrated / "meas.csv").read_text().splitlines()
-    few.write_text("\n".join(lines[:6 + 7]) + "\n")  # metadata + header + 7 poses
-    code, _, err = run(capsys, "identify", str(few), "--method", "geometric", "--units", "mm", "--angles", "rad",
-                       "--out", str(tmp_path / "x.json"))
+    head = sum(1 for l in lines if l.startswith("#")) + 1
+    few.write_text("\n".join(lines[:head + 7]) + "\n")  # metadata + header + 7 poses
+    code, _, err = run(capsys, "identify", str(few), "--robot", "ur5_li2023", "--method", "geometric", "--units",
+                       "mm", "--angles", "rad", "--out", str(tmp_path / "x.json"))
     assert code == 2 and "poses: 7 poses" in err
     # tracker-frame data: refused without --identify-base, calibrated with it
     moved = tmp_path / "tracker.csv"
@@ -143,11 +151,14 @@ def test_bad_input_gives_one_line_errors(calibrated, tmp_path, capsys):
         x, y, z = (float(v) for v in f[-3:])
         out_lines.append(",".join(f[:-3] + [repr(-y + 1500.0), repr(x + 800.0), repr(z - 300.0)]))
     moved.write_text("\n".join(out_lines) + "\n")
-    code, _, err = run(capsys, "identify", str(moved), "--method", "geometric", "--out", str(tmp_path / "x.json"))
+    code, _, err = run(capsys, "identify", str(moved), "--robot", "ur5_li2023", "--out", str(tmp_path / "x.json"))
     assert code == 2 and "not in the robot base frame" in err
-    code, out, _ = run(capsys, "identify", str(moved), "--method", "geometric", "--identify-base",
+    code, out, _ = run(capsys, "identify", str(moved), "--robot", "ur5_li2023", "--identify-base",
                        "--out", str(tmp_path / "x.json"), "--json")
-    assert code == 0 and json.loads(out)["evaluation"]["no_load"]["after"]["mean_mm"] < 0.3
+    rep = json.loads(out)
+    assert code == 0 and rep["evaluation"]["no_load"]["after"]["mean_mm"] < 0.3
+    assert rep["method"] == "geometric"  # unloaded-only data: the default is what they support
+    assert rep["base_frame"].startswith("fitted to the identification set")
 
 
 def test_plot_writes_a_png_or_says_matplotlib_is_missing(calibrated, tmp_path, capsys, monkeypatch):

@@ -22,7 +22,7 @@ def test_csv_round_trip_and_unit_detection(tmp_path, cell_and_meas):
     gm, _, meas = cell_and_meas
     for unit in ("m", "mm"):
         path = tmp_path / f"meas_{unit}.csv"
-        write_measurements_csv(path, meas, robot="ur5_seed004", tool=np.zeros(3), unit=unit)
+        write_measurements_csv(path, meas, robot="ur5_li2023", tool=np.zeros(3), unit=unit)
         text = path.read_text()
         stripped = tmp_path / f"bare_{unit}.csv"  # no metadata: the unit must be detected
         stripped.write_text("\n".join(l for l in text.splitlines() if not l.startswith("#")) + "\n")
@@ -50,7 +50,7 @@ def test_spatial_analyzer_style_export_in_mm_and_degrees(tmp_path, cell_and_meas
 def test_mm_data_declared_as_metres_is_refused(tmp_path, cell_and_meas):
     gm, _, meas = cell_and_meas
     path = tmp_path / "mm.csv"
-    write_measurements_csv(path, meas, robot="ur5_seed004", tool=np.zeros(3), unit="mm")
+    write_measurements_csv(path, meas, robot="ur5_li2023", tool=np.zeros(3), unit="mm")
     bare = tmp_path / "bare.csv"
     bare.write_text("\n".join(l for l in path.read_text().splitlines() if not l.startswith("#")) + "\n")
     with pytest.raises(ValueError, match=r"x/y/z: the measured positions of bare.csv do not match"):
@@ -68,7 +68,7 @@ def test_mm_data_declared_as_metres_is_refused(tmp_path, cell_and_meas):
 def test_mismatched_columns_name_the_field(tmp_path, cell_and_meas, edit, message):
     gm, _, meas = cell_and_meas
     path = tmp_path / "m.csv"
-    write_measurements_csv(path, meas, robot="ur5_seed004", tool=np.zeros(3))
+    write_measurements_csv(path, meas, robot="ur5_li2023", tool=np.zeros(3))
     lines = [l for l in path.read_text().splitlines() if not l.startswith("#")]
     header, rows = edit(lines[0], lines[1:])
     path.write_text("\n".join([header] + rows) + "\n")
@@ -88,11 +88,11 @@ def test_tracker_frame_data_is_recognised(cell_and_meas):
 def test_result_json_round_trip_predicts_the_same(cell_and_meas):
     gm, cell, meas = cell_and_meas
     result = calibrate(gm, meas, known_compliance=cell.robot.compliance)
-    back = result_from_dict(result_to_dict(result, "ur5_seed004"))
+    back = result_from_dict(result_to_dict(result, "ur5_li2023"))
     load = Load(4.678, (0.0, -0.03686, 0.02985))
     assert np.array_equal(back.params, result.params) and back.method == "combined"
     assert np.allclose(back.predict(meas.q, load), result.predict(meas.q, load), atol=1e-15)
-    doc = result_to_dict(result, "ur5_seed004")
+    doc = result_to_dict(result, "ur5_li2023")
     doc["parameters"]["a3"]["nominal"] += 1e-3
     with pytest.raises(ValueError, match="nominal values differ"):
         result_from_dict(doc)

@@ -19,7 +19,7 @@ def gm(seed004_robot):
 
 
 def test_paper_claim_all_18_identifiable_fails_at_the_nominal_geometry(gm):
-    names = preset_free_names(gm, "seed004")
+    names = preset_free_names(gm, "li2023")
     rep = analyse_identifiability(gm, gm.nominal, generic_configurations(gm, 50), names, NOISE)
     assert rep.rank == 16 and len(names) == 18
     assert rep.condition_number > 1e12
@@ -32,7 +32,7 @@ def test_paper_claim_all_18_identifiable_fails_at_the_nominal_geometry(gm):
 
 def test_at_the_true_geometry_all_18_have_full_rank_but_are_ill_conditioned(gm):
     # seed 004's argument: the tilts (alpha3 = 0.04 deg, alpha4 = -0.24 deg) separate d2, d3, d4 -- barely
-    names = preset_free_names(gm, "seed004")
+    names = preset_free_names(gm, "li2023")
     truth = seed004_true_parameters(gm)
     q = generic_configurations(gm, 50)
     rep = analyse_identifiability(gm, truth, q, names, NOISE)
@@ -60,7 +60,7 @@ def test_structural_redundancies_with_base_tool_and_standard_dh(gm):
 def test_hayati_betas_are_independent_where_the_d_columns_are_not(seed004_robot):
     plain = geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03))
     gm = geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03), hayati_rows=parallel_axis_rows(plain))
-    names = preset_free_names(gm, "seed004")
+    names = preset_free_names(gm, "li2023")
     assert {"beta3", "beta4"} <= set(names)
     usable, dropped, _ = usable_free_names(gm, names)
     assert [d.name for d in dropped] == ["d3", "d4"]
@@ -71,7 +71,7 @@ def test_hayati_betas_are_independent_where_the_d_columns_are_not(seed004_robot)
 def test_d_optimal_selection_beats_random_subsets(gm, seed004_robot, seed004_setup, seed004_cube):
     cube, q_ref = seed004_cube
     pool = sample_poses(seed004_robot, seed004_setup, cube, 150, q_ref, seed=4).q
-    usable, _, _ = usable_free_names(gm, preset_free_names(gm, "seed004"))
+    usable, _, _ = usable_free_names(gm, preset_free_names(gm, "li2023"))
     idx = gm.indices(usable)
     blocks = metric_columns(parameter_jacobian(gm, gm.nominal, pool)[:, :, idx], gm.angle_mask[idx])
     chosen = select_d_optimal(blocks, 30)

@@ -35,8 +35,8 @@ def test_base_and_tool_errors_need_their_parameters(poses):
     sub = loaded_subset(gm, q, LOAD, 20)
     loaded = measure_poses(cell, q[sub], LOAD)
     truth = _truth_set(cell, held)
-    paper = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "seed004"))
-    full = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "seed004", identify_base=True,
+    paper = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "li2023"))
+    full = calibrate(gm, noload, loaded, free_names=preset_free_names(gm, "li2023", identify_base=True,
                                                                       identify_tool=True))
     s_paper, s_full = error_stats(paper.errors(truth)), error_stats(full.errors(truth))
     assert s_full["mean_mm"] <= 0.03 and s_full["max_mm"] <= 0.1
@@ -76,7 +76,7 @@ def test_parameter_std_devs_match_the_actual_scatter(poses):
     q, _ = poses
     gm, cell = seed004_cell(seed=0)
     estimates, stds = [], []
-    free = preset_free_names(gm, "seed004")
+    free = preset_free_names(gm, "li2023")
     free = [n for n in free if n not in ("d3", "d4")]
     for k in range(12):
         cell.tracker = SimulatedTracker(cell.tracker.position, TrackerNoise(), seed=100 + k)
@@ -98,7 +98,7 @@ def test_too_few_poses_is_refused(poses):
     q, _ = poses
     gm, cell = seed004_cell()
     few = measure_poses(cell, q[:7])
-    with pytest.raises(ValueError, match=r"poses: 7 poses give 21 equations for 16 parameters; at least 8"):
+    with pytest.raises(ValueError, match=r"poses: 7 poses give 21 equations for 16 parameters; at least 24 equations \(8 poses"):
         calibrate(gm, few, method="geometric")
 
 
@@ -127,3 +127,36 @@ def test_loaded_set_must_pair_with_unloaded_poses(poses):
         calibrate(gm, measure_poses(cell, q, LOAD), method="geometric")
     with pytest.raises(ValueError, match="method"):
         calibrate(gm, noload, method="magic")
+
+
+def _one_more_pass(gm, result, noload, loaded):
+    """Steps 3-6 of the combined method once more, starting from its result: (length, angle) change."""
+    from robodyn.calibration.combined import _change
+    from robodyn.calibration.parameters import robot_for
+    from robodyn.calibration.stiffness import identify_compliance, joint_deflection
+
+    i_o, i_f = pair_loaded(noload, loaded)
+    prior = np.full(gm.dof, 1 / 50000.0)
+    cf = identify_compliance(gm, result.params, noload.q[i_o], loaded.p[i_f] - noload.p[i_o], LOAD, prior)
+    q_link = noload.q + joint_deflection(robot_for(gm, result.params), noload.q, cf.compliance, None, links=True)
+    again = fit_geometry(gm, q_link, noload, result.free_names, initial=result.params)
+    return _change(gm, again.params, result.params), cf.compliance
+
+
+def test_combined_method_iterates_to_its_fixed_point(poses):
+    # section 2.1 step 7: the combined method stops where one more pass changes nothing. Cut short
+    # (one iteration), the geometry still moves by micrometres and microradians on the next pass.
+    q, _ = poses
+    gm, cell = seed004_cell(seed=8)
+    noload = measure_poses(cell, q)
+    sub = loaded_subset(gm, q, LOAD, 20)
+    loaded = measure_poses(cell, q[sub], LOAD)
+    free = preset_free_names(gm, "li2023")
+    result = calibrate(gm, noload, loaded, method="combined", free_names=free)
+    assert result.converged and result.iterations >= 2
+    (dl, da), compliance = _one_more_pass(gm, result, noload, loaded)
+    assert dl < 1e-6 and da < 1e-6, (dl, da)
+    assert np.allclose(compliance, result.compliance, rtol=1e-3)
+    short = calibrate(gm, noload, loaded, method="combined", free_names=free, max_iterations=1)
+    (dl1, da1), _ = _one_more_pass(gm, short, noload, loaded)
+    assert max(dl1, da1) > 10 * max(dl, da, 1e-9)  # the test can tell a cut-short iteration

@@ -8,10 +8,10 @@ from robodyn.robot.loader import load_model, model_from_toml
 
 
 def _robot(name):
-    return model_from_toml(UR5_SEED004_MODEL) if name == "ur5_seed004" else load_model(name)
+    return model_from_toml(UR5_SEED004_MODEL) if name == "ur5_li2023" else load_model(name)
 
 
-@pytest.mark.parametrize("name", ["ur5_seed004", "ur5", "ur10e"])
+@pytest.mark.parametrize("name", ["ur5_li2023", "ur5", "ur10e"])
 def test_closed_form_ur_ik_returns_the_configuration_and_only_exact_solutions(name):
     robot = _robot(name)
     geometry = ur_geometry(robot)
@@ -37,7 +37,7 @@ def test_non_ur_chains_fall_back_to_the_numeric_ik():
 
 
 def test_unreachable_target_is_refused():
-    robot = _robot("ur5_seed004")
+    robot = _robot("ur5_li2023")
     far = np.eye(4)
     far[:3, 3] = [3.0, 0.0, 0.0]
     with pytest.raises(ValueError, match="target"):

@@ -10,7 +10,7 @@ from robodyn.robot.kinematics import forward_kinematics, rot_z, trans
 from robodyn.robot.loader import load_model, model_from_toml
 
 
-def test_shipped_seed004_model_is_the_ur5_with_the_same_joint_angles():
+def test_shipped_li2023_model_is_the_ur5_with_the_same_joint_angles():
     # Table 2 + flange d6 = UR's DH chain shifted down by d1; the re-expressed link data gives the same gravity
     seed, ur = model_from_toml(UR5_SEED004_MODEL), load_model("ur5")
     q = np.random.default_rng(0).uniform(-3, 3, size=(40, 6))
@@ -20,9 +20,9 @@ def test_shipped_seed004_model_is_the_ur5_with_the_same_joint_angles():
     assert np.allclose(np.rad2deg(seed.dh.theta), [0, 180, 0, 0, -180, 0])
 
 
-@pytest.mark.parametrize("name", ["ur5_seed004", "ur5", "scara", "panda"])
+@pytest.mark.parametrize("name", ["ur5_li2023", "ur5", "scara", "panda"])
 def test_target_positions_are_the_shared_forward_kinematics(name):
-    robot = model_from_toml(UR5_SEED004_MODEL) if name == "ur5_seed004" else load_model(name)
+    robot = model_from_toml(UR5_SEED004_MODEL) if name == "ur5_li2023" else load_model(name)
     base = trans(1.0, -2.0, 0.3) @ rot_z(0.7)
     tool = np.array([0.03, -0.02, 0.05])
     gm = geometric_model(robot, tool_offset=tool, base=base)
@@ -32,10 +32,10 @@ def test_target_positions_are_the_shared_forward_kinematics(name):
     assert np.allclose(forward_kinematics(robot_for(gm, gm.nominal), q), forward_kinematics(robot, q), atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["ur5_seed004", "ur5", "scara"])
+@pytest.mark.parametrize("name", ["ur5_li2023", "ur5", "scara"])
 def test_analytic_parameter_jacobian_matches_finite_differences(name):
     # seed 004 eqs. 10-13 for MDH, their standard-DH counterparts, prismatic joints, Hayati betas, base, tool
-    robot = model_from_toml(UR5_SEED004_MODEL) if name == "ur5_seed004" else load_model(name)
+    robot = model_from_toml(UR5_SEED004_MODEL) if name == "ur5_li2023" else load_model(name)
     plain = geometric_model(robot)
     gm = geometric_model(robot, tool_offset=(0.03, 0.04, 0.05), base=trans(0.5, 0.2, 0.1) @ rot_z(-1.0),
                          hayati_rows=parallel_axis_rows(plain))
@@ -64,10 +64,10 @@ def test_hayati_beta_tilts_the_next_axis_about_y():
 
 def test_seed004_preset_is_the_papers_18_parameters():
     gm = geometric_model(model_from_toml(UR5_SEED004_MODEL))
-    names = preset_free_names(gm, "seed004")
+    names = preset_free_names(gm, "li2023")
     assert names == ["alpha2", "a2", "d2", "theta2", "alpha3", "a3", "d3", "theta3", "alpha4", "a4", "d4", "theta4",
                      "alpha5", "a5", "d5", "theta5", "alpha6", "a6"]
-    assert len(preset_free_names(gm, "seed004", identify_base=True, identify_tool=True)) == 27
+    assert len(preset_free_names(gm, "li2023", identify_base=True, identify_tool=True)) == 27
 
 
 def test_bad_model_input_names_the_field():
@@ -89,6 +89,6 @@ def test_shipped_seed004_file_is_what_its_generator_writes(capsys):
     import runpy
     from pathlib import Path
 
-    script = Path(__file__).parents[2] / "bench" / "calibration_make_ur5_seed004.py"
+    script = Path(__file__).parents[2] / "bench" / "calibration_make_ur5_li2023.py"
     runpy.run_path(str(script), run_name="not_main")["main"]()
     assert capsys.readouterr().out == UR5_SEED004_MODEL.read_text()

@@ -86,3 +86,43 @@ def test_plan_round_trips_through_json(seed004_robot, seed004_setup, seed004_cub
     assert np.array_equal(back.q, plan.q) and back.ids[0] == "P001" and back.setup == plan.setup
     with pytest.raises(ValueError, match="plan"):
         Plan.from_dict({"format": "something else"})
+
+
+def test_detmax_exchange_leaves_no_improving_swap_and_beats_greedy():
+    from robodyn.calibration.planning import _log_det, select_d_optimal
+
+    rng = np.random.default_rng(3)
+    blocks = rng.normal(size=(40, 3, 7)) * rng.uniform(0.2, 2.0, size=(40, 1, 1))
+    greedy = select_d_optimal(blocks, 9, exchange=False)
+    chosen = select_d_optimal(blocks, 9)
+    assert len(set(chosen.tolist())) == 9
+    best = _log_det(blocks, chosen, 1e-9)
+    assert best > _log_det(blocks, greedy, 1e-9) + 1e-6  # greedy's early picks were worth a second look
+    for slot in range(9):  # DetMax's stopping rule: no single exchange raises the determinant
+        for cand in sorted(set(range(40)) - set(chosen.tolist())):
+            trial = chosen.copy()
+            trial[slot] = cand
+            assert _log_det(blocks, trial, 1e-9) <= best + 1e-9
+
+
+def test_joint_space_plan_for_an_arm_without_closed_form_ik(tmp_path, capsys):
+    # heavy6: coupled J2/J3, numeric IK only; the plan draws controller values in the given ranges
+    import json
+
+    from robodyn.calibration.files import load_robot
+    from robodyn.calibration.planning import CellSetup
+    from robodyn.cli import main
+
+    out = tmp_path / "plan.json"
+    assert main(["calibrate", "plan", "--robot", "heavy6", "--poses", "12", "--optimal", "80", "--joint-space",
+                 "--joint-range", "2:-30:50", "--joint-range", "3:-40:30", "--tool", "0.0693,0,0.06",
+                 "--tracker", "3.5,0,1.0", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["selection"].startswith("d-optimal") and summary["identifiability"]["rank"] > 15
+    assert summary["log_det"]["exchange"] >= summary["log_det"]["greedy"] > summary["log_det"]["first_drawn"]
+    robot = load_robot("heavy6")
+    q = np.array([p["q"] for p in json.loads(out.read_text())["poses"]])
+    qc = np.rad2deg(robot.joint_map.to_controller(q))
+    assert np.all((qc[:, 1] >= -30) & (qc[:, 1] <= 50) & (qc[:, 2] >= -40) & (qc[:, 2] <= 30))
+    setup = CellSetup(tracker_position=(3.5, 0.0, 1.0), tool_offset=(0.0693, 0.0, 0.06))
+    assert check_configurations(robot, q, setup)["valid"].all()

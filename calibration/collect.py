@@ -1,0 +1,445 @@
+"""`robodyn calibrate collect`: measure a calibration plan on the real robot.
+
+For every planned pose the robot is moved there through the acquisition daemon, with the same
+validation as every run (the daemon checks the trajectory and the move to its start against every
+limit before anything moves); a short hold trajectory lets it settle. The joint angles are then
+read at rest over a window (the mean of several fresh samples, refused when they spread), and a
+measurement is asked from a pluggable source:
+
+* ``file:RESULTS`` - the tracker software (or its operator) appends ``pose_id,x,y,z[,x2,y2,z2..]``
+  lines to a file; with ``--request-file`` robodyn appends ``pose_id,q1..qn`` there when the arm
+  is at rest, for a measurement script to pick up;
+* ``tcp:HOST:PORT`` - a line protocol: robodyn sends ``MEASURE pose_id q1 .. qn``; the hook
+  answers ``pose_id x y z [x2 y2 z2 ..]`` or ``pose_id NONE reason``.
+
+Coordinates are in ``--source-units`` (m or mm), one triple per target in the order of the
+targets. A pose whose measurement does not arrive within ``--timeout`` is skipped and reported,
+never guessed; the poses collected are written as a measurement CSV for ``calibrate identify``,
+with the joint values the controller reported at rest.
+
+:class:`SimulatedTrackerServer` is a TCP hook for tests and demonstrations: it reads where the
+daemon's arm is and answers with a simulated robot's target positions plus tracker noise, and can
+drop chosen poses.
+"""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from robodyn.cli import UserError, print_json
+
+POSITION_SCALE = {"m": 1.0, "mm": 1e-3}
+REST_SPREAD = 2e-4  # rad: joint values that move more than this over the window are not at rest
+REACH_TOLERANCE = 2e-3  # rad: the arm must stop this close to the planned controller angles
+TRANSIENT_REFUSALS = ("unavailable", "busy")  # a stale state sample or a run still finishing: ask again
+SUBMIT_ATTEMPTS = 5
+SUBMIT_BACKOFF_S = 0.5
+
+
+@dataclass
+class Reading:
+    """What a source measured at one pose: target positions (K, 3) in m (NaN: not seen)."""
+
+    points: np.ndarray
+    note: str = ""
+
+
+class MeasurementSource(Protocol):
+    def request(self, pose_id: str, q_controller: np.ndarray, timeout: float) -> Reading | None:
+        """The measurement of a pose, or None with ``last_reason`` set when none arrives in time."""
+
+    def close(self) -> None: ...
+
+
+def _parse_numbers(fields: list[str], targets: int, scale: float, where: str) -> np.ndarray:
+    if len(fields) != 3 * targets:
+        raise ValueError(f"{where}: expected {3 * targets} coordinates ({targets} targets), got {len(fields)}")
+    vals = np.array([np.nan if f.strip().lower() in ("", "nan") else float(f) for f in fields], dtype=float)
+    vals = vals.reshape(targets, 3)
+    partial = np.isnan(vals).any(1) & ~np.isnan(vals).all(1)
+    if partial.any():
+        raise ValueError(f"{where}: target {int(np.flatnonzero(partial)[0]) + 1} has some coordinates but not all")
+    return vals * scale
+
+
+class FileSource:
+    """Measurements appended to a file by the tracker software: ``pose_id,x,y,z[,...]`` per line."""
+
+    def __init__(self, path, targets: int = 1, units: str = "m", request_file=None, poll_s: float = 0.05):
+        self.path = Path(path)
+        self.targets = targets
+        self.scale = POSITION_SCALE[units]
+        self.request_file = Path(request_file) if request_file else None
+        self.poll_s = poll_s
+        self.last_reason = ""
+
+    def _lookup(self, pose_id: str) -> Reading | None:
+        if not self.path.exists():
+            return None
+        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = [p.strip() for p in line.replace(";", ",").replace("\t", ",").split(",")]
+            if not parts or parts[0] != pose_id:
+                continue
+            try:
+                return Reading(_parse_numbers(parts[1:], self.targets, self.scale, f"{self.path.name} {pose_id}"))
+            except ValueError as exc:
+                self.last_reason = str(exc)
+                return None
+        return None
+
+    def request(self, pose_id: str, q_controller: np.ndarray, timeout: float) -> Reading | None:
+        if self.request_file is not None:
+            with open(self.request_file, "a", encoding="utf-8") as fh:
+                fh.write(",".join([pose_id] + [repr(float(v)) for v in q_controller]) + "\n")
+        self.last_reason = ""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self._lookup(pose_id)
+            if found is not None:
+                return found
+            if self.last_reason:
+                return None
+            if time.monotonic() > deadline:
+                self.last_reason = f"no line for {pose_id} in {self.path.name} within {timeout:g} s"
+                return None
+            time.sleep(self.poll_s)
+
+    def close(self) -> None:
+        pass
+
+
+class TcpSource:
+    """A TCP line hook: ``MEASURE pose_id q1 .. qn`` -> ``pose_id x y z [..]`` or ``pose_id NONE reason``."""
+
+    def __init__(self, host: str, port: int, targets: int = 1, units: str = "m", connect_timeout: float = 5.0):
+        self.targets = targets
+        self.scale = POSITION_SCALE[units]
+        self.last_reason = ""
+        try:
+            self.sock = socket.create_connection((host, port), timeout=connect_timeout)
+        except OSError as exc:
+            raise UserError(f"--source: cannot connect to the measurement hook at {host}:{port} ({exc})") from None
+        self.buffer = b""
+
+    def _readline(self, deadline: float) -> str | None:
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self.sock.settimeout(remaining)
+            try:
+                chunk = self.sock.recv(4096)
+            except socket.timeout:
+                return None
+            if not chunk:
+                raise UserError("--source: the measurement hook closed the connection")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode("utf-8", errors="replace").strip()
+
+    def request(self, pose_id: str, q_controller: np.ndarray, timeout: float) -> Reading | None:
+        self.last_reason = ""
+        self.sock.sendall(("MEASURE " + " ".join([pose_id] + [repr(float(v)) for v in q_controller]) + "\n").encode())
+        deadline = time.monotonic() + timeout
+        while True:  # bounded by the deadline; replies to earlier, timed-out poses are skipped
+            line = self._readline(deadline)
+            if line is None:
+                self.last_reason = f"no reply for {pose_id} within {timeout:g} s"
+                return None
+            parts = line.split()
+            if not parts or parts[0] != pose_id:
+                continue
+            if len(parts) > 1 and parts[1].upper() == "NONE":
+                self.last_reason = "the hook has no measurement: " + (" ".join(parts[2:]) or "no reason given")
+                return None
+            try:
+                return Reading(_parse_numbers(parts[1:], self.targets, self.scale, f"hook reply for {pose_id}"))
+            except ValueError as exc:
+                self.last_reason = str(exc)
+                return None
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def open_source(spec: str, targets: int, units: str, request_file=None) -> MeasurementSource:
+    kind, _, rest = spec.partition(":")
+    if kind == "file" and rest:
+        return FileSource(rest, targets, units, request_file)
+    if kind == "tcp" and rest:
+        host, _, port = rest.rpartition(":")
+        try:
+            return TcpSource(host or "127.0.0.1", int(port), targets, units)
+        except ValueError:
+            raise ValueError(f"--source: expected tcp:HOST:PORT, got {spec!r}") from None
+    raise ValueError(f"--source: expected file:PATH or tcp:HOST:PORT, got {spec!r}")
+
+
+# --------------------------------------------------------------------------- the collection
+
+
+@dataclass
+class CollectedPose:
+    pose_id: str
+    q_planned: np.ndarray  # controller values
+    q_rest: np.ndarray | None = None
+    points: np.ndarray | None = None
+    skipped: str = ""
+    run_id: str = ""
+    spread: float = float("nan")
+
+
+@dataclass
+class Collection:
+    poses: list[CollectedPose] = field(default_factory=list)
+    stopped: str = ""
+
+    @property
+    def collected(self) -> list[CollectedPose]:
+        return [p for p in self.poses if not p.skipped]
+
+    @property
+    def skipped(self) -> list[CollectedPose]:
+        return [p for p in self.poses if p.skipped]
+
+
+def joints_at_rest(client, window: float, samples: int) -> tuple[np.ndarray, float, int]:
+    """Mean controller joint values over ``window`` seconds of fresh state, their largest spread and
+    the number of distinct samples (bounded: at most ``4 * samples`` status calls)."""
+    seen, qs = set(), []
+    dt = window / max(samples - 1, 1)
+    for _ in range(4 * samples):
+        st = client.status()["state"]
+        if st.get("q") is not None and st.get("seq") not in seen:
+            seen.add(st.get("seq"))
+            qs.append(np.asarray(st["q"], float))
+        if len(qs) >= samples:
+            break
+        time.sleep(dt)
+    if len(qs) < 2:
+        raise UserError("collect: the daemon streams no fresh joint state; is the driver running?")
+    q = np.array(qs)
+    return q.mean(0), float(np.max(q.max(0) - q.min(0))), len(qs)
+
+
+def collect_plan(client, robot_name: str, q_plan: np.ndarray, ids: list[str], source: MeasurementSource, *,
+                 settle: float = 0.5, window: float = 0.5, samples: int = 10, timeout: float = 30.0,
+                 run_timeout: float = 600.0, progress=None) -> Collection:
+    """Visit the poses (controller joint values) and pair each with a measurement from ``source``."""
+    from robodyn.tools.client import DaemonError
+    from robodyn.trajectory import PointToPointTrajectory
+
+    out = Collection()
+    for pose_id, q in zip(ids, q_plan):
+        pose = CollectedPose(pose_id, np.asarray(q, float))
+        out.poses.append(pose)
+        hold = PointToPointTrajectory(q, q, max(settle, 0.05))  # the move to it is planned by the daemon
+        accepted, refusal = None, None
+        for attempt in range(SUBMIT_ATTEMPTS):
+            try:
+                accepted = client.submit_run(robot_name, hold.to_dict(robot=robot_name),
+                                             label=f"calibration pose {pose_id}")
+                break
+            except DaemonError as exc:
+                refusal = exc
+                if exc.code not in TRANSIENT_REFUSALS:
+                    break
+                time.sleep(SUBMIT_BACKOFF_S * (attempt + 1))  # nothing moved: ask again, a bounded number of times
+        if accepted is None:
+            if refusal.code in ("limit_violation", "invalid_trajectory"):
+                pose.skipped = f"refused by the daemon before any motion: {refusal.message}"
+                continue
+            out.stopped = f"the daemon refused pose {pose_id}: {refusal.message}"
+            pose.skipped = out.stopped
+            break
+        pose.run_id = accepted["run_id"]
+        final = client.wait_run(pose.run_id, timeout=run_timeout)
+        if final["state"] != "completed":
+            reason = final.get("abort_reason")
+            out.stopped = f"run {pose.run_id} to pose {pose_id} ended {final['state']}" + (f": {reason}" if reason else "")
+            pose.skipped = out.stopped
+            break
+        q_rest, spread, _ = joints_at_rest(client, window, samples)
+        pose.spread = spread
+        if spread > REST_SPREAD:
+            pose.skipped = f"not at rest: the joint values spread by {np.rad2deg(spread):.4f}° over {window:g} s"
+            continue
+        miss = float(np.max(np.abs(q_rest - q)))
+        if miss > REACH_TOLERANCE:
+            pose.skipped = f"stopped {np.rad2deg(miss):.3f}° from the planned angles"
+            continue
+        pose.q_rest = q_rest
+        reading = source.request(pose_id, q_rest, timeout)
+        if reading is None or not np.isfinite(reading.points).all(-1).any():
+            pose.skipped = getattr(source, "last_reason", "") or "no measurement"
+        else:
+            pose.points = reading.points
+        if progress is not None:
+            progress(pose)
+    return out
+
+
+def add_arguments(a) -> None:
+    a.add_argument("plan", help="plan file from 'calibrate plan'")
+    a.add_argument("--daemon", required=True, metavar="ADDRESS", help="the acquisition daemon's control endpoint")
+    a.add_argument("--source", required=True, metavar="file:PATH|tcp:HOST:PORT",
+                   help="where the measurements come from: a file the tracker software appends to, or a TCP hook")
+    a.add_argument("--request-file", default=None, help="file source: append 'pose_id,q1..qn' here when the arm is at rest")
+    a.add_argument("--source-units", choices=("m", "mm"), default="m", help="unit of the coordinates the source sends")
+    a.add_argument("--robot", default=None, help="the calibration model (default: the plan's robot)")
+    a.add_argument("--targets", default=None, metavar="NAME:X,Y,Z;...",
+                   help="several targets per pose in the flange frame, m (default: the plan's single ball)")
+    a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ", help="payload on the flange during this collection")
+    a.add_argument("--subset", choices=("all", "loaded"), default=None)
+    a.add_argument("--settle", type=float, default=0.5, help="hold at each pose before reading, s")
+    a.add_argument("--window", type=float, default=0.5, help="window over which the joint values at rest are averaged, s")
+    a.add_argument("--timeout", type=float, default=30.0, help="how long to wait for a measurement, s")
+    a.add_argument("--units", choices=("m", "mm"), default="m", help="position unit written to the CSV")
+    a.add_argument("--out", required=True, help="measurement CSV")
+    a.add_argument("--json", action="store_true")
+
+
+def run_collect(args) -> int:
+    from robodyn.tools.client import Client
+
+    from .files import load_json, load_robot, targets_from_metadata, write_measurements_csv
+    from .measurements import MeasurementSet
+    from .planning import Plan
+
+    from .cli import _load_arg, _plan_subset
+
+    doc = load_json(args.plan, "plan")
+    plan = Plan.from_dict(doc)
+    robot_ref = args.robot or plan.robot_name
+    robot = load_robot(robot_ref)
+    if plan.q.shape[1] != robot.dof:
+        raise ValueError(f"plan.poses: {plan.q.shape[1]} joint values per pose but robot {robot_ref!r} has {robot.dof} joints")
+    load = _load_arg(args.load)
+    subset, index = _plan_subset(doc, plan, load, args.subset)
+    meta = {"targets": args.targets} if args.targets else {"tool_offset_m": ",".join(map(str, plan.setup.tool_offset))}
+    targets = targets_from_metadata(meta)
+    for name in ("settle", "window", "timeout"):
+        if not getattr(args, name) > 0:
+            raise ValueError(f"--{name}: must be > 0 s, got {getattr(args, name)}")
+    q_controller = robot.joint_map.to_controller(plan.q[index])
+    ids = [plan.ids[i] for i in index]
+    client = Client(args.daemon, timeout=10.0)
+    source = None
+    try:
+        status = client.status()
+        daemon_robot = status["robot"]["name"]
+        if int(status["robot"]["dof"]) != robot.dof:
+            raise UserError(f"--daemon: the daemon drives {daemon_robot!r} with {status['robot']['dof']} joints, the "
+                            f"plan's robot {robot_ref!r} has {robot.dof}")
+        source = open_source(args.source, len(targets), args.source_units, args.request_file)
+
+        def progress(pose):
+            if not args.json:
+                state = f"skipped: {pose.skipped}" if pose.skipped else "measured"
+                print(f"{pose.pose_id}: {state}", flush=True)
+
+        result = collect_plan(client, daemon_robot, q_controller, ids, source, settle=args.settle,
+                              window=args.window, timeout=args.timeout, progress=progress)
+    finally:
+        if source is not None:
+            source.close()
+        client.close()
+    got = result.collected
+    if got:
+        q_rest = np.array([p.q_rest for p in got])
+        meas = MeasurementSet(robot.joint_map.to_model(q_rest), np.array([p.points for p in got]),
+                              [p.pose_id for p in got], load, q_controller=q_rest)
+        write_measurements_csv(args.out, meas, robot=robot_ref, unit=args.units, targets=targets,
+                               note=f"collect through the daemon at {args.daemon}, {subset} poses of "
+                                    f"{Path(args.plan).name}; joint values at rest over {args.window:g} s")
+    report = {"out": args.out if got else None, "planned": len(ids), "collected": len(got),
+              "skipped": [{"pose": p.pose_id, "reason": p.skipped} for p in result.skipped],
+              "stopped": result.stopped or None,
+              "runs": {p.pose_id: p.run_id for p in result.poses if p.run_id}}
+    if args.json:
+        print_json(report)
+    else:
+        print(f"collected {len(got)} of {len(ids)} poses" + (f" -> {args.out}" if got else ""))
+        for p in result.skipped:
+            print(f"warning: pose {p.pose_id} skipped: {p.skipped}")
+        if result.stopped:
+            print(f"warning: collection stopped: {result.stopped}")
+    if not got:
+        raise UserError("collect: no pose was measured; nothing written")
+    return 0 if not result.stopped else 1
+
+
+# --------------------------------------------------------------------------- a simulated tracker hook
+
+
+class SimulatedTrackerServer:
+    """A TCP measurement hook on loopback that plays a laser tracker watching the daemon's arm.
+
+    On ``MEASURE pose_id ...`` it reads the joint values the daemon reports (its own client: the
+    tracker sees the arm, it does not trust the request), computes the targets of ``robot`` (a
+    :class:`robodyn.calibration.simulation.SimulatedRobot`: the arm's true geometry and joint
+    compliance) and adds tracker noise. Poses listed in ``drop`` get no reply at all, like a beam
+    that never returns.
+    """
+
+    def __init__(self, endpoint: str, robot, tracker, *, load=None, drop=(), units: str = "m"):
+        from robodyn.tools.client import Client
+
+        self.robot = robot
+        self.tracker = tracker
+        self.load = load
+        self.drop = set(drop)
+        self.scale = 1.0 / POSITION_SCALE[units]
+        self.client = Client(endpoint, timeout=10.0)
+        self.robot.points(np.zeros((1, robot.gm.dof)), load)  # compile the dynamics now, not on the first request
+        self.lock = threading.Lock()
+        self.requests: list[str] = []
+        outer = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                for raw in self.rfile:
+                    parts = raw.decode().split()
+                    if len(parts) < 2 or parts[0] != "MEASURE":
+                        continue
+                    reply = outer.answer(parts[1])
+                    if reply is not None:
+                        self.wfile.write((reply + "\n").encode())
+                        self.wfile.flush()
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def answer(self, pose_id: str) -> str | None:
+        with self.lock:
+            self.requests.append(pose_id)
+            if pose_id in self.drop:
+                return None
+            q_model = self.robot.gm.robot.joint_map.to_model(np.asarray(self.client.status()["state"]["q"], float))
+            points = self.tracker.measure(self.robot.points(q_model[None], self.load)[0])
+        return " ".join([pose_id] + [repr(float(v * self.scale)) for v in points.reshape(-1)])
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
