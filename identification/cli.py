@@ -123,7 +123,7 @@ def register(sub) -> None:
 def _load(paths, model, gains):
     from .data import load_dataset
 
-    return [load_dataset(p, model.dof, gains) for p in paths]
+    return [load_dataset(p, drive_gains=gains, model=model) for p in paths]
 
 
 def metric_lines(m: dict, title: str) -> list[str]:
@@ -197,7 +197,7 @@ def cmd_identify(args) -> int:
         friction_model = friction_model.get("model", friction_model)
     config = IdentificationConfig(method=args.method, friction=args.friction, rotor_inertia=not args.no_rotor_inertia,
                                   friction_model=friction_model, processing=processing_from_args(args),
-                                  motor_couplings=getattr(model, "motor_couplings", ()))
+                                  motor_couplings=model.motor_couplings)
     datasets = _load(args.data, model, gains)
 
     def progress(stage, fraction):
@@ -212,6 +212,8 @@ def cmd_identify(args) -> int:
     else:
         result = identify(model, datasets, config, sources=sources, progress=progress)
     doc = result.to_dict()
+    # where the model came from, so validate and predict load the same one (a file, or a built-in)
+    doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
     # the fit against what the sensor measured, processed exactly as validation will be
     measured = validate(model, doc, datasets)
     doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
@@ -233,13 +235,22 @@ def cmd_identify(args) -> int:
     return 0
 
 
-def cmd_validate(args) -> int:
+def _result_model(args, doc: dict):
+    """The model a result was identified with: --robot, else the file or built-in it names."""
     from robodyn.robot.loader import load_model
 
+    ref = args.robot or doc.get("robot_ref") or doc["robot"]
+    try:
+        return load_model(ref)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (the result was identified with {ref!r}; pass --robot MODEL)") from None
+
+
+def cmd_validate(args) -> int:
     from .pipeline import load_result, validate
 
     doc = load_result(args.result)
-    model = load_model(args.robot or doc["robot"])
+    model = _result_model(args, doc)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
     datasets = _load(args.data, model, gains)
     metrics = validate(model, doc, datasets)
@@ -263,12 +274,10 @@ def cmd_validate(args) -> int:
 def cmd_predict(args) -> int:
     import numpy as np
 
-    from robodyn.robot.loader import load_model
-
     from .pipeline import load_result, predict, torque_metrics
 
     doc = load_result(args.result)
-    model = load_model(args.robot or doc["robot"])
+    model = _result_model(args, doc)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
     raw = _load([args.data], model, gains)[0]
     t, measured, predicted = predict(model, doc, raw)

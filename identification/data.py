@@ -4,10 +4,16 @@ CSV convention (header row required, comma separated, SI units):
 
     t, q1..qn, [qd1..qdn], tau1..taun
     t, q1..qn, [qd1..qdn], current1..currentn      (with drive gains: tau_j = k_j * current_j)
+    t, qm1..qmn, [qdm1..qdmn], taum1..taumn        (motor side: encoder angles and motor torques)
 
 ``t`` in seconds (any origin), ``q`` in rad (m for prismatic joints), ``qd`` in rad/s, ``tau`` in N.m
 (N), ``current`` in A. Extra columns are ignored. NPZ files hold arrays with the same names
 (``t``, ``q``, optional ``qd``, and ``tau`` or ``current``), each (N, n) except ``t``.
+
+Joint values are the controller's. Given the robot model, they become the model's variables
+through its joint map (robot/joint_map.py; torques by conservation of power), and motor-side
+columns become joint values through its transmission (robot/transmission.py: q = R^-1 q_motor,
+tau = R^T tau_motor, shared motors included).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ def _columns(header: list[str], prefix: str, n: int | None) -> list[int] | None:
     return found or None
 
 
-def load_csv(path: str | Path, dof: int | None = None, drive_gains=None) -> SampledData:
+def load_csv(path: str | Path, dof: int | None = None, drive_gains=None, transmission=None) -> SampledData:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
@@ -43,8 +49,11 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None) -> Samp
     if "t" not in header:
         raise ValueError(f"{path}: missing column 't' (time in seconds); expected header t,q1..qn,tau1..taun")
     q_cols = _columns(header, "q", dof)
+    motor_side = q_cols is None and _columns(header, "qm", dof) is not None
+    if motor_side:
+        return _load_motor_csv(path, header, dof, transmission)
     if q_cols is None:
-        raise ValueError(f"{path}: missing joint position columns q1..qn")
+        raise ValueError(f"{path}: missing joint position columns q1..qn (or motor-side qm1..qmn)")
     n = len(q_cols)
     if dof is not None and n != dof:
         raise ValueError(f"{path}: found {n} position columns q1..q{n} but the robot has {dof} joints")
@@ -75,6 +84,35 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None) -> Samp
             raise ValueError(f"drive_gains: expected {n} values (N.m/A per joint), got {gains.shape}")
         tau = data[:, cur_cols] * gains
     return SampledData(t, q, tau, qd)
+
+
+def _load_motor_csv(path: Path, header: list[str], dof: int | None, transmission) -> SampledData:
+    """t, qm1..qmn, [qdm1..qdmn], taum1..taumn: motor encoder angles and motor torques."""
+    if transmission is None:
+        raise ValueError(f"{path}: motor-side columns (qm, taum) need the robot model's transmission (--robot)")
+    qm = _columns(header, "qm", dof)
+    n = len(qm)
+    tm = _columns(header, "taum", n)
+    qdm = _columns(header, "qdm", n)
+    if tm is None or len(tm) != n:
+        raise ValueError(f"{path}: motor-side data need taum1..taum{n} beside qm1..qm{n}")
+    if transmission.dof != n:
+        raise ValueError(f"{path}: {n} motors but the robot's transmission drives {transmission.dof} joints")
+    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    t = data[:, header.index("t")]
+    q = transmission.joint_positions(data[:, qm])
+    qd = transmission.joint_positions(data[:, qdm]) if qdm else None
+    return SampledData(t, q, transmission.joint_torques(data[:, tm]), qd)
+
+
+def to_model_variables(data: SampledData, model) -> SampledData:
+    """Controller joint values (and their torques) as the model's variables, by its joint map."""
+    jm = model.joint_map
+    if jm.is_identity:
+        return data
+    return SampledData(data.t, jm.to_model(data.q), jm.torque_to_model(data.tau),
+                       None if data.qd is None else jm.velocity_to_model(data.qd),
+                       None if data.qdd is None else jm.velocity_to_model(data.qdd), trajectory=data.trajectory)
 
 
 def load_npz(path: str | Path, drive_gains=None) -> SampledData:
@@ -111,18 +149,27 @@ def recording_dataset(rec, phase: str = "execute") -> SampledData:
                        trajectory=rec.meta.get("trajectory"))
 
 
-def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None) -> SampledData:
-    """A CSV, NPZ or daemon recording (.mcap) as :class:`SampledData`."""
+def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, model=None) -> SampledData:
+    """A CSV, NPZ or daemon recording (.mcap) as :class:`SampledData`; with ``model``, in its
+    joint variables (controller values through its joint map, motor-side CSVs through its
+    transmission)."""
     path = Path(ref)
     suffix = path.suffix.lower()
+    if model is not None:
+        dof = model.dof
     if suffix == ".csv":
-        return load_csv(path, dof, drive_gains)
-    if suffix == ".npz":
-        return load_npz(path, drive_gains)
-    if suffix == ".mcap":
+        data = load_csv(path, dof, drive_gains, None if model is None else model.transmission)
+    elif suffix == ".npz":
+        data = load_npz(path, drive_gains)
+    elif suffix == ".mcap":
         from robodyn.daemon.recording import load_recording  # the daemon's loader is the one reader
 
-        return recording_dataset(load_recording(path))
-    if not path.exists():
+        data = recording_dataset(load_recording(path))
+    elif not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
-    raise ValueError(f"{path}: unknown data format {suffix!r}; expected .csv, .npz or .mcap")
+    else:
+        raise ValueError(f"{path}: unknown data format {suffix!r}; expected .csv, .npz or .mcap")
+    if dof is not None and data.dof != dof:
+        raise ValueError(f"{path}: {data.dof} joints but the robot has {dof}")
+    return data if model is None else to_model_variables(data, model)
+

@@ -450,7 +450,8 @@ def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.nd
                  chunk: int = 20000, columns: FrictionColumns | None = None):
     """:func:`compare_with_measured` for several parameter vectors of the same base (model
     selection): processing and regressor rows once per piece, one product per vector. Yields
-    (piece without predictions, predictions at the measured samples, predictions on the grid)."""
+    (piece without predictions, predictions at the measured samples, predictions on the grid).
+    Torques are the controller's (through the model's joint map), as the sensor reported them."""
     for piece in process_windows(raw, processing, friction=friction, purpose="predict", columns=columns):
         d = piece.data
         lo = int(np.searchsorted(raw.t, d.t[0] - 1e-9, side="left"))
@@ -464,7 +465,13 @@ def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.nd
             on_grid.append(pred)
             at_raw.append(pred if same_grid else
                           np.stack([np.interp(t, d.t, pred[:, j]) for j in range(pred.shape[1])], axis=1))
-        yield ComparedPiece(t, raw.tau[lo:hi], None, d.t, d.tau, None), at_raw, on_grid
+        measured, filtered = raw.tau[lo:hi], d.tau
+        jm = model.joint_map
+        if not jm.is_identity:  # torques as the controller reports them (data were mapped to the model's)
+            measured, filtered = jm.torque_to_controller(measured), jm.torque_to_controller(filtered)
+            at_raw = [jm.torque_to_controller(p) for p in at_raw]
+            on_grid = [jm.torque_to_controller(p) for p in on_grid]
+        yield ComparedPiece(t, measured, None, d.t, filtered, None), at_raw, on_grid
 
 
 def _predict_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.ndarray], d: SampledData,

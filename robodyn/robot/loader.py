@@ -13,6 +13,7 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
 from .joint_map import JointMap
+from .transmission import Transmission
 from .kinematics import chain_from_dh
 from .model import (LIMIT_FIELDS, DHTable, RobotModel, build_model, check_inertia_com,
                     inertia_matrix, standard_parameters)
@@ -138,7 +139,7 @@ def model_from_dict(doc: dict, origin: str = "<dict>") -> RobotModel:
         fixed=fixed, tool=tool, inertial=inertial, gravity=gravity, limits=limits,
         gear_ratio=gear, rotor_inertia=rotor, dh=dh, description=str(doc.get("description", "")),
         sources={str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {},
-        joint_map=_joint_map(doc, n),
+        joint_map=_joint_map(doc, n), transmission=_transmission(doc, gear),
     )
 
 
@@ -148,8 +149,17 @@ def _joint_map(doc: dict, n: int) -> JointMap | None:
     return None if table is None else JointMap.from_dict(table, n)
 
 
+def _transmission(doc: dict, gear_ratio) -> Transmission | None:
+    """The optional [transmission] table: motors shared by several joints."""
+    table = doc.get("transmission")
+    if table is None:
+        return None
+    ratio = np.where(np.asarray(gear_ratio, float) != 0, gear_ratio, 1.0)
+    return Transmission.from_dict(table, ratio)
+
+
 URDF_REFERENCE_KEYS = ("urdf", "name", "description", "gravity", "tip_link", "joint_map", "sources", "calibration",
-                       "limits")
+                       "limits", "transmission", "gear_ratio")
 
 
 def _model_from_urdf_reference(doc: dict, origin: str) -> RobotModel:
@@ -184,4 +194,10 @@ def _model_from_urdf_reference(doc: dict, origin: str) -> RobotModel:
         extra["description"] = str(doc["description"])
     if isinstance(doc.get("sources"), dict):
         extra["sources"] = {str(k): str(v) for k, v in doc["sources"].items()}
-    return replace(model, joint_map=_joint_map(doc, model.dof), **extra)
+    if "gear_ratio" in doc:
+        ratio = doc["gear_ratio"]
+        if not isinstance(ratio, list) or len(ratio) != model.dof:
+            raise ValueError(f"gear_ratio: expected {model.dof} numbers (one per joint), got {ratio!r}")
+        extra["gear_ratio"] = np.array([_number(f"gear_ratio[{k}]", g) for k, g in enumerate(ratio)])
+    gear = extra.get("gear_ratio", model.gear_ratio)
+    return replace(model, joint_map=_joint_map(doc, model.dof), transmission=_transmission(doc, gear), **extra)

@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .joint_map import JointMap
+from .transmission import Transmission
 
 REVOLUTE = 0
 PRISMATIC = 1
@@ -72,16 +73,29 @@ class RobotModel:
     # controller joint values -> the joint variables above (q_model = M q_controller + offset);
     # None means the identity: the controller's values are the model's
     joint_map: JointMap | None = None
+    # motors from the controller's joint values (gear ratios and any shared motor); None means
+    # diag(gear_ratio): one motor per joint
+    transmission: Transmission | None = None
 
     def __post_init__(self):
         if self.joint_map is None:
             object.__setattr__(self, "joint_map", JointMap.identity(self.dof))
         elif self.joint_map.dof != self.dof:
             raise ValueError(f"joint_map: maps {self.joint_map.dof} joints but the model has {self.dof}")
+        if self.transmission is None:
+            ratio = np.where(np.asarray(self.gear_ratio, float) != 0, self.gear_ratio, 1.0)
+            object.__setattr__(self, "transmission", Transmission.from_terms(ratio))
+        elif self.transmission.dof != self.dof:
+            raise ValueError(f"transmission: drives {self.transmission.dof} joints but the model has {self.dof}")
 
     @property
     def dof(self) -> int:
         return int(self.joint_types.shape[0])
+
+    @property
+    def motor_couplings(self) -> tuple[tuple[float, ...], ...]:
+        """Motors shared by several joints, as identification columns (transmission.py)."""
+        return self.transmission.motor_couplings(self.joint_map)
 
     def with_joint_map(self, joint_map: JointMap | None) -> "RobotModel":
         """The same robot whose controller reports joint values through ``joint_map``."""
@@ -230,7 +244,8 @@ def build_model(*, name: str, joint_names: Sequence[str], joint_types: Sequence[
                 limits: Mapping[str, Sequence[float]] | None = None,
                 gear_ratio=None, rotor_inertia=None, dh: DHTable | None = None,
                 description: str = "", sources: Mapping[str, str] | None = None,
-                allow_infinite_limits: bool = False, joint_map: JointMap | None = None) -> RobotModel:
+                allow_infinite_limits: bool = False, joint_map: JointMap | None = None,
+                transmission: Transmission | None = None) -> RobotModel:
     """Validate every field and assemble a :class:`RobotModel`.
 
     Raises ``ValueError`` naming the offending field on any inconsistency.
@@ -291,7 +306,7 @@ def build_model(*, name: str, joint_names: Sequence[str], joint_types: Sequence[
         name=name, joint_names=tuple(joint_names), joint_types=np.asarray(codes, dtype=np.int8),
         fixed=fixed.copy(), tool=tool.copy(), gravity=g, inertial=inertial.copy(),
         gear_ratio=gear, rotor_inertia=rotor, dh=dh, description=description,
-        sources=dict(sources or {}), joint_map=joint_map, **lim,
+        sources=dict(sources or {}), joint_map=joint_map, transmission=transmission, **lim,
     )
 
 
