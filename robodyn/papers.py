@@ -22,8 +22,8 @@ class Paper:
 
     @property
     def short(self) -> str:
-        lead = self.authors[0].split()[0]
-        who = lead if len(self.authors) == 1 else f"{lead} et al."
+        family = [a.split()[0] for a in self.authors]
+        who = {1: family[0], 2: " & ".join(family)}.get(len(family), f"{family[0]} et al.")
         return f"{who} {self.year}"
 
     def cite(self) -> str:

@@ -83,7 +83,7 @@ def run_identify(p: dict) -> dict:
         datasets = list(p["data"])
         sources = list(p.get("sources") or [f"data[{k}]" for k in range(len(datasets))])
     else:
-        datasets = [load_dataset(path, model.dof, p.get("drive_gains")) for path in p["recordings"]]
+        datasets = [load_dataset(path, drive_gains=p.get("drive_gains"), model=model) for path in p["recordings"]]
         sources = [str(path) for path in p["recordings"]]
     result = identify(model, datasets, _config_from_dict(p.get("config")), sources=sources,
                       preprocessed=bool(p.get("preprocessed", False)))

@@ -39,7 +39,7 @@ def fleet(tmp_path_factory):
     robots = []
     for k, seed in enumerate((2, 5)):
         plan, meas, loaded = d / f"plan{k}.json", d / f"meas{k}.csv", d / f"load{k}.csv"
-        assert main(["calibrate", "plan", "--poses", "30", "--loaded", "12", "--seed", str(seed), "--out", str(plan)]) == 0
+        assert main(["calibrate", "plan", "--robot", "ur5_li2023", "--poses", "30", "--loaded", "12", "--seed", str(seed), "--out", str(plan)]) == 0
         assert main(["calibrate", "measure", str(plan), "--seed", str(seed), "--out", str(meas)]) == 0
         assert main(["calibrate", "measure", str(plan), "--seed", str(seed), "--load", LOAD, "--out", str(loaded)]) == 0
         robots.append((meas, loaded))
@@ -127,7 +127,8 @@ def pso_on(executor, problem):
 def calibrate_specs(fleet):
     from robodyn.identification.scaleout import calibrate_job
 
-    return [calibrate_job(meas, loaded=loaded, args=["--method", "combined"]) for meas, loaded in fleet]
+    return [calibrate_job(meas, loaded=loaded, args=["--robot", "ur5_li2023", "--method", "combined"])
+            for meas, loaded in fleet]
 
 
 @pytest.fixture(scope="session")

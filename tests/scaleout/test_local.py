@@ -105,7 +105,7 @@ def test_distributed_fitness_evaluates_in_row_order(local, stribeck_problem):
 def test_fleet_calibration_equals_the_cli_per_robot(local_runs, fleet, tmp_path):
     for (meas, loaded), r in zip(fleet, local_runs["calibrate"]):
         out = tmp_path / "cli.json"
-        assert main(["calibrate", "identify", str(meas), "--loaded", str(loaded), "--method", "combined",
+        assert main(["calibrate", "identify", str(meas), "--robot", "ur5_li2023", "--loaded", str(loaded), "--method", "combined",
                      "--out", str(out)]) == 0
         assert r.ok
         assert_close_docs(r.value, json.loads(out.read_text()), rtol=1e-6)
