@@ -674,6 +674,18 @@ def wso_school_strength(k: int, K: int, a2: float) -> float:
     return abs(1.0 - float(np.exp(-a2 * k / K)))
 
 
+def wso_velocity(V, X, gbest, remembered, a1: float, a2: float, mu: float, c1, c2) -> np.ndarray:
+    """Ni et al. 2024 eq. 15: v <- mu [v + a1 (p_gbest - p) c1 + a2 (p_best^nu - p) c2], with c1, c2
+    uniform in [0, 1] and p_best^nu the best position remembered by shark nu (the memory term)."""
+    return mu * (V + a1 * (gbest - X) * c1 + a2 * (remembered - X) * c2)
+
+
+def wso_school(X, towards_best, r) -> np.ndarray:
+    """Ni et al. 2024 eq. 28, the fish-school move: p <- (p + p~) / (2 rand), p~ the eq. 25 move.
+    Dividing by rand (not multiplying) is what throws sharks far out when rand is small."""
+    return (X + towards_best) / (2.0 * np.maximum(r, 1e-12))
+
+
 def _wso(ev: _Evaluator, x0, opts: WSOOptions, rng, callback, run, history) -> tuple[int, str]:
     """White Shark Optimizer, seed 000 eqs. 12-28 (re-derived where the OCR is garbled).
 
@@ -704,7 +716,7 @@ def _wso(ev: _Evaluator, x0, opts: WSOOptions, rng, callback, run, history) -> t
         ss = wso_school_strength(k, K, opts.school_a2)
         gbest = memory[g]
         nu = rng.integers(0, n, size=n)
-        V = mu * (V + a1 * (gbest - X) * rng.random(X.shape) + a2 * (memory[nu] - X) * rng.random(X.shape))  # eq. 15
+        V = wso_velocity(V, X, gbest, memory[nu], a1, a2, mu, rng.random(X.shape), rng.random(X.shape))  # eq. 15
         above, below = X > hi, X < lo  # eqs. 20-21
         outside = above ^ below  # eq. 22
         replace_rows = rng.random(n) < mv
@@ -716,7 +728,7 @@ def _wso(ev: _Evaluator, x0, opts: WSOOptions, rng, callback, run, history) -> t
         if school.any():
             D = np.abs(rng.random(X.shape) * (gbest - X))  # eq. 26
             towards_best = gbest + rng.random(X.shape) * D * np.sign(rng.random(X.shape) - 0.5)  # eq. 25
-            schooled = (X + towards_best) / (2.0 * np.maximum(rng.random(X.shape), 1e-12))  # eq. 28
+            schooled = wso_school(X, towards_best, rng.random(X.shape))  # eq. 28
             schooled[0] = towards_best[0]
             X = np.where(school, schooled, X)
         inside = rows[np.all((X >= lo) & (X <= hi), axis=1)]
