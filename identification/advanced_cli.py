@@ -23,10 +23,15 @@ from robodyn.cli import print_json
 
 from .cli import _floats, _load, add_processing_arguments, processing_from_args
 
+TX40_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "staubli_tx40"
+
 ADVANCED_METHODS = ("wso", "pso", "ga", "icpso", "consistent", "nn")
 
 
 def register(sub) -> None:
+    from .reproduce import register as register_reproduce
+
+    register_reproduce(sub)  # `robodyn reproduce PAPER` (identification/reproduce.py)
     p = sub.add_parser("identify-advanced", help="metaheuristic (WSO/PSO/GA/ICPSO), physically consistent or "
                                                  "neural-network identification")
     p.add_argument("data", nargs="+", metavar="REC_OR_CSV")
@@ -55,6 +60,14 @@ def register(sub) -> None:
     src.add_argument("--simulate", metavar="ROBOT", help="simulate both recordings with RNEA + noise (panda: the "
                                                           "seed 000 configuration, 48 base parameters)")
     src.add_argument("--ident", nargs="+", metavar="FILE", help="identification recording(s)")
+    src.add_argument("--dataset", choices=["tx40"], help="real data: the Staubli TX40 set shipped in "
+                                                         "tests/data/staubli_tx40 (split into identification and "
+                                                         "held-out parts, --split)")
+    p.add_argument("--split", type=float, default=0.5, help="--dataset: fraction of the run that identifies (0.5)")
+    p.add_argument("--data-dir", default=None, help="--dataset: directory of the data set (default: the shipped copy)")
+    p.add_argument("--plant", default="rnea", help="--simulate: the plant that makes the torques; 'rnea' is the "
+                                                   "identifier's own model (an inverse crime, labelled so); other "
+                                                   "plants register through metaheuristic.register_plant")
     p.add_argument("--heldout", nargs="+", metavar="FILE", help="held-out recording(s) (with --ident)")
     p.add_argument("--robot", help="model for --ident files")
     p.add_argument("--seconds", type=float, default=60.0)
@@ -181,21 +194,30 @@ def options_iterations(options) -> int:
 def cmd_compare(args) -> int:
     from robodyn.robot.loader import load_model
 
-    from .metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, SEED000_ITERATIONS, compare_linear, format_table,
-                                normal_equations_of, simulated_recording)
+    from .metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, PLANTS, SEED000_ITERATIONS, compare_linear,
+                                normal_equations_of, tx40_comparison)
     from .pipeline import IdentificationConfig
 
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if args.dataset:
+        table = tx40_comparison(args.data_dir or TX40_DIR, fraction=args.split, methods=methods,
+                                population=args.population, iteration_scale=args.iteration_scale, seed=args.seed,
+                                weights=None if args.weights is None else np.asarray(_floats(args.weights, "weights")))
+        return _print_comparison(table, args)
     if args.simulate:
         model = load_model(args.simulate)
+        if args.plant not in PLANTS:
+            raise ValueError(f"plant: unknown {args.plant!r}; registered: {sorted(PLANTS)}")
+        plant = PLANTS[args.plant]
         rotor = np.array(ASSUMED_PANDA_ROTOR_INERTIA) if model.name == "panda" else model.rotor_inertia
         config = IdentificationConfig(method="ols", friction="none", rotor_inertia=True)
-        ident = [simulated_recording(model, seed=args.seed, seconds=args.seconds, rate_hz=args.rate,
-                                     noise=args.noise, rotor_inertia=rotor)]
-        held = [simulated_recording(model, seed=args.seed + 1, seconds=args.seconds, rate_hz=args.rate,
-                                    noise=args.noise, rotor_inertia=rotor)]
+        ident = [plant.simulate(model, seed=args.seed, seconds=args.seconds, rate_hz=args.rate,
+                                noise=args.noise, rotor_inertia=rotor)]
+        held = [plant.simulate(model, seed=args.seed + 1, seconds=args.seconds, rate_hz=args.rate,
+                               noise=args.noise, rotor_inertia=rotor)]
         preprocessed = True
-        sources = [f"simulated {model.name}: RNEA + {args.noise} N.m noise, {args.seconds} s at {args.rate} Hz, "
-                   f"seeds {args.seed} (identification) and {args.seed + 1} (held out)"]
+        sources = [f"simulated {model.name}: {plant.description}, {args.noise} N.m noise, {args.seconds} s at "
+                   f"{args.rate} Hz, seeds {args.seed} (identification) and {args.seed + 1} (held out)"]
     else:
         if not args.robot or not args.heldout:
             raise ValueError("compare: --ident needs --robot and --heldout")
@@ -206,14 +228,24 @@ def cmd_compare(args) -> int:
         sources = list(args.ident) + list(args.heldout)
     base, ne_ident = normal_equations_of(model, ident, config, preprocessed=preprocessed)
     _, ne_held = normal_equations_of(model, held, config, base=base, preprocessed=preprocessed)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     iterations = {m: max(1, int(round(SEED000_ITERATIONS[m] * args.iteration_scale))) for m in methods}
     table = compare_linear(ne_ident, ne_held, list(model.joint_names), methods=methods,
                            weights=parse_weights(args.weights, ne_ident), seed=args.seed, population=args.population,
                            iterations=iterations, names=base.names)
+    plant = PLANTS[args.plant] if args.simulate else None
     table.update(robot=model.name, base_parameters=base.count, sources=sources, iterations=iterations,
-                 population=args.population, seed=args.seed)
+                 population=args.population, seed=args.seed,
+                 plant=plant.description if plant else "recordings", inverse_crime=bool(plant and not plant.differs_from_model))
+    return _print_comparison(table, args)
+
+
+def _print_comparison(table: dict, args) -> int:
+    from .metaheuristic import format_table
+
     text = format_table(table)
+    if table.get("inverse_crime"):
+        text = ("NOTE: the torques come from the identifier's own model (inverse crime); these numbers show the "
+                "optimisers' behaviour, not identification accuracy.\n\n" + text)
     print(text)
     for r in table["rows"]:
         print(f"{r['method']:>5}: J = {r['fitness']:.6f} N.m^2 (gap to best {r['fitness_gap_to_best']:.3g}), "

@@ -418,3 +418,85 @@ def simulated_recording(model: RobotModel, *, seed: int = 0, seconds: float = 60
         tau = tau + stribeck.torque(qd)
     tau = tau + noise * np.random.default_rng(seed + 10_000).normal(size=tau.shape)
     return SampledData(t, q, tau, qd, qdd)
+
+
+# --------------------------------------------------------------------------- plants for `compare`
+
+
+@dataclass(frozen=True)
+class Plant:
+    """What produces the torques a comparison identifies from.
+
+    ``simulate(model, seed=, seconds=, rate_hz=, noise=, rotor_inertia=)`` returns a SampledData
+    (qd and qdd exact, so the recording is 'preprocessed'). ``differs_from_model`` says whether the
+    plant contains effects the identifier's model lacks; a plant that does not is an inverse crime
+    and every table it produces says so."""
+
+    name: str
+    simulate: Callable[..., SampledData]
+    differs_from_model: bool
+    description: str
+
+
+PLANTS: dict[str, Plant] = {
+    "rnea": Plant("rnea", simulated_recording, False,
+                  "robodyn's rigid-body RNEA (the identifier's own model) + Gaussian torque noise"),
+}
+
+
+def register_plant(plant: Plant) -> None:
+    """Hook for simulators whose plant differs from the identifier's model (unmodelled friction,
+    joint elasticity, sensor dynamics ...): once registered, `robodyn compare --simulate ROBOT
+    --plant NAME` runs the Table-4 comparison on it."""
+    if not plant.name or plant.name in PLANTS:
+        raise ValueError(f"plant: name {plant.name!r} is empty or already registered ({sorted(PLANTS)})")
+    PLANTS[plant.name] = plant
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def split_recording(data: SampledData, fraction: float) -> tuple[SampledData, SampledData]:
+    """The first ``fraction`` of a recording (by samples) and the rest: identification and held-out
+    parts of one real recording."""
+    if not 0.1 <= fraction <= 0.9:
+        raise ValueError(f"split: the identification fraction must be in [0.1, 0.9], got {fraction}")
+    k = int(round(data.t.size * fraction))
+
+    def part(sl):
+        return SampledData(*(None if getattr(data, f) is None else getattr(data, f)[sl]
+                             for f in ("t", "q", "tau", "qd", "qdd", "tau_friction", "coulomb")))
+
+    return part(slice(0, k)), part(slice(k, None))
+
+
+def tx40_comparison(directory, *, fraction: float = 0.5, methods=("wso", "pso", "ga"), population: int = 150,
+                    iteration_scale: float = 1.0, seed: int = 0, weights=None) -> dict:
+    """The Table-4 comparison on REAL data: the Staubli TX40 set of LS2N (tests/data/staubli_tx40),
+    motor-side torques, coupled wrist, the authors' processing; the first ``fraction`` of the run
+    identifies, the rest is held out. Returns compare_linear's table plus its provenance."""
+    from pathlib import Path
+
+    from robodyn.robot.urdf import model_from_urdf
+
+    from .datasets import tx40
+
+    directory = Path(directory)
+    if not (directory / "tx40_mdh_modified.urdf").exists():
+        raise FileNotFoundError(f"dataset: the Staubli TX40 data set is not in {directory}; pass --data-dir (it ships "
+                                "in the source tree under tests/data/staubli_tx40)")
+    model = model_from_urdf(directory / "tx40_mdh_modified.urdf")
+    config = IdentificationConfig(method="ols", friction="coulomb-viscous", processing=tx40.PROCESSING,
+                                  motor_couplings=(tx40.WRIST_COUPLING,))
+    ident, held = split_recording(tx40.load(directory), fraction)
+    base, ne_ident = normal_equations_of(model, [ident], config)
+    _, ne_held = normal_equations_of(model, [held], config, base=base)
+    iterations = {m: max(1, int(round(SEED000_ITERATIONS[m] * iteration_scale))) for m in methods}
+    table = compare_linear(ne_ident, ne_held, list(model.joint_names), methods=methods, weights=weights, seed=seed,
+                           population=population, iterations=iterations, names=base.names)
+    table.update(robot="staubli_tx40", base_parameters=base.count, iterations=iterations, population=population,
+                 seed=seed, plant="real Staubli TX40 (LS2N data set, figaroh-plus, Apache-2.0)", inverse_crime=False,
+                 sources=[f"{directory}: first {fraction:.0%} of the 9 s run identifies, the rest is held out"],
+                 equations={"identification": int(ne_ident.rows.sum()), "held_out": int(ne_held.rows.sum())},
+                 cond_identification=float(ols(ne_ident, base.names).cond))
+    return table

@@ -20,6 +20,9 @@ Methods (``minimize(..., method=...)``):
              :func:`_chaotic_search` for the two readings that make it work, with measurements).
 - ``apso``   the paper's baseline "APSO": its adaptive parameter strategy (section 2.2, eqs. 11-13)
              without the chaotic search; the paper does not define it further (see APSOOptions).
+- ``grid``   exhaustive search on a regular grid over the box, then a few zooming refinements
+             around the best point: for problems with at most three free coordinates (fixed ones
+             have a zero-width box), where it proves the global minimum to the grid's resolution.
 - ``lpso``   the paper's baseline "LPSO": inertia weight and learning factors varied linearly with
              the iteration over the same ranges (see LPSOOptions).
 - ``wso``    the White Shark Optimizer as Ni et al. 2024 eqs. 12-28 give it (defaults 150 sharks x 3000
@@ -36,6 +39,7 @@ before evaluation; repaired positions replace the originals (Lamarckian repair).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -47,7 +51,7 @@ PopulationFitness = Callable[[np.ndarray], np.ndarray]
 METHODS = ("slsqp", "ga", "pso", "icpso")
 # Methods added later, kept out of METHODS so that callers iterating over it (excitation design and
 # its tests) see the set they were written for; minimize() accepts every method of ALL_METHODS.
-ALL_METHODS = METHODS + ("wso", "apso", "lpso")
+ALL_METHODS = METHODS + ("wso", "apso", "lpso", "grid")
 
 # Infeasible candidates are ranked above every feasible fitness by this offset plus their
 # violation (Deb's rules in scalar form); fitness values of real problems stay far below it.
@@ -286,8 +290,19 @@ class WSOOptions:
     school_a2: float = 0.005  # the a2 of eq. 27 (not the a2 of eq. 17)
 
 
+@dataclass(frozen=True)
+class GridOptions:
+    points: int = 400  # per free coordinate, capped so that points ** free <= max_evaluations
+    max_evaluations: int = 200_000
+    batch: int = 2000  # candidates per fitness call
+    refine_rounds: int = 4  # zoom: +- 2 cells around the best, refine_points per coordinate
+    refine_points: int = 21
+    max_free: int = 3
+
+
 DEFAULT_OPTIONS = {"slsqp": SLSQPOptions(), "ga": GAOptions(), "pso": PSOOptions(), "icpso": ICPSOOptions(),
-                   "wso": WSOOptions(), "apso": APSOOptions(), "lpso": LPSOOptions()}
+                   "wso": WSOOptions(), "apso": APSOOptions(), "lpso": LPSOOptions(),
+                   "grid": GridOptions()}
 
 
 def default_options(method: str):
@@ -474,6 +489,53 @@ def _ga(ev: _Evaluator, x0, opts: GAOptions, rng, callback, run, history) -> tup
         if ev.out_of_time():
             return gen, "stopped (time limit)"
     return opts.generations, "generation limit reached"
+
+
+# --------------------------------------------------------------------------- exhaustive grid
+
+
+def free_coordinates(bounds: Bounds) -> np.ndarray:
+    """Indices of coordinates whose box has a real width (a pinned one spans <= 1e-7 relative)."""
+    scale = np.maximum(1.0, np.maximum(np.abs(bounds.lower), np.abs(bounds.upper)))
+    return np.flatnonzero(bounds.span > 1e-7 * scale)
+
+
+def _grid(ev: _Evaluator, x0, opts: GridOptions, rng, callback, run, history) -> tuple[int, str]:
+    free = free_coordinates(ev.bounds)
+    d = free.size
+    if d > opts.max_free:
+        raise ValueError(f"grid: {d} free coordinates; the exhaustive search is for at most {opts.max_free}")
+    center = (ev.bounds.lower + ev.bounds.upper) / 2.0
+    if d == 0:
+        ev.ranked(ev.prepare(center[None]))
+        return 1, "no free coordinate: the only point was evaluated"
+    k = int(max(2, min(opts.points, math.floor(opts.max_evaluations ** (1.0 / d) + 1e-9))))
+    lo, hi = ev.bounds.lower[free], ev.bounds.upper[free]
+    batches = [0]
+
+    def evaluate(axes):
+        mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, d)
+        for start in range(0, mesh.shape[0], opts.batch):
+            X = np.broadcast_to(center, (min(opts.batch, mesh.shape[0] - start), center.size)).copy()
+            X[:, free] = mesh[start:start + opts.batch]
+            ev.ranked(ev.prepare(X))
+            batches[0] += 1
+            history.append(ev.best_f)
+            _notify(callback, "grid", batches[0], ev, run)
+            if ev.out_of_time():
+                raise _Stop
+
+    try:
+        evaluate([np.linspace(lo[i], hi[i], k) for i in range(d)])
+        cell = (hi - lo) / (k - 1)
+        for _ in range(opts.refine_rounds):
+            best = ev.best_x[free]
+            evaluate([np.linspace(max(lo[i], best[i] - 2 * cell[i]), min(hi[i], best[i] + 2 * cell[i]),
+                                  opts.refine_points) for i in range(d)])
+            cell = cell * 4.0 / (opts.refine_points - 1)
+    except _Stop:
+        return batches[0], "stopped (callback or time limit)"
+    return batches[0], f"grid of {k} points per free coordinate ({d} free), {opts.refine_rounds} refinements"
 
 
 # --------------------------------------------------------------------------- PSO and ICPSO
@@ -818,6 +880,8 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
                 nit, msg = _ga(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
             elif method == "wso":
                 nit, msg = _wso(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
+            elif method == "grid":
+                nit, msg = _grid(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
             else:
                 nit, msg = _pso(ev, x0 if k == 0 else None, opts, rng, callback, k, history, method)
         except _Stop:
