@@ -169,7 +169,7 @@ class SLSQPOptions:
 
 @dataclass(frozen=True)
 class GAOptions:
-    """Seed 001 Table 2: population 20, 800 generations, crossover 0.8, mutation 0.2."""
+    """Chen et al. 2021 Table 2: population 20, 800 generations, crossover 0.8, mutation 0.2."""
 
     population: int = 20
     generations: int = 800
@@ -275,7 +275,7 @@ class LPSOOptions:
 
 @dataclass(frozen=True)
 class WSOOptions:
-    """Seed 000 section 3 and 4: 150 sharks, 3000 iterations, a in [0.5, 1.5], tau = 4.125,
+    """Ni et al. 2024 section 3 and 4: 150 sharks, 3000 iterations, a in [0.5, 1.5], tau = 4.125,
     f in [0.07, 0.75], alpha0 = 6.25, alpha1 = 100, a2 (eq. 27) = 0.005."""
 
     population: int = 150
@@ -552,12 +552,12 @@ def _swarm_init(ev: _Evaluator, x0, pop: int, rng):
 
 
 def icpso_inertia(t: int, T: int, w_min: float, w_max: float, k1: float, k2: float) -> float:
-    """Seed 002 eq. 11: w = w_max - (w_max - w_min) tanh(k1 t / T)^k2 (slow, fast, slow)."""
+    """Zhong et al. 2023 eq. 11: w = w_max - (w_max - w_min) tanh(k1 t / T)^k2 (slow, fast, slow)."""
     return w_max - (w_max - w_min) * np.tanh(k1 * t / T) ** k2
 
 
 def icpso_learning_factors(F: np.ndarray, c_min: float, c_max: float) -> tuple[np.ndarray, np.ndarray]:
-    """Seed 002 eqs. 12-13, re-derived from the garbled OCR.
+    """Zhong et al. 2023 eqs. 12-13, re-derived from the garbled OCR.
 
     f_low is the mean fitness of the particles at or below the lower quartile, f_avg the
     population mean. A particle at f_low or better gets c1 = c_max, c2 = c_min (trust its own
@@ -583,7 +583,7 @@ def is_premature(F: np.ndarray, best: float, target: float, variance_threshold: 
 
 
 def tent_map_sequence(X01: np.ndarray, steps: int) -> np.ndarray:
-    """Seed 002 eq. 16 iterated ``steps`` times from each row of X01 (values in [0, 1]):
+    """Zhong et al. 2023 eq. 16 iterated ``steps`` times from each row of X01 (values in [0, 1]):
     X <- 2X if X < 0.5 else 2(1 - X). Returns (steps, *X01.shape)."""
     out = np.empty((steps,) + X01.shape)
     x = np.clip(X01, 0.0, 1.0)
@@ -703,18 +703,18 @@ def _chaotic_search(ev: _Evaluator, X: np.ndarray, F: np.ndarray, best: np.ndarr
     return X, F, int(np.count_nonzero(improves)), int(worst.size)
 
 
-# --------------------------------------------------------------------------- WSO (seed 000)
+# --------------------------------------------------------------------------- WSO (Ni et al. 2024)
 
 
 def wso_weights(k: int, K: int, a_min: float, a_max: float) -> tuple[float, float]:
-    """Seed 000 eqs. 16-17: the pulls towards the global best (a1: 2.5 -> 1.5) and towards a
+    """Ni et al. 2024 eqs. 16-17: the pulls towards the global best (a1: 2.5 -> 1.5) and towards a
     shark's memory (a2: 1.5 -> 0.5) both decay as exp(-(4k/K)^2)."""
     decay = float(np.exp(-((4.0 * k / K) ** 2)))
     return a_max + (a_max - a_min) * decay, a_min + (a_max - a_min) * decay
 
 
 def wso_constriction(acceleration: float) -> float:
-    """Seed 000 eq. 18: mu = 2 / |2 - tau - sqrt(tau^2 - 4 tau)| (0.7034 for tau = 4.125)."""
+    """Ni et al. 2024 eq. 18: mu = 2 / |2 - tau - sqrt(tau^2 - 4 tau)| (0.7034 for tau = 4.125)."""
     t = float(acceleration)
     if t * t - 4 * t < 0:
         raise ValueError(f"wso: acceleration tau must be >= 4 (or <= 0) for a real constriction factor, got {t}")
@@ -722,17 +722,17 @@ def wso_constriction(acceleration: float) -> float:
 
 
 def wso_frequency(f_min: float, f_max: float) -> float:
-    """Seed 000 eq. 23: the wavy-motion frequency f = f_min + (f_max - f_min) / (f_max + f_min)."""
+    """Ni et al. 2024 eq. 23: the wavy-motion frequency f = f_min + (f_max - f_min) / (f_max + f_min)."""
     return f_min + (f_max - f_min) / (f_max + f_min)
 
 
 def wso_movement_force(k: int, K: int, alpha0: float, alpha1: float) -> float:
-    """Seed 000 eq. 24: mv = 1 / (alpha0 + exp((K/2 - k) / alpha1)); ~0 early, 1/(alpha0 + e^-K/2a1) late."""
+    """Ni et al. 2024 eq. 24: mv = 1 / (alpha0 + exp((K/2 - k) / alpha1)); ~0 early, 1/(alpha0 + e^-K/2a1) late."""
     return 1.0 / (alpha0 + float(np.exp(min((K / 2.0 - k) / alpha1, 700.0))))
 
 
 def wso_school_strength(k: int, K: int, a2: float) -> float:
-    """Seed 000 eq. 27: S_s = |1 - exp(-a2 k / K)|."""
+    """Ni et al. 2024 eq. 27: S_s = |1 - exp(-a2 k / K)|."""
     return abs(1.0 - float(np.exp(-a2 * k / K)))
 
 
@@ -749,7 +749,7 @@ def wso_school(X, towards_best, r) -> np.ndarray:
 
 
 def _wso(ev: _Evaluator, x0, opts: WSOOptions, rng, callback, run, history) -> tuple[int, str]:
-    """White Shark Optimizer, seed 000 eqs. 12-28 (re-derived where the OCR is garbled).
+    """White Shark Optimizer, Ni et al. 2024 eqs. 12-28 (re-derived where the OCR is garbled).
 
     Two readings needed a decision. (i) The memory term of eq. 15 is printed with superscript
     nu_k^i: the best position remembered by a randomly drawn shark nu (the text's gloss says "the

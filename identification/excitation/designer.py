@@ -131,7 +131,7 @@ def _problem(model: RobotModel, req: DesignRequest) -> _Problem:
     start = None
     if req.start is not None:
         if family.name == "fourier":
-            raise ValueError("start: a fixed start position needs the fourier-poly or poly family (in seed 000's "
+            raise ValueError("start: a fixed start position needs the fourier-poly or poly family (in Ni et al. 2024's "
                              "fourier series q(0) depends on every coefficient)")
         start = np.asarray(req.start, float)
         if start.shape != (model.dof,):

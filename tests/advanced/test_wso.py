@@ -1,4 +1,4 @@
-"""The White Shark Optimizer in the shared optimizer interface (seed 000 eqs. 12-28)."""
+"""The White Shark Optimizer in the shared optimizer interface (Ni et al. 2024 eqs. 12-28)."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from robodyn.identification import optimizers as opt
 
 
-def test_coefficients_follow_seed000():
+def test_coefficients_follow_ni_2024():
     assert opt.wso_constriction(4.125) == pytest.approx(0.7034, abs=1e-4)  # eq. 18
     assert opt.wso_frequency(0.07, 0.75) == pytest.approx(0.07 + 0.68 / 0.82)  # eq. 23
     a1, a2 = opt.wso_weights(0, 3000, 0.5, 1.5)  # eqs. 16-17 at k = 0
