@@ -1,13 +1,13 @@
 """`robodyn identify-advanced`, `robodyn compare`, `robodyn export-urdf`, `robodyn stepwise-flexible`.
 
-identify-advanced  metaheuristic (wso, pso, ga, icpso: seed 000), physically consistent (consistent),
-                   or neural-network (nn: seed 002) identification; writes the usual result JSON with
+identify-advanced  metaheuristic (wso, pso, ga, icpso: Ni et al. 2024), physically consistent (consistent),
+                   or neural-network (nn: Zhong et al. 2023) identification; writes the usual result JSON with
                    the method's extra section (convergence history, seed, feasibility ...).
-compare            seed 000 Table-4-style comparison (WSO, PSO, GA, OLS, WLS) on an identification and a
+compare            Ni et al. 2024 Table-4-style comparison (WSO, PSO, GA, OLS, WLS) on an identification and a
                    held-out recording, simulated (--simulate ROBOT) or from files.
 export-urdf        a consistent result into a URDF (inertial + dynamics tags), optionally verified in
                    pinocchio and MuJoCo (--verify).
-stepwise-flexible  seed 001's stepwise identification of the simulated flexible-joint 2-DOF arm.
+stepwise-flexible  Chen et al. 2021's stepwise identification of the simulated flexible-joint 2-DOF arm.
 """
 
 from __future__ import annotations
@@ -20,13 +20,19 @@ from pathlib import Path
 import numpy as np
 
 from robodyn.cli import print_json
+from robodyn.papers import cite
 
 from .cli import _floats, _load, add_processing_arguments, processing_from_args
+
+TX40_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "staubli_tx40"
 
 ADVANCED_METHODS = ("wso", "pso", "ga", "icpso", "consistent", "nn")
 
 
 def register(sub) -> None:
+    from .reproduce import register as register_reproduce
+
+    register_reproduce(sub)  # `robodyn reproduce PAPER` (identification/reproduce.py)
     p = sub.add_parser("identify-advanced", help="metaheuristic (WSO/PSO/GA/ICPSO), physically consistent or "
                                                  "neural-network identification")
     p.add_argument("data", nargs="+", metavar="REC_OR_CSV")
@@ -36,9 +42,9 @@ def register(sub) -> None:
     p.add_argument("--no-rotor-inertia", action="store_true")
     p.add_argument("--drive-gains", metavar="K1,...,KN")
     p.add_argument("--weights", default=None, metavar="PSI",
-                   help="joint weights psi_j of seed 000 eq. 14: comma list, or 'inverse-variance' (1/sigma_j^2 of OLS)")
-    p.add_argument("--population", type=int, default=None, help="default: 150 (seed 000)")
-    p.add_argument("--iterations", type=int, default=None, help="default: seed 000's (WSO 3000, PSO 800, GA 460)")
+                   help="joint weights psi_j of Ni et al. 2024 eq. 14: comma list, or 'inverse-variance' (1/sigma_j^2 of OLS)")
+    p.add_argument("--population", type=int, default=None, help="default: 150 (Ni et al. 2024)")
+    p.add_argument("--iterations", type=int, default=None, help="default: Ni et al. 2024's (WSO 3000, PSO 800, GA 460)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reference-weight", type=float, default=None,
                    help="consistent: weight of closeness to the model's CAD values (default 1e-4)")
@@ -49,25 +55,34 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_identify_advanced)
 
-    p = sub.add_parser("compare", help="seed 000 Table-4 comparison: WSO, PSO, GA, OLS on identification and "
-                                       "held-out data")
+    p = sub.add_parser("compare", help=f"Table-4 comparison of {cite('wso')}: WSO, PSO, GA, OLS on identification "
+                                       "and held-out data (simulated, recorded, or the real TX40 set)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--simulate", metavar="ROBOT", help="simulate both recordings with RNEA + noise (panda: the "
-                                                          "seed 000 configuration, 48 base parameters)")
+                                                          "Ni et al. 2024 configuration, 48 base parameters)")
     src.add_argument("--ident", nargs="+", metavar="FILE", help="identification recording(s)")
+    src.add_argument("--dataset", choices=["tx40"], help="real data: the Staubli TX40 set shipped in "
+                                                         "tests/data/staubli_tx40 (split into identification and "
+                                                         "held-out parts, --split)")
+    p.add_argument("--split", type=float, default=0.5, help="--dataset: fraction of the run that identifies (0.5)")
+    p.add_argument("--data-dir", default=None, help="--dataset: directory of the data set (default: the shipped copy)")
+    p.add_argument("--plant", default="rnea", help="--simulate: the plant that makes the torques; 'rnea' is the "
+                                                   "identifier's own model (an inverse crime, labelled so); other "
+                                                   "plants register through metaheuristic.register_plant")
     p.add_argument("--heldout", nargs="+", metavar="FILE", help="held-out recording(s) (with --ident)")
     p.add_argument("--robot", help="model for --ident files")
     p.add_argument("--seconds", type=float, default=60.0)
-    p.add_argument("--rate", type=float, default=100.0, help="simulated sampling rate (seed 000: 100 Hz)")
+    p.add_argument("--rate", type=float, default=100.0, help="simulated sampling rate (Ni et al. 2024: 100 Hz)")
     p.add_argument("--noise", type=float, default=0.5, help="simulated torque noise, N.m")
     p.add_argument("--methods", default="wso,pso,ga")
     p.add_argument("--weights", default=None)
     p.add_argument("--population", type=int, default=150)
     p.add_argument("--iteration-scale", type=float, default=1.0,
-                   help="multiply seed 000's iteration counts (WSO 3000, PSO 800, GA 460)")
+                   help="multiply Ni et al. 2024's iteration counts (WSO 3000, PSO 800, GA 460)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", metavar="JSON")
     p.add_argument("--markdown", metavar="MD", help="also write the table as Markdown")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON instead of the table")
     p.set_defaults(handler=cmd_compare)
 
     p = sub.add_parser("export-urdf", help="write a physically consistent result as URDF")
@@ -78,7 +93,7 @@ def register(sub) -> None:
                    help="load the URDF in pinocchio and MuJoCo and compare torques on random states")
     p.set_defaults(handler=cmd_export_urdf)
 
-    p = sub.add_parser("stepwise-flexible", help="seed 001 stepwise identification of the simulated flexible-joint arm")
+    p = sub.add_parser("stepwise-flexible", help=f"{cite('stepwise')}: the simulated flexible-joint arm")
     p.add_argument("--robot", default="twolink")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sensor-noise", type=float, default=0.02)
@@ -132,7 +147,7 @@ def cmd_identify_advanced(args) -> int:
     from robodyn.robot.loader import load_model
 
     from .consistent import identify_consistent, nominal_reference
-    from .metaheuristic import identify_linear, normal_equations_of, progress_printer, seed000_options
+    from .metaheuristic import identify_linear, normal_equations_of, progress_printer, ni2024_options
     from .neural import train_linear_network
     from .pipeline import IdentificationConfig
 
@@ -155,7 +170,7 @@ def cmd_identify_advanced(args) -> int:
         theta, extra = fit.theta, {"neural_network": fit.to_dict()}
         summary = f"linear network: {fit.epochs} epochs, converged = {fit.converged}"
     else:
-        options = seed000_options(args.method, args.population or 150, args.iterations)
+        options = ni2024_options(args.method, args.population or 150, args.iterations)
         res = identify_linear(ne, args.method, weights=parse_weights(args.weights, ne), seed=args.seed,
                               options=options, joint_names=list(model.joint_names), names=base.names,
                               callback=None if args.json else progress_printer(sys.stderr, max(1, options_iterations(options) // 10)))
@@ -181,21 +196,30 @@ def options_iterations(options) -> int:
 def cmd_compare(args) -> int:
     from robodyn.robot.loader import load_model
 
-    from .metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, SEED000_ITERATIONS, compare_linear, format_table,
-                                normal_equations_of, simulated_recording)
+    from .metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, PLANTS, NI2024_ITERATIONS, compare_linear,
+                                normal_equations_of, tx40_comparison)
     from .pipeline import IdentificationConfig
 
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if args.dataset:
+        table = tx40_comparison(args.data_dir or TX40_DIR, fraction=args.split, methods=methods,
+                                population=args.population, iteration_scale=args.iteration_scale, seed=args.seed,
+                                weights=None if args.weights is None else np.asarray(_floats(args.weights, "weights")))
+        return _print_comparison(table, args)
     if args.simulate:
         model = load_model(args.simulate)
+        if args.plant not in PLANTS:
+            raise ValueError(f"plant: unknown {args.plant!r}; registered: {sorted(PLANTS)}")
+        plant = PLANTS[args.plant]
         rotor = np.array(ASSUMED_PANDA_ROTOR_INERTIA) if model.name == "panda" else model.rotor_inertia
         config = IdentificationConfig(method="ols", friction="none", rotor_inertia=True)
-        ident = [simulated_recording(model, seed=args.seed, seconds=args.seconds, rate_hz=args.rate,
-                                     noise=args.noise, rotor_inertia=rotor)]
-        held = [simulated_recording(model, seed=args.seed + 1, seconds=args.seconds, rate_hz=args.rate,
-                                    noise=args.noise, rotor_inertia=rotor)]
+        ident = [plant.simulate(model, seed=args.seed, seconds=args.seconds, rate_hz=args.rate,
+                                noise=args.noise, rotor_inertia=rotor)]
+        held = [plant.simulate(model, seed=args.seed + 1, seconds=args.seconds, rate_hz=args.rate,
+                               noise=args.noise, rotor_inertia=rotor)]
         preprocessed = True
-        sources = [f"simulated {model.name}: RNEA + {args.noise} N.m noise, {args.seconds} s at {args.rate} Hz, "
-                   f"seeds {args.seed} (identification) and {args.seed + 1} (held out)"]
+        sources = [f"simulated {model.name}: {plant.description}, {args.noise} N.m noise, {args.seconds} s at "
+                   f"{args.rate} Hz, seeds {args.seed} (identification) and {args.seed + 1} (held out)"]
     else:
         if not args.robot or not args.heldout:
             raise ValueError("compare: --ident needs --robot and --heldout")
@@ -206,18 +230,31 @@ def cmd_compare(args) -> int:
         sources = list(args.ident) + list(args.heldout)
     base, ne_ident = normal_equations_of(model, ident, config, preprocessed=preprocessed)
     _, ne_held = normal_equations_of(model, held, config, base=base, preprocessed=preprocessed)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    iterations = {m: max(1, int(round(SEED000_ITERATIONS[m] * args.iteration_scale))) for m in methods}
+    iterations = {m: max(1, int(round(NI2024_ITERATIONS[m] * args.iteration_scale))) for m in methods}
     table = compare_linear(ne_ident, ne_held, list(model.joint_names), methods=methods,
                            weights=parse_weights(args.weights, ne_ident), seed=args.seed, population=args.population,
                            iterations=iterations, names=base.names)
+    plant = PLANTS[args.plant] if args.simulate else None
     table.update(robot=model.name, base_parameters=base.count, sources=sources, iterations=iterations,
-                 population=args.population, seed=args.seed)
+                 population=args.population, seed=args.seed,
+                 plant=plant.description if plant else "recordings", inverse_crime=bool(plant and not plant.differs_from_model))
+    return _print_comparison(table, args)
+
+
+def _print_comparison(table: dict, args) -> int:
+    from .metaheuristic import format_table
+
     text = format_table(table)
-    print(text)
-    for r in table["rows"]:
-        print(f"{r['method']:>5}: J = {r['fitness']:.6f} N.m^2 (gap to best {r['fitness_gap_to_best']:.3g}), "
-              f"{r['elapsed_s']:.2f} s")
+    if table.get("inverse_crime"):
+        text = ("NOTE: the torques come from the identifier's own model (inverse crime); these numbers show the "
+                "optimisers' behaviour, not identification accuracy.\n\n" + text)
+    if getattr(args, "json", False):
+        print_json(table)
+    else:
+        print(text)
+        for r in table["rows"]:
+            print(f"{r['method']:>5}: J = {r['fitness']:.6f} N.m^2 (gap to best {r['fitness_gap_to_best']:.3g}), "
+                  f"{r['elapsed_s']:.2f} s")
     if args.out:
         Path(args.out).write_text(json.dumps(table, indent=1))
     if args.markdown:

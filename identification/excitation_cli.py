@@ -21,7 +21,9 @@ def register(sub) -> None:
     d.add_argument("--wf", type=float, default=0.1, help="fundamental frequency in rad/s (default 0.1)")
     d.add_argument("--period", type=float, default=None, help="poly family: period in s (default 2 pi / wf)")
     d.add_argument("--order", type=int, default=8, help="poly family: polynomial order (default 8)")
-    d.add_argument("--optimizer", default="slsqp", choices=["slsqp", "ga", "pso", "icpso"])
+    d.add_argument("--optimizer", default="slsqp", choices=["slsqp", "ga", "pso", "icpso", "apso", "lpso", "grid"],
+                   help="grid = exhaustive search, for at most 3 free coordinates (e.g. --family poly --order 8 "
+                        "with --start: one amplitude per moving joint)")
     d.add_argument("--objective", default="cond", choices=["cond", "cond-scaled", "logdet"],
                    help="cond = raw cond(W_base) (default), cond-scaled = unit-norm columns, logdet = D-optimality")
     d.add_argument("--friction", default="viscous,coulomb", metavar="KINDS",
@@ -40,6 +42,17 @@ def register(sub) -> None:
     d.add_argument("--box", default=None, metavar="X0,Y0,Z0,X1,Y1,Z1", help="tool must stay inside this box (m)")
     d.add_argument("--torque-limits", action="store_true", help="keep nominal joint torques within tau_max")
     d.add_argument("--time-limit", type=float, default=None, help="stop optimising after this many seconds")
+    d.add_argument("--moving", default=None, metavar="J1,J2,..",
+                   help="a sub-experiment of a stepwise identification: only these joints (1-based) move, the "
+                        "others hold --start, and the criterion covers that step's torques and parameters "
+                        "(Chen et al. 2021, stepwise identification of flexible-joint robots, Table 3)")
+    d.add_argument("--part", default="rigid", choices=["rigid", "friction"],
+                   help="with --moving: rigid = inertial and gravity parameters of the first moving link and "
+                        "the links it carries; friction = the friction columns of the moving joints alone")
+    d.add_argument("--grid-endpoint", action="store_true",
+                   help="design grid linspace(0, T, GRID) including t = T (Chen et al. 2021's sampling)")
+    d.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a joint limit for every joint, e.g. qddd_max=1e6 (repeatable)")
     d.add_argument("--out", required=True, help="trajectory JSON to write")
     d.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     d.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -87,6 +100,28 @@ def _floats(text: str | None, count: int | None, name: str):
     return values
 
 
+def _sub_experiment(moving: str | None, part: str, dof: int):
+    from robodyn.identification.excitation.subsystems import SubExperiment
+
+    if moving is None:
+        return None if part == "rigid" else SubExperiment(None, part)
+    joints = _floats(moving, None, "moving")
+    if any(j != int(j) or j < 1 or j > dof for j in joints):
+        raise UserError(f"moving: expected joint numbers 1..{dof}, got {moving!r}")
+    return SubExperiment(tuple(int(j) - 1 for j in joints), part)
+
+
+def _limit_overrides(items: list[str]) -> dict | None:
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise UserError(f"limit: expected NAME=VALUE such as qddd_max=1e6, got {item!r}") from None
+    return out or None
+
+
 def _options(method: str, iterations: int | None, population: int | None):
     from dataclasses import replace
 
@@ -96,14 +131,14 @@ def _options(method: str, iterations: int | None, population: int | None):
         return None
     o = opt.default_options(method)
     if method == "icpso":
-        o = replace(o, target=1.0)
+        o = replace(o, target=1.0, delta=1e-3)  # cond >= 1 (see designer._optimize)
     changes = {}
     if iterations is not None:
-        key = {"slsqp": "max_iter", "ga": "generations"}.get(method, "iterations")
+        key = {"slsqp": "max_iter", "ga": "generations", "grid": "points"}.get(method, "iterations")
         changes[key] = iterations
     if population is not None:
-        if method == "slsqp":
-            raise UserError("population: SLSQP has no population; use --starts for multi-start")
+        if method in ("slsqp", "grid"):
+            raise UserError(f"population: {method} has no population")
         changes["population"] = population
     if method == "slsqp":
         changes["box_constraints"] = False
@@ -125,7 +160,9 @@ def cmd_design(args) -> int:
                         options=_options(args.optimizer, args.iterations, args.population), starts=args.starts,
                         seed=args.seed, grid=args.grid, margin=args.margin,
                         start=_floats(args.start, model.dof, "start"), cartesian=cart,
-                        torque_limits=args.torque_limits, time_limit=args.time_limit)
+                        torque_limits=args.torque_limits, time_limit=args.time_limit,
+                        sub_experiment=_sub_experiment(args.moving, args.part, model.dof),
+                        grid_endpoint=args.grid_endpoint, limit_overrides=_limit_overrides(args.limit))
 
     def progress(p):
         if not args.quiet and p.iteration % 10 == 0:

@@ -1,4 +1,4 @@
-"""Physically consistent identification on the simulated Panda (seed 000 columns, 60 s at 100 Hz) and the
+"""Physically consistent identification on the simulated Panda (Ni et al. 2024 columns, 60 s at 100 Hz) and the
 real Stäubli TX40 set (friction + coupled wrist), plus the URDF round trip through pinocchio and MuJoCo.
 
     .venv/bin/python bench/metaheuristics/consistent.py [--out FILE]

@@ -1,4 +1,4 @@
-"""Seed 000 configuration: WSO (150 sharks x 3000 iterations) on the Panda's 48 base parameters
+"""Ni et al. 2024 configuration: WSO (150 sharks x 3000 iterations) on the Panda's 48 base parameters
 (rotor inertia, no friction columns) from a simulated 1 kHz, 60 s recording (RNEA + noise).
 
 Measures: WSO wall time with the sufficient-statistics fitness, and the per-population cost of
@@ -22,7 +22,7 @@ import numpy as np
 from robodyn.identification import optimizers as opt
 from robodyn.identification.estimators import ols
 from robodyn.identification.metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, QuadraticFitness, joint_major_data,
-                                                  naive_fitness, normal_equations_of, search_box, seed000_options,
+                                                  naive_fitness, normal_equations_of, search_box, ni2024_options,
                                                   simulated_recording, timed)
 from robodyn.identification.pipeline import IdentificationConfig
 from robodyn.robot.loader import load_model
@@ -60,7 +60,7 @@ def main() -> None:
     bounds = search_box(est.theta)
     fitness = QuadraticFitness.from_statistics(ne)
 
-    options = seed000_options("wso", args.population, args.iterations)
+    options = ni2024_options("wso", args.population, args.iterations)
     t0 = time.perf_counter()
     res = opt.minimize(fitness, bounds, "wso", seed=args.seed, options=options)
     t_wso = time.perf_counter() - t0
@@ -74,7 +74,7 @@ def main() -> None:
     t_fast, f_fast = timed(fitness, population, repeat=20)
     t_naive, f_naive = timed(naive, population, repeat=3)
     agreement = float(np.max(np.abs(f_fast - f_naive) / np.maximum(np.abs(f_naive), 1e-300)))
-    short = seed000_options("wso", args.population, args.naive_iterations)
+    short = ni2024_options("wso", args.population, args.naive_iterations)
     t0 = time.perf_counter()
     opt.minimize(naive, bounds, "wso", seed=args.seed, options=short)
     t_naive_run = time.perf_counter() - t0
@@ -83,7 +83,7 @@ def main() -> None:
     t_fast_run = time.perf_counter() - t0
 
     out = {
-        "configuration": {"robot": "panda (built-in MDH model, seed 000 Table 1)", "base_parameters": base.count,
+        "configuration": {"robot": "panda (built-in MDH model, Ni et al. 2024 Table 1)", "base_parameters": base.count,
                           "columns": "10 inertial + rotor inertia IA per link, no friction columns",
                           "recording": {"rate_hz": 1000.0, "seconds": 60.0, "samples": int(data.t.size),
                                         "torque_noise_std_Nm": 0.5, "rotor_inertia_simulated": rotor.tolist()},

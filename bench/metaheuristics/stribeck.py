@@ -1,6 +1,6 @@
-"""Where a metaheuristic can help: the Stribeck friction of seed 000 eq. 2 identified inside the loop.
+"""Where a metaheuristic can help: the Stribeck friction of Ni et al. 2024 eq. 2 identified inside the loop.
 
-Simulated Panda (RNEA + seed 000 Table 2 Stribeck friction + 0.5 N.m noise, 100 Hz, 60 s), the seed-000
+Simulated Panda (RNEA + Ni et al. 2024 Table 2 Stribeck friction + 0.5 N.m noise, 100 Hz, 60 s), the Ni et al. 2024
 48 base parameters. Compared on the identification and a held-out recording:
 
 - OLS without friction columns (friction left in the residual);
@@ -23,7 +23,7 @@ import numpy as np
 from robodyn.identification.estimators import ols
 from robodyn.identification.friction import FrictionModel
 from robodyn.identification.metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, StribeckFitness, joint_major_data,
-                                                  normal_equations_of, run_metaheuristic, seed000_options,
+                                                  normal_equations_of, run_metaheuristic, ni2024_options,
                                                   simulated_recording, stribeck_box)
 from robodyn.identification.pipeline import IdentificationConfig
 from robodyn.robot.loader import load_model
@@ -59,7 +59,7 @@ def main() -> None:
     x0 = (bounds.lower + bounds.upper) / 2  # box centre: the OLS theta and 3x nominal friction, not the truth
     t0 = time.perf_counter()
     res = run_metaheuristic(fits[0], bounds, "wso", seed=args.seed,
-                            options=seed000_options("wso", args.population, args.iterations), x0=x0)
+                            options=ni2024_options("wso", args.population, args.iterations), x0=x0)
     elapsed = time.perf_counter() - t0
     rows.append({"method": "WSO, Stribeck inside the loop", "parameters": bounds.dim,
                  "identification_rmse": fits[0].joint_rmse(res.theta).tolist(),

@@ -28,6 +28,7 @@ from ..optimizers import LinearConstraint, NonlinearConstraint
 from .families import Family
 
 KINEMATIC_LIMITS = ("qd_max", "qdd_max", "qddd_max")  # derivative d = 1, 2, 3
+ROUNDOFF = 1e-9  # relative size below which a basis value is floating-point noise around an exact 0
 
 
 class InfeasibleDesign(ValueError):
@@ -79,7 +80,7 @@ class JointLimits:
 
 
 def check_fixed_start(limits: JointLimits, start: np.ndarray | None) -> None:
-    """A fixed start (seed 001's a_init, seed 002's q_sf) must lie inside the usable range."""
+    """A fixed start (Chen et al. 2021's a_init, Zhong et al. 2023's q_sf) must lie inside the usable range."""
     if start is None:
         return
     report = []
@@ -132,6 +133,11 @@ def repair_population(Z: np.ndarray, family: Family, limits: JointLimits, basis:
     offsets, shapes = family.split(np.atleast_2d(Z))
     values = np.einsum("dtm,pjm->dpjt", basis, shapes)  # (4, pop, n, N)
     top, bottom = values[0].max(axis=-1), values[0].min(axis=-1)
+    # a basis that is exactly 0 at the ends evaluates to +-1e-16 there: such an excursion is round-off,
+    # and against a fixed start on a range limit it would shrink the whole shape to nothing
+    roundoff = ROUNDOFF * np.maximum(top - bottom, 0.0)
+    top = np.where(top <= roundoff, 0.0, top)
+    bottom = np.where(bottom >= -roundoff, 0.0, bottom)
     tiny = 1e-300
     ratios = [np.full(top.shape, 1.0), (limits.q_max - limits.q_min) / np.maximum(top - bottom, tiny)]
     for d in range(1, 4):
@@ -202,10 +208,17 @@ class CartesianLimits:
 
 
 def states_on_grid(Z: np.ndarray, family: Family, basis: np.ndarray):
-    """q, qd, qdd, jerk (pop, N, n) for decision vectors Z (pop, dim)."""
+    """q, qd, qdd, jerk (pop, N, n) for decision vectors Z (pop, dim).
+
+    Velocities within round-off of zero (|qd| <= 1e-9 of the joint's peak, e.g. +-1e-19 where the
+    family is at rest) are set to exactly 0, so that a Coulomb column sgn(qd) reads 0 at rest, not
+    a random +-1."""
     offsets, shapes = family.split(np.atleast_2d(Z))
     values = np.einsum("dtm,pjm->dptj", basis, shapes)
     values[0] += offsets[:, None, :]
+    qd = values[1]
+    peak = np.abs(qd).max(axis=1, keepdims=True)
+    values[1] = np.where(np.abs(qd) <= ROUNDOFF * peak, 0.0, qd)
     return values[0], values[1], values[2], values[3]
 
 

@@ -8,11 +8,11 @@ with ``x_j`` the joint's m free *shape* coordinates and ``offset_j`` its start/c
 The boundary conditions live inside the basis (they are not penalties), so every design meets
 them exactly:
 
-- ``fourier``       seed 000 eq. 7. Rest at both ends needs qd(0) = sum_l a_l = 0 and
+- ``fourier``       Ni et al. 2024 eq. 7. Rest at both ends needs qd(0) = sum_l a_l = 0 and
                     qdd(0) = wf sum_l l b_l = 0; a_1 and b_1 are eliminated, leaving
                     m = 2(L - 1) free coefficients (a_2..a_L, b_2..b_L).
-- ``fourier_poly``  seed 002 eqs. 6-7: all 2L coefficients are free, the quintic pins the ends.
-- ``poly``          seed 001 eqs. 17-18: order-8 (or higher) periodic polynomial, m = order - 7.
+- ``fourier_poly``  Zhong et al. 2023 eqs. 6-7: all 2L coefficients are free, the quintic pins the ends.
+- ``poly``          Chen et al. 2021 eqs. 17-18: order-8 (or higher) periodic polynomial, m = order - 7.
 
 The basis matrices are obtained by evaluating the trajectory classes of robodyn.trajectory on
 unit parameter vectors, so the formulas exist once, in that module.
@@ -121,7 +121,7 @@ def make_family(name: str, dof: int, *, harmonics: int = 5, wf: float | None = N
         harmonics = int(harmonics)
         if name == "fourier" and harmonics < 2:
             raise ValueError("harmonics: the fourier family needs >= 2 harmonics; with one, zero velocity and "
-                             "acceleration at both ends (seed 000 eq. 8) force every coefficient to 0")
+                             "acceleration at both ends (Ni et al. 2024 eq. 8) force every coefficient to 0")
         if wf is None:
             wf = 2 * math.pi / period if period else None
         if wf is None or not (math.isfinite(wf) and wf > 0):
@@ -136,6 +136,6 @@ def make_family(name: str, dof: int, *, harmonics: int = 5, wf: float | None = N
         raise ValueError(f"period: must be > 0 s, got {period!r}")
     if isinstance(order, bool) or int(order) != order or order < 8:
         raise ValueError(f"order: the periodic polynomial needs order >= 8 for its 8 boundary conditions "
-                         f"(seed 001 eq. 18), got {order!r}")
+                         f"(Chen et al. 2021 eq. 18), got {order!r}")
     periodic_poly_basis(int(order))  # validates
     return Family("poly", dof, float(period), int(order) - 7, None, None, int(order))

@@ -1,7 +1,7 @@
 """Excitation criteria of the base regressor W_b stacked over a time grid.
 
-- ``cond``         raw 2-norm condition number of W_b in SI units (seed 000 eq. 8, seed 001 §3,
-                   seed 002 eq. 8). Depends on the parameters' units: it is the number that
+- ``cond``         raw 2-norm condition number of W_b in SI units (Ni et al. 2024 eq. 8, Chen et
+                   al. 2021 section 3, Zhong et al. 2023 eq. 8). Depends on the parameters' units: it is the number that
                    bounds the least-squares error amplification for THESE columns.
 - ``cond_scaled``  condition number after scaling every column to unit norm. Unit-free: it
                    measures only how independent the columns are, not how big.
@@ -70,18 +70,35 @@ class RegressorGrid:
         W = regressor(self.model, q.reshape(-1, n), qd.reshape(-1, n), qdd.reshape(-1, n), self.spec)
         return self.base.base_regressor(W).reshape(pop, N * n, self.base.count)
 
-    def criterion(self, q, qd, qdd, objective: str) -> np.ndarray:
+    def criterion(self, q, qd, qdd, objective: str, selection=None) -> np.ndarray:
+        """Criterion per candidate; ``selection`` = (rows, cols) restricts W_b to the torques of
+        those joints and those base parameters (a sub-experiment, see subsystems.py)."""
         if objective not in OBJECTIVES:
             raise ValueError(f"objective: unknown {objective!r}; expected one of {list(OBJECTIVES)}")
-        Wb = self.stacked_base_regressor(q, qd, qdd)
+        Wb = select_block(self.stacked_base_regressor(q, qd, qdd), q.shape[2], selection)
         ev = gram_eigenvalues(Wb, objective == "cond_scaled")
         return criterion_from_eigenvalues(ev, objective, Wb.shape[1])
 
 
-def excitation_metrics(model: RobotModel, spec: ColumnSpec, q, qd, qdd, base: BaseParameters | None = None) -> dict:
-    """Report raw and column-scaled cond, log det and rank of W_b for one sampled trajectory (N, n)."""
+def select_block(Wb: np.ndarray, dof: int, selection=None) -> np.ndarray:
+    """Rows of the joints ``selection[0]`` and columns ``selection[1]`` of stacked base regressors
+    Wb (pop, N dof, b) or (N dof, b), rows sample-major."""
+    if selection is None:
+        return Wb
+    rows, cols = selection
+    single = Wb.ndim == 2
+    W = Wb[None] if single else Wb
+    pop, R, b = W.shape
+    W = W.reshape(pop, R // dof, dof, b)[:, :, rows][..., cols].reshape(pop, -1, len(cols))
+    return W[0] if single else W
+
+
+def excitation_metrics(model: RobotModel, spec: ColumnSpec, q, qd, qdd, base: BaseParameters | None = None,
+                       selection=None) -> dict:
+    """Report raw and column-scaled cond, log det and rank of W_b (or of its ``selection`` block)
+    for one sampled trajectory (N, n)."""
     base = base or base_parameters(model, spec)
-    W = base.base_regressor(regressor(model, q, qd, qdd, spec))
+    W = select_block(base.base_regressor(regressor(model, q, qd, qdd, spec)), model.dof, selection)
     s = np.linalg.svd(W, compute_uv=False)
     norms = np.linalg.norm(W, axis=0)
     s_scaled = np.linalg.svd(W / np.maximum(norms, 1e-300), compute_uv=False)
@@ -92,7 +109,7 @@ def excitation_metrics(model: RobotModel, spec: ColumnSpec, q, qd, qdd, base: Ba
         "cond_scaled": float(s_scaled[0] / s_scaled[-1]) if s_scaled[-1] > 0 else float("inf"),
         "logdet": float(np.sum(np.log(np.maximum(s, 1e-300) ** 2 / q.shape[0]))),
         "rank": rank,
-        "base_parameters": base.count,
+        "base_parameters": base.count if selection is None else len(selection[1]),
         "samples": int(q.shape[0]),
         "columns": {"rotor_inertia": spec.rotor_inertia, "friction": list(spec.friction)},
     }

@@ -6,8 +6,8 @@ from robodyn.identification.metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, n
 from robodyn.identification.pipeline import IdentificationConfig
 from robodyn.robot.loader import load_model
 
-# the seed 000 columns: inertial + rotor inertia, no friction (48 base parameters on the Panda)
-SEED000_CONFIG = IdentificationConfig(method="ols", friction="none", rotor_inertia=True)
+# the Ni et al. 2024 columns: inertial + rotor inertia, no friction (48 base parameters on the Panda)
+NI2024_CONFIG = IdentificationConfig(method="ols", friction="none", rotor_inertia=True)
 
 
 @pytest.fixture(scope="session")
@@ -24,4 +24,4 @@ def panda_recording(panda):
 
 @pytest.fixture(scope="session")
 def panda_statistics(panda, panda_recording):
-    return normal_equations_of(panda, [panda_recording], SEED000_CONFIG, preprocessed=True)
+    return normal_equations_of(panda, [panda_recording], NI2024_CONFIG, preprocessed=True)

@@ -31,7 +31,7 @@ def test_simulated_panda_every_link_feasible_and_small_rmse_cost(panda, panda_st
     assert res.feasibility["feasible"]
     assert all(link["feasible"] for link in res.feasibility["links"])
     rotor = res.standard[10::11]
-    assert np.all(rotor >= 0.0)  # never a negative rotor inertia (seed 000 Table 5 has IA4 = -1.11)
+    assert np.all(rotor >= 0.0)  # never a negative rotor inertia (Ni et al. 2024 Table 5 has IA4 = -1.11)
     assert 0.0 <= res.rmse_increase["percent"] < 1.0
     assert res.theta == pytest.approx(base.projection @ res.standard)
 

@@ -1,4 +1,4 @@
-"""Seed 000 fitness (eq. 14) through sufficient statistics, the OLS box, and the comparison."""
+"""Ni et al. 2024 fitness (eq. 14) through sufficient statistics, the OLS box, and the comparison."""
 
 import numpy as np
 import pytest
@@ -7,10 +7,10 @@ from robodyn.identification.estimators import ols
 from robodyn.identification.friction import stribeck
 from robodyn.identification.metaheuristic import (QuadraticFitness, StribeckFitness, compare_linear, format_table,
                                                   identify_linear, joint_major_data, naive_fitness, search_box,
-                                                  seed000_options)
+                                                  ni2024_options)
 
 
-def test_base_count_is_seed000s_48(panda_statistics):
+def test_base_count_is_ni_2024s_48(panda_statistics):
     base, _ = panda_statistics
     assert base.count == 48
 
@@ -33,7 +33,7 @@ def test_search_box_is_ols_plus_minus_five_times_abs():
 
 def test_wso_gets_close_to_the_ols_optimum_but_not_below(panda, panda_statistics):
     base, ne = panda_statistics
-    res = identify_linear(ne, "wso", seed=1, options=seed000_options("wso", 60, 600), joint_names=panda.joint_names)
+    res = identify_linear(ne, "wso", seed=1, options=ni2024_options("wso", 60, 600), joint_names=panda.joint_names)
     j_ols = float(QuadraticFitness.from_statistics(ne)(ols(ne).theta)[0])
     assert j_ols <= res.fitness < 1.2 * j_ols  # OLS is the global optimum of the unweighted objective
     assert len(res.history) == 600 and res.seed == 1 and res.options["population"] == 60

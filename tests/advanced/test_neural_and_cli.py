@@ -1,4 +1,4 @@
-"""Seed 002 linear network baseline; the compare and stepwise CLI commands."""
+"""Zhong et al. 2023 linear network baseline; the compare and stepwise CLI commands."""
 
 import json
 
@@ -12,7 +12,7 @@ from robodyn.identification.neural import train_linear_network
 def test_linear_network_converges_to_least_squares():
     rng = np.random.default_rng(0)
     W = rng.normal(size=(400, 4)) * [1.0, 2.0, 0.5, 1.5]
-    truth = np.array([0.625, 0.306, 0.236, 0.989])  # seed 002 Table 4's true parameters
+    truth = np.array([0.625, 0.306, 0.236, 0.989])  # Zhong et al. 2023 Table 4's true parameters
     tau = W @ truth + 0.01 * rng.normal(size=400)
     ne = NormalEquations(1, 4)
     ne.add(W, tau[:, None])

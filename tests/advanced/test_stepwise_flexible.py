@@ -1,4 +1,4 @@
-"""Seed 001: sub-system rank/cond analysis, stepwise order, flexible-joint 2-DOF arm."""
+"""Chen et al. 2021: sub-system rank/cond analysis, stepwise order, flexible-joint 2-DOF arm."""
 
 import numpy as np
 import pytest
@@ -52,4 +52,4 @@ def test_noisy_flexible_arm_and_why_motor_and_stiffness_stay_apart(twolink):
     assert max(res.errors["motor_inertia"]) < 0.02
     stacked = res.analysis["motor_and_stiffness_stacked"]
     motor = res.analysis["motor"]
-    assert all(s["cond"] > 1e4 * m["cond"] for s, m in zip(stacked, motor))  # seed 001 eqs. 13-16
+    assert all(s["cond"] > 1e4 * m["cond"] for s, m in zip(stacked, motor))  # Chen et al. 2021 eqs. 13-16

@@ -31,7 +31,7 @@ def quick_scara(**kw):
 
 def test_scara_design_is_well_conditioned_and_within_limits(scara):
     r = design_excitation(scara, quick_scara())
-    assert r.metrics["cond_scaled"] < 1.2  # seed 002 reports 1.0039; a short run gets close
+    assert r.metrics["cond_scaled"] < 1.2  # Zhong et al. 2023 reports 1.0039; a short run gets close
     assert check_trajectory(scara, r.trajectory, rate_hz=500).ok
     q0 = r.trajectory.evaluate(np.array([0.0]))[0][0]
     assert np.allclose(q0, 0.0)  # the fixed start q_sf
@@ -55,7 +55,7 @@ def test_twolink_periodic_polynomial_with_ga():
     assert r.limit_report["ok"] and r.trajectory.family == "periodic_poly"
     assert r.metrics["rank"] == r.metrics["base_parameters"]
     _, qd, qdd, jerk = r.trajectory.evaluate(np.array([0.0, 5.0]))
-    assert np.allclose(np.hstack([qd, qdd, jerk]), 0, atol=1e-9)  # seed 001 eq. 18
+    assert np.allclose(np.hstack([qd, qdd, jerk]), 0, atol=1e-9)  # Chen et al. 2021 eq. 18
 
 
 def test_cartesian_floor_is_kept_or_reported(scara):

@@ -23,7 +23,7 @@ def test_basis_reproduces_the_shared_trajectory_and_rests_at_both_ends(name, kw)
         assert np.allclose(ours[0], theirs, atol=1e-9)
     _, qd, qdd, _ = traj.evaluate(np.array([0.0, traj.duration]))
     assert np.allclose(qd, 0, atol=1e-10) and np.allclose(qdd, 0, atol=1e-9)
-    if name != "fourier":  # these two start at their offset (seed 001 a_init, seed 002 q_sf)
+    if name != "fourier":  # these two start at their offset (Chen et al. 2021 a_init, Zhong et al. 2023 q_sf)
         assert np.allclose(traj.evaluate(np.array([0.0]))[0][0], fam.split(z)[0])
 
 

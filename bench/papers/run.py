@@ -1,0 +1,46 @@
+"""All five source papers reproduced side by side: `robodyn reproduce PAPER` for each, one JSON.
+
+    .venv/bin/python bench/papers/run.py [--papers wso,stepwise,icpso,ur10e,calibration] [--quick]
+                                          [--out bench/papers/result.json]
+
+Prints every paper's text report (its headline table beside robodyn's, the command behind every
+number, and why a number is not reached) and writes the JSON reports with their wall times.
+Papers: Ni et al. 2024 (wso), Chen et al. 2021 (stepwise), Zhong et al. 2023 (icpso), Mamedov &
+Mikhel 2020 (ur10e), Li et al. 2023 (calibration); see robodyn/papers.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+from robodyn.identification import reproduce
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--papers", default=",".join(reproduce.PAPER_KEYS))
+    p.add_argument("--quick", action="store_true", help="smoke run with small budgets (not the papers' setups)")
+    p.add_argument("--out", default=str(Path(__file__).with_name("result.json")))
+    a = p.parse_args()
+    keys = [k.strip() for k in a.papers.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in reproduce.PAPER_KEYS]
+    if unknown:
+        p.error(f"--papers: unknown {unknown}; expected some of {list(reproduce.PAPER_KEYS)}")
+    out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "quick": a.quick, "papers": {}}
+    t0 = time.perf_counter()
+    for key in keys:
+        rep = reproduce.reproduce(key, quick=a.quick)
+        print(rep.format(), flush=True)
+        out["papers"][key] = rep.to_dict()
+    out["seconds"] = time.perf_counter() - t0
+    Path(a.out).write_text(json.dumps(out, indent=1, default=reproduce._json_default) + "\n")
+    print(f"wrote {a.out} ({out['seconds']:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
