@@ -123,6 +123,39 @@ def run_in_thread(fn, *args) -> tuple[Future, threading.Thread]:
     return future, thread
 
 
+def parse_trajectory(doc: dict):
+    """The submitted trajectory document parsed, or ``invalid_trajectory`` naming the field.
+
+    Any exception of the parser is the document's fault (the parser is the judge of what a
+    trajectory is), so none of them becomes ``internal``; unexpected exception types are logged
+    so a parser gap is still noticed."""
+    try:
+        return trajectory_from_dict(doc)
+    except Exception as exc:
+        if not isinstance(exc, (ValueError, TypeError, KeyError, IndexError)):
+            log.warning("trajectory parser raised %s on a submitted document: %s", type(exc).__name__, exc)
+        text = str(exc) or type(exc).__name__
+        raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {text}",
+                              field=trajectory_field(doc, text)) from None
+
+
+def trajectory_field(doc: dict, message: str) -> str:
+    """``args.trajectory`` refined by the parser's message prefix ("params.a: expected ..." names
+    the parameter ``a``): the dotted path of the field at fault, as far as it is known."""
+    head = message.split(":", 1)[0].strip() if ":" in message else ""
+    parts = head.split(".")
+    if not head or not all(p.isidentifier() for p in parts):
+        return "args.trajectory"
+    if parts[0] == "params":
+        return "args.trajectory." + ".".join(parts[:2])
+    params = doc.get("params") if isinstance(doc, dict) else None
+    if isinstance(params, dict) and parts[0] in params:
+        return f"args.trajectory.params.{parts[0]}"
+    if parts[0] in ("format", "version", "family", "dof", "params"):
+        return f"args.trajectory.{parts[0]}"
+    return "args.trajectory"
+
+
 def run_length_problem(duration: float, max_run_s: float) -> str | None:
     """Why a trajectory is too long to accept, or None. The cap bounds validation time, memory
     and file size; a non-finite duration would make every one of them unbounded."""
@@ -657,10 +690,7 @@ class Daemon:
         self.requests["total"] += 1
         try:
             obj = P.unpackb(payload)
-            if isinstance(obj, dict):
-                rid = obj.get("id")
-                if not isinstance(rid, (int, str, type(None))) or (isinstance(rid, str) and len(rid) > 256):
-                    rid = None
+            rid = P.request_id(obj)
             req = P.parse_request(obj)
             handler = self.commands.get(req.cmd)
             if handler is None:
@@ -670,6 +700,8 @@ class Daemon:
             return None if result is DEFERRED else P.ok_reply(rid, result)
         except P.ProtocolError as exc:
             self._count_error(exc.code)
+            if rid is None:
+                rid = getattr(exc, "request_id", None)
             return P.error_reply(rid, exc.code, exc.message, exc.details)
         except Exception as exc:  # a bug: answer, log, keep serving
             self._count_error(P.E_INTERNAL)
@@ -773,23 +805,21 @@ class Daemon:
         the reply is sent by :meth:`_complete_submit` (the loop keeps serving meanwhile)."""
         robot = args["robot"]
         if robot != self.model.name:
-            raise P.ProtocolError(P.E_ROBOT, f"this daemon drives {self.model.name!r}, not {robot!r}",
-                                  {"robot": self.model.name})
+            raise P.ProtocolError(P.E_ROBOT, f"robot: this daemon drives {self.model.name!r}, not {robot!r}",
+                                  {"robot": self.model.name}, field="args.robot")
         mode = args.get("mode", "position")
         # a run commands the trajectory's q, qd, qdd every cycle: only in modes where the driver tracks
         # them (Franka torque mode: its impedance law; the simulator's torque mode is raw torque)
         modes = (self.description or {}).get("trajectory_modes", ["position"])
         if mode not in modes:
             raise P.ProtocolError(P.E_INVALID_ARGS, f"mode: {mode!r} is not a trajectory mode of the "
-                                                    f"{self.cfg.driver} driver; it runs trajectories in {modes}")
+                                                    f"{self.cfg.driver} driver; it runs trajectories in {modes}",
+                                  field="args.mode")
         self._require_idle()
-        try:
-            traj = trajectory_from_dict(args["trajectory"])
-        except (ValueError, TypeError, KeyError, IndexError) as exc:
-            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {exc}") from None
+        traj = parse_trajectory(args["trajectory"])
         problem = run_length_problem(traj.duration, self.cfg.max_run_s)
         if problem:
-            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {problem}")
+            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {problem}", field="args.trajectory.duration")
         self._require_armed()  # after the parse: a malformed document is named even when disarmed
         if not self.recorder.alive or not self.recorder.ready:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the recorder process is not running; a run would not be recorded")
@@ -854,7 +884,11 @@ class Daemon:
             plan = pend.future.result()
         except RunRejected as exc:
             raise P.ProtocolError(P.E_LIMIT, f"{exc.stage} rejected before any motion: {exc}",
-                                  {"stage": exc.stage, "report": exc.report.to_dict()}) from None
+                                  {"stage": exc.stage, "report": exc.report.to_dict()},
+                                  field="args.trajectory") from None
+        except (ValueError, ArithmeticError) as exc:  # the trajectory evaluates to nonsense
+            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: cannot be evaluated: {exc}",
+                                  field="args.trajectory") from None
         # the world may have changed while the trajectory was checked
         self._require_armed()
         if not self.recorder.alive or not self.recorder.ready:
@@ -899,7 +933,8 @@ class Daemon:
         if not security.token_matches(args.get("token"), self.cfg.arm_token_sha256):
             log.warning("arming refused: wrong or missing token from %s", who,
                         extra={"fields": {"event": "arm_refused"}})
-            raise P.ProtocolError(P.E_FORBIDDEN, "arming needs the operator token (robodyn arm --token-file FILE)")
+            raise P.ProtocolError(P.E_FORBIDDEN, "arming needs the operator token (robodyn arm --token-file FILE)",
+                                  field="args.token")
         if not (self.driver.alive and self.driver.ready and self.recorder.alive and self.recorder.ready):
             raise P.ProtocolError(P.E_UNAVAILABLE, "cannot arm: the driver or the recorder is not running")
         self._current_q()  # fresh robot state, or `unavailable`
@@ -940,7 +975,7 @@ class Daemon:
         for r in self.runs:
             if r.id == run_id:
                 return r
-        raise P.ProtocolError(P.E_NOT_FOUND, f"no run {run_id!r} in this daemon's history")
+        raise P.ProtocolError(P.E_NOT_FOUND, f"no run {run_id!r} in this daemon's history", field="args.run_id")
 
     def cmd_run_status(self, args) -> dict:
         return self._find_run(args.get("run_id")).to_dict()
@@ -966,7 +1001,8 @@ class Daemon:
                 return {"aborted": None, "cancelled_submission": True, "message": "submission withdrawn"}
             return {"aborted": None, "message": "no run in progress"}
         if args.get("run_id") not in (None, run.id):
-            raise P.ProtocolError(P.E_NOT_FOUND, f"run {args['run_id']!r} is not the run in progress ({run.id})")
+            raise P.ProtocolError(P.E_NOT_FOUND, f"run {args['run_id']!r} is not the run in progress ({run.id})",
+                                  field="args.run_id")
         self._abort_current(args.get("reason", "aborted by request"))
         return {"aborted": run.id, "state": run.state}
 
@@ -986,7 +1022,7 @@ class Daemon:
         rid = args["recording"]  # an id by schema (P.check_id): never a path
         path = self.recordings_dir / f"{rid}.mcap"
         if not path.exists():
-            raise P.ProtocolError(P.E_NOT_FOUND, f"no recording {rid!r}")
+            raise P.ProtocolError(P.E_NOT_FOUND, f"no recording {rid!r}", field="args.recording")
         rec = load_recording(path)
         return {**recording_summary_line(rec), "summary": rec.summary, "gaps": rec.gaps(),
                 "truncated": rec.truncated, "columns": rec.meta.get("columns"), "units": rec.units}

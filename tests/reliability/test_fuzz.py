@@ -50,3 +50,22 @@ def test_fuzzing_the_control_endpoint(daemon, figure):
     figure(f"{FRAMES} fuzz frames: all answered, daemon alive, robot never commanded",
            seconds=round(result["seconds"], 1), error_codes=result["error_codes"], ok_replies=result["ok_replies"],
            dropped_multi_frame=result["multi_frame"])
+
+
+SCHEMA_EXAMPLES = 1_500  # CI; bench/reliability/run.py sends 100 000
+
+
+def test_schema_fuzzing_every_reply_is_an_error_naming_the_field(daemon, figure):
+    """Property (hypothesis, from the protocol schema): one field of a valid request made
+    invalid (wrongly typed, nested, oversized, out of range, unknown, missing) always gets a
+    well-formed error reply naming that field, never `internal`, and the robot never moves."""
+    from .schema_fuzz import run_property
+
+    before = daemon.commands()
+    result = run_property(daemon.control, SCHEMA_EXAMPLES)
+    assert result["frames"] >= SCHEMA_EXAMPLES and result["internal"] == 0, result
+    assert daemon.proc.poll() is None
+    after = daemon.commands()
+    assert after["starts"] == before["starts"] and after["writes"] == before["writes"]
+    figure(f"{result['frames']} schema-fuzzed frames: every reply an error naming the field, 0 internal",
+           seconds=round(result["seconds"], 1), kinds=result["kinds"], codes=result["codes"])
