@@ -600,6 +600,9 @@ class Daemon:
         elif kind == "ready":
             self.recorder.ready = True
             self.recorder.pid = msg["pid"]
+            for path in msg.get("repaired", []):
+                log.warning("finalized an unfinished recording left by a crash: %s", path,
+                            extra={"fields": {"event": "recording_repaired", "component": "recorder"}})
         elif kind == "opened" and run is not None and msg["run"] == run.number:
             if run.abort_requested:
                 run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}

@@ -64,9 +64,11 @@ def kill_mid_run(daemon, component: str, trajectory: dict, settle_s: float = 0.3
     killed_ns = time.monotonic_ns()
     final = client.wait_run(accepted["run_id"], timeout=60, poll_s=0.05)
     noticed_s = (time.monotonic_ns() - killed_ns) / 1e9
-    rec = load_recording(accepted["recording"])
     daemon.wait_ready(old_pids=(pid,))
     restart_s = (time.monotonic_ns() - killed_ns) / 1e9
+    # a killed recorder's file is finalized by its successor before it reports ready
+    official = official_read(accepted["recording"])
+    rec = load_recording(accepted["recording"])
     st = wait_stopped(client)
     diag = st["driver"]["diagnostics"]["commands"]
     return {
@@ -79,7 +81,69 @@ def kill_mid_run(daemon, component: str, trajectory: dict, settle_s: float = 0.3
         "stopped": st["driver"]["lifecycle"] == "connected",
         "hard_brakes": diag["hard_brakes"] - (brakes_before if component == "recorder" else 0),
         "armed_after": st["safety"]["armed"],
+        "official_ok": official["ok"], "official_error": official["error"],
+        "official_samples": official["samples"], "repaired": official["repaired"],
     }
+
+
+def official_read(path) -> dict:
+    """The official `mcap` Python reader's default call, as any MCAP user would open the file:
+    ``make_reader(f).iter_messages()``; counts the samples in the state blocks it yields."""
+    from mcap.reader import make_reader
+
+    out = {"ok": False, "error": "", "messages": 0, "samples": 0, "repaired": False}
+    try:
+        with open(path, "rb") as fh:
+            reader = make_reader(fh)
+            for _schema, channel, message in reader.iter_messages():
+                out["messages"] += 1
+                if channel.topic == "/robodyn/state":
+                    out["samples"] += int(P.unpackb(message.data, max_bytes=1 << 30)["seq"].shape[0])
+            out["repaired"] = any(m.name == "robodyn.repair" for m in reader.iter_metadata())
+        out["ok"] = True
+    except Exception as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def kill_daemon_mid_run(work: Path, data_dir: Path, trajectory: dict, settle_s: float = 0.3) -> dict:
+    """SIGKILL the daemon's main process mid-run: the driver ramps to rest and exits, the
+    recorder finalizes the file (its reason names the main process) and exits. The file must
+    open with the official reader's default call and with robodyn's loader."""
+    from tests.daemon.conftest import DaemonProcess
+
+    work.mkdir(parents=True, exist_ok=True)
+    d = DaemonProcess(work, data_dir=data_dir)
+    try:
+        st = d.client.status()
+        workers = (st["driver"]["pid"], st["recorder"]["pid"])
+        accepted = d.client.submit_run("panda", trajectory, label="kill daemon")
+        wait_state(d.client, accepted["run_id"], ("execute",))
+        time.sleep(settle_s)
+        d.proc.kill()
+        t0 = time.monotonic()
+        while any(_alive(p) for p in workers) and time.monotonic() - t0 < 20:
+            time.sleep(0.05)
+        gone_s = time.monotonic() - t0
+        workers_left = [p for p in workers if _alive(p)]
+    finally:
+        d.stop()
+    official = official_read(accepted["recording"])
+    rec = load_recording(accepted["recording"])
+    return {"component": "daemon", "workers_gone_s": gone_s, "workers_left": workers_left,
+            "official_ok": official["ok"], "official_error": official["error"],
+            "official_samples": official["samples"], "repaired": official["repaired"],
+            "samples": rec.samples, "gaps": rec.gaps(), "truncated": rec.truncated,
+            "status": (rec.summary or {}).get("status"), "reason": (rec.summary or {}).get("reason", ""),
+            "stopping_samples": int(rec.phase_mask("stopping").sum()),
+            "final_qd_d": float(np.abs(rec.signal("qd_d")[-1]).max()) if rec.samples else None}
 
 
 # --------------------------------------------------------------------------- fuzzing
