@@ -38,6 +38,7 @@ Example (every key optional)::
     require_arm = true    # motion needs `robodyn arm` (default: true, for every driver)
     arm_token_sha256 = "" # optional: `robodyn arm` must present the token with this SHA-256
     max_run_s = 7200      # longest trajectory accepted (s): bounds validation time and file size
+    max_validation_cost = 2e9  # samples x terms the limit check may evaluate (duration x 2 rate x terms)
     min_free_mb = 64      # a run is refused unless its estimated file size + this much is free
 """
 
@@ -80,6 +81,9 @@ class DaemonConfig:
     require_arm: bool | None = None  # None: required (an operator arms even a simulator: same habits)
     arm_token_sha256: str = ""
     max_run_s: float = 7200.0
+    # validation budget: samples (duration x rate x 2) x terms per sample (trajectory + torque); a
+    # 2 h run of a 5-harmonic Panda excitation costs 1.7e9, about 2 minutes here
+    max_validation_cost: float = 2e9
     min_free_mb: float = 64.0
     jobs_runner: str = "daemon"  # "service": robodyn-worker.service runs the identification jobs
 
@@ -112,7 +116,8 @@ _SECTIONS = {
     "recorder": {"block_ms": (int, float), "compression": str},
     "security": {"curve_secret_key": str, "clients": dict, "operators": list},
     "jobs": {"runner": str},
-    "safety": {"require_arm": bool, "arm_token_sha256": str, "max_run_s": (int, float), "min_free_mb": (int, float)},
+    "safety": {"require_arm": bool, "arm_token_sha256": str, "max_run_s": (int, float), "min_free_mb": (int, float),
+               "max_validation_cost": (int, float)},
 }
 
 
@@ -179,6 +184,8 @@ def check_config(cfg: DaemonConfig) -> None:
         raise ValueError(f"config: [jobs].runner must be 'daemon' or 'service', got {cfg.jobs_runner!r}")
     if not 1 <= cfg.max_run_s <= 86400:
         raise ValueError(f"config: [safety].max_run_s must be in [1, 86400], got {cfg.max_run_s}")
+    if not 1e6 <= cfg.max_validation_cost <= 1e12:
+        raise ValueError(f"config: [safety].max_validation_cost must be in [1e6, 1e12], got {cfg.max_validation_cost}")
     if cfg.min_free_mb < 0:
         raise ValueError(f"config: [safety].min_free_mb must be >= 0, got {cfg.min_free_mb}")
     token = cfg.arm_token_sha256

@@ -42,6 +42,7 @@ import numpy as np
 from robodyn import __version__
 from robodyn.robot.loader import load_model
 from robodyn.robot.urdf import model_to_urdf
+from robodyn.limits import validation_cost
 from robodyn.trajectory import trajectory_from_dict
 
 from . import protocol as P
@@ -823,6 +824,7 @@ class Daemon:
         problem = run_length_problem(traj.duration, self.cfg.max_run_s)
         if problem:
             raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {problem}", field="args.trajectory.duration")
+        self._require_affordable(traj)
         self._require_armed()  # after the parse: a malformed document is named even when disarmed
         if not self.recorder.alive or not self.recorder.ready:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the recorder process is not running; a run would not be recorded")
@@ -849,6 +851,20 @@ class Daemon:
         if len(self.validation_threads) >= MAX_VALIDATION_THREADS:
             raise P.ProtocolError(P.E_BUSY, "withdrawn submissions are still being checked; try again in a "
                                             "few seconds")
+
+    def _require_affordable(self, traj) -> None:
+        """The validation's cost, known from the parameters before anything is evaluated, within
+        [safety].max_validation_cost; the check itself then runs in fixed-size windows."""
+        rate = float((self.description or {}).get("rate_hz") or 1000.0)
+        cost = validation_cost(traj, rate)
+        budget = self.cfg.max_validation_cost
+        if cost.evaluations > budget:
+            raise P.ProtocolError(
+                P.E_LIMIT, f"trajectory: checking it would evaluate {cost.evaluations:.3g} terms ({traj.duration:.0f} s "
+                           f"x {2 * rate:.0f} Hz x {cost.terms} terms per sample), above the daemon's budget of "
+                           f"{budget:.3g} ([safety].max_validation_cost); use a shorter run or fewer harmonics",
+                {"limit": "validation_cost", "value": cost.evaluations, "bound": budget, "duration_s": traj.duration,
+                 "rate_hz": rate, "terms_per_sample": cost.terms}, field="args.trajectory")
 
     def _require_armed(self) -> None:
         if self.cfg.arming_required and not self.armed:
