@@ -29,7 +29,8 @@ Example (every key optional)::
     [security]            # remote access (docs/installation.md); without it: loopback only
     curve_secret_key = "/etc/robodyn/keys/daemon.key_secret"  # enables CurveZMQ on both endpoints
     clients = { alice = "<40-char Z85 public key>" }       # allow-list: name -> public key
-    operators = ["alice"]  # optional: only these clients may arm (default: any allowed client)
+    operators = ["alice"]  # optional: only these clients may arm and submit (default: any allowed client)
+    submitters = ["bob"]   # optional: these clients may also submit runs and identification jobs
 
     [jobs]
     runner = "daemon"     # "service": robodyn-worker.service runs identification jobs (own cgroup)
@@ -78,6 +79,7 @@ class DaemonConfig:
     curve_secret_key: str = ""
     clients: dict = field(default_factory=dict)
     operators: list = field(default_factory=list)
+    submitters: list = field(default_factory=list)
     require_arm: bool | None = None  # None: required (an operator arms even a simulator: same habits)
     arm_token_sha256: str = ""
     max_run_s: float = 7200.0
@@ -114,7 +116,7 @@ _SECTIONS = {
     "robot": {"name": str, "driver": str},
     "loop": {"rt_priority": int, "publish_interval_ms": (int, float), "settle_s": (int, float)},
     "recorder": {"block_ms": (int, float), "compression": str},
-    "security": {"curve_secret_key": str, "clients": dict, "operators": list},
+    "security": {"curve_secret_key": str, "clients": dict, "operators": list, "submitters": list},
     "jobs": {"runner": str},
     "safety": {"require_arm": bool, "arm_token_sha256": str, "max_run_s": (int, float), "min_free_mb": (int, float),
                "max_validation_cost": (int, float)},
@@ -211,8 +213,13 @@ def check_security(cfg: DaemonConfig) -> None:
     if cfg.curve and not cfg.clients:
         raise ValueError("config: [security].curve_secret_key is set but [security].clients is empty: "
                          "no client could connect")
-    unknown = [o for o in cfg.operators if o not in cfg.clients]
-    if unknown:
-        raise ValueError(f"config: [security].operators {unknown} are not in [security].clients")
-    if cfg.operators and not cfg.curve:
-        raise ValueError("config: [security].operators needs CurveZMQ (operators are identified by their key)")
+    for role in ("operators", "submitters"):
+        names = getattr(cfg, role)
+        unknown = [o for o in names if o not in cfg.clients]
+        if unknown:
+            raise ValueError(f"config: [security].{role} {unknown} are not in [security].clients")
+        if names and not cfg.curve:
+            raise ValueError(f"config: [security].{role} needs CurveZMQ (clients are identified by their key)")
+    if cfg.submitters and not cfg.operators:
+        raise ValueError("config: [security].submitters needs [security].operators (without operators every "
+                         "allowed client may arm and submit)")

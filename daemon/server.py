@@ -75,6 +75,10 @@ SAMPLE_OVERHEAD_BYTES = 25
 MAX_RUN_HISTORY = 500  # runs kept in memory for `runs` / `run_status`; every run is in its recording
 MAX_VALIDATION_THREADS = 2  # the one being checked plus one withdrawn that is still finishing
 DEFERRED = object()  # a handler's result meaning "the reply is sent later"
+# Roles (docs/reliability.md, "Roles"), when CurveZMQ names the clients and [security].operators is
+# set: operators arm and submit; submitters submit runs and identification jobs; every other
+# allowed client observes. Stopping is never refused: abort and disarm are open to everyone.
+COMMAND_ROLES = {"arm": P.ROLE_OPERATOR, "submit_run": P.ROLE_SUBMITTER, "identify": P.ROLE_SUBMITTER}
 
 
 class RateLimitedLog:
@@ -700,6 +704,7 @@ class Daemon:
             if handler is None:
                 raise P.ProtocolError(P.E_UNKNOWN_COMMAND, f"command {req.cmd!r} is not available in this daemon")
             self._rid = rid
+            self._authorise(req.cmd)
             result = handler(req.args)
             return None if result is DEFERRED else P.ok_reply(rid, result)
         except P.ProtocolError as exc:
@@ -711,6 +716,28 @@ class Daemon:
             self._count_error(P.E_INTERNAL)
             log.exception("internal error while handling a request")
             return P.error_reply(rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+
+    def role_of(self, peer: str) -> str:
+        """The role of an authenticated client (everyone is an operator without roles)."""
+        if not self.cfg.curve or not self.cfg.operators or peer in self.cfg.operators:
+            return P.ROLE_OPERATOR
+        return P.ROLE_SUBMITTER if peer in self.cfg.submitters else P.ROLE_ANYONE
+
+    def _authorise(self, cmd: str) -> None:
+        needed = COMMAND_ROLES.get(cmd, P.ROLE_ANYONE)
+        role = self.role_of(self._peer)
+        allowed = {P.ROLE_ANYONE: (P.ROLE_ANYONE, P.ROLE_SUBMITTER, P.ROLE_OPERATOR),
+                   P.ROLE_SUBMITTER: (P.ROLE_SUBMITTER, P.ROLE_OPERATOR), P.ROLE_OPERATOR: (P.ROLE_OPERATOR,)}
+        if role in allowed[needed]:
+            return
+        who = self._peer or "not authenticated"
+        log.warning("%s refused: client %s has the role %s, %s needs %s", cmd, who, role, cmd, needed,
+                    extra={"fields": {"event": "forbidden", "peer": who}})
+        what = "arming is reserved to the operators' keys" if cmd == "arm" else \
+            f"{cmd} is reserved to {'operators' if needed == P.ROLE_OPERATOR else 'operators and submitters'}"
+        raise P.ProtocolError(P.E_FORBIDDEN, f"{what} ([security].operators / submitters); this client is {who} "
+                                             f"({role}); abort and disarm are open to every client",
+                              {"role": role, "needed": needed, "client": who}, field="cmd")
 
     def _count_error(self, code: str) -> None:
         errors = self.requests["errors"]
@@ -757,7 +784,8 @@ class Daemon:
                        "armed_by": self.armed_info.get("by"),
                        "armed_for_s": now - self.armed_info["since"] if self.armed else None,
                        "disarm_reason": None if self.armed else self.disarm_reason,
-                       "token_required": bool(self.cfg.arm_token_sha256), "operators": list(self.cfg.operators)},
+                       "token_required": bool(self.cfg.arm_token_sha256), "operators": list(self.cfg.operators),
+                       "submitters": list(self.cfg.submitters), "your_role": self.role_of(self._peer)},
             "security": {"curve": self.cfg.curve, "clients": sorted(self.cfg.clients),
                          "authenticated": self.zap.accepted if self.zap else 0,
                          "refused": self.zap.refused if self.zap else 0,
@@ -944,11 +972,7 @@ class Daemon:
                 "limit_utilisation": plan.report.utilisation}
 
     def cmd_arm(self, args) -> dict:
-        who = self._peer or "a local client"
-        if self.cfg.operators and self._peer not in self.cfg.operators:
-            log.warning("arming refused: %s is not an operator", who, extra={"fields": {"event": "arm_refused"}})
-            raise P.ProtocolError(P.E_FORBIDDEN, f"arming is reserved to the operators' keys; this client is "
-                                                 f"{self._peer or 'not authenticated'}")
+        who = self._peer or "a local client"  # an operator: _authorise checked the role
         if not security.token_matches(args.get("token"), self.cfg.arm_token_sha256):
             log.warning("arming refused: wrong or missing token from %s", who,
                         extra={"fields": {"event": "arm_refused"}})
