@@ -49,7 +49,7 @@ from . import protocol as P
 from . import security
 from .config import DaemonConfig
 from .logs import setup_logging
-from .motion import HOLD_TOLERANCE, RunRejected, plan_run
+from .motion import HOLD_TOLERANCE, RunRejected, move_to_start, plan_run
 from .recording import load_recording, read_recording_info, recording_summary_line
 from .sdnotify import Notifier
 
@@ -72,6 +72,13 @@ HANG_TIMEOUT_S = 5.0
 TRANSPORT_MAX_BYTES = 2 * P.MAX_REQUEST_BYTES
 # bytes per recorded sample besides the values: seq, robot_time, host_time_ns (8 each), phase (1)
 SAMPLE_OVERHEAD_BYTES = 25
+# Disk estimate: bytes per sample as the recorder measures them on the files it writes (zstd of
+# noisy float64 samples in 50 ms blocks barely compresses: 333 B/sample for the simulator's 42
+# columns, against 361 B raw; bench/reliability/run.py --only disk), times this margin. Until the
+# recorder has written DISK_MEASURE_MIN_SAMPLES, the raw (uncompressed) size is the estimate.
+DISK_MARGIN = 1.25
+DISK_MEASURE_MIN_SAMPLES = 5_000
+RECORDING_FIXED_BYTES = 64 * 1024  # self-description (16 KB for a Panda: URDF, trajectory, driver facts), summary, events
 MAX_RUN_HISTORY = 500  # runs kept in memory for `runs` / `run_status`; every run is in its recording
 MAX_VALIDATION_THREADS = 2  # the one being checked plus one withdrawn that is still finishing
 DEFERRED = object()  # a handler's result meaning "the reply is sent later"
@@ -171,10 +178,25 @@ def run_length_problem(duration: float, max_run_s: float) -> str | None:
     return None
 
 
-def estimated_recording_bytes(duration_s: float, rate_hz: float, width: int, move_margin_s: float = 60.0) -> float:
-    """Uncompressed size of a run's samples (an upper bound of the file): trajectory plus a
-    generous allowance for the move to the start and the settle."""
-    return (duration_s + move_margin_s) * rate_hz * (width * 8 + SAMPLE_OVERHEAD_BYTES)
+def raw_bytes_per_sample(width: int) -> float:
+    """A recorded sample uncompressed: the values plus seq, times and phase."""
+    return width * 8 + SAMPLE_OVERHEAD_BYTES
+
+
+def measured_bytes_per_sample(throughput: dict | None, width: int) -> tuple[float, float, str]:
+    """(bytes per sample, margin, where they come from): the recorder's own figure once it has
+    written enough samples (its compression on this robot's data) with DISK_MARGIN, else the
+    raw size plus 5 % for block framing (compression never makes these samples larger)."""
+    t = throughput or {}
+    samples, written = t.get("samples_written") or 0, t.get("bytes_written") or 0
+    if samples >= DISK_MEASURE_MIN_SAMPLES and written > 0:
+        return written / samples, DISK_MARGIN, f"measured by the recorder over {samples} samples"
+    return raw_bytes_per_sample(width), 1.05, "raw sample size (the recorder has not measured enough samples yet)"
+
+
+def estimated_recording_bytes(samples: int, bytes_per_sample: float, margin: float = DISK_MARGIN) -> float:
+    """A run's file: its samples at the measured size times the margin, plus the fixed part."""
+    return RECORDING_FIXED_BYTES + samples * bytes_per_sample * margin
 
 
 def loop_jitter(loop: dict, rate_hz: float | None) -> dict | None:
@@ -201,6 +223,7 @@ class PendingSubmit:
     trajectory: object = None
     current_q: object = None
     rate: float = 0.0
+    disk_estimate: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -858,11 +881,12 @@ class Daemon:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the recorder process is not running; a run would not be recorded")
         current_q = self._current_q()
         rate = float(self.description["rate_hz"])
-        self._require_disk_space(traj.duration, rate)
+        pend_estimate = self._require_disk_space(traj, current_q, rate)
         future, thread = run_in_thread(plan_run, self.model, traj, current_q, rate)
         self.validation_threads.append(thread)
         self.pending = PendingSubmit(list(self._envelope), self._rid, dict(args, mode=mode), future)
         self.pending.trajectory, self.pending.current_q, self.pending.rate = traj, current_q, rate
+        self.pending.disk_estimate = pend_estimate
         log.info("validating a %.1f s %s trajectory", traj.duration, traj.family,
                  extra={"fields": {"event": "validating", "peer": self._peer or "local"}})
         return DEFERRED
@@ -899,13 +923,25 @@ class Daemon:
             raise P.ProtocolError(P.E_NOT_ARMED, f"the daemon is not armed ({self.disarm_reason}); an operator "
                                                  "arms it with `robodyn arm` after checking the robot's workspace")
 
-    def _require_disk_space(self, duration_s: float, rate_hz: float) -> None:
+    def _require_disk_space(self, traj, current_q: np.ndarray, rate_hz: float) -> dict:
+        """Refuse a run whose estimated file (+ [safety].min_free_mb) does not fit; the estimate:
+        samples of the move to the start (its real duration), the trajectory and the settle, at
+        the recorder's measured bytes per sample with a margin."""
         width = len(self.columns) or 1
-        need = estimated_recording_bytes(duration_s, rate_hz, width) + self.cfg.min_free_mb * 1e6
+        move = move_to_start(self.model, traj, current_q)
+        samples = int(math.ceil((move.duration + traj.duration + self.cfg.settle_s + 0.5) * rate_hz)) + 2
+        per_sample, margin, source = measured_bytes_per_sample(self.recorder.last.get("throughput"), width)
+        estimate = estimated_recording_bytes(samples, per_sample, margin)
+        need = estimate + self.cfg.min_free_mb * 1e6
         free = shutil.disk_usage(self.recordings_dir).free
         if free < need:
             raise P.ProtocolError(P.E_UNAVAILABLE, f"not enough disk space for this run: {free / 1e6:.0f} MB free in "
-                                                   f"{self.recordings_dir}, {need / 1e6:.0f} MB needed")
+                                                   f"{self.recordings_dir}, {need / 1e6:.0f} MB needed (file estimate "
+                                                   f"{estimate / 1e6:.1f} MB: {samples} samples x {per_sample:.0f} B "
+                                                   f"x {margin}, {source}; + [safety].min_free_mb)",
+                                  {"free_bytes": free, "needed_bytes": need, "estimate_bytes": estimate})
+        return {"bytes": estimate, "samples": samples, "bytes_per_sample": per_sample, "margin": margin,
+                "source": source}
 
     def _cancel_pending(self, reason: str) -> None:
         if self.pending is not None and not self.pending.cancelled:
@@ -969,7 +1005,7 @@ class Daemon:
         self.notifier.status(self._status_line())
         return {"run_id": run_id, "duration_s": traj.duration, "move_duration_s": plan.move.duration,
                 "trajectory_samples": traj_samples, "move_samples": move_samples, "recording": run.path,
-                "limit_utilisation": plan.report.utilisation}
+                "limit_utilisation": plan.report.utilisation, "disk_estimate": pend.disk_estimate}
 
     def cmd_arm(self, args) -> dict:
         who = self._peer or "a local client"  # an operator: _authorise checked the role
