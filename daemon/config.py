@@ -4,7 +4,8 @@ Example (every key optional)::
 
     [daemon]
     control = "tcp://127.0.0.1:47770"    # ROUTER, requests / replies
-    state = "tcp://127.0.0.1:47771"      # PUB, state stream
+    state = "tcp://127.0.0.1:47771"      # PUB, state stream (served by the publisher process)
+    max_subscribers = 32                 # state-stream connections; more are refused at handshake
     data_dir = "~/.local/share/robodyn"  # recordings go to <data_dir>/recordings
 
     [robot]
@@ -67,6 +68,7 @@ def default_data_dir() -> Path:
 class DaemonConfig:
     control: str = DEFAULT_CONTROL
     state: str = DEFAULT_STATE
+    max_subscribers: int = 32
     data_dir: str = field(default_factory=lambda: str(default_data_dir()))
     robot: str = "panda"
     driver: str = "sim"
@@ -112,7 +114,7 @@ class DaemonConfig:
 
 
 _SECTIONS = {
-    "daemon": {"control": str, "state": str, "data_dir": str},
+    "daemon": {"control": str, "state": str, "data_dir": str, "max_subscribers": int},
     "robot": {"name": str, "driver": str},
     "loop": {"rt_priority": int, "publish_interval_ms": (int, float), "settle_s": (int, float)},
     "recorder": {"block_ms": (int, float), "compression": str},
@@ -171,6 +173,8 @@ def check_config(cfg: DaemonConfig) -> None:
         ep = getattr(cfg, name)
         if not (ep.startswith("tcp://") or ep.startswith("ipc://")):
             raise ValueError(f"config: [daemon].{name} must be a tcp:// or ipc:// endpoint, got {ep!r}")
+    if not 1 <= cfg.max_subscribers <= 1000:
+        raise ValueError(f"config: [daemon].max_subscribers must be in [1, 1000], got {cfg.max_subscribers}")
     if not 0 <= cfg.rt_priority <= 99:
         raise ValueError(f"config: [loop].rt_priority must be 0..99, got {cfg.rt_priority}")
     if not 0 < cfg.publish_interval_ms <= 50:

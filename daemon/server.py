@@ -293,7 +293,8 @@ class Daemon:
         # systemd's RuntimeDirectory= when there is one; mkdtemp makes it private (0700), which is
         # what guards the internal ipc pipes
         self.runtime_dir = tempfile.mkdtemp(prefix="robodyn-", dir=os.environ.get("RUNTIME_DIRECTORY") or None)
-        self.endpoints = {"driver_pipe": f"ipc://{self.runtime_dir}/driver", "recorder_pipe":
+        self.endpoints = {"driver_pipe": f"ipc://{self.runtime_dir}/driver", "publisher_pipe":
+                          f"ipc://{self.runtime_dir}/publisher", "recorder_pipe":
                           f"ipc://{self.runtime_dir}/recorder", "state_ipc": f"ipc://{self.runtime_dir}/state"}
         self.ctx = zmq.Context()
         self.zap = None
@@ -313,11 +314,17 @@ class Daemon:
         self.driver_pipe.bind(self.endpoints["driver_pipe"])
         self.recorder_pipe = self.ctx.socket(zmq.PAIR)
         self.recorder_pipe.bind(self.endpoints["recorder_pipe"])
+        self.publisher_pipe = self.ctx.socket(zmq.PAIR)
+        self.publisher_pipe.bind(self.endpoints["publisher_pipe"])
+        from .publisher import publisher_process_main
         from .recorder import recorder_process_main
         from .rtloop import driver_process_main
 
         self.driver = Component("driver", driver_process_main)
         self.recorder = Component("recorder", recorder_process_main)
+        # republishes the stream to clients: not part of any run, so its failure neither aborts
+        # a run nor disarms; it is restarted like the others
+        self.publisher = Component("publisher", publisher_process_main)
         self.description: dict | None = None
         self.columns: list[str] = []
         self.layout = 0
@@ -379,9 +386,10 @@ class Daemon:
         """Spawn the workers and wait until both report ready (or one reports a fatal error)."""
         self._spawn(self.driver)
         self._spawn(self.recorder)
+        self._spawn(self.publisher)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         poller = self._poller()
-        while not (self.driver.ready and self.recorder.ready):
+        while not (self.driver.ready and self.recorder.ready and self.publisher.ready):
             if time.monotonic() > deadline:
                 raise RuntimeError("driver or recorder did not start within "
                                    f"{STARTUP_TIMEOUT_S:.0f} s")
@@ -391,9 +399,11 @@ class Daemon:
                     self._on_driver(P.unpackb(sock.recv()))
                 elif sock is self.recorder_pipe:
                     self._on_recorder(P.unpackb(sock.recv()))
+                elif sock is self.publisher_pipe:
+                    self._on_publisher(P.unpackb(sock.recv()))
                 elif sock is getattr(self.zap, "socket", None):
                     self.zap.serve_pending()
-            for comp in (self.driver, self.recorder):
+            for comp in (self.driver, self.recorder, self.publisher):
                 if comp.process is not None and not comp.process.is_alive() and not comp.ready:
                     reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
                     raise RuntimeError(f"{comp.name} failed to start: {reason}")
@@ -403,6 +413,7 @@ class Daemon:
         poller.register(self.router, self.zmq.POLLIN)
         poller.register(self.driver_pipe, self.zmq.POLLIN)
         poller.register(self.recorder_pipe, self.zmq.POLLIN)
+        poller.register(self.publisher_pipe, self.zmq.POLLIN)
         if self.zap is not None:
             poller.register(self.zap.socket, self.zmq.POLLIN)
             poller.register(self.handshakes.socket, self.zmq.POLLIN)
@@ -426,6 +437,9 @@ class Daemon:
                 elif sock is self.recorder_pipe:
                     while self.recorder_pipe.poll(0):
                         self._on_recorder(P.unpackb(self.recorder_pipe.recv()))
+                elif sock is self.publisher_pipe:
+                    while self.publisher_pipe.poll(0):
+                        self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
                 elif self.zap is not None and sock is self.zap.socket:
                     self.zap.serve_pending()
                 elif self.handshakes is not None and sock is self.handshakes.socket:
@@ -463,10 +477,11 @@ class Daemon:
         if self.zap is not None:
             self.zap.close()
             self.handshakes.close()
-        for comp, pipe in ((self.driver, self.driver_pipe), (self.recorder, self.recorder_pipe)):
+        for comp, pipe in ((self.driver, self.driver_pipe), (self.recorder, self.recorder_pipe),
+                           (self.publisher, self.publisher_pipe)):
             if comp.alive:
                 pipe.send(P.packb({"type": "shutdown"}))
-        for comp in (self.driver, self.recorder):
+        for comp in (self.driver, self.recorder, self.publisher):
             if comp.process is not None:
                 comp.process.join(5.0)
                 if comp.process.is_alive():
@@ -481,13 +496,15 @@ class Daemon:
             self._on_driver(P.unpackb(self.driver_pipe.recv()))
         while self.recorder_pipe.poll(0):
             self._on_recorder(P.unpackb(self.recorder_pipe.recv()))
+        while self.publisher_pipe.poll(0):
+            self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
 
     def _check_health(self) -> None:
         # judge silence only on what is really unread: a slow request handler must not make a
         # healthy worker look hung
         self._drain_pipes()
         now = time.monotonic()
-        for comp in (self.driver, self.recorder):
+        for comp in (self.driver, self.recorder, self.publisher):
             if comp.process is None:
                 continue
             if comp.process.is_alive():
@@ -507,6 +524,11 @@ class Daemon:
             comp.process = None
             comp.ready = False
             comp.last_time = 0.0
+            if comp is self.publisher:  # clients lose their stream for a moment; the robot nothing
+                if self.running:
+                    comp.restarts += 1
+                    self._spawn(comp)
+                continue
             self._disarm(f"{comp.name} process died (exit code {comp.exit_code})")
             if comp is self.recorder:
                 self._on_recorder_lost()
@@ -660,6 +682,19 @@ class Daemon:
             else:
                 self._abort_current(run.recorder_failed)
 
+    def _on_publisher(self, msg: dict) -> None:
+        kind = msg.get("type")
+        if kind == "stats":
+            self.publisher.last = msg
+            self.publisher.last_time = time.monotonic()
+        elif kind == "ready":
+            self.publisher.ready = True
+            self.publisher.pid = msg["pid"]
+        elif kind == "fatal":
+            self.publisher.last = dict(self.publisher.last, fatal=msg.get("message"))
+            log.error("publisher: %s", msg.get("message"), extra={"fields": {"component": "publisher",
+                                                                            "event": "fatal"}})
+
     def _finish_run(self, run: Run, status: str, reason: str = "", recorder_summary: dict | None = None) -> None:
         done = run.done_event or {}
         summary = {"status": status, "reason": reason, "recording": run.path,
@@ -801,6 +836,10 @@ class Daemon:
             "recorder": {"pid": self.recorder.pid, "alive": self.recorder.alive, "ready": self.recorder.ready,
                          "restarts": self.recorder.restarts, **{k: v for k, v in self.recorder.last.items()
                                                                 if k in ("stream", "recording", "written_runs")}},
+            "publisher": {"pid": self.publisher.pid, "alive": self.publisher.alive, "ready": self.publisher.ready,
+                          "restarts": self.publisher.restarts, "error": self.publisher.last.get("fatal"),
+                          **{k: v for k, v in self.publisher.last.items()
+                             if k in ("subscribers", "max_subscribers", "refused_over_cap", "forwarded", "hwm")}},
             "run": None if self.current is None else self.current.to_dict(),
             "last_run": None if last_run is None else last_run.to_dict(),
             "safety": {"armed": self.armed, "arming_required": self.cfg.arming_required,

@@ -317,3 +317,70 @@ def soak(daemon, samples: int, trajectory: dict, rss_every_s: float = 2.0, progr
             "stream_lost": st["metrics"]["lost_samples"]["stream"], "seconds": time.monotonic() - t0,
             "rss_kib_first": points[0][2] if points else {}, "rss_kib_last": points[-1][2] if points else {},
             "rss_slope_kib_per_million_samples": slope, "rss_points": len(points)}
+
+
+# --------------------------------------------------------------------------- stalled subscribers
+
+
+def stalled_subscribers(daemon, count: int, seconds: float, sample_every_s: float = 5.0, progress=None) -> dict:
+    """``count`` subscribers that connect to the state stream and never read (receive queue of
+    one message, a 4 KiB kernel buffer), plus one that reads everything, for ``seconds``.
+    Returns the resident memory of the driver and publisher processes over time, the loop's
+    period percentiles from the driver's telemetry, and the reader's sequence gaps."""
+    import zmq
+
+    client = daemon.client
+    st = client.status()
+    pids = {"driver": st["driver"]["pid"], "publisher": st["publisher"]["pid"], "main": st["daemon"]["pid"]}
+    ctx = zmq.Context()
+    stalled = []
+    try:
+        for _ in range(count):
+            s = ctx.socket(zmq.SUB)
+            s.setsockopt(zmq.RCVHWM, 1)
+            s.setsockopt(zmq.RCVBUF, 4096)
+            s.setsockopt(zmq.LINGER, 0)
+            s.setsockopt(zmq.SUBSCRIBE, b"")
+            s.connect(daemon.state)
+            stalled.append(s)
+        reader = ctx.socket(zmq.SUB)
+        reader.setsockopt(zmq.LINGER, 0)
+        reader.setsockopt(zmq.SUBSCRIBE, P.TOPIC_STATE)
+        reader.connect(daemon.state)
+        client.call("status")
+        t0 = time.monotonic()
+        points, last_seq, gaps, lost, received, next_sample = [], 0, 0, 0, 0, t0 + 1.0
+        while time.monotonic() - t0 < seconds:
+            if reader.poll(50):
+                while True:
+                    try:
+                        _topic, payload = reader.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    seq = P.unpack_state_batch(payload)["seq"]
+                    if last_seq and int(seq[0]) != last_seq + 1:
+                        gaps += 1
+                        lost += int(seq[0]) - last_seq - 1
+                    last_seq = int(seq[-1])
+                    received += int(seq.shape[0])
+            now = time.monotonic()
+            if now >= next_sample:
+                next_sample = now + sample_every_s
+                tel = client.status()
+                points.append({"t": round(now - t0, 1), **{k: rss_kib(p) for k, p in pids.items()},
+                               "loop_p99_ms": (tel["driver"]["loop"] or {}).get("p99_ms"),
+                               "subscribers": tel["publisher"].get("subscribers")})
+                if progress:
+                    progress(points[-1])
+        st = client.status()
+    finally:
+        for s in stalled:
+            s.close(linger=0)
+        ctx.destroy(linger=0)
+    settled = [p for p in points if p["t"] >= min(10.0, seconds / 3)] or points
+    return {"stalled": count, "seconds": seconds, "points": points,
+            "driver_rss_kib": {"first": settled[0]["driver"], "last": settled[-1]["driver"],
+                               "max": max(p["driver"] for p in settled), "min": min(p["driver"] for p in settled)},
+            "publisher_rss_kib": {"first": settled[0]["publisher"], "max": max(p["publisher"] for p in settled)},
+            "loop": st["driver"]["loop"], "reader": {"received": received, "gaps": gaps, "lost": lost},
+            "subscribers_seen": st["publisher"].get("subscribers")}
