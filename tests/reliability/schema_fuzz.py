@@ -131,7 +131,8 @@ def violating(cmd: str, name: str):
     if spec.types == (int,):
         return st.integers(-(2 ** 63), 0)
     if spec.types == (list,):
-        return st.one_of(st.just([]), st.lists(not_of_types((str,)), min_size=1, max_size=3),
+        empty = st.just([]) if spec.required else st.nothing()  # an empty optional list means none
+        return st.one_of(empty, st.lists(not_of_types((str,)), min_size=1, max_size=3),
                          st.lists(st.sampled_from(["../x", "/etc/passwd", ""]), min_size=1, max_size=3),
                          st.lists(ids, min_size=101, max_size=120))
     if cmd == "identify" and name == "config":
