@@ -104,8 +104,8 @@ class DaemonConfig:
 
     @property
     def arming_required(self) -> bool:
-        """A simulated plant cannot hurt anyone, so it runs unarmed unless the config says
-        otherwise; every real driver needs an operator to arm the daemon."""
+        """Motion needs an operator's `arm` for every driver, the simulator included (the same
+        habits on a simulated and a real robot), unless [safety].require_arm = false."""
         return True if self.require_arm is None else bool(self.require_arm)
 
     @property

@@ -27,7 +27,9 @@ import io
 import json
 import os
 import socket
+import struct
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -241,9 +243,6 @@ class _Scan:
 def _chunk_records(chunk) -> tuple[list, dict]:
     """(records, message index entries per channel: [(log_time, offset in the chunk)]) of a
     chunk, CRC-checked; raises on a chunk that does not decompress or check."""
-    import struct
-    import zlib
-
     from mcap.records import Channel, Message, Schema
     from mcap.data_stream import ReadDataStream
     from mcap.stream_reader import get_chunk_data_stream
@@ -274,8 +273,6 @@ def _chunk_records(chunk) -> tuple[list, dict]:
 def _scan_unfinished(fh, size: int) -> _Scan:
     """Walk the records of a file without footer; stop at the first one that is incomplete or
     does not check (a torn write), or at DataEnd (a summary that was being written)."""
-    import struct
-
     from mcap.data_stream import RecordBuilder, ReadDataStream
     from mcap.records import (Attachment, AttachmentIndex, Channel, Chunk, ChunkIndex, Message, MessageIndex,
                               Metadata, MetadataIndex, Schema)
@@ -403,8 +400,6 @@ def repair_recording(path: str | Path, reason: str) -> dict | None:
     a repair that fails (e.g. no space) puts the file back as it was; the copy is removed only
     once the repaired file is on disk.
     """
-    import zlib
-
     from mcap.data_stream import RecordBuilder
     from mcap.opcode import Opcode
     from mcap.records import (Attachment, AttachmentIndex, DataEnd, Footer, Header, Metadata, MetadataIndex,
@@ -433,12 +428,11 @@ def repair_recording(path: str | Path, reason: str) -> dict | None:
         prefix = MCAP_MAGIC
         Header(profile="robodyn", library=f"robodyn {__version__}").write(out)
         prefix += out.end()
-    base = scan.good_end + len(prefix)
     blob = bytearray(prefix)
     blob += scan.pending_indexes
     now_ns = time.time_ns()  # label only, like created_wall
     if tail:
-        offset = base + len(blob) - len(prefix)
+        offset = scan.good_end + len(blob)
         att = Attachment(log_time=now_ns, create_time=now_ns, name=TORN_TAIL_ATTACHMENT,
                          media_type="application/octet-stream", data=bytes(tail))
         att.write(out)
@@ -464,7 +458,7 @@ def repair_recording(path: str | Path, reason: str) -> dict | None:
             "first_seq": int(seq[0]) if seq.size else 0, "last_seq": int(seq[-1]) if seq.size else 0,
             "gaps": gaps, "repaired": True}))
     for name, values in metas:
-        offset = base + len(blob) - len(prefix)
+        offset = scan.good_end + len(blob)
         Metadata(name=name, metadata={k: json.dumps(v) for k, v in values.items()}).write(out)
         rec = out.end()
         scan.metadata_indexes.append(MetadataIndex(offset=offset, length=len(rec), name=name))
@@ -472,7 +466,7 @@ def repair_recording(path: str | Path, reason: str) -> dict | None:
     DataEnd(data_section_crc=0).write(out)
     blob += out.end()
 
-    summary_start = base + len(blob) - len(prefix)
+    summary_start = scan.good_end + len(blob)
     groups = []
     summary = RecordBuilder()
     stats = Statistics(message_count=scan.messages, schema_count=len(scan.schemas),
@@ -496,8 +490,6 @@ def repair_recording(path: str | Path, reason: str) -> dict | None:
     for group in groups:
         group.write(summary)
     summary_data = summary.end()
-    import struct
-
     crc = zlib.crc32(summary_data)
     crc = zlib.crc32(struct.pack("<BQQQ", Opcode.FOOTER, 8 + 8 + 4, summary_start, offsets_start), crc)
     blob += summary_data

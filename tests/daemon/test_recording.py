@@ -117,7 +117,6 @@ def official_default_read(path):
 def cut_points(full: bytes):
     """Byte offsets that cut the file inside its records: every record boundary +-1 and inside
     each record (header, chunk, message indexes, metadata), as a kill during any write would."""
-    from mcap.stream_reader import StreamReader  # noqa: F401 (the format is what we walk by hand)
     import struct
 
     points, pos = set(), 8
