@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from robodyn.daemon.recording import load_recording  # noqa: E402
 from tests.daemon.conftest import DaemonProcess, excitation  # noqa: E402
+from tests.reliability.schema_fuzz import ARM_TOKEN  # noqa: E402
 from tests.reliability.scenarios import (fuzz, kill_daemon_mid_run, kill_mid_run, official_read, rss_kib,  # noqa: E402
                                         soak, stalled_subscribers, wait_state)
 
@@ -40,7 +41,7 @@ def bench_fuzz(work: Path, frames: int) -> dict:
     from robodyn.daemon import security
 
     d = DaemonProcess(work, arm=False, extra_config=f'[safety]\nrequire_arm = true\n'
-                                                     f'arm_token_sha256 = "{security.token_hash("k")}"\n')
+                                                     f'arm_token_sha256 = "{security.token_hash(ARM_TOKEN)}"\n')
     try:
         before = d.commands()
         r = fuzz(d.control, frames)
@@ -57,7 +58,7 @@ def bench_schema_fuzz(work: Path, examples: int) -> dict:
     from tests.reliability.schema_fuzz import run_property
 
     d = DaemonProcess(work, arm=False, extra_config=f'[safety]\nrequire_arm = true\n'
-                                                     f'arm_token_sha256 = "{security.token_hash("k")}"\n')
+                                                     f'arm_token_sha256 = "{security.token_hash(ARM_TOKEN)}"\n')
     try:
         before = d.commands()
         r = run_property(d.control, examples)  # raises on the first reply that breaks the property

@@ -29,6 +29,8 @@ ERROR_CODES = {P.E_MALFORMED, P.E_VERSION, P.E_UNKNOWN_COMMAND, P.E_INVALID_ARGS
                P.E_LIMIT, P.E_BUSY, P.E_NOT_FOUND, P.E_ROBOT, P.E_UNAVAILABLE, P.E_NOT_ARMED, P.E_FORBIDDEN,
                P.E_CANCELLED}
 READY_Q = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
+# the fuzzed daemon's arming token: every token the fuzzer sends is a wrong one
+ARM_TOKEN = "the-operator-token-7c1e5a90d4b2"
 
 # --------------------------------------------------------------------------- valid frames
 
@@ -123,7 +125,8 @@ def violating(cmd: str, name: str):
             return st.one_of(st.just(""), oversized_text(65), st.sampled_from(["kuka", "torque_raw", "warp"]))
         if name in ("label", "reason", "token"):
             if name == "token":  # a wrong token is refused by the arming check, naming the token
-                return st.one_of(oversized_text(P.MAX_TEXT + 1), st.text(min_size=1, max_size=30))
+                return st.one_of(oversized_text(P.MAX_TEXT + 1),
+                                 st.text(min_size=1, max_size=30).filter(lambda t: t != ARM_TOKEN))
             return oversized_text(P.MAX_TEXT + 1)
         return st.one_of(st.just(""), st.sampled_from(["../../etc/passwd", "/etc/shadow", ".hidden", "a/b", ".."]),
                          oversized_text(129),

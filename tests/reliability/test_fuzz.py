@@ -10,6 +10,7 @@ from robodyn.daemon import security
 from tests.daemon.conftest import DaemonProcess
 
 from .scenarios import fuzz
+from .schema_fuzz import ARM_TOKEN
 
 FRAMES = 10_000
 
@@ -19,7 +20,7 @@ def daemon(tmp_path_factory):
     # armed, but `arm` needs a token the fuzzer does not have: its random `arm` / `disarm`
     # requests exercise that path too, and no junk trajectory can ever be accepted anyway
     d = DaemonProcess(tmp_path_factory.mktemp("fuzz"), arm=False,
-                      extra_config=f'[safety]\nrequire_arm = true\narm_token_sha256 = "{security.token_hash("k")}"\n')
+                      extra_config=f'[safety]\nrequire_arm = true\narm_token_sha256 = "{security.token_hash(ARM_TOKEN)}"\n')
     yield d
     d.stop()
     assert d.proc.returncode == 0
