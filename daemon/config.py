@@ -26,6 +26,7 @@ Example (every key optional)::
     [recorder]
     block_ms = 50         # recorder writes and flushes a block at least this often (crash loss bound)
     compression = "zstd"  # zstd | lz4 | none
+    ros2 = true           # also write ROS 2 channels (/joint_states, /tf, /robot_description) for Foxglove / ROS 2
 
     [security]            # remote access (docs/installation.md); without it: loopback only
     curve_secret_key = "/etc/robodyn/keys/daemon.key_secret"  # enables CurveZMQ on both endpoints
@@ -78,6 +79,7 @@ class DaemonConfig:
     settle_s: float = 0.2
     block_ms: float = 50.0
     compression: str = "zstd"
+    ros2: bool = True  # ROS 2 channels for Foxglove / ROS 2 tools besides the lossless msgpack blocks
     curve_secret_key: str = ""
     clients: dict = field(default_factory=dict)
     operators: list = field(default_factory=list)
@@ -117,7 +119,7 @@ _SECTIONS = {
     "daemon": {"control": str, "state": str, "data_dir": str, "max_subscribers": int},
     "robot": {"name": str, "driver": str},
     "loop": {"rt_priority": int, "publish_interval_ms": (int, float), "settle_s": (int, float)},
-    "recorder": {"block_ms": (int, float), "compression": str},
+    "recorder": {"block_ms": (int, float), "compression": str, "ros2": bool},
     "security": {"curve_secret_key": str, "clients": dict, "operators": list, "submitters": list},
     "jobs": {"runner": str},
     "safety": {"require_arm": bool, "arm_token_sha256": str, "max_run_s": (int, float), "min_free_mb": (int, float),

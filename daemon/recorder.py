@@ -126,6 +126,12 @@ class Recorder:
         self.pipe.setsockopt(zmq.LINGER, 1000)
         self.pipe.connect(endpoints["recorder_pipe"])
         self.watch = StreamWatch()
+        # the robot model for the ROS 2 channels' frame transforms ([recorder].ros2)
+        self.ros2_model = None
+        if cfg.ros2:
+            from robodyn.robot.loader import load_model
+
+            self.ros2_model = load_model(cfg.robot)
         self.active: ActiveRun | None = None
         self.running = True
         self.written_runs = 0
@@ -173,7 +179,7 @@ class Recorder:
                 if self.active is not None:
                     raise RuntimeError(f"run {self.active.run_id} is still being recorded")
                 writer = RecordingWriter(msg["path"], msg["meta"], int(msg["width"]), self.cfg.compression,
-                                         self.cfg.block_ms)
+                                         self.cfg.block_ms, ros2_model=self.ros2_model)
                 self.active = ActiveRun(msg, writer)
                 self._reply({"type": "opened", "run": msg["run"], "path": msg["path"]})
             except Exception as exc:

@@ -68,9 +68,11 @@ class RecordingWriter:
     """Writes one run. Owns the file; the caller appends samples and closes with a summary."""
 
     def __init__(self, path: str | Path, meta: dict, width: int, compression: str = "zstd",
-                 block_ms: float = 50.0, capacity: int = 8192):
+                 block_ms: float = 50.0, capacity: int = 8192, ros2_model=None):
         from mcap.writer import Writer
 
+        self.ros2_model = ros2_model  # a RobotModel: also write the ROS 2 channels (ros2_channels.py)
+        self.ros2 = None
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "xb")
@@ -97,8 +99,11 @@ class RecordingWriter:
         self.closed = False
 
     def _start(self, Writer, meta: dict, compression: str) -> None:
-        # chunk_size=1: every block closes its own chunk, written and flushed immediately
-        self._mcap = Writer(self._file, chunk_size=1, compression=_compression(compression))
+        # every block is its own chunk, written and flushed at once: without ROS 2 channels a block
+        # is one message (chunk_size=1 closes the chunk after it); with them, a block's messages
+        # share one chunk, closed by _flushed() (Writer.flush)
+        chunk_size = 1 if self.ros2_model is None else 1 << 40
+        self._mcap = Writer(self._file, chunk_size=chunk_size, compression=_compression(compression))
         self._mcap.start(profile="robodyn", library=f"robodyn {__version__}")
         full_meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "software_version": __version__,
                      "host": socket.gethostname(),
@@ -107,11 +112,21 @@ class RecordingWriter:
         schema = self._mcap.register_schema("robodyn.StateBlock", "jsonschema", json.dumps(STATE_SCHEMA).encode())
         self._state_ch = self._mcap.register_channel(STATE_TOPIC, "msgpack", schema)
         self._event_ch = self._mcap.register_channel(EVENT_TOPIC, "json", 0)
+        if self.ros2_model is not None:
+            from .ros2_channels import Ros2Channels
+
+            m = self.ros2_model
+            urdf = full_meta.get("model_urdf") or ""
+            self._mcap.add_attachment(time.time_ns(), time.time_ns(), "robot.urdf", "application/xml", urdf.encode())
+            self.ros2 = Ros2Channels(self._mcap, full_meta.get("robot") or {}, urdf, list(full_meta.get("columns") or []),
+                                     list(m.joint_names), m.fixed, m.joint_types, m.tool)
         self._flushed()
 
     def _flushed(self) -> None:
-        """Flush to the OS and remember where the file ends: every byte before is a complete
-        record, which is where :meth:`abandon` cuts a file whose next write failed."""
+        """Close the chunk, flush to the OS and remember where the file ends: every byte before is
+        a complete record, which is where :meth:`abandon` cuts a file whose next write failed."""
+        if self.ros2 is not None:
+            self._mcap.flush()
         self._file.flush()
         self.bytes_written = self._file.tell()
 
@@ -157,6 +172,9 @@ class RecordingWriter:
                         "phase": self._phase[:n], "values": self._values[:n]})
         t = int(self._host[0])
         self._mcap.add_message(self._state_ch, log_time=t, data=data, publish_time=t, sequence=self._blocks)
+        if self.ros2 is not None:
+            self.ros2.write_static(t)
+            self.ros2.write_samples(self._robot_time[:n], self._host[:n], self._values[:n])
         self._flushed()
         self._blocks += 1
         self._n = 0
