@@ -178,12 +178,19 @@ def run_length_problem(duration: float, max_run_s: float) -> str | None:
     return None
 
 
-def raw_bytes_per_sample(width: int) -> float:
-    """A recorded sample uncompressed: the values plus seq, times and phase."""
-    return width * 8 + SAMPLE_OVERHEAD_BYTES
+# the ROS 2 channels per sample, compressed as the recorder writes them: a JointState of 7 joints
+# (~390 B of CDR with its names, compressing to ~110 B) and a tenth of a TFMessage (measured on
+# the simulator: bench/reliability/ros2_channels.py); used until the recorder has measured
+ROS2_BYTES_PER_SAMPLE = 160
 
 
-def measured_bytes_per_sample(throughput: dict | None, width: int) -> tuple[float, float, str]:
+def raw_bytes_per_sample(width: int, ros2: bool = False) -> float:
+    """A recorded sample before the recorder has measured: the values plus seq, times and phase
+    uncompressed (these float64 samples barely compress), plus the ROS 2 channels."""
+    return width * 8 + SAMPLE_OVERHEAD_BYTES + (ROS2_BYTES_PER_SAMPLE if ros2 else 0)
+
+
+def measured_bytes_per_sample(throughput: dict | None, width: int, ros2: bool = False) -> tuple[float, float, str]:
     """(bytes per sample, margin, where they come from): the recorder's own figure once it has
     written enough samples (its compression on this robot's data) with DISK_MARGIN, else the
     raw size plus 5 % for block framing (compression never makes these samples larger)."""
@@ -191,7 +198,7 @@ def measured_bytes_per_sample(throughput: dict | None, width: int) -> tuple[floa
     samples, written = t.get("samples_written") or 0, t.get("bytes_written") or 0
     if samples >= DISK_MEASURE_MIN_SAMPLES and written > 0:
         return written / samples, DISK_MARGIN, f"measured by the recorder over {samples} samples"
-    return raw_bytes_per_sample(width), 1.05, "raw sample size (the recorder has not measured enough samples yet)"
+    return raw_bytes_per_sample(width, ros2), 1.05, "raw sample size (the recorder has not measured enough samples yet)"
 
 
 def estimated_recording_bytes(samples: int, bytes_per_sample: float, margin: float = DISK_MARGIN) -> float:
@@ -969,7 +976,8 @@ class Daemon:
         width = len(self.columns) or 1
         move = move_to_start(self.model, traj, current_q)
         samples = int(math.ceil((move.duration + traj.duration + self.cfg.settle_s + 0.5) * rate_hz)) + 2
-        per_sample, margin, source = measured_bytes_per_sample(self.recorder.last.get("throughput"), width)
+        per_sample, margin, source = measured_bytes_per_sample(self.recorder.last.get("throughput"), width,
+                                                               self.cfg.ros2)
         estimate = estimated_recording_bytes(samples, per_sample, margin)
         need = estimate + self.cfg.min_free_mb * 1e6
         free = shutil.disk_usage(self.recordings_dir).free

@@ -21,7 +21,10 @@ def test_the_disk_estimate_is_above_the_file_and_close_to_it(tmp_path, figure):
             size = os.path.getsize(accepted["recording"])
             est = accepted["disk_estimate"]
             ratios.append((est["source"].split(" ")[0], round(est["bytes"] / size, 2), size))
-            assert size <= est["bytes"] <= 1.5 * size, (est, size)
+            # the raw size is an upper bound (these samples compress ~20 % at most); the measured
+            # figure with its 1.25 margin must be close
+            bound = 1.6 if est["source"].startswith("raw") else 1.35
+            assert size <= est["bytes"] <= bound * size, (est, size)
             wait_stopped(d.client)
         assert ratios[-1][0] == "measured", ratios
         figure("disk estimate / real file size (the old estimate was 5x)", runs=ratios,
