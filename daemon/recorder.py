@@ -27,6 +27,10 @@ CLOSE_WAIT_S = 3.0  # how long `close` waits for the run's last samples to arriv
 STATS_S = 0.5
 ORPHAN_WAIT_S = 10.0  # after the main process died: longest wait for the driver's ramp to rest
 REPAIR_RETRY_S = 5.0  # a repair that failed (e.g. the disk is still full) is tried again this often
+# an unfinished file written to this recently may still have a writer (an orphaned recorder
+# finalizes for up to ORPHAN_WAIT_S): repaired only once it has been quiet this long, unless the
+# main process says its writer is dead
+QUIET_BEFORE_REPAIR_S = 15.0
 STARTUP_REPAIR_REASON = ("the recorder stopped before finalizing this file (its process was killed, or the "
                          "daemon with it); finalized when the recorder next started")
 
@@ -139,6 +143,7 @@ class Recorder:
         self.parent_pid = os.getppid()
         self.orphaned_since: float | None = None
         self.pending_repairs: dict[str, str] = {}  # path -> reason, files a repair could not finish yet
+        self.writer_dead: set[str] = set(endpoints.get("repair_now", ()))  # files whose writer is gone
         self.next_repair = 0.0
         self.repaired: list[dict] = []
         self.stop_reason = ""  # why the recorder stops with a run open (the summary's reason)
@@ -148,17 +153,26 @@ class Recorder:
     def repair_at_start(self) -> None:
         """Before the first run: every file a killed recorder (or daemon) left without footer
         becomes a complete MCAP file (daemon/recording.py: repair_recording)."""
-        repaired, failed = repair_unfinished(self.cfg.recordings_dir, STARTUP_REPAIR_REASON)
+        repaired, failed = repair_unfinished(self.cfg.recordings_dir, STARTUP_REPAIR_REASON,
+                                             min_age_s=QUIET_BEFORE_REPAIR_S, now_paths=tuple(self.writer_dead))
         self.repaired += repaired
         for item in failed:
             self.pending_repairs[item["path"]] = STARTUP_REPAIR_REASON
-            print(f"robodyn recorder: could not finalize {item['path']}: {item['error']}", file=sys.stderr)
+            if not item.get("busy"):
+                print(f"robodyn recorder: could not finalize {item['path']}: {item['error']}", file=sys.stderr)
 
     def _retry_repairs(self, now: float) -> None:
         if not self.pending_repairs or now < self.next_repair:
             return
         self.next_repair = now + REPAIR_RETRY_S
         for path, reason in list(self.pending_repairs.items()):
+            if path not in self.writer_dead:
+                try:
+                    if time.time() - os.stat(path).st_mtime < QUIET_BEFORE_REPAIR_S:  # file times: wall clock
+                        continue
+                except OSError:
+                    self.pending_repairs.pop(path, None)
+                    continue
             try:
                 result = repair_recording(path, reason)
             except OSError:
@@ -299,6 +313,7 @@ class Recorder:
                          "kept_bytes": kept})
             # finalize the cut file now if the few kilobytes fit, else as soon as space is back
             self.pending_repairs[str(run.path)] = f"writing failed: {reason}; the file ends at its last complete block"
+            self.writer_dead.add(str(run.path))
             self.next_repair = 0.0
             self._retry_repairs(time.monotonic())
             return False

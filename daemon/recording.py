@@ -539,12 +539,26 @@ def repair_recording(path: str | Path, reason: str) -> dict | None:
     return {"path": str(path), **repair}
 
 
-def repair_unfinished(directory: str | Path, reason: str, skip: tuple = ()) -> tuple[list, list]:
-    """Repair every unfinished ``*.mcap`` in ``directory`` (except ``skip``): (repaired, failed)."""
+def repair_unfinished(directory: str | Path, reason: str, skip: tuple = (), min_age_s: float = 0.0,
+                      now_paths: tuple = ()) -> tuple[list, list]:
+    """Repair every unfinished ``*.mcap`` in ``directory`` (except ``skip``): (repaired, failed).
+
+    A file modified less than ``min_age_s`` ago may still have a writer (an orphaned recorder of
+    a daemon restarted by hand finalizes for up to 10 s): it is left for later (reported in
+    ``failed`` with ``"busy": True``) unless it is in ``now_paths``, files whose writer is known to
+    be dead."""
     repaired, failed = [], []
     for path in sorted(Path(directory).glob("*.mcap")):
         if str(path) in skip or recording_is_complete(path):
             continue
+        if str(path) not in now_paths and min_age_s > 0:
+            try:
+                age = time.time() - path.stat().st_mtime  # file times are wall clock
+            except OSError:
+                continue
+            if age < min_age_s:
+                failed.append({"path": str(path), "error": "recently written: may still have a writer", "busy": True})
+                continue
         try:
             result = repair_recording(path, reason)
         except Exception as exc:  # one bad file must not stop the others (or the recorder)

@@ -345,6 +345,7 @@ class Daemon:
         self.armed_info: dict = {}
         self.disarm_reason = "not armed since the daemon started"
         self.pending: PendingSubmit | None = None
+        self.orphaned_recordings: list[str] = []  # cut by a recorder death: its successor repairs them
         self.validation_threads: list[threading.Thread] = []
         self.dropped = RateLimitedLog(log, window_s=5.0)
         self.requests = {"total": 0, "errors": {}, "dropped": 0}
@@ -382,7 +383,10 @@ class Daemon:
 
     def _spawn(self, comp: Component) -> None:
         ctx = multiprocessing.get_context("spawn")
-        comp.process = ctx.Process(target=comp.target, args=(self.cfg.to_dict(), self.endpoints),
+        endpoints = dict(self.endpoints)
+        if comp is self.recorder:  # files of runs whose recorder died: repaired at once on start
+            endpoints["repair_now"] = list(self.orphaned_recordings)
+        comp.process = ctx.Process(target=comp.target, args=(self.cfg.to_dict(), endpoints),
                                    name=f"robodyn-{comp.name}", daemon=False)
         comp.ready = False
         comp.process.start()
@@ -558,6 +562,7 @@ class Daemon:
         run = self.current
         if run is None:
             return
+        self.orphaned_recordings = (self.orphaned_recordings + [run.path])[-100:]
         run.recorder_lost = True
         reason = f"recorder process died (exit code {self.recorder.exit_code}); partial recording kept"
         if run.state == "opening":

@@ -222,3 +222,21 @@ def test_every_unfinished_file_in_a_directory_is_repaired_finished_ones_untouche
     assert (tmp_path / "done.mcap").read_bytes() == done
     assert (tmp_path / "junk.mcap").read_bytes() == b"not an mcap file at all"
     assert official_default_read(tmp_path / "empty.mcap")[0] == []
+
+
+def test_a_file_that_may_still_have_a_writer_is_not_repaired_under_it(tmp_path):
+    """An orphaned recorder of a daemon restarted by hand finalizes for up to 10 s: a new
+    recorder must not rewrite the file under it. Recently written files wait (unless the main
+    process knows their writer died); quiet ones are repaired."""
+    from robodyn.daemon.recording import recording_is_complete, repair_unfinished
+
+    for name in ("fresh", "quiet", "dead_writer"):
+        write(tmp_path / f"{name}.mcap", np.arange(1, 201), close=False)
+    old = os.path.getmtime(tmp_path / "quiet.mcap") - 60
+    os.utime(tmp_path / "quiet.mcap", (old, old))
+    fresh = (tmp_path / "fresh.mcap").read_bytes()
+    repaired, waiting = repair_unfinished(tmp_path, "crash", min_age_s=15.0,
+                                          now_paths=(str(tmp_path / "dead_writer.mcap"),))
+    assert sorted(p["path"].rsplit("/", 1)[1] for p in repaired) == ["dead_writer.mcap", "quiet.mcap"]
+    assert [w["path"].rsplit("/", 1)[1] for w in waiting] == ["fresh.mcap"] and waiting[0]["busy"]
+    assert (tmp_path / "fresh.mcap").read_bytes() == fresh and not recording_is_complete(tmp_path / "fresh.mcap")
