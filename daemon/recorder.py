@@ -20,7 +20,7 @@ import traceback
 import numpy as np
 
 from . import protocol as P
-from .recording import RecordingWriter, repair_recording, repair_unfinished
+from .recording import RecordingWriter, UnfinishedFiles, repair_recording, unfinished_recordings
 
 RCV_HWM = 200_000
 CLOSE_WAIT_S = 3.0  # how long `close` waits for the run's last samples to arrive
@@ -142,9 +142,8 @@ class Recorder:
         self.throughput = Throughput()
         self.parent_pid = os.getppid()
         self.orphaned_since: float | None = None
-        self.pending_repairs: dict[str, str] = {}  # path -> reason, files a repair could not finish yet
+        self.unfinished = UnfinishedFiles(QUIET_BEFORE_REPAIR_S, REPAIR_RETRY_S)
         self.writer_dead: set[str] = set(endpoints.get("repair_now", ()))  # files whose writer is gone
-        self.next_repair = 0.0
         self.repaired: list[dict] = []
         self.stop_reason = ""  # why the recorder stops with a run open (the summary's reason)
 
@@ -152,37 +151,29 @@ class Recorder:
 
     def repair_at_start(self) -> None:
         """Before the first run: every file a killed recorder (or daemon) left without footer
-        becomes a complete MCAP file (daemon/recording.py: repair_recording)."""
-        repaired, failed = repair_unfinished(self.cfg.recordings_dir, STARTUP_REPAIR_REASON,
-                                             min_age_s=QUIET_BEFORE_REPAIR_S, now_paths=tuple(self.writer_dead))
-        self.repaired += repaired
-        for item in failed:
-            self.pending_repairs[item["path"]] = STARTUP_REPAIR_REASON
-            if not item.get("busy"):
-                print(f"robodyn recorder: could not finalize {item['path']}: {item['error']}", file=sys.stderr)
+        becomes a complete MCAP file (daemon/recording.py: repair_recording). Files whose writer
+        the main process knows is dead are repaired now; the others once they have been quiet
+        for QUIET_BEFORE_REPAIR_S (their writer may be an orphaned recorder still finalizing)."""
+        now = time.monotonic()
+        for path in unfinished_recordings(self.cfg.recordings_dir):
+            self.unfinished.add(path, STARTUP_REPAIR_REASON, now, writer_dead=str(path) in self.writer_dead)
+        self._retry_repairs(now)
 
     def _retry_repairs(self, now: float) -> None:
-        if not self.pending_repairs or now < self.next_repair:
+        if not self.unfinished:
             return
-        self.next_repair = now + REPAIR_RETRY_S
-        for path, reason in list(self.pending_repairs.items()):
-            if path not in self.writer_dead:
-                try:
-                    if time.time() - os.stat(path).st_mtime < QUIET_BEFORE_REPAIR_S:  # file times: wall clock
-                        continue
-                except OSError:
-                    self.pending_repairs.pop(path, None)
-                    continue
+        for path, reason in self.unfinished.due(now):
             try:
                 result = repair_recording(path, reason)
             except OSError:
-                continue  # still no space: next time
+                self.unfinished.failed(path, now)  # still no space: try again later
+                continue
             except Exception as exc:  # not repairable: say so once, keep the file as it is
                 print(f"robodyn recorder: cannot finalize {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
             else:
                 if result is not None:
                     self.repaired.append(result)
-            self.pending_repairs.pop(path, None)
+            self.unfinished.done(path)
 
     # ----------------------------------------------------------------- control
 
@@ -312,10 +303,10 @@ class Recorder:
             self._reply({"type": "write_failed", "run": run.run, "path": run.path, "reason": reason,
                          "kept_bytes": kept})
             # finalize the cut file now if the few kilobytes fit, else as soon as space is back
-            self.pending_repairs[str(run.path)] = f"writing failed: {reason}; the file ends at its last complete block"
-            self.writer_dead.add(str(run.path))
-            self.next_repair = 0.0
-            self._retry_repairs(time.monotonic())
+            now = time.monotonic()
+            self.unfinished.add(run.path, f"writing failed: {reason}; the file ends at its last complete block", now,
+                                writer_dead=True)
+            self._retry_repairs(now)
             return False
         self.throughput.add(run.writer.samples - run.writer.buffered - samples_before,
                             run.writer.bytes_written - before)

@@ -539,26 +539,16 @@ def repair_recording(path: str | Path, reason: str) -> dict | None:
     return {"path": str(path), **repair}
 
 
-def repair_unfinished(directory: str | Path, reason: str, skip: tuple = (), min_age_s: float = 0.0,
-                      now_paths: tuple = ()) -> tuple[list, list]:
-    """Repair every unfinished ``*.mcap`` in ``directory`` (except ``skip``): (repaired, failed).
+def unfinished_recordings(directory: str | Path) -> list[Path]:
+    """Every ``*.mcap`` in ``directory`` that the official reader's default call cannot open."""
+    return [p for p in sorted(Path(directory).glob("*.mcap")) if not recording_is_complete(p)]
 
-    A file modified less than ``min_age_s`` ago may still have a writer (an orphaned recorder of
-    a daemon restarted by hand finalizes for up to 10 s): it is left for later (reported in
-    ``failed`` with ``"busy": True``) unless it is in ``now_paths``, files whose writer is known to
-    be dead."""
+
+def repair_unfinished(directory: str | Path, reason: str) -> tuple[list, list]:
+    """Repair every unfinished ``*.mcap`` in ``directory`` now: (repaired, failed). Only for files
+    nothing writes to any more (the recorder uses :class:`UnfinishedFiles`, which waits)."""
     repaired, failed = [], []
-    for path in sorted(Path(directory).glob("*.mcap")):
-        if str(path) in skip or recording_is_complete(path):
-            continue
-        if str(path) not in now_paths and min_age_s > 0:
-            try:
-                age = time.time() - path.stat().st_mtime  # file times are wall clock
-            except OSError:
-                continue
-            if age < min_age_s:
-                failed.append({"path": str(path), "error": "recently written: may still have a writer", "busy": True})
-                continue
+    for path in unfinished_recordings(directory):
         try:
             result = repair_recording(path, reason)
         except Exception as exc:  # one bad file must not stop the others (or the recorder)
@@ -567,6 +557,55 @@ def repair_unfinished(directory: str | Path, reason: str, skip: tuple = (), min_
         if result is not None:
             repaired.append(result)
     return repaired, failed
+
+
+class UnfinishedFiles:
+    """Unfinished recordings waiting for their repair. A file is repaired once nothing has written
+    to it for ``quiet_s`` (its size and modification stamp unchanged over that much monotonic
+    time, as seen here: an orphaned recorder of a daemon restarted by hand may still be
+    finalizing it), or at once when its writer is known to be dead. Failed repairs (no space)
+    are retried every ``retry_s``."""
+
+    def __init__(self, quiet_s: float, retry_s: float):
+        self.quiet_s, self.retry_s = quiet_s, retry_s
+        self.files: dict[str, dict] = {}
+
+    @staticmethod
+    def _signature(path: str):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns)
+
+    def add(self, path, reason: str, now: float, writer_dead: bool = False) -> None:
+        self.files[str(path)] = {"reason": reason, "signature": self._signature(str(path)), "since": now,
+                                 "dead": writer_dead, "next_try": now}
+
+    def __bool__(self) -> bool:
+        return bool(self.files)
+
+    def due(self, now: float) -> list[tuple[str, str]]:
+        """(path, reason) of the files to repair now."""
+        out = []
+        for path, f in list(self.files.items()):
+            sig = self._signature(path)
+            if sig is None:  # gone
+                del self.files[path]
+                continue
+            if sig != f["signature"]:  # someone is still writing it
+                f["signature"], f["since"] = sig, now
+                continue
+            if (f["dead"] or now - f["since"] >= self.quiet_s) and now >= f["next_try"]:
+                out.append((path, f["reason"]))
+        return out
+
+    def failed(self, path: str, now: float) -> None:
+        if path in self.files:
+            self.files[path]["next_try"] = now + self.retry_s
+
+    def done(self, path: str) -> None:
+        self.files.pop(path, None)
 
 
 # --------------------------------------------------------------------------- loader

@@ -226,17 +226,22 @@ def test_every_unfinished_file_in_a_directory_is_repaired_finished_ones_untouche
 
 def test_a_file_that_may_still_have_a_writer_is_not_repaired_under_it(tmp_path):
     """An orphaned recorder of a daemon restarted by hand finalizes for up to 10 s: a new
-    recorder must not rewrite the file under it. Recently written files wait (unless the main
-    process knows their writer died); quiet ones are repaired."""
-    from robodyn.daemon.recording import recording_is_complete, repair_unfinished
+    recorder must not rewrite the file under it. A file is repaired once nothing has written to
+    it for the quiet time (monotonic, as seen by the recorder), at once if its writer is dead."""
+    from robodyn.daemon.recording import UnfinishedFiles
 
-    for name in ("fresh", "quiet", "dead_writer"):
+    for name in ("written", "quiet", "dead_writer"):
         write(tmp_path / f"{name}.mcap", np.arange(1, 201), close=False)
-    old = os.path.getmtime(tmp_path / "quiet.mcap") - 60
-    os.utime(tmp_path / "quiet.mcap", (old, old))
-    fresh = (tmp_path / "fresh.mcap").read_bytes()
-    repaired, waiting = repair_unfinished(tmp_path, "crash", min_age_s=15.0,
-                                          now_paths=(str(tmp_path / "dead_writer.mcap"),))
-    assert sorted(p["path"].rsplit("/", 1)[1] for p in repaired) == ["dead_writer.mcap", "quiet.mcap"]
-    assert [w["path"].rsplit("/", 1)[1] for w in waiting] == ["fresh.mcap"] and waiting[0]["busy"]
-    assert (tmp_path / "fresh.mcap").read_bytes() == fresh and not recording_is_complete(tmp_path / "fresh.mcap")
+    files = UnfinishedFiles(quiet_s=15.0, retry_s=5.0)
+    for name in ("written", "quiet", "dead_writer"):
+        files.add(tmp_path / f"{name}.mcap", "crash", now=100.0, writer_dead=name == "dead_writer")
+    assert [p.rsplit("/", 1)[1] for p, _ in files.due(101.0)] == ["dead_writer.mcap"]
+    files.done(str(tmp_path / "dead_writer.mcap"))
+    with open(tmp_path / "written.mcap", "ab") as fh:  # its writer is still at work
+        fh.write(b"\0" * 10)
+    assert files.due(110.0) == []
+    assert [p.rsplit("/", 1)[1] for p, _ in files.due(115.5)] == ["quiet.mcap"]  # 15 s unchanged
+    files.done(str(tmp_path / "quiet.mcap"))
+    assert files.due(124.0) == [] and [p.rsplit("/", 1)[1] for p, _ in files.due(125.5)] == ["written.mcap"]
+    files.failed(str(tmp_path / "written.mcap"), now=125.5)  # e.g. no space: retried 5 s later
+    assert files.due(128.0) == [] and len(files.due(130.6)) == 1
