@@ -41,7 +41,7 @@ Example (every key optional)::
     require_arm = true    # motion needs `robodyn arm` (default: true, for every driver)
     arm_token_sha256 = "" # optional: `robodyn arm` must present the token with this SHA-256
     max_run_s = 7200      # longest trajectory accepted (s): bounds validation time and file size
-    max_validation_cost = 2e9  # samples x terms the limit check may evaluate (duration x 2 rate x terms)
+    max_validation_cost = 3e9  # samples x terms the limit check may evaluate (duration x 2 rate x terms)
     min_free_mb = 64      # a run is refused unless its estimated file size + this much is free
 """
 
@@ -88,8 +88,8 @@ class DaemonConfig:
     arm_token_sha256: str = ""
     max_run_s: float = 7200.0
     # validation budget: samples (duration x rate x 2) x terms per sample (trajectory + torque); a
-    # 2 h run of a 5-harmonic Panda excitation costs 1.7e9, about 2 minutes here
-    max_validation_cost: float = 2e9
+    # 2 h run of a 5-harmonic Fourier+quintic Panda excitation costs 2.3e9 (bench/reliability)
+    max_validation_cost: float = 3e9
     min_free_mb: float = 64.0
     jobs_runner: str = "daemon"  # "service": robodyn-worker.service runs the identification jobs
 
