@@ -207,23 +207,28 @@ def bench_kills(work: Path, kills: int) -> dict:
 
 
 def bench_subscribers(work: Path, count: int, seconds: float, baseline_s: float) -> dict:
-    """The same real-time daemon without and then with ``count`` stalled subscribers."""
-    d = DaemonProcess(work, speed=1.0, arm=False, max_subscribers=max(32, count + 2))
-    try:
-        progress = lambda p: print(f"  {p}", flush=True)  # noqa: E731
-        print("  baseline (a reader only) ...", flush=True)
-        base = stalled_subscribers(d, 0, baseline_s, sample_every_s=10.0, progress=progress)
-        print(f"  {count} stalled subscribers for {seconds:.0f} s ...", flush=True)
-        loaded = stalled_subscribers(d, count, seconds, sample_every_s=10.0, progress=progress)
-    finally:
-        d.stop()
+    """A real-time daemon with a reader only, then a fresh one with ``count`` stalled subscribers
+    too (fresh: the driver's loop statistics start from zero, so each p99 is its own phase's)."""
+    progress = lambda p: print(f"  {p}", flush=True)  # noqa: E731
+    phases = {}
+    for label, stalled, duration in (("without", 0, baseline_s), ("with", count, seconds)):
+        (work / label).mkdir()
+        d = DaemonProcess(work / label, speed=1.0, arm=False, max_subscribers=max(32, count + 2))
+        try:
+            print(f"  {label}: {stalled} stalled subscribers for {duration:.0f} s ...", flush=True)
+            phases[label] = stalled_subscribers(d, stalled, duration, sample_every_s=10.0, progress=progress)
+        finally:
+            d.stop()
+    base, loaded = phases["without"], phases["with"]
 
     def p99s(points):
         vals = sorted(p["loop_p99_ms"] for p in points if p["loop_p99_ms"] is not None)
         return {"median_of_p99_ms": vals[len(vals) // 2], "max_of_p99_ms": vals[-1]} if vals else None
 
     drv = loaded["driver_rss_kib"]
-    return {"stalled": count, "seconds": seconds, "baseline_seconds": baseline_s,
+    loop = {label: {k: v for k, v in (phases[label]["loop"] or {}).items() if k.endswith("_ms") or k == "count"}
+            for label in phases}
+    return {"stalled": count, "seconds": seconds, "baseline_seconds": baseline_s, "loop_at_end": loop,
             "driver_rss_mib": {"first": drv["first"] / 1024, "last": drv["last"] / 1024,
                                "max_minus_min": (drv["max"] - drv["min"]) / 1024},
             "publisher_rss_mib": {"first": loaded["publisher_rss_kib"]["first"] / 1024,
