@@ -178,9 +178,10 @@ def run_length_problem(duration: float, max_run_s: float) -> str | None:
     return None
 
 
-# the ROS 2 channels per sample, compressed as the recorder writes them: a JointState of 7 joints
-# (~390 B of CDR with its names, compressing to ~110 B) and a tenth of a TFMessage (measured on
-# the simulator: bench/reliability/ros2_channels.py); used until the recorder has measured
+# the ROS 2 channels per sample before the recorder has measured: a JointState of 7 joints is
+# ~390 B of CDR; as written (zstd, the names repeated in every message) the simulator's cost
+# 49 B/sample (bench/reliability/ros2_channels.py: 336 -> 385 B/sample); 160 leaves room for
+# noisier data, the raw estimate staying an upper bound
 ROS2_BYTES_PER_SAMPLE = 160
 
 
