@@ -24,8 +24,9 @@ from .base_params import BaseParameters, base_parameters
 from .estimators import Estimate, estimate
 from .friction import MODELS as FRICTION_MODELS
 from .friction import FrictionModel
-from .regressor import ColumnSpec, gather_joint_major, regressor
+from .regressor import ColumnSpec, regressor
 from .signals import ProcessingConfig, SampledData, process_windows
+from .streaming import RegressorChunks, coulomb_signal
 
 RESULT_FORMAT = "robodyn.identification"
 RESULT_VERSION = 1
@@ -133,32 +134,15 @@ def base_rows(model: RobotModel, d: SampledData, spec: ColumnSpec, out: np.ndarr
     """Sample-major regressor rows (N*n, P) of processed data. When the data carry a filtered
     sgn(qd) (parallel filtering), it replaces the Coulomb columns, so the model's friction step
     went through the same filter as the measured torque."""
-    W = regressor(model, d.q, d.qd, d.qdd, spec, out=out)
-    if "coulomb" in spec.friction and d.coulomb is not None:
-        per = spec.per_joint
-        col = 10 + int(spec.rotor_inertia) + spec.friction.index("coulomb")
-        Wr = W.reshape(d.count, model.dof, -1)
-        for j in range(model.dof):
-            Wr[:, j, per * j + col] = d.coulomb[:, j]
-    return W
+    return regressor(model, d.q, d.qd, d.qdd, spec, out=out, coulomb=coulomb_signal(d, spec))
 
 
 def _chunks(model: RobotModel, source: Callable[[], Iterator[SampledData]], spec: ColumnSpec,
-            base: BaseParameters, chunk: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
-    """A re-iterable source of (joint-major base regressor rows, torque) chunks; any friction model
-    was already subtracted from the torque in processing, before filtering."""
-    P = spec.total(model.dof)
-
-    def gen():
-        buf = np.empty((chunk * model.dof, P))
-        for d in source():
-            for s in range(0, d.count, chunk):
-                e = min(d.count, s + chunk)
-                piece = d.select(slice(s, e))
-                W = base_rows(model, piece, spec, out=buf[: (e - s) * model.dof])
-                yield gather_joint_major(W, model.dof, base.independent), piece.tau
-
-    return gen
+            base: BaseParameters, chunk: int) -> RegressorChunks:
+    """A re-iterable source of (joint-major base regressor rows, torque) chunks that also reduces
+    itself to normal equations in one fused, multi-threaded pass (streaming.RegressorChunks); any
+    friction model was already subtracted from the torque in processing, before filtering."""
+    return RegressorChunks(model, source, spec, base, chunk)
 
 
 def predict_processed(model: RobotModel, base: BaseParameters, theta: np.ndarray, d: SampledData,
