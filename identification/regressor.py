@@ -291,7 +291,7 @@ def _lanes_link(K, kp, X, xo, nl, r00, r01, r02, r10, r11, r12, r20, r21, r22, f
         K[kc + _U(13 * BLOCK) + b] = az + pj * a
 
 
-@njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"}, inline="always")
 def _lanes_unit_ten(W, K, kc, nl, ri):
     """Joint i's own link (j = i): unit motion O = z (revolute) or V = z (prismatic) at frame i's
     origin into W[0:6 BLOCK], its ten columns into W[6 BLOCK: 16 BLOCK]."""
@@ -320,7 +320,7 @@ def _lanes_unit_ten(W, K, kc, nl, ri):
         W[_U(15 * BLOCK) + b] = y9
 
 
-@njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"}, inline="always")
 def _lanes_carry_ten(W, K, kc, nl, r00, r01, r02, r10, r11, r12, r20, r21, r22):
     """Carry the unit motion (O, V) in W from frame j-1 to frame j (slot kc), then link j's ten
     columns into W[6 BLOCK: 16 BLOCK]."""
@@ -369,13 +369,13 @@ def _lanes_carry_ten(W, K, kc, nl, r00, r01, r02, r10, r11, r12, r20, r21, r22):
         W[_U(15 * BLOCK) + b] = y9
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lanes_copy(dst, do, src, so, nl):
     for b in range(nl):
         dst[do + b] = src[so + b]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lanes_fill(dst, do, value, nl):
     for b in range(nl):
         dst[do + b] = value
@@ -424,24 +424,24 @@ def _load_inputs(q, qd, qdd, fc, tau, use_fc, use_tau, s0, nb, X):
             _lanes_sign(X, _U(base + 3 * BLOCK), X, _U(base + BLOCK), _U(BLOCK))
 
 
-@njit(cache=True)
-def _emit_tile(Z, zo, T, dest, row, nl):
-    """Tile rows d = dest[row, k] (>= 0), lanes from offset zo, get T[k * BLOCK: (k+1) * BLOCK]."""
+@njit(cache=True, inline="always")
+def _emit_tile(Z, zo, T, to, dest, row, nl):
+    """Tile rows d = dest[row, k] (>= 0), lanes from offset zo, get T[to + k * BLOCK: ...]."""
     for k in range(dest.shape[1]):
         d = dest[row, k]
         if d >= 0:
-            _lanes_copy(Z, _U(d) * _U(TILE) + zo, T, _U(k * BLOCK), nl)
+            _lanes_copy(Z, _U(d) * _U(TILE) + zo, T, to + _U(k * BLOCK), nl)
 
 
 @njit(cache=True)
-def _emit_rows(O, w, n, i, s0, nb, T, dest, row):
-    """Sample-major output: O[((s0 + b) * n + i) * w + dest[row, k]] = T[k * BLOCK + b]."""
+def _emit_rows(O, w, n, i, s0, nb, T, to, dest, row):
+    """Sample-major output: O[((s0 + b) * n + i) * w + dest[row, k]] = T[to + k * BLOCK + b]."""
     for b in range(nb):
         o = ((s0 + b) * n + i) * w
         for k in range(dest.shape[1]):
             d = dest[row, k]
             if d >= 0:
-                O[o + d] = T[k * BLOCK + b]
+                O[o + d] = T[to + k * BLOCK + b]
 
 
 @njit(cache=True)
@@ -513,9 +513,9 @@ def _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, s0, nb, dest, ex
                 _lanes_carry_ten(W, K, kc, nl, FR[j, 0, 0], FR[j, 0, 1], FR[j, 0, 2], FR[j, 1, 0], FR[j, 1, 1],
                                  FR[j, 1, 2], FR[j, 2, 0], FR[j, 2, 1], FR[j, 2, 2])
             if w > 0:
-                _emit_rows(O, w, n, i, s0, nb, W[6 * BLOCK:], dest, i * n + j)
+                _emit_rows(O, w, n, i, s0, nb, W, 6 * BLOCK, dest, i * n + j)
             else:
-                _emit_tile(Z, zo, W[6 * BLOCK:], dest, i * n + j, nl)
+                _emit_tile(Z, zo, W, _U(6 * BLOCK), dest, i * n + j, nl)
         # shared motors: IAMm = (c.qdd) c_i, FVMm = (c.qd) c_i, FCMm = sgn(c.qd) c_i; then tau, ones
         for m in range(nm):
             ci = C[m, i]
@@ -523,9 +523,9 @@ def _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, s0, nb, dest, ex
         _lanes_copy(E, _U(3 * nm * BLOCK), X, xo + _U(4 * BLOCK), nl)
         _lanes_fill(E, _U((3 * nm + 1) * BLOCK), 1.0, nl)
         if w > 0:
-            _emit_rows(O, w, n, i, s0, nb, E, edest, i)
+            _emit_rows(O, w, n, i, s0, nb, E, 0, edest, i)
         else:
-            _emit_tile(Z, zo, E, edest, i, nl)
+            _emit_tile(Z, zo, E, _U(0), edest, i, nl)
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -608,9 +608,10 @@ def _gram_update(Z, rows, m, nt, G, i):
 
 @njit(cache=True, nogil=True)
 def _gram_kernel(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, dest, extra_kind, edest, last, joint_off,
-                 joint_rows, G):
+                 joint_rows, G, accumulate):
     """G[i] += Z_i Z_i^T over all samples, Z_i = joint i's tile rows (its base columns, then tau
-    and ones): one pass, the regressor never leaves the tile."""
+    and ones): one pass, the regressor never leaves the tile. ``accumulate=False`` only fills
+    the tiles (bench/regressor times the regressor in this layout alone)."""
     N = q.shape[0]
     n = rev.shape[0]
     rows = joint_off[n - 1] + joint_rows[n - 1]
@@ -625,8 +626,9 @@ def _gram_kernel(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, dest, extra_kin
         for b0 in range(0, nt, BLOCK):
             _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, t0 + b0, min(BLOCK, nt - b0), dest, extra_kind,
                         edest, last, X, K, W, E, Z, _U(b0), no_rows, 0)
-        for i in range(n):
-            _gram_update(Z, joint_off[i], joint_rows[i], _U(nt), G, i)
+        if accumulate:
+            for i in range(n):
+                _gram_update(Z, joint_off[i], joint_rows[i], _U(nt), G, i)
     return G
 
 
@@ -791,14 +793,15 @@ def joint_major_regressor_columns(model: RobotModel, q, qd, qdd, spec: ColumnSpe
 
 
 def gram_blocks(model: RobotModel, q, qd, qdd, tau, spec: ColumnSpec, columns, *, coulomb=None,
-                G: np.ndarray | None = None) -> tuple[RowPlan, np.ndarray]:
+                G: np.ndarray | None = None, accumulate: bool = True) -> tuple[RowPlan, np.ndarray]:
     """Per-joint augmented Gram matrices of the selected columns, in one pass over the samples on
     the calling thread (the kernel releases the GIL, so callers may run several at once).
 
     Returns the plan and G (n, m, m), accumulated into ``G`` when given: for joint i with
     r = len(plan.columns[i]) structurally non-zero selected columns, the upper triangle of
     G[i, :r+2, :r+2] is that of [W_i tau_i 1]^T [W_i tau_i 1] (W_i^T W_i, W_i^T tau_i, the column
-    sums; tau_i^T tau_i, sum tau_i; the sample count).
+    sums; tau_i^T tau_i, sum tau_i; the sample count). ``accumulate=False`` evaluates the
+    regressor into the tiles without the products (for timing the two apart; G stays as given).
     """
     q, qd, qdd = check_states(model, q, qd, qdd)
     n = model.dof
@@ -816,7 +819,7 @@ def gram_blocks(model: RobotModel, q, qd, qdd, tau, spec: ColumnSpec, columns, *
         raise ValueError(f"G: expected shape {(n, m, m)}, got {G.shape}")
     FR, Fp, rev, g = _model_arrays(model)
     _gram_kernel(FR, Fp, rev, g, plan.couplings, q, qd, qdd, fc, tau, use_fc, plan.dest, plan.extra_kind, plan.edest,
-                 plan.last, plan.joint_off, plan.joint_rows, G)
+                 plan.last, plan.joint_off, plan.joint_rows, G, bool(accumulate))
     return plan, G
 
 
