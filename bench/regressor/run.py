@@ -32,6 +32,9 @@ memory floor. Two machine rates are measured in the same run: the single-core DG
 OpenBLAS (a subprocess with one BLAS thread; the best any code reaches with AVX-512 FMAs here)
 and the write bandwidth of filling an array as large as the dense output (numpy ``fill``).
 floor = max(FLOPs / DGEMM rate, bytes / write bandwidth); ``fraction_of_floor`` = floor / time.
+``gram_gflops_1thread`` (the Gram products alone: normal equations minus base layout) shows what
+Numba's code reaches on pure fused multiply-adds here: LLVM vectorises it with 256-bit registers,
+half the width OpenBLAS's DGEMM uses, so about half the DGEMM rate is this code's own ceiling.
 
     python bench/regressor/run.py [--samples 100000] [--repeats 5] [--pin-samples 20000]
 """
@@ -257,6 +260,8 @@ def main() -> int:
     base_plan = _plan(model, spec, base.independent, "gram")
     flops = regressor_flops_per_sample(model, dense_plan)
     flops_base = regressor_flops_per_sample(model, base_plan)
+    # the Gram products: 16 fused multiply-adds per sample and pair of row quadruples (upper blocks)
+    gram_flops = int(sum(32 * (r // 4) * (r // 4 + 1) // 2 for r in base_plan.joint_rows))
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     dgemm = float(subprocess.run([sys.executable, "-c", DGEMM], capture_output=True, text=True, env=env,
                                  check=True).stdout)
@@ -271,6 +276,9 @@ def main() -> int:
         "floor_dense_us_per_sample": floor_dense, "floor_base_layout_us_per_sample": floor_base,
         "dense_fraction_of_floor": floor_dense / result["robodyn_dense_1thread_us_per_sample"],
         "base_layout_fraction_of_floor": floor_base / result["robodyn_base_layout_1thread_us_per_sample"],
+        "gram_flops_per_sample": gram_flops,
+        "gram_gflops_1thread": gram_flops / max(result["robodyn_normal_equations_1thread_us_per_sample"]
+                                                - result["robodyn_base_layout_1thread_us_per_sample"], 1e-9) / 1e3,
         "dense_gflops_1thread": flops["total"] / result["robodyn_dense_1thread_us_per_sample"] / 1e3,
         "base_layout_gflops_1thread": flops_base["total"] / result["robodyn_base_layout_1thread_us_per_sample"] / 1e3,
     })
