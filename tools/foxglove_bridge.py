@@ -200,10 +200,12 @@ class _Listener:
         self.lock = threading.Lock()
         self.subscriptions: dict[int, set[str]] = {}
         self.description_wanted = threading.Event()
+        self.watched = threading.Event()  # some viewer is subscribed to something
 
     def on_subscribe(self, client, channel) -> None:
         with self.lock:
             self.subscriptions.setdefault(client.id, set()).add(channel.topic)
+            self.watched.set()
         if channel.topic == ROBOT_DESCRIPTION_TOPIC:
             self.description_wanted.set()
 
@@ -214,6 +216,8 @@ class _Listener:
                 topics.discard(channel.topic)
                 if not topics:
                     del self.subscriptions[client.id]
+            if not self.subscriptions:
+                self.watched.clear()
 
     def viewers(self) -> int:
         with self.lock:
@@ -293,13 +297,15 @@ class FoxgloveBridge:
         stamps = host_ns.astype(np.int64) + self.clock_offset_ns
         period_ns = int(1e9 / self.options.rate_hz) if self.options.rate_hz > 0 else 0
         sl = self.slices
-        rows = values.tolist()
+        # a bridge left running with nobody watching costs little: no message is built for no one
+        relay = self.channels[JOINT_STATES_TOPIC].has_sinks()
+        rows = values.tolist() if relay else None
         robot_time = batch["robot_time"].tolist()
         for i in range(n):
             code, number = int(phase[i]), int(run[i])
             if (code, number) != self._phase or stamps[i] - self._phase_sent_ns >= PHASE_KEEPALIVE_S * 1e9:
                 self._publish_phase(code, number, int(seq[i]), int(stamps[i]))
-            if period_ns and stamps[i] < self._next_sample_ns:
+            if not relay or (period_ns and stamps[i] < self._next_sample_ns):
                 continue
             self._next_sample_ns = int(stamps[i]) + period_ns
             row = rows[i]
@@ -310,7 +316,7 @@ class FoxgloveBridge:
                 msg["signals"] = {s: row[sl[s]] for s in self.extra_signals}
             self._log(JOINT_STATES_TOPIC, msg, int(stamps[i]))
             self.stats["published"] += 1
-        if stamps[-1] >= self._next_tf_ns and self.options.tf_rate_hz > 0:
+        if stamps[-1] >= self._next_tf_ns and self.options.tf_rate_hz > 0 and self.tf_channel.has_sinks():
             self._next_tf_ns = int(stamps[-1]) + int(1e9 / self.options.tf_rate_hz)
             q = values[-1, sl["q"]]
             self.tf_channel.log(self.transforms.message(q, int(stamps[-1])), log_time=int(stamps[-1]))
@@ -350,6 +356,8 @@ class FoxgloveBridge:
 
     def _status_loop(self) -> None:
         while not self.stop_event.wait(self.options.status_period_s):
+            if not self.channels[STATUS_TOPIC].has_sinks():
+                continue
             try:
                 st, err = self.status_client.status(), None
             except Exception as exc:  # the daemon is away: say so on the topic, keep serving
@@ -360,7 +368,10 @@ class FoxgloveBridge:
     # ------------------------------------------------------------------ main loop
 
     def run(self, on_silence=None) -> dict:
-        """Relay until stopped (``stop_event``) or ``options.duration_s`` has passed; the statistics."""
+        """Relay until stopped (``stop_event``) or ``options.duration_s`` has passed; the statistics.
+
+        The state stream is subscribed to only while a viewer is subscribed to something: a bridge
+        left running with nobody watching does not even decode the stream."""
         if self.status_client is not None:
             self._status_thread = threading.Thread(target=self._status_loop, name="robodyn-bridge-status",
                                                    daemon=True)
@@ -369,8 +380,18 @@ class FoxgloveBridge:
         t_end = None if self.options.duration_s is None else time.monotonic() + self.options.duration_s
         endpoint = self.describe["state_endpoint"]
         last_data = time.monotonic()
+
+        def finished() -> bool:
+            return self.stop_event.is_set() or (t_end is not None and time.monotonic() >= t_end)
+
         try:
-            while not self.stop_event.is_set() and (t_end is None or time.monotonic() < t_end):
+            while not finished():
+                self._serve_description()
+                if not self.listener.watched.wait(0.2):
+                    last_data = time.monotonic()
+                    continue
+                # a new subscription: what came before is not a gap, and the phase is sent at once
+                self._last_seq, self._phase = None, (None, None)
                 stream = self.client.stream(endpoint, timeout=0.5, events=True)
                 try:
                     for item in stream:
@@ -379,22 +400,22 @@ class FoxgloveBridge:
                         else:
                             self.on_batch(item)
                         last_data = time.monotonic()
-                        if self.listener.description_wanted.is_set():
-                            self.listener.description_wanted.clear()
-                            self.publish_description()
-                        if self.stop_event.is_set() or (t_end is not None and last_data >= t_end):
+                        self._serve_description()
+                        if finished() or not self.listener.watched.is_set():
                             break
                 finally:
                     stream.close()
-                if self.listener.description_wanted.is_set():
-                    self.listener.description_wanted.clear()
-                    self.publish_description()
                 if on_silence is not None and time.monotonic() - last_data > SILENCE_NOTE_S:
                     on_silence(time.monotonic() - last_data)
                     last_data = time.monotonic()
         finally:
             self.close()
         return {**self.stats, "viewers": self.listener.viewers()}
+
+    def _serve_description(self) -> None:
+        if self.listener.description_wanted.is_set():
+            self.listener.description_wanted.clear()
+            self.publish_description()
 
     def close(self) -> None:
         self.stop_event.set()

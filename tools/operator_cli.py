@@ -34,6 +34,7 @@ def register(sub) -> None:
     f.add_argument("--model", metavar="NAME|FILE", help="robot model to draw (default: the built-in model the "
                                                         "daemon names; pass its .toml/.urdf for a custom robot)")
     f.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    _nice_arg(f)
     f.add_argument("--json", action="store_true", help="machine-readable lines: the address when serving, the "
                                                        "counters at the end")
     f.set_defaults(handler=cmd_bridge_foxglove)
@@ -47,8 +48,23 @@ def register(sub) -> None:
     s.add_argument("--period", type=float, default=0.5, metavar="S", help="how often the daemon is polled "
                                                                           "(default 0.5 s)")
     s.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    _nice_arg(s)
     s.add_argument("--json", action="store_true", help="print the page's address as JSON")
     s.set_defaults(handler=cmd_status_page)
+
+
+def _nice_arg(p) -> None:
+    p.add_argument("--nice", type=int, default=10, metavar="N",
+                   help="lower this process's scheduling priority by N (default 10): on a host where the driver "
+                        "loop has no real-time priority, the loop and the recorder come before the viewers")
+
+
+def _lower_priority(args) -> None:
+    """Before any thread starts (threads inherit the niceness of the one that creates them)."""
+    if args.nice < 0:
+        raise UserError(f"--nice must be >= 0 (a viewer never outranks the daemon), got {args.nice}")
+    if args.nice:
+        os.nice(args.nice)
 
 
 def _say(args, obj: dict, text: str) -> None:
@@ -98,6 +114,7 @@ def cmd_bridge_foxglove(args) -> int:
     from .foxglove_bridge import BridgeOptions, FoxgloveBridge, check_model_matches
 
     _check_port(args.port)
+    _lower_priority(args)
     for name in ("rate", "tf_rate"):
         if getattr(args, name) < 0:
             raise UserError(f"--{name.replace('_', '-')} must be >= 0 Hz, got {getattr(args, name)}")
@@ -142,6 +159,7 @@ def cmd_status_page(args) -> int:
     _check_port(args.port)
     if args.period <= 0:
         raise UserError(f"--period must be > 0 s, got {args.period}")
+    _lower_priority(args)
     factory = _client_factory(args)
     try:
         server, poller = serve_status_page(factory, args.host, args.port, args.period)

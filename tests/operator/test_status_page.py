@@ -70,7 +70,8 @@ def test_page_shows_the_run_its_recording_and_the_identification_job_as_they_hap
     expect(page.locator("#run-phase")).to_have_text("execute", timeout=30_000)
     first = float(page.locator("#run-progress").evaluate("e => e.value"))
     # progress moves on while the trajectory executes, and the text says how far
-    page.wait_for_function(f"() => document.getElementById('run-progress').value > {first} + 0.1", timeout=15_000)
+    page.wait_for_function(f"() => document.getElementById('run-phase').textContent === 'execute' && "
+                           f"document.getElementById('run-progress').value > {first} + 0.1", timeout=15_000)
     assert run_id in text(page, "#run-id") and "watched in chromium" in text(page, "#run-id")
     assert "% of 4.0 s" in text(page, "#run-progress-text")
     row = page.locator(f"#recordings tr[data-recording-id='{run_id}']")
