@@ -70,3 +70,26 @@ def test_published_transforms_place_the_published_urdf_like_pinocchio_does(robot
             ref = data.oMf[pm.getFrameId(child)]
             np.testing.assert_allclose(T[:3, :3], ref.rotation, atol=1e-9, err_msg=child)
             np.testing.assert_allclose(T[:3, 3], ref.translation, atol=1e-9, err_msg=child)
+
+
+def test_viewers_say_when_no_daemon_answers(tmp_path, capsys):
+    """No daemon: the bridge refuses to start with one sentence; the status page serves a page
+    that says the daemon is unreachable (and keeps polling)."""
+    import json
+    import urllib.request
+
+    from robodyn.cli import main
+    from tests.daemon.conftest import free_port
+    from tests.operator.conftest import ViewerProcess
+
+    nobody = f"tcp://127.0.0.1:{free_port()}"
+    assert main(["bridge", "foxglove", "--endpoint", nobody, "--timeout", "0.5", "--port", "0", "--nice", "0"]) == 2
+    assert "no reply from the daemon" in capsys.readouterr().err
+    page = ViewerProcess(["status-page", "--endpoint", nobody, "--timeout", "0.5", "--port", "0"], tmp_path / "p.log")
+    try:
+        assert page.info["connected"] is False
+        with urllib.request.urlopen(page.info["serving"] + "api/status", timeout=10) as r:
+            snap = json.loads(r.read())
+        assert snap["connected"] is False and "no reply from the daemon" in snap["error"]
+    finally:
+        page.stop()
