@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "robodyn.robot.cli",
     "robodyn.daemon.cli",
     "robodyn.tools.cli",
+    "robodyn.tools.operator_cli",
     "robodyn.identification.cli",
     "robodyn.identification.excitation_cli",
     "robodyn.identification.advanced_cli",
