@@ -122,7 +122,7 @@ def register(sub) -> None:
     a.add_argument("--method", choices=METHOD_CHOICES, default=None,
                    help="default: what the data support: combined with a loaded set, geometric without one "
                         "(combined-gravity fits joint stiffness from the links' own weight and needs no payload)")
-    a.add_argument("--params", choices=("li2023", "seed004", "all"), default=None,
+    a.add_argument("--params", choices=("li2023", "all"), type=_old_preset_name, default=None,
                    help="parameter set: li2023 (the paper's rows 2..n) or all DH values (default: the model's "
                         "list, else all)")
     a.add_argument("--free", default=None, help="explicit comma list of parameters to identify")
@@ -178,12 +178,12 @@ def register(sub) -> None:
     a = add("identifiability", cmd_identifiability, help="rank, singular values and redundant parameters of the model")
     a.add_argument("plan", nargs="?", default=None, help="plan file (default: generic random poses)")
     a.add_argument("--robot", default=None, help="required without a plan (a plan names its robot)")
-    a.add_argument("--params", choices=("li2023", "seed004", "all"), default=None)
+    a.add_argument("--params", choices=("li2023", "all"), type=_old_preset_name, default=None)
     a.add_argument("--identify-base", action="store_true")
     a.add_argument("--identify-tool", action="store_true")
     a.add_argument("--hayati", action="store_true")
     a.add_argument("--tool", default="0.04,0.04,0.03")
-    a.add_argument("--at", choices=("nominal", "li2023-truth", "seed004-truth"), default="nominal",
+    a.add_argument("--at", choices=("nominal", "li2023-truth"), default="nominal", type=_old_preset_name,
                    help="geometry to analyse at (li2023-truth: the paper's Table 3 deviations, ur5_li2023 only)")
     a.add_argument("--poses", type=int, default=50, help="generic poses when no plan is given")
     a.add_argument("--noise-um", type=float, default=27.0, help="measurement noise per axis for the standard deviations, um")
@@ -200,6 +200,11 @@ def register(sub) -> None:
     a.add_argument("--identify-base", action="store_true")
     a.add_argument("--plot", default=None, help="PNG prefix: writes PREFIX_no_load.png and PREFIX_loaded.png")
     add_json(a)
+
+
+def _old_preset_name(text: str) -> str:
+    """The old names of the paper's parameter set and truth (seed004...) are still accepted."""
+    return {"seed004": "li2023", "seed004-truth": "li2023-truth"}.get(text, text)
 
 
 def _help(parser) -> int:
@@ -784,7 +789,7 @@ def cmd_identifiability(args) -> int:
     if args.hayati:
         gm = geometric_model(robot, tool_offset=tool, hayati_rows=parallel_axis_rows(gm))
     names = _free_names(gm, robot_ref, args.params, None, args.identify_base, args.identify_tool)
-    if args.at in ("li2023-truth", "seed004-truth"):
+    if args.at == "li2023-truth":
         if gm.robot.name != "ur5_li2023":
             raise ValueError("--at: li2023-truth needs --robot ur5_li2023")
         params = seed004_true_parameters(gm)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -86,6 +87,9 @@ def _data(args):
     from robodyn.identification.metaheuristic import ASSUMED_PANDA_ROTOR_INERTIA, PLANTS, TX40_PLANT, tx40_split
     from robodyn.robot.loader import load_model
 
+    if args.ident:
+        print("robodyn compare --ident: deprecated, use `robodyn compare FILE ... --robot R --heldout FILE ...` (the "
+              "old spelling goes in the next release)", file=sys.stderr)
     files = list(args.data or []) + list(args.ident or [])
     given = [name for name, on in (("recordings", bool(files)), ("--simulate", bool(args.simulate)),
                                    ("--dataset", bool(args.dataset))) if on]
