@@ -14,7 +14,7 @@ import threading
 
 from robodyn.cli import UserError
 
-from .cli import _endpoint_arg
+from .daemon_client import _endpoint_arg
 
 
 def register(sub) -> None:
