@@ -1,4 +1,4 @@
-"""`robodyn calibrate collect`: measure a calibration plan on the real robot.
+"""Measure a calibration plan on the real robot (the library behind `robodyn calibrate collect`).
 
 For every planned pose the robot is moved there through the acquisition daemon, with the same
 validation as every run (the daemon checks the trajectory and the move to its start against every
@@ -34,7 +34,7 @@ from typing import Protocol
 
 import numpy as np
 
-from robodyn.cli import UserError, print_json
+from robodyn.cli import UserError
 
 POSITION_SCALE = {"m": 1.0, "mm": 1e-3}
 REST_SPREAD = 2e-4  # rad: joint values that move more than this over the window are not at rest
@@ -288,96 +288,6 @@ def collect_plan(client, robot_name: str, q_plan: np.ndarray, ids: list[str], so
         if progress is not None:
             progress(pose)
     return out
-
-
-def add_arguments(a) -> None:
-    a.add_argument("plan", help="plan file from 'calibrate plan'")
-    a.add_argument("--daemon", required=True, metavar="ADDRESS", help="the acquisition daemon's control endpoint")
-    a.add_argument("--source", required=True, metavar="file:PATH|tcp:HOST:PORT",
-                   help="where the measurements come from: a file the tracker software appends to, or a TCP hook")
-    a.add_argument("--request-file", default=None, help="file source: append 'pose_id,q1..qn' here when the arm is at rest")
-    a.add_argument("--source-units", choices=("m", "mm"), default="m", help="unit of the coordinates the source sends")
-    a.add_argument("--robot", default=None, help="the calibration model (default: the plan's robot)")
-    a.add_argument("--targets", default=None, metavar="NAME:X,Y,Z;...",
-                   help="several targets per pose in the flange frame, m (default: the plan's single ball)")
-    a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ", help="payload on the flange during this collection")
-    a.add_argument("--subset", choices=("all", "loaded"), default=None)
-    a.add_argument("--settle", type=float, default=0.5, help="hold at each pose before reading, s")
-    a.add_argument("--window", type=float, default=0.5, help="window over which the joint values at rest are averaged, s")
-    a.add_argument("--timeout", type=float, default=30.0, help="how long to wait for a measurement, s")
-    a.add_argument("--units", choices=("m", "mm"), default="m", help="position unit written to the CSV")
-    a.add_argument("--out", required=True, help="measurement CSV")
-    a.add_argument("--json", action="store_true")
-
-
-def run_collect(args) -> int:
-    from robodyn.tools.client import Client
-
-    from .files import load_json, load_robot, targets_from_metadata, write_measurements_csv
-    from .measurements import MeasurementSet
-    from .planning import Plan
-
-    from .cli import _load_arg, _plan_subset
-
-    doc = load_json(args.plan, "plan")
-    plan = Plan.from_dict(doc)
-    robot_ref = args.robot or plan.robot_name
-    robot = load_robot(robot_ref)
-    if plan.q.shape[1] != robot.dof:
-        raise ValueError(f"plan.poses: {plan.q.shape[1]} joint values per pose but robot {robot_ref!r} has {robot.dof} joints")
-    load = _load_arg(args.load)
-    subset, index = _plan_subset(doc, plan, load, args.subset)
-    meta = {"targets": args.targets} if args.targets else {"tool_offset_m": ",".join(map(str, plan.setup.tool_offset))}
-    targets = targets_from_metadata(meta)
-    for name in ("settle", "window", "timeout"):
-        if not getattr(args, name) > 0:
-            raise ValueError(f"--{name}: must be > 0 s, got {getattr(args, name)}")
-    q_controller = robot.joint_map.to_controller(plan.q[index])
-    ids = [plan.ids[i] for i in index]
-    client = Client(args.daemon, timeout=10.0)
-    source = None
-    try:
-        status = client.status()
-        daemon_robot = status["robot"]["name"]
-        if int(status["robot"]["dof"]) != robot.dof:
-            raise UserError(f"--daemon: the daemon drives {daemon_robot!r} with {status['robot']['dof']} joints, the "
-                            f"plan's robot {robot_ref!r} has {robot.dof}")
-        source = open_source(args.source, len(targets), args.source_units, args.request_file)
-
-        def progress(pose):
-            if not args.json:
-                state = f"skipped: {pose.skipped}" if pose.skipped else "measured"
-                print(f"{pose.pose_id}: {state}", flush=True)
-
-        result = collect_plan(client, daemon_robot, q_controller, ids, source, settle=args.settle,
-                              window=args.window, timeout=args.timeout, progress=progress)
-    finally:
-        if source is not None:
-            source.close()
-        client.close()
-    got = result.collected
-    if got:
-        q_rest = np.array([p.q_rest for p in got])
-        meas = MeasurementSet(robot.joint_map.to_model(q_rest), np.array([p.points for p in got]),
-                              [p.pose_id for p in got], load, q_controller=q_rest)
-        write_measurements_csv(args.out, meas, robot=robot_ref, unit=args.units, targets=targets,
-                               note=f"collect through the daemon at {args.daemon}, {subset} poses of "
-                                    f"{Path(args.plan).name}; joint values at rest over {args.window:g} s")
-    report = {"out": args.out if got else None, "planned": len(ids), "collected": len(got),
-              "skipped": [{"pose": p.pose_id, "reason": p.skipped} for p in result.skipped],
-              "stopped": result.stopped or None,
-              "runs": {p.pose_id: p.run_id for p in result.poses if p.run_id}}
-    if args.json:
-        print_json(report)
-    else:
-        print(f"collected {len(got)} of {len(ids)} poses" + (f" -> {args.out}" if got else ""))
-        for p in result.skipped:
-            print(f"warning: pose {p.pose_id} skipped: {p.skipped}")
-        if result.stopped:
-            print(f"warning: collection stopped: {result.stopped}")
-    if not got:
-        raise UserError("collect: no pose was measured; nothing written")
-    return 0 if not result.stopped else 1
 
 
 # --------------------------------------------------------------------------- a simulated tracker hook

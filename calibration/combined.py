@@ -158,15 +158,17 @@ def _change(gm: GeometricModel, a: np.ndarray, b: np.ndarray) -> tuple[float, fl
 def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet | None = None, *,
               method: str = "combined", free_names=None, preset: str = "li2023",
               prior_compliance=None, known_compliance=None, loss: str = "linear",
-              max_iterations: int = MAX_ITERATIONS, noise_sigma: float = 15e-6, backlash=()) -> CalibrationResult:
+              max_iterations: int = MAX_ITERATIONS, noise_sigma: float = 15e-6, backlash=(),
+              progress=None) -> CalibrationResult:
     """Identify the geometry (and the joint stiffness) by one of the methods (module docstring).
 
     ``prior_compliance`` is the value kept for joints the data do not excite (Li et al. 2023 starts
     every joint at K = 50 000 N·m/rad); ``known_compliance`` skips stiffness identification (the
     combined method then needs no loaded set). ``backlash`` (combined-gravity only) lists the
     0-based joints whose gear play is fitted, or is "auto" for every joint whose holding torque
-    changes sign in the data.
+    changes sign in the data. ``progress(stage, fraction)`` is told each step (a progress display).
     """
+    report = progress or (lambda stage, fraction: None)
     if method not in METHODS[1:]:
         raise ValueError(f"method: unknown method {method!r}; expected one of {', '.join(METHODS[1:])}")
     if loss not in LOSSES:
@@ -182,7 +184,9 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
     if prior.shape != (n,) or np.any(prior < 0):
         raise ValueError(f"prior_compliance: expected {n} values >= 0")
     if method == "combined-gravity":
+        report("combined-gravity: geometry, joint stiffness and gravity deflection", 0.05)
         result = _combined_gravity(gm, noload, loaded, free, dropped, notes, prior, loss, backlash)
+        report("identifiability", 0.9)
         _report_identifiability(result, gm, noload, names, noise_sigma)
         return result
     need_stiffness = method != "geometric" and known_compliance is None
@@ -202,6 +206,7 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
         if not np.isfinite(delta).all(-1).any():
             raise ValueError("loaded: no target was measured both with and without the payload at the same pose")
     # step 2: geometry from the unloaded measurements
+    report("geometry from the unloaded measurements", 0.05)
     fit = fit_geometry(gm, noload.q, noload, free, loss=loss)
     compliance = prior.copy() if known_compliance is None else np.asarray(known_compliance, float)
     c_ident = np.zeros(n, bool)
@@ -217,6 +222,7 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
         converged = False
         C_tem = fit.params
         for iterations in range(1, max_iterations + 1):
+            report(f"combined iteration {iterations}", 0.1 + 0.8 * iterations / max_iterations)
             if need_stiffness:  # step 3
                 cf = identify_compliance(gm, C_tem, q_pair, delta, loaded.load, prior)
                 compliance, c_ident, c_std = cf.compliance, cf.identified, cf.std
@@ -238,6 +244,7 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
                                                "(a vertical load never loads a vertical axis)")
     result = CalibrationResult(gm, method, fit.params, fit.std, free, dropped, compliance, c_ident, c_std,
                                iterations, converged, history, notes, fit.sigma, chi2=fit.chi2)
+    report("identifiability", 0.9)
     _report_identifiability(result, gm, noload, names, noise_sigma)
     return result
 

@@ -517,14 +517,17 @@ def sample_joint_space(robot: RobotModel, setup: CellSetup, count: int, *, seed:
 
 def plan_measurements(robot: RobotModel, setup: CellSetup, count: int, *, seed: int = 0,
                       cube: TestCube | None = None, q_ref=None, optimal_from: int = 0,
-                      jacobian_blocks=None, joint_space: bool = False, joint_low=None, joint_high=None) -> Plan:
+                      jacobian_blocks=None, joint_space: bool = False, joint_low=None, joint_high=None,
+                      progress=None) -> Plan:
     """Plan ``count`` poses. With ``optimal_from`` > count, draw that many candidates and keep the
     D-optimal subset (``jacobian_blocks(q) -> (M, 3, P)`` gives the scaled identification Jacobian).
 
     ``joint_space`` draws the candidates uniformly in joint space instead of in the ISO 9283 cube
     (fast for arms without a closed-form inverse kinematics); the plan's cube is then only the
-    bounding cube of the poses."""
+    bounding cube of the poses. ``progress(stage, fraction)`` is told each step."""
+    report = progress or (lambda stage, fraction: None)
     if joint_space:
+        report(f"drawing {max(optimal_from, count)} poses in joint space", 0.0)
         draw = (lambda n: sample_joint_space(robot, setup, n, seed=seed, low=joint_low, high=joint_high))
         pool = draw(max(optimal_from, count))
         info: dict = {"cube": "bounding cube of the poses (joint-space sampling), not an ISO 9283 test cube"}
@@ -533,7 +536,9 @@ def plan_measurements(robot: RobotModel, setup: CellSetup, count: int, *, seed: 
         if optimal_from and optimal_from > count:
             if jacobian_blocks is None:
                 raise ValueError("optimal: D-optimal selection needs the identification Jacobian")
+            report("identification Jacobians of the candidates", 0.4)
             blocks = jacobian_blocks(pool.q)
+            report("D-optimal selection (greedy, then DetMax exchange)", 0.6)
             greedy = select_d_optimal(blocks, count, exchange=False)
             chosen = select_d_optimal(blocks, count)
             selection = f"d-optimal (greedy + DetMax exchange) from {optimal_from} (joint space)"
@@ -545,6 +550,7 @@ def plan_measurements(robot: RobotModel, setup: CellSetup, count: int, *, seed: 
         info["candidates_tried"] = pool.attempts
         return Plan(robot.name, setup, box, q, pos, iso9283_points(box), q[0].copy(), seed, selection, info)
     if cube is None:
+        report("the largest ISO 9283 test cube", 0.0)
         q0 = reference_configuration(robot, setup, _default_probe(robot, setup)) if q_ref is None else np.asarray(q_ref, float)
         cube = largest_test_cube(robot, setup, q0)
     q_ref = reference_configuration(robot, setup, cube.center, q_ref) if q_ref is None else np.asarray(q_ref, float)
@@ -553,8 +559,11 @@ def plan_measurements(robot: RobotModel, setup: CellSetup, count: int, *, seed: 
     if optimal_from and optimal_from > count:
         if jacobian_blocks is None:
             raise ValueError("optimal: D-optimal selection needs the identification Jacobian")
+        report(f"drawing {optimal_from} candidate poses in the cube", 0.2)
         pool = sample_poses(robot, setup, cube, optimal_from, q_ref, seed=seed)
+        report("identification Jacobians of the candidates", 0.5)
         blocks = jacobian_blocks(pool.q)
+        report("D-optimal selection (greedy, then DetMax exchange)", 0.7)
         greedy = select_d_optimal(blocks, count, exchange=False)
         chosen = select_d_optimal(blocks, count)
         poses = PoseSet(pool.q[chosen], pool.positions[chosen], pool.attempts)
@@ -562,6 +571,7 @@ def plan_measurements(robot: RobotModel, setup: CellSetup, count: int, *, seed: 
         info["log_det"] = {"greedy": _log_det(blocks, greedy, 1e-9), "exchange": _log_det(blocks, chosen, 1e-9),
                            "first_drawn": _log_det(blocks, range(count), 1e-9)}
     else:
+        report(f"drawing {count} poses in the cube", 0.2)
         poses = sample_poses(robot, setup, cube, count, q_ref, seed=seed)
     info["candidates_tried"] = poses.attempts
     return Plan(robot.name, setup, cube, poses.q, poses.positions, iso9283_points(cube), q_ref, seed, selection, info)

@@ -4,7 +4,8 @@ Example (every key optional)::
 
     [daemon]
     control = "tcp://127.0.0.1:47770"    # ROUTER, requests / replies
-    state = "tcp://127.0.0.1:47771"      # PUB, state stream
+    state = "tcp://127.0.0.1:47771"      # PUB, state stream (served by the publisher process)
+    max_subscribers = 32                 # state-stream connections; more are refused at handshake
     data_dir = "~/.local/share/robodyn"  # recordings go to <data_dir>/recordings
 
     [robot]
@@ -25,11 +26,13 @@ Example (every key optional)::
     [recorder]
     block_ms = 50         # recorder writes and flushes a block at least this often (crash loss bound)
     compression = "zstd"  # zstd | lz4 | none
+    ros2 = true           # also write ROS 2 channels (/joint_states, /tf, /robot_description) for Foxglove / ROS 2
 
     [security]            # remote access (docs/installation.md); without it: loopback only
     curve_secret_key = "/etc/robodyn/keys/daemon.key_secret"  # enables CurveZMQ on both endpoints
     clients = { alice = "<40-char Z85 public key>" }       # allow-list: name -> public key
-    operators = ["alice"]  # optional: only these clients may arm (default: any allowed client)
+    operators = ["alice"]  # optional: only these clients may arm and submit (default: any allowed client)
+    submitters = ["bob"]   # optional: these clients may also submit runs and identification jobs
 
     [jobs]
     runner = "daemon"     # "service": robodyn-worker.service runs identification jobs (own cgroup)
@@ -38,6 +41,7 @@ Example (every key optional)::
     require_arm = true    # motion needs `robodyn arm` (default: true, for every driver)
     arm_token_sha256 = "" # optional: `robodyn arm` must present the token with this SHA-256
     max_run_s = 7200      # longest trajectory accepted (s): bounds validation time and file size
+    max_validation_cost = 3e9  # samples x terms the limit check may evaluate (duration x 2 rate x terms)
     min_free_mb = 64      # a run is refused unless its estimated file size + this much is free
 """
 
@@ -65,6 +69,7 @@ def default_data_dir() -> Path:
 class DaemonConfig:
     control: str = DEFAULT_CONTROL
     state: str = DEFAULT_STATE
+    max_subscribers: int = 32
     data_dir: str = field(default_factory=lambda: str(default_data_dir()))
     robot: str = "panda"
     driver: str = "sim"
@@ -74,12 +79,17 @@ class DaemonConfig:
     settle_s: float = 0.2
     block_ms: float = 50.0
     compression: str = "zstd"
+    ros2: bool = True  # ROS 2 channels for Foxglove / ROS 2 tools besides the lossless msgpack blocks
     curve_secret_key: str = ""
     clients: dict = field(default_factory=dict)
     operators: list = field(default_factory=list)
+    submitters: list = field(default_factory=list)
     require_arm: bool | None = None  # None: required (an operator arms even a simulator: same habits)
     arm_token_sha256: str = ""
     max_run_s: float = 7200.0
+    # validation budget: samples (duration x rate x 2) x terms per sample (trajectory + torque); a
+    # 2 h run of a 5-harmonic Fourier+quintic Panda excitation costs 2.3e9 (bench/reliability)
+    max_validation_cost: float = 3e9
     min_free_mb: float = 64.0
     jobs_runner: str = "daemon"  # "service": robodyn-worker.service runs the identification jobs
 
@@ -96,8 +106,8 @@ class DaemonConfig:
 
     @property
     def arming_required(self) -> bool:
-        """A simulated plant cannot hurt anyone, so it runs unarmed unless the config says
-        otherwise; every real driver needs an operator to arm the daemon."""
+        """Motion needs an operator's `arm` for every driver, the simulator included (the same
+        habits on a simulated and a real robot), unless [safety].require_arm = false."""
         return True if self.require_arm is None else bool(self.require_arm)
 
     @property
@@ -106,13 +116,14 @@ class DaemonConfig:
 
 
 _SECTIONS = {
-    "daemon": {"control": str, "state": str, "data_dir": str},
+    "daemon": {"control": str, "state": str, "data_dir": str, "max_subscribers": int},
     "robot": {"name": str, "driver": str},
     "loop": {"rt_priority": int, "publish_interval_ms": (int, float), "settle_s": (int, float)},
-    "recorder": {"block_ms": (int, float), "compression": str},
-    "security": {"curve_secret_key": str, "clients": dict, "operators": list},
+    "recorder": {"block_ms": (int, float), "compression": str, "ros2": bool},
+    "security": {"curve_secret_key": str, "clients": dict, "operators": list, "submitters": list},
     "jobs": {"runner": str},
-    "safety": {"require_arm": bool, "arm_token_sha256": str, "max_run_s": (int, float), "min_free_mb": (int, float)},
+    "safety": {"require_arm": bool, "arm_token_sha256": str, "max_run_s": (int, float), "min_free_mb": (int, float),
+               "max_validation_cost": (int, float)},
 }
 
 
@@ -164,6 +175,8 @@ def check_config(cfg: DaemonConfig) -> None:
         ep = getattr(cfg, name)
         if not (ep.startswith("tcp://") or ep.startswith("ipc://")):
             raise ValueError(f"config: [daemon].{name} must be a tcp:// or ipc:// endpoint, got {ep!r}")
+    if not 1 <= cfg.max_subscribers <= 1000:
+        raise ValueError(f"config: [daemon].max_subscribers must be in [1, 1000], got {cfg.max_subscribers}")
     if not 0 <= cfg.rt_priority <= 99:
         raise ValueError(f"config: [loop].rt_priority must be 0..99, got {cfg.rt_priority}")
     if not 0 < cfg.publish_interval_ms <= 50:
@@ -179,6 +192,8 @@ def check_config(cfg: DaemonConfig) -> None:
         raise ValueError(f"config: [jobs].runner must be 'daemon' or 'service', got {cfg.jobs_runner!r}")
     if not 1 <= cfg.max_run_s <= 86400:
         raise ValueError(f"config: [safety].max_run_s must be in [1, 86400], got {cfg.max_run_s}")
+    if not 1e6 <= cfg.max_validation_cost <= 1e12:
+        raise ValueError(f"config: [safety].max_validation_cost must be in [1e6, 1e12], got {cfg.max_validation_cost}")
     if cfg.min_free_mb < 0:
         raise ValueError(f"config: [safety].min_free_mb must be >= 0, got {cfg.min_free_mb}")
     token = cfg.arm_token_sha256
@@ -204,8 +219,13 @@ def check_security(cfg: DaemonConfig) -> None:
     if cfg.curve and not cfg.clients:
         raise ValueError("config: [security].curve_secret_key is set but [security].clients is empty: "
                          "no client could connect")
-    unknown = [o for o in cfg.operators if o not in cfg.clients]
-    if unknown:
-        raise ValueError(f"config: [security].operators {unknown} are not in [security].clients")
-    if cfg.operators and not cfg.curve:
-        raise ValueError("config: [security].operators needs CurveZMQ (operators are identified by their key)")
+    for role in ("operators", "submitters"):
+        names = getattr(cfg, role)
+        unknown = [o for o in names if o not in cfg.clients]
+        if unknown:
+            raise ValueError(f"config: [security].{role} {unknown} are not in [security].clients")
+        if names and not cfg.curve:
+            raise ValueError(f"config: [security].{role} needs CurveZMQ (clients are identified by their key)")
+    if cfg.submitters and not cfg.operators:
+        raise ValueError("config: [security].submitters needs [security].operators (without operators every "
+                         "allowed client may arm and submit)")

@@ -53,6 +53,13 @@ def feed_length(traj: Trajectory, rate_hz: float) -> int:
     return int(math.floor(traj.duration * rate_hz + 1e-9)) + 1
 
 
+def move_to_start(model: RobotModel, traj: Trajectory, current_q: np.ndarray) -> PointToPointTrajectory:
+    """The quintic move from ``current_q`` to the trajectory's start, at MOVE_SCALE of the limits."""
+    q_start = traj.evaluate(np.zeros(1))[0][0]
+    return PointToPointTrajectory.within_limits(current_q, q_start, model.qd_max, model.qdd_max, model.qddd_max,
+                                                scale=MOVE_SCALE, min_duration=MOVE_MIN_DURATION)
+
+
 def plan_run(model: RobotModel, traj: Trajectory, current_q: np.ndarray, rate_hz: float) -> RunPlan:
     """Validate the trajectory and the move from ``current_q`` to its start; raise on any violation.
 
@@ -63,9 +70,7 @@ def plan_run(model: RobotModel, traj: Trajectory, current_q: np.ndarray, rate_hz
     report = check_trajectory(model, traj, rate_hz=rate_hz)
     if not report.ok:
         raise RunRejected("trajectory", report)
-    q_start = traj.evaluate(np.zeros(1))[0][0]
-    move = PointToPointTrajectory.within_limits(current_q, q_start, model.qd_max, model.qdd_max, model.qddd_max,
-                                                scale=MOVE_SCALE, min_duration=MOVE_MIN_DURATION)
+    move = move_to_start(model, traj, current_q)
     move_report = check_trajectory(model, move, rate_hz=rate_hz, current_q=current_q,
                                    start_tolerance=HOLD_TOLERANCE)
     if not move_report.ok:

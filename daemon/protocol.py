@@ -45,15 +45,24 @@ E_CANCELLED = "cancelled"  # a submission withdrawn (abort, disarm, shutdown) be
 E_INTERNAL = "internal"
 
 MAX_TEXT = 1024  # labels, reasons, tokens: free text is short
+MAX_ID_TEXT = 256  # a request id that is a string
+# role of each command (docs/reliability.md, "Roles"): who may send it when CurveZMQ names clients
+ROLE_ANYONE, ROLE_SUBMITTER, ROLE_OPERATOR = "anyone", "submitter", "operator"
 ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
 class ProtocolError(Exception):
-    def __init__(self, code: str, message: str, details: dict | None = None):
+    """An error reply. ``field`` names the part of the request at fault, as a dotted path
+    ("v", "id", "cmd", "args", "args.trajectory.params.a", or "request" for the frame as a
+    whole); it is sent as ``details.field``."""
+
+    def __init__(self, code: str, message: str, details: dict | None = None, field: str | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
-        self.details = details or {}
+        self.details = dict(details or {})
+        if field is not None:
+            self.details.setdefault("field", field)
 
 
 # --------------------------------------------------------------------------- ndarray encoding
@@ -66,19 +75,50 @@ def encode_ndarray(a: np.ndarray) -> dict:
     return {"$nd": 1, "dtype": a.dtype.str, "shape": list(a.shape), "data": a.tobytes()}
 
 
-def decode_ndarray(d: dict) -> np.ndarray:
+def decode_ndarray(d: dict, field: str = "request") -> np.ndarray:
     dtype, shape, data = d.get("dtype"), d.get("shape"), d.get("data")
-    if dtype not in ALLOWED_DTYPES:
-        raise ProtocolError(E_MALFORMED, f"ndarray: dtype {dtype!r} not allowed; use one of {sorted(ALLOWED_DTYPES)}")
-    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
-        raise ProtocolError(E_MALFORMED, f"ndarray: shape must be a list of non-negative ints, got {shape!r}")
+    if type(dtype) is not str or dtype not in ALLOWED_DTYPES:
+        raise ProtocolError(E_MALFORMED, f"{field}: ndarray dtype {_short_repr(dtype)} not allowed; use one of "
+                                         f"{sorted(ALLOWED_DTYPES)}", field=field)
+    if type(shape) is not list or not all(type(s) is int and s >= 0 for s in shape) or len(shape) > 32:
+        raise ProtocolError(E_MALFORMED, f"{field}: ndarray shape must be a list of at most 32 non-negative "
+                                         f"integers, got {_short_repr(shape)}", field=field)
     if not isinstance(data, (bytes, bytearray)):
-        raise ProtocolError(E_MALFORMED, "ndarray: data must be binary")
+        raise ProtocolError(E_MALFORMED, f"{field}: ndarray data must be binary", field=field)
     dt = np.dtype(dtype)
-    expected = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    expected = dt.itemsize
+    for s in shape:  # Python integers: a product of huge dimensions cannot overflow
+        expected *= s
     if expected != len(data):
-        raise ProtocolError(E_MALFORMED, f"ndarray: shape {shape} of {dtype} needs {expected} bytes, got {len(data)}")
+        raise ProtocolError(E_MALFORMED, f"{field}: ndarray shape {shape} of {dtype} needs {expected} bytes, got "
+                                         f"{len(data)}", field=field)
     return np.frombuffer(data, dtype=dt).reshape(shape)
+
+
+def _short_repr(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _decode_arrays(obj: Any) -> Any:
+    """Replace every ``{"$nd": 1, ...}`` map by its array, naming the field of a bad one
+    (iterative: the nesting depth msgpack accepts never meets Python's recursion limit)."""
+    if not isinstance(obj, (dict, list)):
+        return obj
+    if isinstance(obj, dict) and type(obj.get("$nd")) is int and obj["$nd"] == 1:
+        return decode_ndarray(obj)
+    stack = [(obj, "")]
+    while stack:
+        node, path = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if isinstance(value, (dict, list)):
+                sub = f"{path}.{key}" if path else str(key)
+                if isinstance(value, dict) and type(value.get("$nd")) is int and value["$nd"] == 1:
+                    node[key] = decode_ndarray(value, sub[:200])
+                else:
+                    stack.append((value, sub))
+    return obj
 
 
 def _default(o):
@@ -91,25 +131,24 @@ def _default(o):
     raise TypeError(f"cannot encode {type(o).__name__}")
 
 
-def _object_hook(d: dict):
-    if d.get("$nd") == 1:
-        return decode_ndarray(d)
-    return d
-
-
 def packb(obj: Any) -> bytes:
     return msgpack.packb(obj, default=_default, use_bin_type=True)
 
 
 def unpackb(data: bytes, max_bytes: int = MAX_REQUEST_BYTES) -> Any:
     if len(data) > max_bytes:
-        raise ProtocolError(E_MALFORMED, f"message of {len(data)} bytes exceeds the {max_bytes}-byte limit")
+        raise ProtocolError(E_MALFORMED, f"message of {len(data)} bytes exceeds the {max_bytes}-byte limit",
+                            field="request")
     try:
-        return msgpack.unpackb(data, raw=False, object_hook=_object_hook, strict_map_key=True)
-    except ProtocolError:
-        raise
+        obj = msgpack.unpackb(data, raw=False, strict_map_key=True)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
-        raise ProtocolError(E_MALFORMED, f"not a valid msgpack message ({type(exc).__name__}: {exc})") from None
+        raise ProtocolError(E_MALFORMED, f"not a valid msgpack message ({type(exc).__name__}: {exc})",
+                            field="request") from None
+    try:
+        return _decode_arrays(obj)
+    except ProtocolError as exc:  # a bad array inside a request: the reply still echoes its id
+        exc.request_id = request_id(obj)
+        raise
 
 
 # --------------------------------------------------------------------------- requests
@@ -184,50 +223,81 @@ def register_command(name: str, args: dict[str, Arg]) -> None:
     COMMANDS[name] = dict(args)
 
 
-def parse_request(obj: Any) -> Request:
-    """Validate a decoded request against the schema; raise ProtocolError naming the problem."""
+def request_id(obj: Any):
+    """The id to echo in the reply: the request's own when it is one of the allowed types,
+    otherwise nil (a reply never echoes a value the protocol does not allow)."""
     if not isinstance(obj, dict):
-        raise ProtocolError(E_MALFORMED, f"request must be a map, got {type(obj).__name__}")
+        return None
     rid = obj.get("id")
+    if rid is None or type(rid) is int or (type(rid) is str and len(rid) <= MAX_ID_TEXT):
+        return rid
+    return None
+
+
+def parse_request(obj: Any) -> Request:
+    """Validate a decoded request against the schema; raise ProtocolError naming the field.
+
+    Types are checked exactly (``type(x) is int``, not ``==``): a decoded ndarray, a bool or a
+    float never passes for the integer 1, and nothing is compared element-wise."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(E_MALFORMED, f"request must be a map, got {_type_name(obj)}", field="request")
     v = obj.get("v")
-    if v != PROTOCOL_VERSION:
-        raise ProtocolError(E_VERSION, f"protocol version {v!r} not supported; this daemon speaks "
-                                       f"{PROTOCOL_VERSION}", {"supported": [PROTOCOL_VERSION]})
-    extra = set(obj) - {"v", "id", "cmd", "args"}
+    if type(v) is not int or v != PROTOCOL_VERSION:
+        shown = repr(v) if type(v) in (int, str, float, bool, type(None)) and len(repr(v)) <= 40 else _type_name(v)
+        raise ProtocolError(E_VERSION, f"request field 'v': protocol version {shown} not supported; this daemon "
+                                       f"speaks {PROTOCOL_VERSION} (the integer)",
+                            {"supported": [PROTOCOL_VERSION]}, field="v")
+    if "id" in obj:
+        rid = obj["id"]
+        if not (rid is None or type(rid) is int or type(rid) is str):
+            raise ProtocolError(E_MALFORMED, f"request field 'id' must be an integer, a string or nil, got "
+                                             f"{_type_name(rid)}", field="id")
+        if type(rid) is str and len(rid) > MAX_ID_TEXT:
+            raise ProtocolError(E_MALFORMED, f"request field 'id' is longer than {MAX_ID_TEXT} characters",
+                                field="id")
+    extra = sorted(str(k) for k in set(obj) - {"v", "id", "cmd", "args"})
     if extra:
-        raise ProtocolError(E_MALFORMED, f"unknown request field(s) {sorted(extra)}")
+        raise ProtocolError(E_MALFORMED, f"unknown request field(s) {[e[:64] for e in extra[:5]]}",
+                            field=extra[0][:64])
     cmd = obj.get("cmd")
-    if not isinstance(cmd, str):
-        raise ProtocolError(E_MALFORMED, "request field 'cmd' must be a string")
+    if type(cmd) is not str:
+        raise ProtocolError(E_MALFORMED, f"request field 'cmd' must be a string, got {_type_name(cmd)}", field="cmd")
     if cmd not in COMMANDS:
-        raise ProtocolError(E_UNKNOWN_COMMAND, f"unknown command {cmd!r}; known: {sorted(COMMANDS)}")
+        raise ProtocolError(E_UNKNOWN_COMMAND, f"request field 'cmd': unknown command {cmd[:64]!r}; known: "
+                                               f"{sorted(COMMANDS)}", field="cmd")
     args = obj.get("args", {})
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        raise ProtocolError(E_INVALID_ARGS, f"{cmd}: 'args' must be a map, got {type(args).__name__}")
+        raise ProtocolError(E_INVALID_ARGS, f"{cmd}: 'args' must be a map, got {_type_name(args)}", field="args")
     schema = COMMANDS[cmd]
-    unknown = set(args) - set(schema)
+    unknown = sorted(str(k) for k in set(args) - set(schema))
     if unknown:
-        raise ProtocolError(E_INVALID_ARGS, f"{cmd}: unknown argument(s) {sorted(unknown)}; "
-                                            f"accepted: {sorted(schema)}")
+        raise ProtocolError(E_INVALID_ARGS, f"{cmd}: unknown argument(s) {[u[:64] for u in unknown[:5]]}; "
+                                            f"accepted: {sorted(schema)}", field=f"args.{unknown[0][:64]}")
     for name, spec in schema.items():
         if name not in args:
             if spec.required:
-                raise ProtocolError(E_INVALID_ARGS, f"{cmd}: missing required argument {name!r}")
+                raise ProtocolError(E_INVALID_ARGS, f"{cmd}: missing required argument {name!r}",
+                                    field=f"args.{name}")
             continue
         value = args[name]
-        if isinstance(value, bool) and bool not in spec.types:
+        if type(value) not in spec.types:  # exact: bool is not int, an ndarray is not a list
             raise ProtocolError(E_INVALID_ARGS, f"{cmd}: argument {name!r} must be "
-                                                f"{_type_names(spec.types)}, got bool")
-        if not isinstance(value, spec.types):
-            raise ProtocolError(E_INVALID_ARGS, f"{cmd}: argument {name!r} must be "
-                                                f"{_type_names(spec.types)}, got {type(value).__name__}")
+                                                f"{_type_names(spec.types)}, got {_type_name(value)}",
+                                field=f"args.{name}")
         if spec.check is not None:
             problem = spec.check(value)
             if problem:
-                raise ProtocolError(E_INVALID_ARGS, f"{cmd}: argument {name!r} {problem}")
-    return Request(cmd, args, rid)
+                raise ProtocolError(E_INVALID_ARGS, f"{cmd}: argument {name!r} {problem}", field=f"args.{name}")
+    return Request(cmd, args, obj.get("id"))
+
+
+def _type_name(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an encoded array ({value.dtype.str}, shape {list(value.shape)})"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", bytes: "binary data",
+            dict: "a map", list: "a list", type(None): "nil"}.get(type(value), type(value).__name__)
 
 
 def _type_names(types: tuple) -> str:

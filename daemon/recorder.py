@@ -20,12 +20,19 @@ import traceback
 import numpy as np
 
 from . import protocol as P
-from .recording import RecordingWriter
+from .recording import RecordingWriter, UnfinishedFiles, repair_recording, unfinished_recordings
 
 RCV_HWM = 200_000
 CLOSE_WAIT_S = 3.0  # how long `close` waits for the run's last samples to arrive
 STATS_S = 0.5
 ORPHAN_WAIT_S = 10.0  # after the main process died: longest wait for the driver's ramp to rest
+REPAIR_RETRY_S = 5.0  # a repair that failed (e.g. the disk is still full) is tried again this often
+# an unfinished file written to this recently may still have a writer (an orphaned recorder
+# finalizes for up to ORPHAN_WAIT_S): repaired only once it has been quiet this long, unless the
+# main process says its writer is dead
+QUIET_BEFORE_REPAIR_S = 15.0
+STARTUP_REPAIR_REASON = ("the recorder stopped before finalizing this file (its process was killed, or the "
+                         "daemon with it); finalized when the recorder next started")
 
 
 class StreamWatch:
@@ -70,6 +77,7 @@ class ActiveRun:
         self.close_msg: dict | None = None
         self.close_deadline = 0.0
         self.driver_done = False  # the driver's run ended (its "done" event was on the stream)
+        self.done_event: dict | None = None
 
     def add(self, seq: np.ndarray, robot_time, host, phase, values) -> None:
         if self.first_seq_seen == 0:
@@ -122,12 +130,50 @@ class Recorder:
         self.pipe.setsockopt(zmq.LINGER, 1000)
         self.pipe.connect(endpoints["recorder_pipe"])
         self.watch = StreamWatch()
+        # the robot model for the ROS 2 channels' frame transforms ([recorder].ros2)
+        self.ros2_model = None
+        if cfg.ros2:
+            from robodyn.robot.loader import load_model
+
+            self.ros2_model = load_model(cfg.robot)
         self.active: ActiveRun | None = None
         self.running = True
         self.written_runs = 0
         self.throughput = Throughput()
         self.parent_pid = os.getppid()
         self.orphaned_since: float | None = None
+        self.unfinished = UnfinishedFiles(QUIET_BEFORE_REPAIR_S, REPAIR_RETRY_S)
+        self.writer_dead: set[str] = set(endpoints.get("repair_now", ()))  # files whose writer is gone
+        self.repaired: list[dict] = []
+        self.stop_reason = ""  # why the recorder stops with a run open (the summary's reason)
+
+    # ----------------------------------------------------------------- unfinished files
+
+    def repair_at_start(self) -> None:
+        """Before the first run: every file a killed recorder (or daemon) left without footer
+        becomes a complete MCAP file (daemon/recording.py: repair_recording). Files whose writer
+        the main process knows is dead are repaired now; the others once they have been quiet
+        for QUIET_BEFORE_REPAIR_S (their writer may be an orphaned recorder still finalizing)."""
+        now = time.monotonic()
+        for path in unfinished_recordings(self.cfg.recordings_dir):
+            self.unfinished.add(path, STARTUP_REPAIR_REASON, now, writer_dead=str(path) in self.writer_dead)
+        self._retry_repairs(now)
+
+    def _retry_repairs(self, now: float) -> None:
+        if not self.unfinished:
+            return
+        for path, reason in self.unfinished.due(now):
+            try:
+                result = repair_recording(path, reason)
+            except OSError:
+                self.unfinished.failed(path, now)  # still no space: try again later
+                continue
+            except Exception as exc:  # not repairable: say so once, keep the file as it is
+                print(f"robodyn recorder: cannot finalize {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            else:
+                if result is not None:
+                    self.repaired.append(result)
+            self.unfinished.done(path)
 
     # ----------------------------------------------------------------- control
 
@@ -138,7 +184,7 @@ class Recorder:
                 if self.active is not None:
                     raise RuntimeError(f"run {self.active.run_id} is still being recorded")
                 writer = RecordingWriter(msg["path"], msg["meta"], int(msg["width"]), self.cfg.compression,
-                                         self.cfg.block_ms)
+                                         self.cfg.block_ms, ros2_model=self.ros2_model)
                 self.active = ActiveRun(msg, writer)
                 self._reply({"type": "opened", "run": msg["run"], "path": msg["path"]})
             except Exception as exc:
@@ -187,7 +233,7 @@ class Recorder:
         poller = zmq.Poller()
         poller.register(self.sub, zmq.POLLIN)
         poller.register(self.pipe, zmq.POLLIN)
-        self._reply({"type": "ready", "pid": os.getpid()})
+        self._reply({"type": "ready", "pid": os.getpid(), "repaired": [r["path"] for r in self.repaired]})
         next_stats = 0.0
         while self.running:
             events = dict(poller.poll(10))
@@ -206,6 +252,7 @@ class Recorder:
             if self.active is not None and self.active.writer.block_due(now_ns):
                 self._write(self.active.writer.flush_block)
             self._maybe_finalize()
+            self._retry_repairs(time.monotonic())
             if time.monotonic() >= next_stats:
                 next_stats = time.monotonic() + STATS_S
                 self._reply({"type": "stats", "stream": self.watch.to_dict(),
@@ -216,8 +263,17 @@ class Recorder:
                 if self._orphaned_and_done(time.monotonic()):
                     self.running = False
         if self.active is not None:
-            self._write(lambda: self.active.writer.close({"status": "aborted",
-                                                         "reason": "recorder shut down before the run ended"}))
+            run = self.active
+            summary = {"status": "aborted", "reason": self.stop_reason or "recorder shut down before the run ended",
+                       "recorded_samples": run.writer.samples, "gaps": list(run.gaps),
+                       "first_seq": run.first_seq_seen, "last_seq": run.last_seq_seen}
+            done = run.done_event or {}
+            if done.get("last_seq"):  # the driver's own count of the run's samples
+                first, last = int(done.get("first_seq", 1)), int(done["last_seq"])
+                summary.update(first_seq=first, last_seq=last, expected_samples=last - first + 1,
+                               lost_samples=last - first + 1 - run.writer.samples,
+                               executed_samples=done.get("executed_samples"), tracking=done.get("tracking"))
+            self._write(lambda: run.writer.close(summary))
 
     def _orphaned_and_done(self, now: float) -> bool:
         """The main process died: keep recording until the driver's ramp to rest has ended (its
@@ -226,6 +282,8 @@ class Recorder:
             return False
         if self.orphaned_since is None:
             self.orphaned_since = now
+            self.stop_reason = (f"the daemon's main process (pid {self.parent_pid}) died during the run; the driver "
+                                "ramped the robot to rest and the recorder finalized the file")
         run = self.active
         return run is None or run.driver_done or now - self.orphaned_since > ORPHAN_WAIT_S
 
@@ -241,8 +299,14 @@ class Recorder:
         except OSError as exc:
             kept = run.writer.abandon()
             self.active = None
-            self._reply({"type": "write_failed", "run": run.run, "path": run.path,
-                         "reason": f"{exc.strerror or exc} ({type(exc).__name__})", "kept_bytes": kept})
+            reason = f"{exc.strerror or exc} ({type(exc).__name__})"
+            self._reply({"type": "write_failed", "run": run.run, "path": run.path, "reason": reason,
+                         "kept_bytes": kept})
+            # finalize the cut file now if the few kilobytes fit, else as soon as space is back
+            now = time.monotonic()
+            self.unfinished.add(run.path, f"writing failed: {reason}; the file ends at its last complete block", now,
+                                writer_dead=True)
+            self._retry_repairs(now)
             return False
         self.throughput.add(run.writer.samples - run.writer.buffered - samples_before,
                             run.writer.bytes_written - before)
@@ -253,7 +317,9 @@ class Recorder:
             if self.active is not None:
                 event = P.unpackb(payload)
                 if event.get("run") == self.active.run:
-                    self.active.driver_done = self.active.driver_done or event.get("event") == "done"
+                    if event.get("event") == "done":
+                        self.active.driver_done = True
+                        self.active.done_event = event
                     self._write(lambda: self.active.writer.event(event))
             return
         batch = P.unpack_state_batch(payload)
@@ -282,6 +348,7 @@ def recorder_process_main(cfg_dict: dict, endpoints: dict) -> None:
     cfg = DaemonConfig.from_dict(cfg_dict)
     rec = Recorder(cfg, endpoints)
     try:
+        rec.repair_at_start()
         rec.run()
     except Exception:
         traceback.print_exc()

@@ -12,8 +12,9 @@ Per cycle, in this order (the command goes out before anything that is not contr
     every POLL_EVERY cycles: poll the control pipe from the main process (non-blocking)
     every TELEMETRY_S: telemetry to the main process
 
-Sockets: PUB bound on the public state endpoint and on an internal ipc endpoint (the recorder's);
-PAIR connected to the main process (commands in, events and telemetry out).
+Sockets: PUB bound on the internal ipc endpoint only (read by the recorder and by the publisher
+process, which serves clients: daemon/publisher.py); PAIR connected to the main process (commands
+in, events and telemetry out).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from .stats import PeriodHistogram
 POLL_EVERY = 10  # cycles between control-pipe polls (10 ms at 1 kHz)
 TELEMETRY_S = 0.1
 BATCH_CAPACITY = 256  # samples; a batch is also published when full
-PUB_HWM = 200_000  # messages queued per subscriber before PUB drops (about 3 min at 1 kHz)
+PUB_HWM = 200_000  # internal ipc only (recorder, publisher): messages queued before a drop (3 min at 1 kHz)
 
 
 def layout_id(columns: list[str]) -> int:
@@ -252,26 +253,13 @@ class DriverLoop:
         self.driver = create_driver(cfg.driver, {"robot": cfg.robot, **cfg.driver_options})
         self.desc = self.driver.describe()
         self.driver.connect()
-        self.zap = None
+        # the stream leaves this process only on the internal ipc endpoint, to two subscribers of
+        # ours: the recorder and the publisher process, which republishes it to clients. No client
+        # connection, stalled or not, ever holds memory in the process of the real-time loop.
         self.pub = self.ctx.socket(zmq.PUB)
         self.pub.setsockopt(zmq.SNDHWM, PUB_HWM)
         self.pub.setsockopt(zmq.LINGER, 0)
-        if cfg.curve:
-            from .security import ZapHandler, make_curve_server, read_secret_key
-
-            # the state stream is as public as the control endpoint: the same keys guard it. The
-            # internal ipc subscriber (the recorder) handshakes as NULL, which ZAP admits.
-            self.zap = ZapHandler(self.ctx, cfg.clients)
-            make_curve_server(self.pub, read_secret_key(cfg.curve_secret_key)[1])
-        self.pub.bind(cfg.state)
-        if cfg.curve:
-            self.internal_pub = self.ctx.socket(zmq.PUB)  # curve is per socket: a plain one for ipc
-            self.internal_pub.setsockopt(zmq.SNDHWM, PUB_HWM)
-            self.internal_pub.setsockopt(zmq.LINGER, 0)
-            self.internal_pub.bind(endpoints["state_ipc"])
-        else:
-            self.pub.bind(endpoints["state_ipc"])
-            self.internal_pub = None
+        self.pub.bind(endpoints["state_ipc"])
         self.parent_pid = os.getppid()
         self.terminate_requested = False  # SIGTERM: stop like a shutdown request (ramp, then exit)
         self.zmq = zmq
@@ -300,10 +288,8 @@ class DriverLoop:
         self._publish([P.TOPIC_EVENT, P.packb(event)])
 
     def _publish(self, frames: list) -> None:
-        """To every subscriber; PUB never blocks (a slow subscriber loses messages: seq gaps)."""
+        """To the recorder and the publisher; PUB never blocks (a lost message is a seq gap)."""
         self.pub.send_multipart(frames, flags=self.zmq.NOBLOCK)
-        if self.internal_pub is not None:
-            self.internal_pub.send_multipart(frames, flags=self.zmq.NOBLOCK)
 
     def _parent_gone(self) -> bool:
         """The main process died (even SIGKILL): nobody supervises this loop any more."""
@@ -389,8 +375,6 @@ class DriverLoop:
             if seq % POLL_EVERY == 0:
                 while pipe.poll(0):
                     self._handle(P.unpackb(pipe.recv()), state)
-                if self.zap is not None:
-                    self.zap.serve_pending()
                 if now >= next_telemetry:
                     next_telemetry = now + telemetry_ns
                     self._to_main(self._telemetry(state))

@@ -42,13 +42,14 @@ import numpy as np
 from robodyn import __version__
 from robodyn.robot.loader import load_model
 from robodyn.robot.urdf import model_to_urdf
+from robodyn.limits import validation_cost
 from robodyn.trajectory import trajectory_from_dict
 
 from . import protocol as P
 from . import security
 from .config import DaemonConfig
 from .logs import setup_logging
-from .motion import HOLD_TOLERANCE, RunRejected, plan_run
+from .motion import HOLD_TOLERANCE, RunRejected, move_to_start, plan_run
 from .recording import load_recording, read_recording_info, recording_summary_line
 from .sdnotify import Notifier
 
@@ -71,9 +72,20 @@ HANG_TIMEOUT_S = 5.0
 TRANSPORT_MAX_BYTES = 2 * P.MAX_REQUEST_BYTES
 # bytes per recorded sample besides the values: seq, robot_time, host_time_ns (8 each), phase (1)
 SAMPLE_OVERHEAD_BYTES = 25
+# Disk estimate: bytes per sample as the recorder measures them on the files it writes (zstd of
+# noisy float64 samples in 50 ms blocks barely compresses: 333 B/sample for the simulator's 42
+# columns, against 361 B raw; bench/reliability/run.py --only disk), times this margin. Until the
+# recorder has written DISK_MEASURE_MIN_SAMPLES, the raw (uncompressed) size is the estimate.
+DISK_MARGIN = 1.25
+DISK_MEASURE_MIN_SAMPLES = 5_000
+RECORDING_FIXED_BYTES = 64 * 1024  # self-description (16 KB for a Panda: URDF, trajectory, driver facts), summary, events
 MAX_RUN_HISTORY = 500  # runs kept in memory for `runs` / `run_status`; every run is in its recording
 MAX_VALIDATION_THREADS = 2  # the one being checked plus one withdrawn that is still finishing
 DEFERRED = object()  # a handler's result meaning "the reply is sent later"
+# Roles (docs/reliability.md, "Roles"), when CurveZMQ names the clients and [security].operators is
+# set: operators arm and submit; submitters submit runs and identification jobs; every other
+# allowed client observes. Stopping is never refused: abort and disarm are open to everyone.
+COMMAND_ROLES = {"arm": P.ROLE_OPERATOR, "submit_run": P.ROLE_SUBMITTER, "identify": P.ROLE_SUBMITTER}
 
 
 class RateLimitedLog:
@@ -123,6 +135,39 @@ def run_in_thread(fn, *args) -> tuple[Future, threading.Thread]:
     return future, thread
 
 
+def parse_trajectory(doc: dict):
+    """The submitted trajectory document parsed, or ``invalid_trajectory`` naming the field.
+
+    Any exception of the parser is the document's fault (the parser is the judge of what a
+    trajectory is), so none of them becomes ``internal``; unexpected exception types are logged
+    so a parser gap is still noticed."""
+    try:
+        return trajectory_from_dict(doc)
+    except Exception as exc:
+        if not isinstance(exc, (ValueError, TypeError, KeyError, IndexError)):
+            log.warning("trajectory parser raised %s on a submitted document: %s", type(exc).__name__, exc)
+        text = str(exc) or type(exc).__name__
+        raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {text}",
+                              field=trajectory_field(doc, text)) from None
+
+
+def trajectory_field(doc: dict, message: str) -> str:
+    """``args.trajectory`` refined by the parser's message prefix ("params.a: expected ..." names
+    the parameter ``a``): the dotted path of the field at fault, as far as it is known."""
+    head = message.split(":", 1)[0].strip() if ":" in message else ""
+    parts = head.split(".")
+    if not head or not all(p.isidentifier() for p in parts):
+        return "args.trajectory"
+    if parts[0] == "params":
+        return "args.trajectory." + ".".join(parts[:2])
+    params = doc.get("params") if isinstance(doc, dict) else None
+    if isinstance(params, dict) and parts[0] in params:
+        return f"args.trajectory.params.{parts[0]}"
+    if parts[0] in ("format", "version", "family", "dof", "params"):
+        return f"args.trajectory.{parts[0]}"
+    return "args.trajectory"
+
+
 def run_length_problem(duration: float, max_run_s: float) -> str | None:
     """Why a trajectory is too long to accept, or None. The cap bounds validation time, memory
     and file size; a non-finite duration would make every one of them unbounded."""
@@ -133,10 +178,33 @@ def run_length_problem(duration: float, max_run_s: float) -> str | None:
     return None
 
 
-def estimated_recording_bytes(duration_s: float, rate_hz: float, width: int, move_margin_s: float = 60.0) -> float:
-    """Uncompressed size of a run's samples (an upper bound of the file): trajectory plus a
-    generous allowance for the move to the start and the settle."""
-    return (duration_s + move_margin_s) * rate_hz * (width * 8 + SAMPLE_OVERHEAD_BYTES)
+# the ROS 2 channels per sample before the recorder has measured: a JointState of 7 joints is
+# ~390 B of CDR; as written (zstd, the names repeated in every message) the simulator's cost
+# 49 B/sample (bench/reliability/ros2_channels.py: 336 -> 385 B/sample); 160 leaves room for
+# noisier data, the raw estimate staying an upper bound
+ROS2_BYTES_PER_SAMPLE = 160
+
+
+def raw_bytes_per_sample(width: int, ros2: bool = False) -> float:
+    """A recorded sample before the recorder has measured: the values plus seq, times and phase
+    uncompressed (these float64 samples barely compress), plus the ROS 2 channels."""
+    return width * 8 + SAMPLE_OVERHEAD_BYTES + (ROS2_BYTES_PER_SAMPLE if ros2 else 0)
+
+
+def measured_bytes_per_sample(throughput: dict | None, width: int, ros2: bool = False) -> tuple[float, float, str]:
+    """(bytes per sample, margin, where they come from): the recorder's own figure once it has
+    written enough samples (its compression on this robot's data) with DISK_MARGIN, else the
+    raw size plus 5 % for block framing (compression never makes these samples larger)."""
+    t = throughput or {}
+    samples, written = t.get("samples_written") or 0, t.get("bytes_written") or 0
+    if samples >= DISK_MEASURE_MIN_SAMPLES and written > 0:
+        return written / samples, DISK_MARGIN, f"measured by the recorder over {samples} samples"
+    return raw_bytes_per_sample(width, ros2), 1.05, "raw sample size (the recorder has not measured enough samples yet)"
+
+
+def estimated_recording_bytes(samples: int, bytes_per_sample: float, margin: float = DISK_MARGIN) -> float:
+    """A run's file: its samples at the measured size times the margin, plus the fixed part."""
+    return RECORDING_FIXED_BYTES + samples * bytes_per_sample * margin
 
 
 def loop_jitter(loop: dict, rate_hz: float | None) -> dict | None:
@@ -163,6 +231,7 @@ class PendingSubmit:
     trajectory: object = None
     current_q: object = None
     rate: float = 0.0
+    disk_estimate: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -232,7 +301,8 @@ class Daemon:
         # systemd's RuntimeDirectory= when there is one; mkdtemp makes it private (0700), which is
         # what guards the internal ipc pipes
         self.runtime_dir = tempfile.mkdtemp(prefix="robodyn-", dir=os.environ.get("RUNTIME_DIRECTORY") or None)
-        self.endpoints = {"driver_pipe": f"ipc://{self.runtime_dir}/driver", "recorder_pipe":
+        self.endpoints = {"driver_pipe": f"ipc://{self.runtime_dir}/driver", "publisher_pipe":
+                          f"ipc://{self.runtime_dir}/publisher", "recorder_pipe":
                           f"ipc://{self.runtime_dir}/recorder", "state_ipc": f"ipc://{self.runtime_dir}/state"}
         self.ctx = zmq.Context()
         self.zap = None
@@ -252,11 +322,17 @@ class Daemon:
         self.driver_pipe.bind(self.endpoints["driver_pipe"])
         self.recorder_pipe = self.ctx.socket(zmq.PAIR)
         self.recorder_pipe.bind(self.endpoints["recorder_pipe"])
+        self.publisher_pipe = self.ctx.socket(zmq.PAIR)
+        self.publisher_pipe.bind(self.endpoints["publisher_pipe"])
+        from .publisher import publisher_process_main
         from .recorder import recorder_process_main
         from .rtloop import driver_process_main
 
         self.driver = Component("driver", driver_process_main)
         self.recorder = Component("recorder", recorder_process_main)
+        # republishes the stream to clients: not part of any run, so its failure neither aborts
+        # a run nor disarms; it is restarted like the others
+        self.publisher = Component("publisher", publisher_process_main)
         self.description: dict | None = None
         self.columns: list[str] = []
         self.layout = 0
@@ -270,6 +346,7 @@ class Daemon:
         self.armed_info: dict = {}
         self.disarm_reason = "not armed since the daemon started"
         self.pending: PendingSubmit | None = None
+        self.orphaned_recordings: list[str] = []  # cut by a recorder death: its successor repairs them
         self.validation_threads: list[threading.Thread] = []
         self.dropped = RateLimitedLog(log, window_s=5.0)
         self.requests = {"total": 0, "errors": {}, "dropped": 0}
@@ -307,7 +384,10 @@ class Daemon:
 
     def _spawn(self, comp: Component) -> None:
         ctx = multiprocessing.get_context("spawn")
-        comp.process = ctx.Process(target=comp.target, args=(self.cfg.to_dict(), self.endpoints),
+        endpoints = dict(self.endpoints)
+        if comp is self.recorder:  # files of runs whose recorder died: repaired at once on start
+            endpoints["repair_now"] = list(self.orphaned_recordings)
+        comp.process = ctx.Process(target=comp.target, args=(self.cfg.to_dict(), endpoints),
                                    name=f"robodyn-{comp.name}", daemon=False)
         comp.ready = False
         comp.process.start()
@@ -318,9 +398,10 @@ class Daemon:
         """Spawn the workers and wait until both report ready (or one reports a fatal error)."""
         self._spawn(self.driver)
         self._spawn(self.recorder)
+        self._spawn(self.publisher)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         poller = self._poller()
-        while not (self.driver.ready and self.recorder.ready):
+        while not (self.driver.ready and self.recorder.ready and self.publisher.ready):
             if time.monotonic() > deadline:
                 raise RuntimeError("driver or recorder did not start within "
                                    f"{STARTUP_TIMEOUT_S:.0f} s")
@@ -330,9 +411,11 @@ class Daemon:
                     self._on_driver(P.unpackb(sock.recv()))
                 elif sock is self.recorder_pipe:
                     self._on_recorder(P.unpackb(sock.recv()))
+                elif sock is self.publisher_pipe:
+                    self._on_publisher(P.unpackb(sock.recv()))
                 elif sock is getattr(self.zap, "socket", None):
                     self.zap.serve_pending()
-            for comp in (self.driver, self.recorder):
+            for comp in (self.driver, self.recorder, self.publisher):
                 if comp.process is not None and not comp.process.is_alive() and not comp.ready:
                     reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
                     raise RuntimeError(f"{comp.name} failed to start: {reason}")
@@ -342,6 +425,7 @@ class Daemon:
         poller.register(self.router, self.zmq.POLLIN)
         poller.register(self.driver_pipe, self.zmq.POLLIN)
         poller.register(self.recorder_pipe, self.zmq.POLLIN)
+        poller.register(self.publisher_pipe, self.zmq.POLLIN)
         if self.zap is not None:
             poller.register(self.zap.socket, self.zmq.POLLIN)
             poller.register(self.handshakes.socket, self.zmq.POLLIN)
@@ -365,6 +449,9 @@ class Daemon:
                 elif sock is self.recorder_pipe:
                     while self.recorder_pipe.poll(0):
                         self._on_recorder(P.unpackb(self.recorder_pipe.recv()))
+                elif sock is self.publisher_pipe:
+                    while self.publisher_pipe.poll(0):
+                        self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
                 elif self.zap is not None and sock is self.zap.socket:
                     self.zap.serve_pending()
                 elif self.handshakes is not None and sock is self.handshakes.socket:
@@ -402,10 +489,11 @@ class Daemon:
         if self.zap is not None:
             self.zap.close()
             self.handshakes.close()
-        for comp, pipe in ((self.driver, self.driver_pipe), (self.recorder, self.recorder_pipe)):
+        for comp, pipe in ((self.driver, self.driver_pipe), (self.recorder, self.recorder_pipe),
+                           (self.publisher, self.publisher_pipe)):
             if comp.alive:
                 pipe.send(P.packb({"type": "shutdown"}))
-        for comp in (self.driver, self.recorder):
+        for comp in (self.driver, self.recorder, self.publisher):
             if comp.process is not None:
                 comp.process.join(5.0)
                 if comp.process.is_alive():
@@ -420,13 +508,15 @@ class Daemon:
             self._on_driver(P.unpackb(self.driver_pipe.recv()))
         while self.recorder_pipe.poll(0):
             self._on_recorder(P.unpackb(self.recorder_pipe.recv()))
+        while self.publisher_pipe.poll(0):
+            self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
 
     def _check_health(self) -> None:
         # judge silence only on what is really unread: a slow request handler must not make a
         # healthy worker look hung
         self._drain_pipes()
         now = time.monotonic()
-        for comp in (self.driver, self.recorder):
+        for comp in (self.driver, self.recorder, self.publisher):
             if comp.process is None:
                 continue
             if comp.process.is_alive():
@@ -446,6 +536,11 @@ class Daemon:
             comp.process = None
             comp.ready = False
             comp.last_time = 0.0
+            if comp is self.publisher:  # clients lose their stream for a moment; the robot nothing
+                if self.running:
+                    comp.restarts += 1
+                    self._spawn(comp)
+                continue
             self._disarm(f"{comp.name} process died (exit code {comp.exit_code})")
             if comp is self.recorder:
                 self._on_recorder_lost()
@@ -468,6 +563,7 @@ class Daemon:
         run = self.current
         if run is None:
             return
+        self.orphaned_recordings = (self.orphaned_recordings + [run.path])[-100:]
         run.recorder_lost = True
         reason = f"recorder process died (exit code {self.recorder.exit_code}); partial recording kept"
         if run.state == "opening":
@@ -567,6 +663,9 @@ class Daemon:
         elif kind == "ready":
             self.recorder.ready = True
             self.recorder.pid = msg["pid"]
+            for path in msg.get("repaired", []):
+                log.warning("finalized an unfinished recording left by a crash: %s", path,
+                            extra={"fields": {"event": "recording_repaired", "component": "recorder"}})
         elif kind == "opened" and run is not None and msg["run"] == run.number:
             if run.abort_requested:
                 run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}
@@ -595,6 +694,19 @@ class Daemon:
                 self._finish_run(run, "failed", run.recorder_failed)
             else:
                 self._abort_current(run.recorder_failed)
+
+    def _on_publisher(self, msg: dict) -> None:
+        kind = msg.get("type")
+        if kind == "stats":
+            self.publisher.last = msg
+            self.publisher.last_time = time.monotonic()
+        elif kind == "ready":
+            self.publisher.ready = True
+            self.publisher.pid = msg["pid"]
+        elif kind == "fatal":
+            self.publisher.last = dict(self.publisher.last, fatal=msg.get("message"))
+            log.error("publisher: %s", msg.get("message"), extra={"fields": {"component": "publisher",
+                                                                            "event": "fatal"}})
 
     def _finish_run(self, run: Run, status: str, reason: str = "", recorder_summary: dict | None = None) -> None:
         done = run.done_event or {}
@@ -657,24 +769,46 @@ class Daemon:
         self.requests["total"] += 1
         try:
             obj = P.unpackb(payload)
-            if isinstance(obj, dict):
-                rid = obj.get("id")
-                if not isinstance(rid, (int, str, type(None))) or (isinstance(rid, str) and len(rid) > 256):
-                    rid = None
+            rid = P.request_id(obj)
             req = P.parse_request(obj)
             handler = self.commands.get(req.cmd)
             if handler is None:
                 raise P.ProtocolError(P.E_UNKNOWN_COMMAND, f"command {req.cmd!r} is not available in this daemon")
             self._rid = rid
+            self._authorise(req.cmd)
             result = handler(req.args)
             return None if result is DEFERRED else P.ok_reply(rid, result)
         except P.ProtocolError as exc:
             self._count_error(exc.code)
+            if rid is None:
+                rid = getattr(exc, "request_id", None)
             return P.error_reply(rid, exc.code, exc.message, exc.details)
         except Exception as exc:  # a bug: answer, log, keep serving
             self._count_error(P.E_INTERNAL)
             log.exception("internal error while handling a request")
             return P.error_reply(rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+
+    def role_of(self, peer: str) -> str:
+        """The role of an authenticated client (everyone is an operator without roles)."""
+        if not self.cfg.curve or not self.cfg.operators or peer in self.cfg.operators:
+            return P.ROLE_OPERATOR
+        return P.ROLE_SUBMITTER if peer in self.cfg.submitters else P.ROLE_ANYONE
+
+    def _authorise(self, cmd: str) -> None:
+        needed = COMMAND_ROLES.get(cmd, P.ROLE_ANYONE)
+        role = self.role_of(self._peer)
+        allowed = {P.ROLE_ANYONE: (P.ROLE_ANYONE, P.ROLE_SUBMITTER, P.ROLE_OPERATOR),
+                   P.ROLE_SUBMITTER: (P.ROLE_SUBMITTER, P.ROLE_OPERATOR), P.ROLE_OPERATOR: (P.ROLE_OPERATOR,)}
+        if role in allowed[needed]:
+            return
+        who = self._peer or "not authenticated"
+        log.warning("%s refused: client %s has the role %s, %s needs %s", cmd, who, role, cmd, needed,
+                    extra={"fields": {"event": "forbidden", "peer": who}})
+        what = "arming is reserved to the operators' keys" if cmd == "arm" else \
+            f"{cmd} is reserved to {'operators' if needed == P.ROLE_OPERATOR else 'operators and submitters'}"
+        raise P.ProtocolError(P.E_FORBIDDEN, f"{what} ([security].operators / submitters); this client is {who} "
+                                             f"({role}); abort and disarm are open to every client",
+                              {"role": role, "needed": needed, "client": who}, field="cmd")
 
     def _count_error(self, code: str) -> None:
         errors = self.requests["errors"]
@@ -715,13 +849,18 @@ class Daemon:
             "recorder": {"pid": self.recorder.pid, "alive": self.recorder.alive, "ready": self.recorder.ready,
                          "restarts": self.recorder.restarts, **{k: v for k, v in self.recorder.last.items()
                                                                 if k in ("stream", "recording", "written_runs")}},
+            "publisher": {"pid": self.publisher.pid, "alive": self.publisher.alive, "ready": self.publisher.ready,
+                          "restarts": self.publisher.restarts, "error": self.publisher.last.get("fatal"),
+                          **{k: v for k, v in self.publisher.last.items()
+                             if k in ("subscribers", "max_subscribers", "refused_over_cap", "forwarded", "hwm")}},
             "run": None if self.current is None else self.current.to_dict(),
             "last_run": None if last_run is None else last_run.to_dict(),
             "safety": {"armed": self.armed, "arming_required": self.cfg.arming_required,
                        "armed_by": self.armed_info.get("by"),
                        "armed_for_s": now - self.armed_info["since"] if self.armed else None,
                        "disarm_reason": None if self.armed else self.disarm_reason,
-                       "token_required": bool(self.cfg.arm_token_sha256), "operators": list(self.cfg.operators)},
+                       "token_required": bool(self.cfg.arm_token_sha256), "operators": list(self.cfg.operators),
+                       "submitters": list(self.cfg.submitters), "your_role": self.role_of(self._peer)},
             "security": {"curve": self.cfg.curve, "clients": sorted(self.cfg.clients),
                          "authenticated": self.zap.accepted if self.zap else 0,
                          "refused": self.zap.refused if self.zap else 0,
@@ -773,33 +912,33 @@ class Daemon:
         the reply is sent by :meth:`_complete_submit` (the loop keeps serving meanwhile)."""
         robot = args["robot"]
         if robot != self.model.name:
-            raise P.ProtocolError(P.E_ROBOT, f"this daemon drives {self.model.name!r}, not {robot!r}",
-                                  {"robot": self.model.name})
+            raise P.ProtocolError(P.E_ROBOT, f"robot: this daemon drives {self.model.name!r}, not {robot!r}",
+                                  {"robot": self.model.name}, field="args.robot")
         mode = args.get("mode", "position")
         # a run commands the trajectory's q, qd, qdd every cycle: only in modes where the driver tracks
         # them (Franka torque mode: its impedance law; the simulator's torque mode is raw torque)
         modes = (self.description or {}).get("trajectory_modes", ["position"])
         if mode not in modes:
             raise P.ProtocolError(P.E_INVALID_ARGS, f"mode: {mode!r} is not a trajectory mode of the "
-                                                    f"{self.cfg.driver} driver; it runs trajectories in {modes}")
+                                                    f"{self.cfg.driver} driver; it runs trajectories in {modes}",
+                                  field="args.mode")
         self._require_idle()
-        try:
-            traj = trajectory_from_dict(args["trajectory"])
-        except (ValueError, TypeError, KeyError, IndexError) as exc:
-            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {exc}") from None
+        traj = parse_trajectory(args["trajectory"])
         problem = run_length_problem(traj.duration, self.cfg.max_run_s)
         if problem:
-            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {problem}")
+            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {problem}", field="args.trajectory.duration")
+        self._require_affordable(traj)
         self._require_armed()  # after the parse: a malformed document is named even when disarmed
         if not self.recorder.alive or not self.recorder.ready:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the recorder process is not running; a run would not be recorded")
         current_q = self._current_q()
         rate = float(self.description["rate_hz"])
-        self._require_disk_space(traj.duration, rate)
+        pend_estimate = self._require_disk_space(traj, current_q, rate)
         future, thread = run_in_thread(plan_run, self.model, traj, current_q, rate)
         self.validation_threads.append(thread)
         self.pending = PendingSubmit(list(self._envelope), self._rid, dict(args, mode=mode), future)
         self.pending.trajectory, self.pending.current_q, self.pending.rate = traj, current_q, rate
+        self.pending.disk_estimate = pend_estimate
         log.info("validating a %.1f s %s trajectory", traj.duration, traj.family,
                  extra={"fields": {"event": "validating", "peer": self._peer or "local"}})
         return DEFERRED
@@ -817,18 +956,45 @@ class Daemon:
             raise P.ProtocolError(P.E_BUSY, "withdrawn submissions are still being checked; try again in a "
                                             "few seconds")
 
+    def _require_affordable(self, traj) -> None:
+        """The validation's cost, known from the parameters before anything is evaluated, within
+        [safety].max_validation_cost; the check itself then runs in fixed-size windows."""
+        rate = float((self.description or {}).get("rate_hz") or 1000.0)
+        cost = validation_cost(traj, rate)
+        budget = self.cfg.max_validation_cost
+        if cost.evaluations > budget:
+            raise P.ProtocolError(
+                P.E_LIMIT, f"trajectory: checking it would evaluate {cost.evaluations:.3g} terms ({traj.duration:.0f} s "
+                           f"x {2 * rate:.0f} Hz x {cost.terms} terms per sample), above the daemon's budget of "
+                           f"{budget:.3g} ([safety].max_validation_cost); use a shorter run or fewer harmonics",
+                {"limit": "validation_cost", "value": cost.evaluations, "bound": budget, "duration_s": traj.duration,
+                 "rate_hz": rate, "terms_per_sample": cost.terms}, field="args.trajectory")
+
     def _require_armed(self) -> None:
         if self.cfg.arming_required and not self.armed:
             raise P.ProtocolError(P.E_NOT_ARMED, f"the daemon is not armed ({self.disarm_reason}); an operator "
                                                  "arms it with `robodyn arm` after checking the robot's workspace")
 
-    def _require_disk_space(self, duration_s: float, rate_hz: float) -> None:
+    def _require_disk_space(self, traj, current_q: np.ndarray, rate_hz: float) -> dict:
+        """Refuse a run whose estimated file (+ [safety].min_free_mb) does not fit; the estimate:
+        samples of the move to the start (its real duration), the trajectory and the settle, at
+        the recorder's measured bytes per sample with a margin."""
         width = len(self.columns) or 1
-        need = estimated_recording_bytes(duration_s, rate_hz, width) + self.cfg.min_free_mb * 1e6
+        move = move_to_start(self.model, traj, current_q)
+        samples = int(math.ceil((move.duration + traj.duration + self.cfg.settle_s + 0.5) * rate_hz)) + 2
+        per_sample, margin, source = measured_bytes_per_sample(self.recorder.last.get("throughput"), width,
+                                                               self.cfg.ros2)
+        estimate = estimated_recording_bytes(samples, per_sample, margin)
+        need = estimate + self.cfg.min_free_mb * 1e6
         free = shutil.disk_usage(self.recordings_dir).free
         if free < need:
             raise P.ProtocolError(P.E_UNAVAILABLE, f"not enough disk space for this run: {free / 1e6:.0f} MB free in "
-                                                   f"{self.recordings_dir}, {need / 1e6:.0f} MB needed")
+                                                   f"{self.recordings_dir}, {need / 1e6:.0f} MB needed (file estimate "
+                                                   f"{estimate / 1e6:.1f} MB: {samples} samples x {per_sample:.0f} B "
+                                                   f"x {margin}, {source}; + [safety].min_free_mb)",
+                                  {"free_bytes": free, "needed_bytes": need, "estimate_bytes": estimate})
+        return {"bytes": estimate, "samples": samples, "bytes_per_sample": per_sample, "margin": margin,
+                "source": source}
 
     def _cancel_pending(self, reason: str) -> None:
         if self.pending is not None and not self.pending.cancelled:
@@ -854,7 +1020,11 @@ class Daemon:
             plan = pend.future.result()
         except RunRejected as exc:
             raise P.ProtocolError(P.E_LIMIT, f"{exc.stage} rejected before any motion: {exc}",
-                                  {"stage": exc.stage, "report": exc.report.to_dict()}) from None
+                                  {"stage": exc.stage, "report": exc.report.to_dict()},
+                                  field="args.trajectory") from None
+        except (ValueError, ArithmeticError) as exc:  # the trajectory evaluates to nonsense
+            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: cannot be evaluated: {exc}",
+                                  field="args.trajectory") from None
         # the world may have changed while the trajectory was checked
         self._require_armed()
         if not self.recorder.alive or not self.recorder.ready:
@@ -888,18 +1058,15 @@ class Daemon:
         self.notifier.status(self._status_line())
         return {"run_id": run_id, "duration_s": traj.duration, "move_duration_s": plan.move.duration,
                 "trajectory_samples": traj_samples, "move_samples": move_samples, "recording": run.path,
-                "limit_utilisation": plan.report.utilisation}
+                "limit_utilisation": plan.report.utilisation, "disk_estimate": pend.disk_estimate}
 
     def cmd_arm(self, args) -> dict:
-        who = self._peer or "a local client"
-        if self.cfg.operators and self._peer not in self.cfg.operators:
-            log.warning("arming refused: %s is not an operator", who, extra={"fields": {"event": "arm_refused"}})
-            raise P.ProtocolError(P.E_FORBIDDEN, f"arming is reserved to the operators' keys; this client is "
-                                                 f"{self._peer or 'not authenticated'}")
+        who = self._peer or "a local client"  # an operator: _authorise checked the role
         if not security.token_matches(args.get("token"), self.cfg.arm_token_sha256):
             log.warning("arming refused: wrong or missing token from %s", who,
                         extra={"fields": {"event": "arm_refused"}})
-            raise P.ProtocolError(P.E_FORBIDDEN, "arming needs the operator token (robodyn arm --token-file FILE)")
+            raise P.ProtocolError(P.E_FORBIDDEN, "arming needs the operator token (robodyn arm --token-file FILE)",
+                                  field="args.token")
         if not (self.driver.alive and self.driver.ready and self.recorder.alive and self.recorder.ready):
             raise P.ProtocolError(P.E_UNAVAILABLE, "cannot arm: the driver or the recorder is not running")
         self._current_q()  # fresh robot state, or `unavailable`
@@ -940,7 +1107,7 @@ class Daemon:
         for r in self.runs:
             if r.id == run_id:
                 return r
-        raise P.ProtocolError(P.E_NOT_FOUND, f"no run {run_id!r} in this daemon's history")
+        raise P.ProtocolError(P.E_NOT_FOUND, f"no run {run_id!r} in this daemon's history", field="args.run_id")
 
     def cmd_run_status(self, args) -> dict:
         return self._find_run(args.get("run_id")).to_dict()
@@ -966,7 +1133,8 @@ class Daemon:
                 return {"aborted": None, "cancelled_submission": True, "message": "submission withdrawn"}
             return {"aborted": None, "message": "no run in progress"}
         if args.get("run_id") not in (None, run.id):
-            raise P.ProtocolError(P.E_NOT_FOUND, f"run {args['run_id']!r} is not the run in progress ({run.id})")
+            raise P.ProtocolError(P.E_NOT_FOUND, f"run {args['run_id']!r} is not the run in progress ({run.id})",
+                                  field="args.run_id")
         self._abort_current(args.get("reason", "aborted by request"))
         return {"aborted": run.id, "state": run.state}
 
@@ -986,7 +1154,7 @@ class Daemon:
         rid = args["recording"]  # an id by schema (P.check_id): never a path
         path = self.recordings_dir / f"{rid}.mcap"
         if not path.exists():
-            raise P.ProtocolError(P.E_NOT_FOUND, f"no recording {rid!r}")
+            raise P.ProtocolError(P.E_NOT_FOUND, f"no recording {rid!r}", field="args.recording")
         rec = load_recording(path)
         return {**recording_summary_line(rec), "summary": rec.summary, "gaps": rec.gaps(),
                 "truncated": rec.truncated, "columns": rec.meta.get("columns"), "units": rec.units}

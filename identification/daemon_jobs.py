@@ -52,7 +52,7 @@ ARGS = {
         "recordings": P.Arg((list,), True, _recording_ids, "recording ids (see `recordings`)"),
         "config": P.Arg((dict,), False, None, "pipeline config: method, friction, rotor_inertia, "
                                                "friction_model, processing{...}, motor_couplings"),
-        "holdout": P.Arg((list,), False, None, "recording ids to validate on"),
+        "holdout": P.Arg((list,), False, lambda v: _recording_ids(v) if v else None, "recording ids to validate on"),
     },
     "job_status": {"job": P.Arg((str,), True, _valid_id, "job id")},
     "jobs": {},
@@ -233,23 +233,23 @@ class JobManager:
     def _status(self, job_id: str) -> dict:
         path = self.jobs_dir / job_id / "status.json"
         if not path.exists():
-            raise P.ProtocolError(P.E_NOT_FOUND, f"no job {job_id!r}")
+            raise P.ProtocolError(P.E_NOT_FOUND, f"no job {job_id!r}", field="args.job")
         return json.loads(path.read_text())
 
     # ----------------------------------------------------------------- commands
 
     def cmd_identify(self, args) -> dict:
+        try:
+            _config_from_dict(args.get("config"))  # reject a bad config now, not in the worker
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise P.ProtocolError(P.E_INVALID_ARGS, f"identify: config: {exc}", field="args.config") from None
         missing = [r for r in args["recordings"] + list(args.get("holdout") or [])
                    if not (self.recordings_dir / f"{r}.mcap").exists()]
         if missing:
-            raise P.ProtocolError(P.E_NOT_FOUND, f"no recording(s) {missing}; see `robodyn recordings`")
+            raise P.ProtocolError(P.E_NOT_FOUND, f"no recording(s) {missing}; see `robodyn recordings`",
+                                  field="args.holdout" if set(missing) <= set(args.get("holdout") or [])
+                                  else "args.recordings")
         holdout = args.get("holdout") or []
-        if _recording_ids(holdout) and holdout:
-            raise P.ProtocolError(P.E_INVALID_ARGS, f"holdout: {_recording_ids(holdout)}")
-        try:
-            _config_from_dict(args.get("config"))  # reject a bad config now, not in the worker
-        except (TypeError, ValueError) as exc:
-            raise P.ProtocolError(P.E_INVALID_ARGS, f"identify: {exc}") from None
         job_id = time.strftime("job-%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         job_dir = self.jobs_dir / job_id
         job_dir.mkdir(parents=True)
@@ -284,7 +284,7 @@ class JobManager:
         if st.get("state") != "completed":
             raise P.ProtocolError(P.E_BUSY if st.get("state") in ("queued", "running") else P.E_NOT_FOUND,
                                   f"job {args['job']} is {st.get('state')}" +
-                                  (f": {st.get('error')}" if st.get("error") else ""))
+                                  (f": {st.get('error')}" if st.get("error") else ""), field="args.job")
         return {"job": args["job"], "result": json.loads((self.jobs_dir / args["job"] / "result.json").read_text())}
 
 

@@ -76,6 +76,25 @@ class NormalEquations:
                 self.column_sums[j] += Wj.sum(axis=0)
                 self.torque_sums[j] += tj.sum()
 
+    def add_gram(self, columns, G: np.ndarray, samples: int) -> None:
+        """Accumulate per-joint augmented Gram blocks (regressor.gram_blocks): for joint j whose
+        row reaches the r columns ``columns[j]``, the upper triangle of G[j, :r+2, :r+2] is that
+        of [W_j tau_j 1]^T [W_j tau_j 1] over ``samples`` samples. The other entries of A_j are
+        structurally zero: joint j's row never touches those columns."""
+        for j in range(self.dof):
+            cols = np.asarray(columns[j], dtype=np.int64)
+            r = cols.size
+            U = G[j, : r + 2, : r + 2]
+            S = np.triu(U) + np.triu(U, 1).T
+            if S[r + 1, r + 1] != samples:
+                raise ValueError(f"G: joint {j} holds {S[r + 1, r + 1]:g} samples, expected {samples}")
+            self.A[j][np.ix_(cols, cols)] += S[:r, :r]
+            self.b[j][cols] += S[:r, r]
+            self.column_sums[j][cols] += S[:r, r + 1]
+            self.c[j] += S[r, r]
+            self.torque_sums[j] += S[r, r + 1]
+            self.rows[j] += samples
+
     def merge(self, other: "NormalEquations") -> "NormalEquations":
         return NormalEquations(self.dof, self.params, self.A + other.A, self.b + other.b, self.c + other.c,
                                self.rows + other.rows, self.column_sums + other.column_sums,
@@ -321,9 +340,18 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
 
 def accumulate(chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]], dof: int,
                params: int) -> NormalEquations:
-    ne = NormalEquations(dof, params)
-    for W, tau in chunks():
-        ne.add(W, tau)
+    """Normal equations of every chunk. A source that can reduce itself in one fused pass (a
+    ``normal_equations()`` method, see streaming.RegressorChunks) does so instead of yielding rows."""
+    fused = getattr(chunks, "normal_equations", None)
+    if fused is not None:
+        ne = fused()
+        if (ne.dof, ne.params) != (dof, params):
+            raise ValueError(f"chunks: statistics for {ne.dof} joints x {ne.params} parameters, expected "
+                             f"{dof} x {params}")
+    else:
+        ne = NormalEquations(dof, params)
+        for W, tau in chunks():
+            ne.add(W, tau)
     if int(ne.rows.min()) <= params:
         raise ValueError(f"recording: {int(ne.rows.min())} samples per joint cannot determine {params} parameters; "
                          "record a longer excitation")

@@ -478,11 +478,15 @@ def concatenate_recordings(pieces: Sequence[SampledData]) -> SampledData:
                          for f in fields))
 
 
-def tx40_comparison(directory, *, fraction: float = 0.5, methods=("wso", "pso", "ga"), population: int = 150,
-                    iteration_scale: float = 1.0, seed: int = 0, weights=None) -> dict:
-    """The Table-4 comparison on REAL data: the Staubli TX40 set of LS2N (tests/data/staubli_tx40),
-    motor-side torques, coupled wrist, the authors' processing; the first ``fraction`` of the run
-    identifies, the rest is held out. Returns compare_linear's table plus its provenance."""
+TX40_PLANT = "real Staubli TX40 (LS2N data set, figaroh-plus, Apache-2.0)"
+
+
+def tx40_split(directory, fraction: float = 0.5):
+    """The real Staubli TX40 set of LS2N (tests/data/staubli_tx40) ready for a comparison: its model
+    (motor-side torques, coupled wrist), the identification config with the authors' processing, and
+    the run processed ONCE and then split, its first ``fraction`` identifying and the rest held out
+    (processing each half alone would put filter and differentiation transients at the cut; measured:
+    the held-out RMSE sum rose from 6.2 to 33 N.m). Returns (model, config, identification, held out)."""
     from pathlib import Path
 
     from robodyn.robot.urdf import model_from_urdf
@@ -496,17 +500,23 @@ def tx40_comparison(directory, *, fraction: float = 0.5, methods=("wso", "pso", 
     model = model_from_urdf(directory / "tx40_mdh_modified.urdf")
     config = IdentificationConfig(method="ols", friction="coulomb-viscous", processing=tx40.PROCESSING,
                                   motor_couplings=(tx40.WRIST_COUPLING,))
-    # process the whole run once, then split: processing each half alone would put filter and
-    # differentiation transients at the cut (measured: the held-out RMSE sum rose from 6.2 to 33 N.m)
     pieces = [piece.data for piece in process_windows(tx40.load(directory), config.processing)]
     ident, held = split_recording(concatenate_recordings(pieces), fraction)
+    return model, config, ident, held
+
+
+def tx40_comparison(directory, *, fraction: float = 0.5, methods=("wso", "pso", "ga"), population: int = 150,
+                    iteration_scale: float = 1.0, seed: int = 0, weights=None) -> dict:
+    """The Table-4 comparison on REAL data (:func:`tx40_split`): compare_linear's table plus its
+    provenance."""
+    model, config, ident, held = tx40_split(directory, fraction)
     base, ne_ident = normal_equations_of(model, [ident], config, preprocessed=True)
     _, ne_held = normal_equations_of(model, [held], config, base=base, preprocessed=True)
     iterations = {m: max(1, int(round(NI2024_ITERATIONS[m] * iteration_scale))) for m in methods}
     table = compare_linear(ne_ident, ne_held, list(model.joint_names), methods=methods, weights=weights, seed=seed,
                            population=population, iterations=iterations, names=base.names)
     table.update(robot="staubli_tx40", base_parameters=base.count, iterations=iterations, population=population,
-                 seed=seed, plant="real Staubli TX40 (LS2N data set, figaroh-plus, Apache-2.0)", inverse_crime=False,
+                 seed=seed, plant=TX40_PLANT, inverse_crime=False,
                  sources=[f"{directory}: the 9 s run processed once; its first {fraction:.0%} identifies, the rest is held out"],
                  equations={"identification": int(ne_ident.rows.sum()), "held_out": int(ne_held.rows.sum())},
                  cond_identification=float(ols(ne_ident, base.names).cond))

@@ -25,8 +25,9 @@ from .base_params import BaseParameters, base_parameters
 from .estimators import Estimate, estimate
 from .friction import MODELS as FRICTION_MODELS
 from .friction import FrictionColumns, FrictionModel, choose_friction_scales
-from .regressor import ColumnSpec, gather_joint_major, regressor
+from .regressor import ColumnSpec, regressor
 from .signals import ProcessingConfig, SampledData, process_windows, resolve_processing
+from .streaming import RegressorChunks, coulomb_signal
 
 RESULT_FORMAT = "robodyn.identification"
 RESULT_VERSION = 1
@@ -160,46 +161,16 @@ def base_rows(model: RobotModel, d: SampledData, spec: ColumnSpec, out: np.ndarr
     """Sample-major regressor rows (N*n, P) of processed data. When the data carry a filtered
     sgn(qd) (parallel filtering), it replaces the Coulomb columns, so the model's friction step
     went through the same filter as the measured torque."""
-    W = regressor(model, d.q, d.qd, d.qdd, spec, out=out)
-    if "coulomb" in spec.friction and d.coulomb is not None:
-        per = spec.per_joint
-        col = 10 + int(spec.rotor_inertia) + spec.friction.index("coulomb")
-        Wr = W.reshape(d.count, model.dof, -1)
-        for j in range(model.dof):
-            Wr[:, j, per * j + col] = d.coulomb[:, j]
-    return W
-
-
-def _with_friction_extra(Wj: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
-    """Joint-major rows (n, N, p) with one Stribeck excess column per joint appended (n, N, p + n):
-    joint j's column is nonzero in its own rows only."""
-    if extra is None:
-        return Wj
-    n, N, p = Wj.shape
-    out = np.zeros((n, N, p + n))
-    out[:, :, :p] = Wj
-    for j in range(n):
-        out[j, :, p + j] = extra[:, j]
-    return out
+    return regressor(model, d.q, d.qd, d.qdd, spec, out=out, coulomb=coulomb_signal(d, spec))
 
 
 def _chunks(model: RobotModel, source: Callable[[], Iterator[SampledData]], spec: ColumnSpec,
-            base: BaseParameters, chunk: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
-    """A re-iterable source of (joint-major base regressor rows, torque) chunks; any friction model
-    was already subtracted from the torque in processing, before filtering."""
-    P = spec.total(model.dof)
-
-    def gen():
-        buf = np.empty((chunk * model.dof, P))
-        for d in source():
-            for s in range(0, d.count, chunk):
-                e = min(d.count, s + chunk)
-                piece = d.select(slice(s, e))
-                W = base_rows(model, piece, spec, out=buf[: (e - s) * model.dof])
-                yield _with_friction_extra(gather_joint_major(W, model.dof, base.independent),
-                                           piece.friction_extra), piece.tau
-
-    return gen
+            base: BaseParameters, chunk: int, extra: int = 0) -> RegressorChunks:
+    """A re-iterable source of (joint-major base regressor rows, torque) chunks that also reduces
+    itself to normal equations in one fused, multi-threaded pass (streaming.RegressorChunks); any
+    friction model was already subtracted from the torque in processing, before filtering. Pieces
+    that carry Stribeck excess columns get them appended (one per joint)."""
+    return RegressorChunks(model, source, spec, base, chunk, extra=extra)
 
 
 def predict_processed(model: RobotModel, base: BaseParameters, theta: np.ndarray, d: SampledData,
@@ -361,7 +332,7 @@ def prepare(model: RobotModel, datasets: Sequence[SampledData], config: Identifi
     spec = config.spec
     base = _base_parameters(model, spec)
     extra_names = columns.extra_names(model.dof) if columns is not None else []
-    chunks = _chunks(model, source, spec, base, config.chunk_samples)
+    chunks = _chunks(model, source, spec, base, config.chunk_samples, extra=len(extra_names))
     if cache:
         # estimators that pass over the data many times (IRLS, model selection) reuse the regressor
         # rows instead of reprocessing: the joint-major base rows of the whole data set, kept once

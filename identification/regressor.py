@@ -22,8 +22,10 @@ linear acceleration, with no 6x10 matrix products:
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numba
 import numpy as np
@@ -110,165 +112,715 @@ def standard_parameter_vector(model: RobotModel, spec: ColumnSpec, friction: dic
     return np.concatenate([np.asarray(blocks, float).ravel(), coupled])
 
 
-@njit(cache=True, inline="always")
-def _rotate_transpose(FR, j, c, s, jt, ux, uy, uz):
-    """R_j^T u with R_j = FR_j · Rz(q_j) (revolute) or FR_j (prismatic)."""
-    x = FR[j, 0, 0] * ux + FR[j, 1, 0] * uy + FR[j, 2, 0] * uz
-    y = FR[j, 0, 1] * ux + FR[j, 1, 1] * uy + FR[j, 2, 1] * uz
-    z = FR[j, 0, 2] * ux + FR[j, 1, 2] * uy + FR[j, 2, 2] * uz
-    if jt == 0:
-        return c * x + s * y, -s * x + c * y, z
-    return x, y, z
+# --------------------------------------------------------------------------- evaluation plan
+#
+# Every evaluation (the full regressor, joint-major base columns, the fused normal equations)
+# runs the same per-block kernel, ``_block_rows``: it evaluates BLOCK samples at once, with every
+# quantity stored lane by lane (structure of arrays) so that each loop over the samples of a block
+# is straight-line arithmetic that LLVM vectorises. The kernel writes row (i, column) of each
+# sample as one row of a tile Z[row, sample], at the tile row a plan names, or nowhere (-1): the
+# zero blocks (joint i never sees links before it; the rotor and friction columns of link j only
+# act on joint j) are never computed, and a plan for the normal equations names only the base
+# columns a joint's row can touch, in the layout the Gram kernel consumes.
+
+BLOCK = 32  # samples per SIMD block: lanes of every inner loop (a compile-time constant stride)
+TILE = 256  # samples per tile of the fused normal equations (multiple of BLOCK; tile stays in L2)
+_KF = 14  # kinematic fields per joint slot: c s px py pz wx wy wz dx dy dz ax ay az
+_XF = 5  # input fields per joint: q qd qdd sgn-or-filtered-Coulomb tau
+EXTRA_CODES = {"IA": 0, "FV": 1, "FC": 2, "FO": 3}
+
+
+def _pi_over_two_parts() -> tuple[float, float, float]:
+    """pi/2 split as P1 + P2 + P3 (P1 and P2 with 30 significant bits, so k*P1 and k*P2 are exact
+    for |k| < 2^23): the Cody-Waite reduction x - k pi/2 keeps full precision for |x| <= 1e5."""
+    half_pi = Fraction("3.14159265358979323846264338327950288419716939937510582097494459") / 2
+    parts = []
+    rest = half_pi
+    for bits in (30, 30):
+        m, e = math.frexp(float(rest))
+        part = math.ldexp(math.floor(m * 2**bits) / 2**bits, e)
+        parts.append(part)
+        rest -= Fraction(part)
+    parts.append(float(rest))
+    return parts[0], parts[1], parts[2]
+
+
+_P1, _P2, _P3 = _pi_over_two_parts()
+_TWO_OVER_PI = 2.0 / math.pi
+_SINCOS_VECTOR_LIMIT = 1.0e5  # beyond this |q| a block falls back to libm (never in practice)
+# Taylor coefficients (-1)^k / (2k+1)! and (-1)^k / (2k)!: on |r| <= pi/4 the first omitted
+# terms are below 1e-19, so the polynomials are exact to rounding.
+_S1, _S2, _S3, _S4, _S5, _S6, _S7, _S8 = (float(Fraction((-1) ** k, math.factorial(2 * k + 1))) for k in range(1, 9))
+_C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9 = (float(Fraction((-1) ** k, math.factorial(2 * k))) for k in range(1, 10))
+
+
+@njit(cache=True, fastmath={"contract"}, inline="always")
+def _sincos(x):
+    """sin(x), cos(x) without library calls (so a loop over samples vectorises); |x| <= 1e5."""
+    k = np.floor(x * _TWO_OVER_PI + 0.5)
+    r = ((x - k * _P1) - k * _P2) - k * _P3
+    z = r * r
+    sr = r + r * z * (_S1 + z * (_S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * (_S6 + z * (_S7 + z * _S8)))))))
+    cr = 1.0 + z * (_C1 + z * (_C2 + z * (_C3 + z * (_C4 + z * (_C5 + z * (_C6 + z * (_C7 + z * (_C8 + z * _C9))))))))
+    quadrant = np.int64(k)
+    s = cr if quadrant & 1 else sr
+    c = sr if quadrant & 1 else cr
+    s = -s if quadrant & 2 else s
+    c = -c if (quadrant + 1) & 2 else c
+    return s, c
 
 
 @njit(cache=True)
-def _sample_kinematics(FR, Fp, jtype, g, q, qd, qdd, s, cs, sn, pos, w, dw, acc):
-    """Forward recursion for one sample: per joint frame, (cos, sin), origin offset, w, dw, a."""
-    n = jtype.shape[0]
-    pwx = 0.0
-    pwy = 0.0
-    pwz = 0.0
-    pdx = 0.0
-    pdy = 0.0
-    pdz = 0.0
-    pax = -g[0]
-    pay = -g[1]
-    paz = -g[2]
-    for j in range(n):
-        jt = jtype[j]
-        qj = q[s, j]
-        if jt == 0:
-            c = np.cos(qj)
-            sj = np.sin(qj)
-        else:
-            c = 1.0
-            sj = 0.0
-        cs[j] = c
-        sn[j] = sj
-        px = Fp[j, 0]
-        py = Fp[j, 1]
-        pz = Fp[j, 2]
-        if jt != 0:
-            px += FR[j, 0, 2] * qj
-            py += FR[j, 1, 2] * qj
-            pz += FR[j, 2, 2] * qj
-        pos[j, 0] = px
-        pos[j, 1] = py
-        pos[j, 2] = pz
-        # a_prev + dw_prev x p + w_prev x (w_prev x p), in the previous frame
+def _sincos_array(x, s, c):
+    """Vector sin/cos of a 1-D array (exposed for the accuracy test)."""
+    for k in range(x.shape[0]):
+        s[k], c[k] = _sincos(x[k])
+
+
+@njit(cache=True, fastmath={"contract"}, inline="always")
+def _ten(Ox, Oy, Oz, Vx, Vy, Vz, wx, wy, wz, dx, dy, dz, ax, ay, az):
+    """The ten inertial columns of one (joint, link) pair from joint i's unit motion (O, V) in
+    link j's frame and link j's w, dw, a (module docstring)."""
+    bx = Oy * wz - Oz * wy
+    by = Oz * wx - Ox * wz
+    bz = Ox * wy - Oy * wx
+    vw = Vx * wx + Vy * wy + Vz * wz
+    ww = wx * wx + wy * wy + wz * wz
+    return (Ox * dx + bx * wx,
+            Ox * dy + Oy * dx + bx * wy + by * wx,
+            Ox * dz + Oz * dx + bx * wz + bz * wx,
+            Oy * dy + by * wy,
+            Oy * dz + Oz * dy + by * wz + bz * wy,
+            Oz * dz + bz * wz,
+            (Vy * dz - Vz * dy) + vw * wx - ww * Vx + (ay * Oz - az * Oy),
+            (Vz * dx - Vx * dz) + vw * wy - ww * Vy + (az * Ox - ax * Oz),
+            (Vx * dy - Vy * dx) + vw * wz - ww * Vz + (ax * Oy - ay * Ox),
+            Vx * ax + Vy * ay + Vz * az)
+
+
+# The helpers below each run one loop over the lanes of a block on flat scratch arrays, indexed by
+# unsigned offsets (no views, so no reference counting in the hot loops, and no negative-index
+# wrap-around that would turn loads into gathers) with a constant lane stride BLOCK: straight-line
+# arithmetic on contiguous lanes that LLVM vectorises. ``nl`` (= BLOCK) is passed at run time so
+# the loops are vectorised rather than fully unrolled.
+
+_U = np.uint64
+
+
+@njit(cache=True, fastmath={"contract"})
+def _lanes_sincos(X, xo, K, ko, nl):
+    """K[ko + b] = cos(q), K[ko + BLOCK + b] = sin(q) for q = X[xo + b]."""
+    big = 0.0
+    for b in range(nl):
+        big = max(big, abs(X[xo + b]))
+    if big <= _SINCOS_VECTOR_LIMIT:
+        for b in range(nl):
+            sv, cv = _sincos(X[xo + b])
+            K[ko + b] = cv
+            K[ko + _U(BLOCK) + b] = sv
+    else:
+        for b in range(nl):
+            K[ko + b] = math.cos(X[xo + b])
+            K[ko + _U(BLOCK) + b] = math.sin(X[xo + b])
+
+
+@njit(cache=True, fastmath={"contract"})
+def _lanes_fixed_joint_angle(K, ko, nl):
+    """A prismatic joint does not rotate: cos = 1, sin = 0."""
+    for b in range(nl):
+        K[ko + b] = 1.0
+        K[ko + _U(BLOCK) + b] = 0.0
+
+
+@njit(cache=True, fastmath={"contract"})
+def _lanes_link(K, kp, X, xo, nl, r00, r01, r02, r10, r11, r12, r20, r21, r22, fx, fy, fz, rj):
+    """Link j's origin, w, dw and a (frame j) from link j-1's (slot kp) into slot kp + _KF*BLOCK."""
+    pj = 1.0 - rj
+    kc = kp + _U(_KF * BLOCK)
+    for b in range(nl):
+        qj = X[xo + b]
+        v = X[xo + _U(BLOCK) + b]
+        a = X[xo + _U(2 * BLOCK) + b]
+        c = K[kc + b]
+        sn = K[kc + _U(BLOCK) + b]
+        # origin of frame j in frame j-1 (a prismatic joint slides along its z axis)
+        px = fx + pj * r02 * qj
+        py = fy + pj * r12 * qj
+        pz = fz + pj * r22 * qj
+        pwx = K[kp + _U(5 * BLOCK) + b]
+        pwy = K[kp + _U(6 * BLOCK) + b]
+        pwz = K[kp + _U(7 * BLOCK) + b]
+        pdx = K[kp + _U(8 * BLOCK) + b]
+        pdy = K[kp + _U(9 * BLOCK) + b]
+        pdz = K[kp + _U(10 * BLOCK) + b]
+        # a_prev + dw_prev x p + w_prev x (w_prev x p), in frame j-1
         t1x = pwy * pz - pwz * py
         t1y = pwz * px - pwx * pz
         t1z = pwx * py - pwy * px
-        ux = pax + (pdy * pz - pdz * py) + (pwy * t1z - pwz * t1y)
-        uy = pay + (pdz * px - pdx * pz) + (pwz * t1x - pwx * t1z)
-        uz = paz + (pdx * py - pdy * px) + (pwx * t1y - pwy * t1x)
-        ax, ay, az = _rotate_transpose(FR, j, c, sj, jt, ux, uy, uz)
-        wx, wy, wz = _rotate_transpose(FR, j, c, sj, jt, pwx, pwy, pwz)
-        dwx, dwy, dwz = _rotate_transpose(FR, j, c, sj, jt, pdx, pdy, pdz)
-        qdj = qd[s, j]
-        qddj = qdd[s, j]
-        if jt == 0:
-            # dw += w_in x (qd z) + qdd z ; w += qd z
-            dwx += wy * qdj
-            dwy -= wx * qdj
-            dwz += qddj
-            wz += qdj
+        ux = K[kp + _U(11 * BLOCK) + b] + (pdy * pz - pdz * py) + (pwy * t1z - pwz * t1y)
+        uy = K[kp + _U(12 * BLOCK) + b] + (pdz * px - pdx * pz) + (pwz * t1x - pwx * t1z)
+        uz = K[kp + _U(13 * BLOCK) + b] + (pdx * py - pdy * px) + (pwx * t1y - pwy * t1x)
+        # R_j^T u with R_j = FR_j Rz(q_j) (c = 1, s = 0 for a prismatic joint)
+        x = r00 * ux + r10 * uy + r20 * uz
+        y = r01 * ux + r11 * uy + r21 * uz
+        az = r02 * ux + r12 * uy + r22 * uz
+        ax = c * x + sn * y
+        ay = c * y - sn * x
+        x = r00 * pwx + r10 * pwy + r20 * pwz
+        y = r01 * pwx + r11 * pwy + r21 * pwz
+        wz = r02 * pwx + r12 * pwy + r22 * pwz
+        wx = c * x + sn * y
+        wy = c * y - sn * x
+        x = r00 * pdx + r10 * pdy + r20 * pdz
+        y = r01 * pdx + r11 * pdy + r21 * pdz
+        dwz = r02 * pdx + r12 * pdy + r22 * pdz
+        dwx = c * x + sn * y
+        dwy = c * y - sn * x
+        K[kc + _U(2 * BLOCK) + b] = px
+        K[kc + _U(3 * BLOCK) + b] = py
+        K[kc + _U(4 * BLOCK) + b] = pz
+        # revolute: dw += w x (qd z) + qdd z, w += qd z; prismatic: a += 2 w x (qd z) + qdd z
+        K[kc + _U(5 * BLOCK) + b] = wx
+        K[kc + _U(6 * BLOCK) + b] = wy
+        K[kc + _U(7 * BLOCK) + b] = wz + rj * v
+        K[kc + _U(8 * BLOCK) + b] = dwx + rj * (wy * v)
+        K[kc + _U(9 * BLOCK) + b] = dwy - rj * (wx * v)
+        K[kc + _U(10 * BLOCK) + b] = dwz + rj * a
+        K[kc + _U(11 * BLOCK) + b] = ax + pj * (2.0 * wy * v)
+        K[kc + _U(12 * BLOCK) + b] = ay - pj * (2.0 * wx * v)
+        K[kc + _U(13 * BLOCK) + b] = az + pj * a
+
+
+@njit(cache=True, fastmath={"contract"}, inline="always")
+def _lanes_unit_ten(W, K, kc, nl, ri):
+    """Joint i's own link (j = i): unit motion O = z (revolute) or V = z (prismatic) at frame i's
+    origin into W[0:6 BLOCK], its ten columns into W[6 BLOCK: 16 BLOCK]."""
+    pi_ = 1.0 - ri
+    for b in range(nl):
+        W[b] = 0.0
+        W[_U(BLOCK) + b] = 0.0
+        W[_U(2 * BLOCK) + b] = ri
+        W[_U(3 * BLOCK) + b] = 0.0
+        W[_U(4 * BLOCK) + b] = 0.0
+        W[_U(5 * BLOCK) + b] = pi_
+        y0, y1, y2, y3, y4, y5, y6, y7, y8, y9 = _ten(
+            0.0, 0.0, ri, 0.0, 0.0, pi_,
+            K[kc + _U(5 * BLOCK) + b], K[kc + _U(6 * BLOCK) + b], K[kc + _U(7 * BLOCK) + b],
+            K[kc + _U(8 * BLOCK) + b], K[kc + _U(9 * BLOCK) + b], K[kc + _U(10 * BLOCK) + b],
+            K[kc + _U(11 * BLOCK) + b], K[kc + _U(12 * BLOCK) + b], K[kc + _U(13 * BLOCK) + b])
+        W[_U(6 * BLOCK) + b] = y0
+        W[_U(7 * BLOCK) + b] = y1
+        W[_U(8 * BLOCK) + b] = y2
+        W[_U(9 * BLOCK) + b] = y3
+        W[_U(10 * BLOCK) + b] = y4
+        W[_U(11 * BLOCK) + b] = y5
+        W[_U(12 * BLOCK) + b] = y6
+        W[_U(13 * BLOCK) + b] = y7
+        W[_U(14 * BLOCK) + b] = y8
+        W[_U(15 * BLOCK) + b] = y9
+
+
+@njit(cache=True, fastmath={"contract"}, inline="always")
+def _lanes_carry_ten(W, K, kc, nl, r00, r01, r02, r10, r11, r12, r20, r21, r22):
+    """Carry the unit motion (O, V) in W from frame j-1 to frame j (slot kc), then link j's ten
+    columns into W[6 BLOCK: 16 BLOCK]."""
+    for b in range(nl):
+        ox = W[b]
+        oy = W[_U(BLOCK) + b]
+        oz = W[_U(2 * BLOCK) + b]
+        px = K[kc + _U(2 * BLOCK) + b]
+        py = K[kc + _U(3 * BLOCK) + b]
+        pz = K[kc + _U(4 * BLOCK) + b]
+        vx = W[_U(3 * BLOCK) + b] + (oy * pz - oz * py)
+        vy = W[_U(4 * BLOCK) + b] + (oz * px - ox * pz)
+        vz = W[_U(5 * BLOCK) + b] + (ox * py - oy * px)
+        c = K[kc + b]
+        sn = K[kc + _U(BLOCK) + b]
+        x = r00 * ox + r10 * oy + r20 * oz
+        y = r01 * ox + r11 * oy + r21 * oz
+        Oz = r02 * ox + r12 * oy + r22 * oz
+        Ox = c * x + sn * y
+        Oy = c * y - sn * x
+        x = r00 * vx + r10 * vy + r20 * vz
+        y = r01 * vx + r11 * vy + r21 * vz
+        Vz = r02 * vx + r12 * vy + r22 * vz
+        Vx = c * x + sn * y
+        Vy = c * y - sn * x
+        W[b] = Ox
+        W[_U(BLOCK) + b] = Oy
+        W[_U(2 * BLOCK) + b] = Oz
+        W[_U(3 * BLOCK) + b] = Vx
+        W[_U(4 * BLOCK) + b] = Vy
+        W[_U(5 * BLOCK) + b] = Vz
+        y0, y1, y2, y3, y4, y5, y6, y7, y8, y9 = _ten(
+            Ox, Oy, Oz, Vx, Vy, Vz,
+            K[kc + _U(5 * BLOCK) + b], K[kc + _U(6 * BLOCK) + b], K[kc + _U(7 * BLOCK) + b],
+            K[kc + _U(8 * BLOCK) + b], K[kc + _U(9 * BLOCK) + b], K[kc + _U(10 * BLOCK) + b],
+            K[kc + _U(11 * BLOCK) + b], K[kc + _U(12 * BLOCK) + b], K[kc + _U(13 * BLOCK) + b])
+        W[_U(6 * BLOCK) + b] = y0
+        W[_U(7 * BLOCK) + b] = y1
+        W[_U(8 * BLOCK) + b] = y2
+        W[_U(9 * BLOCK) + b] = y3
+        W[_U(10 * BLOCK) + b] = y4
+        W[_U(11 * BLOCK) + b] = y5
+        W[_U(12 * BLOCK) + b] = y6
+        W[_U(13 * BLOCK) + b] = y7
+        W[_U(14 * BLOCK) + b] = y8
+        W[_U(15 * BLOCK) + b] = y9
+
+
+@njit(cache=True, inline="always")
+def _lanes_copy(dst, do, src, so, nl):
+    for b in range(nl):
+        dst[do + b] = src[so + b]
+
+
+@njit(cache=True, inline="always")
+def _lanes_fill(dst, do, value, nl):
+    for b in range(nl):
+        dst[do + b] = value
+
+
+@njit(cache=True)
+def _lanes_axpy(dst, do, a, src, so, nl):
+    for b in range(nl):
+        dst[do + b] += a * src[so + b]
+
+
+@njit(cache=True)
+def _lanes_scaled(dst, do, a, src, so, nl):
+    for b in range(nl):
+        dst[do + b] = a * src[so + b]
+
+
+@njit(cache=True)
+def _lanes_sign(dst, do, src, so, nl):
+    for b in range(nl):
+        v = src[so + b]
+        dst[do + b] = np.float64(v > 0.0) - np.float64(v < 0.0)
+
+
+@njit(cache=True)
+def _load_inputs(q, qd, qdd, fc, tau, use_fc, use_tau, s0, nb, X):
+    """Samples s0 .. s0+nb-1 into lanes, X[(j * _XF + f) * BLOCK + b]; lanes past nb are zero."""
+    n = q.shape[1]
+    for b in range(nb):
+        s = s0 + b
+        for j in range(n):
+            base = j * _XF * BLOCK + b
+            X[base] = q[s, j]
+            X[base + BLOCK] = qd[s, j]
+            X[base + 2 * BLOCK] = qdd[s, j]
+            if use_fc:
+                X[base + 3 * BLOCK] = fc[s, j]
+            if use_tau:
+                X[base + 4 * BLOCK] = tau[s, j]
+    for j in range(n):
+        base = j * _XF * BLOCK
+        for f in range(_XF):
+            for b in range(nb, BLOCK):
+                X[base + f * BLOCK + b] = 0.0
+        if not use_fc:
+            _lanes_sign(X, _U(base + 3 * BLOCK), X, _U(base + BLOCK), _U(BLOCK))
+
+
+@njit(cache=True, inline="always")
+def _emit_tile(Z, zo, T, to, dest, row, nl):
+    """Tile rows d = dest[row, k] (>= 0), lanes from offset zo, get T[to + k * BLOCK: ...]."""
+    for k in range(dest.shape[1]):
+        d = dest[row, k]
+        if d >= 0:
+            _lanes_copy(Z, _U(d) * _U(TILE) + zo, T, to + _U(k * BLOCK), nl)
+
+
+@njit(cache=True)
+def _emit_rows(O, w, n, i, s0, nb, T, to, dest, row):
+    """Sample-major output: O[((s0 + b) * n + i) * w + dest[row, k]] = T[to + k * BLOCK + b]."""
+    for b in range(nb):
+        o = ((s0 + b) * n + i) * w
+        for k in range(dest.shape[1]):
+            d = dest[row, k]
+            if d >= 0:
+                O[o + d] = T[to + k * BLOCK + b]
+
+
+@njit(cache=True)
+def _motor_lanes(C, X, E, n):
+    """Each shared motor's c.qdd, c.qd and sgn(c.qd), lane by lane, into the second half of E."""
+    nm = C.shape[0]
+    for m in range(nm):
+        o = _U((3 * nm + 2 + 3 * m) * BLOCK)
+        _lanes_fill(E, o, 0.0, _U(2 * BLOCK))
+        for j in range(n):
+            _lanes_axpy(E, o, C[m, j], X, _U((j * _XF + 2) * BLOCK), _U(BLOCK))
+            _lanes_axpy(E, o + _U(BLOCK), C[m, j], X, _U((j * _XF + 1) * BLOCK), _U(BLOCK))
+        _lanes_sign(E, o + _U(2 * BLOCK), E, o + _U(BLOCK), _U(BLOCK))
+
+
+@njit(cache=True)
+def _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, s0, nb, dest, extra_kind, edest, last,
+                X, K, W, E, Z, zo, O, w):
+    """Evaluate samples s0 .. s0+nb-1 (nb <= BLOCK).
+
+    dest[i * n + j, :]: where the columns of link j's block in joint i's row go (-1: nowhere);
+    extra_kind[k-10]: IA / FV / FC / FO for the columns after the ten inertial ones;
+    edest[i, :]: where joint i's shared-motor columns (IAMm FVMm FCMm for each motor m), its
+    torque and a column of ones go; last[i]: the last link joint i's row needs (-1: none).
+    Tile mode (w == 0): "where" is a row of the flat tile Z (TILE lanes a row), lanes at offset zo.
+    Row mode (w > 0): a column of the sample-major output O (N*n rows of w), whose rows of this
+    block are zeroed first (the structural zeros are never computed).
+    Lanes nb..BLOCK-1 are evaluated on zero states (finite, never emitted in row mode).
+    """
+    n = rev.shape[0]
+    per = dest.shape[1]
+    nl = _U(BLOCK)
+    _load_inputs(q, qd, qdd, fc, tau, use_fc, edest[0, edest.shape[1] - 2] >= 0, s0, nb, X)
+    _motor_lanes(C, X, E, n)
+    # base slot: at rest, accelerating against gravity
+    _lanes_fill(K, _U(5 * BLOCK), 0.0, _U(6 * BLOCK))
+    _lanes_fill(K, _U(11 * BLOCK), -g[0], nl)
+    _lanes_fill(K, _U(12 * BLOCK), -g[1], nl)
+    _lanes_fill(K, _U(13 * BLOCK), -g[2], nl)
+    for j in range(n):
+        kc = _U((j + 1) * _KF * BLOCK)
+        xo = _U(j * _XF * BLOCK)
+        if rev[j] != 0.0:
+            _lanes_sincos(X, xo, K, kc, nl)
         else:
-            # a += qdd z + 2 w x (qd z)
-            ax += 2.0 * wy * qdj
-            ay -= 2.0 * wx * qdj
-            az += qddj
-        w[j, 0] = wx
-        w[j, 1] = wy
-        w[j, 2] = wz
-        dw[j, 0] = dwx
-        dw[j, 1] = dwy
-        dw[j, 2] = dwz
-        acc[j, 0] = ax
-        acc[j, 1] = ay
-        acc[j, 2] = az
-        pwx, pwy, pwz = wx, wy, wz
-        pdx, pdy, pdz = dwx, dwy, dwz
-        pax, pay, paz = ax, ay, az
+            _lanes_fixed_joint_angle(K, kc, nl)
+        _lanes_link(K, _U(j * _KF * BLOCK), X, xo, nl,
+                    FR[j, 0, 0], FR[j, 0, 1], FR[j, 0, 2], FR[j, 1, 0], FR[j, 1, 1], FR[j, 1, 2],
+                    FR[j, 2, 0], FR[j, 2, 1], FR[j, 2, 2], Fp[j, 0], Fp[j, 1], Fp[j, 2], rev[j])
+    nm = C.shape[0]
+    for i in range(n):
+        if w > 0:
+            for b in range(nb):
+                _lanes_fill(O, _U(((s0 + b) * n + i) * w), 0.0, _U(w))
+        xo = _U(i * _XF * BLOCK)
+        for j in range(i, last[i] + 1):
+            kc = _U((j + 1) * _KF * BLOCK)
+            if j == i:
+                _lanes_unit_ten(W, K, kc, nl, rev[i])
+                # rotor inertia and friction columns act on joint i only
+                for k in range(10, per):
+                    kind = extra_kind[k - 10]
+                    if kind == 3:  # offset
+                        _lanes_fill(W, _U((6 + k) * BLOCK), 1.0, nl)
+                    else:  # IA: qdd, FV: qd, FC: sgn(qd) or its filtered stand-in
+                        f = 2 if kind == 0 else (1 if kind == 1 else 3)
+                        _lanes_copy(W, _U((6 + k) * BLOCK), X, xo + _U(f * BLOCK), nl)
+            else:
+                _lanes_carry_ten(W, K, kc, nl, FR[j, 0, 0], FR[j, 0, 1], FR[j, 0, 2], FR[j, 1, 0], FR[j, 1, 1],
+                                 FR[j, 1, 2], FR[j, 2, 0], FR[j, 2, 1], FR[j, 2, 2])
+            if w > 0:
+                _emit_rows(O, w, n, i, s0, nb, W, 6 * BLOCK, dest, i * n + j)
+            else:
+                _emit_tile(Z, zo, W, _U(6 * BLOCK), dest, i * n + j, nl)
+        # shared motors: IAMm = (c.qdd) c_i, FVMm = (c.qd) c_i, FCMm = sgn(c.qd) c_i; then tau, ones
+        for m in range(nm):
+            ci = C[m, i]
+            _lanes_scaled(E, _U(3 * m * BLOCK), ci, E, _U((3 * nm + 2 + 3 * m) * BLOCK), _U(3 * BLOCK))
+        _lanes_copy(E, _U(3 * nm * BLOCK), X, xo + _U(4 * BLOCK), nl)
+        _lanes_fill(E, _U((3 * nm + 1) * BLOCK), 1.0, nl)
+        if w > 0:
+            _emit_rows(O, w, n, i, s0, nb, E, 0, edest, i)
+        else:
+            _emit_tile(Z, zo, E, _U(0), edest, i, nl)
 
 
-@njit(cache=True, parallel=True)
-def _regressor_kernel(FR, Fp, jtype, g, q, qd, qdd, has_ia, has_fv, has_fc, has_fo, out, n_chunks):
+@njit(cache=True, parallel=True, nogil=True)
+def _rows_kernel(FR, Fp, rev, g, C, q, qd, qdd, fc, use_fc, dest, extra_kind, edest, last, out, n_chunks):
+    """Sample-major rows out (N*n, w), samples split into n_chunks ranges run in parallel."""
     N = q.shape[0]
-    n = jtype.shape[0]
-    block = 10 + has_ia + has_fv + has_fc + has_fo
+    n = rev.shape[0]
+    w = out.shape[1]
+    O = out.reshape(out.size)
+    no_tile = np.zeros(1)
     for chunk in prange(n_chunks):
         start = (chunk * N) // n_chunks
         stop = ((chunk + 1) * N) // n_chunks
-        # scratch owned by this chunk: no allocation per sample
-        cs = np.empty(n)
-        sn = np.empty(n)
-        pos = np.empty((n, 3))
-        w = np.empty((n, 3))
-        dw = np.empty((n, 3))
-        acc = np.empty((n, 3))
-        for s in range(start, stop):
-            _sample_kinematics(FR, Fp, jtype, g, q, qd, qdd, s, cs, sn, pos, w, dw, acc)
-            for i in range(n):
-                row = s * n + i
-                for k in range(block * i):
-                    out[row, k] = 0.0
-                # joint i's unit motion, at the origin of frame i
-                if jtype[i] == 0:
-                    Ox, Oy, Oz, Vx, Vy, Vz = 0.0, 0.0, 1.0, 0.0, 0.0, 0.0
-                else:
-                    Ox, Oy, Oz, Vx, Vy, Vz = 0.0, 0.0, 0.0, 0.0, 0.0, 1.0
-                for j in range(i, n):
-                    if j > i:
-                        # carry the motion from frame j-1 to frame j
-                        px = pos[j, 0]
-                        py = pos[j, 1]
-                        pz = pos[j, 2]
-                        vx = Vx + (Oy * pz - Oz * py)
-                        vy = Vy + (Oz * px - Ox * pz)
-                        vz = Vz + (Ox * py - Oy * px)
-                        Ox, Oy, Oz = _rotate_transpose(FR, j, cs[j], sn[j], jtype[j], Ox, Oy, Oz)
-                        Vx, Vy, Vz = _rotate_transpose(FR, j, cs[j], sn[j], jtype[j], vx, vy, vz)
-                    wx = w[j, 0]
-                    wy = w[j, 1]
-                    wz = w[j, 2]
-                    dx = dw[j, 0]
-                    dy = dw[j, 1]
-                    dz = dw[j, 2]
-                    ax = acc[j, 0]
-                    ay = acc[j, 1]
-                    az = acc[j, 2]
-                    bx = Oy * wz - Oz * wy
-                    by = Oz * wx - Ox * wz
-                    bz = Ox * wy - Oy * wx
-                    c0 = block * j
-                    out[row, c0 + 0] = Ox * dx + bx * wx
-                    out[row, c0 + 1] = Ox * dy + Oy * dx + bx * wy + by * wx
-                    out[row, c0 + 2] = Ox * dz + Oz * dx + bx * wz + bz * wx
-                    out[row, c0 + 3] = Oy * dy + by * wy
-                    out[row, c0 + 4] = Oy * dz + Oz * dy + by * wz + bz * wy
-                    out[row, c0 + 5] = Oz * dz + bz * wz
-                    vw = Vx * wx + Vy * wy + Vz * wz
-                    ww = wx * wx + wy * wy + wz * wz
-                    out[row, c0 + 6] = (Vy * dz - Vz * dy) + vw * wx - ww * Vx + (ay * Oz - az * Oy)
-                    out[row, c0 + 7] = (Vz * dx - Vx * dz) + vw * wy - ww * Vy + (az * Ox - ax * Oz)
-                    out[row, c0 + 8] = (Vx * dy - Vy * dx) + vw * wz - ww * Vz + (ax * Oy - ay * Ox)
-                    out[row, c0 + 9] = Vx * ax + Vy * ay + Vz * az
-                    k = c0 + 10
-                    if has_ia:
-                        out[row, k] = qdd[s, j] if j == i else 0.0
-                        k += 1
-                    if has_fv:
-                        out[row, k] = qd[s, j] if j == i else 0.0
-                        k += 1
-                    if has_fc:
-                        v = qd[s, j]
-                        out[row, k] = (1.0 if v > 0.0 else (-1.0 if v < 0.0 else 0.0)) if j == i else 0.0
-                        k += 1
-                    if has_fo:
-                        out[row, k] = 1.0 if j == i else 0.0
-                        k += 1
+        # scratch owned by this chunk: nothing is allocated per sample
+        X = np.zeros(n * _XF * BLOCK)
+        K = np.zeros((n + 1) * _KF * BLOCK)
+        W = np.zeros((6 + dest.shape[1]) * BLOCK)
+        E = np.zeros((6 * C.shape[0] + 2) * BLOCK)
+        for s0 in range(start, stop, BLOCK):
+            _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, qdd, use_fc, s0, min(BLOCK, stop - s0), dest, extra_kind,
+                        edest, last, X, K, W, E, no_tile, _U(0), O, w)
     return out
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _gram_update(Z, rows, m, nt, G, i):
+    """G[:m, :m] += Zi Zi^T on the upper 4x4 blocks, Zi = tile rows rows .. rows+m-1 (m % 4 == 0),
+    first nt lanes: sixteen running sums per pair of row quadruples, eight loads feeding sixteen
+    fused multiply-adds per lane (a register-blocked SYRK)."""
+    for p in range(0, m, 4):
+        a0 = _U(rows + p) * _U(TILE)
+        for r in range(p, m, 4):
+            b0 = _U(rows + r) * _U(TILE)
+            s00 = s01 = s02 = s03 = 0.0
+            s10 = s11 = s12 = s13 = 0.0
+            s20 = s21 = s22 = s23 = 0.0
+            s30 = s31 = s32 = s33 = 0.0
+            for t in range(nt):
+                x0 = Z[a0 + t]
+                x1 = Z[a0 + _U(TILE) + t]
+                x2 = Z[a0 + _U(2 * TILE) + t]
+                x3 = Z[a0 + _U(3 * TILE) + t]
+                y0 = Z[b0 + t]
+                y1 = Z[b0 + _U(TILE) + t]
+                y2 = Z[b0 + _U(2 * TILE) + t]
+                y3 = Z[b0 + _U(3 * TILE) + t]
+                s00 += x0 * y0
+                s01 += x0 * y1
+                s02 += x0 * y2
+                s03 += x0 * y3
+                s10 += x1 * y0
+                s11 += x1 * y1
+                s12 += x1 * y2
+                s13 += x1 * y3
+                s20 += x2 * y0
+                s21 += x2 * y1
+                s22 += x2 * y2
+                s23 += x2 * y3
+                s30 += x3 * y0
+                s31 += x3 * y1
+                s32 += x3 * y2
+                s33 += x3 * y3
+            G[i, p, r] += s00
+            G[i, p, r + 1] += s01
+            G[i, p, r + 2] += s02
+            G[i, p, r + 3] += s03
+            G[i, p + 1, r] += s10
+            G[i, p + 1, r + 1] += s11
+            G[i, p + 1, r + 2] += s12
+            G[i, p + 1, r + 3] += s13
+            G[i, p + 2, r] += s20
+            G[i, p + 2, r + 1] += s21
+            G[i, p + 2, r + 2] += s22
+            G[i, p + 2, r + 3] += s23
+            G[i, p + 3, r] += s30
+            G[i, p + 3, r + 1] += s31
+            G[i, p + 3, r + 2] += s32
+            G[i, p + 3, r + 3] += s33
+
+
+@njit(cache=True, nogil=True)
+def _gram_kernel(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, dest, extra_kind, edest, last, joint_off,
+                 joint_rows, G, accumulate):
+    """G[i] += Z_i Z_i^T over all samples, Z_i = joint i's tile rows (its base columns, then tau
+    and ones): one pass, the regressor never leaves the tile. ``accumulate=False`` only fills
+    the tiles (bench/regressor times the regressor in this layout alone)."""
+    N = q.shape[0]
+    n = rev.shape[0]
+    rows = joint_off[n - 1] + joint_rows[n - 1]
+    X = np.zeros(n * _XF * BLOCK)
+    K = np.zeros((n + 1) * _KF * BLOCK)
+    W = np.zeros((6 + dest.shape[1]) * BLOCK)
+    E = np.zeros((6 * C.shape[0] + 2) * BLOCK)
+    Z = np.zeros(rows * TILE)  # rows never written (padding) stay zero
+    no_rows = np.zeros(1)
+    for t0 in range(0, N, TILE):
+        nt = min(TILE, N - t0)
+        for b0 in range(0, nt, BLOCK):
+            _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, t0 + b0, min(BLOCK, nt - b0), dest, extra_kind,
+                        edest, last, X, K, W, E, Z, _U(b0), no_rows, 0)
+        if accumulate:
+            for i in range(n):
+                _gram_update(Z, joint_off[i], joint_rows[i], _U(nt), G, i)
+    return G
+
+
+def structural_rows(model: RobotModel, spec: ColumnSpec) -> np.ndarray:
+    """(n, P) bool: column k can be non-zero in joint i's row. Inertial columns of link j reach
+    joints i <= j; a link's rotor and friction columns only its own joint; a shared motor's
+    columns the joints its coupling vector touches."""
+    n = model.dof
+    per = spec.per_joint
+    P = spec.total(n)
+    mask = np.zeros((n, P), dtype=bool)
+    for i in range(n):
+        for j in range(i, n):
+            mask[i, per * j: per * j + 10] = True
+        mask[i, per * i + 10: per * (i + 1)] = True
+    for m, c in enumerate(spec.motor_couplings):
+        for i in range(n):
+            if c[i] != 0.0:
+                mask[i, per * n + 3 * m: per * n + 3 * m + 3] = True
+    return mask
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """Where each (joint row, column) of the regressor goes (-1: nowhere), for the block kernel."""
+
+    dest: np.ndarray  # (n * n, per) int64: link j's block in joint i's row at i * n + j
+    extra_kind: np.ndarray  # (per - 10,) int64: IA FV FC FO codes
+    edest: np.ndarray  # (n, 3 * motors + 2) int64: shared-motor columns, then tau and ones
+    last: np.ndarray  # (n,) int64: last link whose columns joint i's row needs (-1: none)
+    couplings: np.ndarray  # (motors, n) float64
+    joint_off: np.ndarray  # (n,) int64: first tile row of joint i's block (gram layout)
+    joint_rows: np.ndarray  # (n,) int64: rows of joint i's block, a multiple of 4 (gram layout)
+    columns: tuple  # per joint: the selected columns (positions in the selection) its block holds
+
+    @classmethod
+    def build(cls, model: RobotModel, spec: ColumnSpec, selected: np.ndarray | None = None,
+              layout: str = "rows") -> "RowPlan":
+        """``layout='rows'``: the destination is the column's position in the selection (a
+        sample-major output row). ``layout='gram'``: joint i's block of tile rows holds only the
+        selected columns its row can touch, then tau and ones, padded to a multiple of 4."""
+        n = model.dof
+        per = spec.per_joint
+        P = spec.total(n)
+        selected = np.arange(P) if selected is None else np.asarray(selected, dtype=np.int64)
+        position = np.full(P, -1, dtype=np.int64)
+        position[selected] = np.arange(selected.size)
+        reach = structural_rows(model, spec)
+        motors = len(spec.motor_couplings)
+        couplings = np.array(spec.motor_couplings, dtype=np.float64).reshape(motors, n)
+        target = np.full((n, P), -1, dtype=np.int64)
+        edest = np.full((n, 3 * motors + 2), -1, dtype=np.int64)
+        joint_off = np.zeros(n, dtype=np.int64)
+        joint_rows = np.zeros(n, dtype=np.int64)
+        columns = []
+        offset = 0
+        for i in range(n):
+            cols = [k for k in selected if reach[i, k]]
+            columns.append(tuple(int(position[k]) for k in cols))
+            if layout == "rows":
+                for k in cols:
+                    target[i, k] = position[k]
+            elif layout == "gram":
+                for r, k in enumerate(cols):
+                    target[i, k] = offset + r
+                edest[i, 3 * motors] = offset + len(cols)
+                edest[i, 3 * motors + 1] = offset + len(cols) + 1
+                joint_off[i] = offset
+                joint_rows[i] = -(-(len(cols) + 2) // 4) * 4
+                offset += joint_rows[i]
+            else:
+                raise ValueError(f"layout: expected 'rows' or 'gram', got {layout!r}")
+        dest = np.stack([target[:, per * j: per * (j + 1)] for j in range(n)], axis=1).reshape(n * n, per).copy()
+        edest[:, : 3 * motors] = target[:, per * n:]
+        last = np.array([max([j for j in range(n) if np.any(dest[i * n + j] >= 0)], default=-1) for i in range(n)],
+                        dtype=np.int64)
+        extra_kind = np.array([EXTRA_CODES[name] for name in spec.joint_names()[10:]], dtype=np.int64)
+        return cls(dest, extra_kind, edest, last, couplings, joint_off, joint_rows, tuple(columns))
+
+
+def _model_arrays(model: RobotModel):
+    FR = np.ascontiguousarray(model.fixed[:, :3, :3])
+    Fp = np.ascontiguousarray(model.fixed[:, :3, 3])
+    rev = np.ascontiguousarray((model.joint_types == 0).astype(np.float64))
+    g = np.ascontiguousarray(model.gravity, dtype=np.float64)
+    return FR, Fp, rev, g
+
+
+def _coulomb_input(coulomb, shape):
+    """The signal that replaces sgn(qd) in the Coulomb columns (None: sgn(qd) itself)."""
+    if coulomb is None:
+        return np.zeros((1, 1)), False
+    fc = np.ascontiguousarray(coulomb, dtype=np.float64)
+    if fc.shape != shape:
+        raise ValueError(f"coulomb: expected shape {shape} to match q, got {fc.shape}")
+    if not np.all(np.isfinite(fc)):
+        raise ValueError("coulomb: contains NaN or infinite values")
+    return fc, True
+
+
+def _run_rows(model, plan: RowPlan, q, qd, qdd, fc, use_fc, out, threads):
+    FR, Fp, rev, g = _model_arrays(model)
+    N = q.shape[0]
+    nthreads = numba.get_num_threads() if threads is None else max(1, int(threads))
+    n_chunks = max(1, min(-(-N // BLOCK), nthreads * 4 if nthreads > 1 else 1))
+    previous = numba.get_num_threads()
+    try:
+        if nthreads != previous:
+            numba.set_num_threads(min(nthreads, numba.config.NUMBA_NUM_THREADS))
+        _rows_kernel(FR, Fp, rev, g, plan.couplings, q, qd, qdd, fc, use_fc, plan.dest, plan.extra_kind, plan.edest,
+                     plan.last, out, n_chunks)
+    finally:
+        if nthreads != previous:
+            numba.set_num_threads(previous)
+
+
+_PLANS: dict = {}
+
+
+def _plan(model: RobotModel, spec: ColumnSpec, selected=None, layout: str = "rows") -> RowPlan:
+    """Plans are small and pure functions of the model's structure and the columns: memoised."""
+    key = (model.dof, model.joint_types.tobytes(), spec, None if selected is None else np.asarray(selected).tobytes(),
+           layout)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = RowPlan.build(model, spec, selected, layout)
+    return plan
+
+
+def regressor(model: RobotModel, q, qd, qdd, spec: ColumnSpec = ColumnSpec(), *,
+              out: np.ndarray | None = None, threads: int | None = None, coulomb=None) -> np.ndarray:
+    """Stacked regressor (N*n, P) for N samples (rows sample-major).
+
+    ``out`` may be a preallocated (N*n, P) float64 C-contiguous array to fill. ``threads``
+    limits the Numba threads used (default: all configured threads). ``coulomb`` (N, n), when
+    given, replaces sgn(qd) in the Coulomb columns (a filtered sign, see pipeline.base_rows).
+    """
+    q, qd, qdd = check_states(model, q, qd, qdd)
+    N, n = q.shape
+    P = spec.total(n)
+    if out is None:
+        out = np.empty((N * n, P))
+    elif out.shape != (N * n, P) or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out: expected a C-contiguous float64 array of shape {(N * n, P)}, got "
+                         f"{out.shape} {out.dtype}")
+    fc, use_fc = _coulomb_input(coulomb, q.shape)
+    _run_rows(model, _plan(model, spec), q, qd, qdd, fc, use_fc, out, threads)
+    return out
+
+
+def joint_major_regressor_columns(model: RobotModel, q, qd, qdd, spec: ColumnSpec, columns, *, coulomb=None,
+                                  threads: int | None = None) -> np.ndarray:
+    """The selected columns of the regressor as contiguous per-joint blocks (n, N, k), evaluated
+    directly on those columns (the full regressor is never built)."""
+    q, qd, qdd = check_states(model, q, qd, qdd)
+    N, n = q.shape
+    columns = np.ascontiguousarray(columns, dtype=np.int64)
+    rows = np.empty((N * n, columns.size))
+    fc, use_fc = _coulomb_input(coulomb, q.shape)
+    _run_rows(model, _plan(model, spec, columns), q, qd, qdd, fc, use_fc, rows, threads)
+    return gather_joint_major(rows, n, np.arange(columns.size))
+
+
+def gram_blocks(model: RobotModel, q, qd, qdd, tau, spec: ColumnSpec, columns, *, coulomb=None,
+                G: np.ndarray | None = None, accumulate: bool = True) -> tuple[RowPlan, np.ndarray]:
+    """Per-joint augmented Gram matrices of the selected columns, in one pass over the samples on
+    the calling thread (the kernel releases the GIL, so callers may run several at once).
+
+    Returns the plan and G (n, m, m), accumulated into ``G`` when given: for joint i with
+    r = len(plan.columns[i]) structurally non-zero selected columns, the upper triangle of
+    G[i, :r+2, :r+2] is that of [W_i tau_i 1]^T [W_i tau_i 1] (W_i^T W_i, W_i^T tau_i, the column
+    sums; tau_i^T tau_i, sum tau_i; the sample count). ``accumulate=False`` evaluates the
+    regressor into the tiles without the products (for timing the two apart; G stays as given).
+    """
+    q, qd, qdd = check_states(model, q, qd, qdd)
+    n = model.dof
+    tau = np.ascontiguousarray(tau, dtype=np.float64)
+    if tau.shape != q.shape:
+        raise ValueError(f"tau: expected shape {q.shape} to match q, got {tau.shape}")
+    if not np.all(np.isfinite(tau)):
+        raise ValueError("tau: contains NaN or infinite values")
+    fc, use_fc = _coulomb_input(coulomb, q.shape)
+    plan = _plan(model, spec, columns, "gram")
+    m = int(plan.joint_rows.max())
+    if G is None:
+        G = np.zeros((n, m, m))
+    elif G.shape != (n, m, m):
+        raise ValueError(f"G: expected shape {(n, m, m)}, got {G.shape}")
+    FR, Fp, rev, g = _model_arrays(model)
+    _gram_kernel(FR, Fp, rev, g, plan.couplings, q, qd, qdd, fc, tau, use_fc, plan.dest, plan.extra_kind, plan.edest,
+                 plan.last, plan.joint_off, plan.joint_rows, G, bool(accumulate))
+    return plan, G
 
 
 @njit(cache=True, parallel=True)
@@ -288,58 +840,6 @@ def gather_joint_major(W: np.ndarray, dof: int, columns: np.ndarray) -> np.ndarr
     N = W.shape[0] // dof
     out = np.empty((dof, N, len(columns)))
     return _gather_kernel(W, dof, np.ascontiguousarray(columns, dtype=np.int64), out)
-
-
-def _model_arrays(model: RobotModel):
-    FR = np.ascontiguousarray(model.fixed[:, :3, :3])
-    Fp = np.ascontiguousarray(model.fixed[:, :3, 3])
-    jtype = np.ascontiguousarray(model.joint_types.astype(np.int64))
-    g = np.ascontiguousarray(model.gravity, dtype=np.float64)
-    return FR, Fp, jtype, g
-
-
-def regressor(model: RobotModel, q, qd, qdd, spec: ColumnSpec = ColumnSpec(), *,
-              out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
-    """Stacked regressor (N*n, P) for N samples (rows sample-major).
-
-    ``out`` may be a preallocated (N*n, P) float64 C-contiguous array to fill. ``threads``
-    limits the Numba threads used (default: all configured threads).
-    """
-    q, qd, qdd = check_states(model, q, qd, qdd)
-    N, n = q.shape
-    P = spec.total(n)
-    if out is None:
-        out = np.empty((N * n, P))
-    elif out.shape != (N * n, P) or out.dtype != np.float64 or not out.flags.c_contiguous:
-        raise ValueError(f"out: expected a C-contiguous float64 array of shape {(N * n, P)}, got "
-                         f"{out.shape} {out.dtype}")
-    FR, Fp, jtype, g = _model_arrays(model)
-    nthreads = numba.get_num_threads() if threads is None else max(1, int(threads))
-    n_chunks = max(1, min(N, nthreads * 4 if nthreads > 1 else 1))
-    previous = numba.get_num_threads()
-    try:
-        if nthreads != previous:
-            numba.set_num_threads(min(nthreads, numba.config.NUMBA_NUM_THREADS))
-        _regressor_kernel(FR, Fp, jtype, g, q, qd, qdd, int(spec.rotor_inertia),
-                          int("viscous" in spec.friction), int("coulomb" in spec.friction),
-                          int("offset" in spec.friction), out, n_chunks)
-    finally:
-        if nthreads != previous:
-            numba.set_num_threads(previous)
-    if spec.motor_couplings:
-        _coupling_columns(spec, qd, qdd, out.reshape(N, n, P)[:, :, spec.per_joint * n:])
-    return out
-
-
-def _coupling_columns(spec: ColumnSpec, qd: np.ndarray, qdd: np.ndarray, view: np.ndarray) -> None:
-    """Fill the shared-motor columns (N, n, 3 * couplings) in place."""
-    for k, c in enumerate(spec.motor_couplings):
-        c = np.asarray(c)
-        motor_v = qd @ c
-        motor_a = qdd @ c
-        view[:, :, 3 * k] = np.outer(motor_a, c)
-        view[:, :, 3 * k + 1] = np.outer(motor_v, c)
-        view[:, :, 3 * k + 2] = np.outer(np.sign(motor_v), c)
 
 
 def sample_states(model: RobotModel, count: int, seed: int = 0, scale: float = 1.0):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import io
 from pathlib import Path
 
@@ -46,9 +47,10 @@ def write_html_report(path, result: dict, sections: list[dict]) -> Path:
     path = Path(path)
     rows = []
     for p in result["estimate"]["parameters"]:
-        rel = p["relative_std_percent"]
-        rows.append(f"<tr><td>{html.escape(p['name'])}</td><td>{p['value']:.6g}</td><td>{p['std']:.3g}</td>"
-                    f"<td>{'' if rel is None else f'{rel:.2f}'}</td><td><code>{html.escape(p['expression'])}</code></td></tr>")
+        rel, std = p["relative_std_percent"], p["std"]
+        std = "n/a" if std is None or not math.isfinite(std) else f"{std:.3g}"  # methods without a covariance
+        rows.append(f"<tr><td>{html.escape(p['name'])}</td><td>{p['value']:.6g}</td><td>{std}</td>"
+                    f"<td>{'n/a' if rel is None else f'{rel:.2f}'}</td><td><code>{html.escape(p['expression'])}</code></td></tr>")
     parts = [
         "<!doctype html><meta charset='utf-8'><title>robodyn identification</title>",
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
@@ -66,7 +68,7 @@ def write_html_report(path, result: dict, sections: list[dict]) -> Path:
             rel = m["relative_error"][j]
             corr = m["correlation"][j]
             parts.append(f"<tr><td>{html.escape(name)}</td><td>{m['rmse'][j]:.4f}</td>"
-                         f"<td>{'' if rel is None else f'{rel:.4f}'}</td><td>{'' if corr is None else f'{corr:.5f}'}</td></tr>")
+                         f"<td>{'n/a' if rel is None else f'{rel:.4f}'}</td><td>{'n/a' if corr is None else f'{corr:.5f}'}</td></tr>")
         parts.append(f"<tr><th>sum</th><th>{m['rmse_sum']:.4f}</th><th>{m['relative_error_total']:.4f}</th><th></th></tr></table>")
         if s.get("png"):
             parts.append(f"<img alt='{html.escape(s['title'])}' src='data:image/png;base64,"

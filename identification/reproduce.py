@@ -8,7 +8,8 @@ title (robodyn.papers); the keys below are what the command line accepts.
 - ``wso``          Ni et al. 2024, white shark optimizer identification of a Franka arm: Table 4
                    (torque RMSE of WSO / PSO / GA) on the simulated Panda and on the real Staubli TX40.
 - ``stepwise``     Chen et al. 2021, stepwise identification of flexible-joint robots: Table 3
-                   (minimum condition numbers of the periodic-polynomial excitation).
+                   (minimum condition numbers of the periodic-polynomial excitation; part ``table3``) and
+                   the stepwise identification of the simulated flexible-joint arm (part ``flexible``).
 - ``icpso``        Zhong et al. 2023, chaotic PSO excitation design for a SCARA: Table 2 (ICPSO, APSO,
                    LPSO on F1-F5), the SCARA excitation's condition numbers, Tables 4-5 (linear neural
                    network identification).
@@ -318,7 +319,7 @@ def chen_table3(grid_points: int = 400, run_ga: bool = True) -> dict:
         "rigid_both_links_joint_range_only": {
             "cond_scaled": float(free.fun),
             "peak_excursion_deg": [float(np.degrees(np.ptp(free_q[0, :, j]))) for j in (0, 1)],
-            "command": "robodyn reproduce stepwise --json  # details.diagnostics (the design is not a valid "
+            "command": "robodyn reproduce stepwise --part table3 --json  # details.table3.diagnostics (the design is not a valid "
                        "trajectory for the robot: its limits are lifted)"},
         "rigid_both_links_best_units": {"cond": best_column_scaling(W),
                                         "base_parameters": [p.crit.base.names[c] for c in p.selection[1]]},
@@ -515,7 +516,7 @@ def reproduce_wso(quick: bool = False) -> Reproduction:
         "Table 5 motor inertias " + ", ".join(f"{k} = {v}" for k, v in NI_TABLE_5_MOTOR_INERTIA.items()),
         "physically impossible", "A rotor inertia is a positive kinetic-energy coefficient; all five identifiable motor "
         "inertias of Table 5 are negative. robodyn's physically consistent identification (semidefinite program) keeps "
-        "IA >= 0 and every link's pseudo-inertia positive definite", "robodyn identify-advanced DATA --robot R --method "
+        "IA >= 0 and every link's pseudo-inertia positive definite", "robodyn identify DATA --robot R --method "
         "consistent (numbers: .venv/bin/python bench/metaheuristics/consistent.py)"))
     rep.details = {"simulated_panda": sim, "real_tx40": real}
     return rep
@@ -773,17 +774,17 @@ def reproduce_icpso(quick: bool = False, runs: int = 20) -> Reproduction:
     return rep
 
 
-def reproduce_stepwise(quick: bool = False) -> Reproduction:
+def _stepwise_table3(rep: Reproduction, quick: bool) -> None:
     points = 100 if quick else 400
     data = chen_table3(grid_points=points, run_ga=not quick)
-    rep = Reproduction("stepwise", "The 2-DOF arm of Table 1 (built-in 'twolink', vertical plane, reduction 101), "
+    rep.setup += ("Table 3: the 2-DOF arm of Table 1 (built-in 'twolink', vertical plane, reduction 101), "
                                    "order-8 periodic polynomial (eq. 17) from 30 deg with position..jerk fixed at both "
                                    "ends (eq. 18), T = 5 s, 250 samples over [0, T], the Table 1 position, speed and "
                                    "acceleration limits; column-scaled cond of each sub-experiment's observation "
                                    "matrix. Order 8 with a fixed start leaves ONE amplitude per moving joint, so the "
                                    f"design space is searched exhaustively ({points} points per amplitude, "
                                    f"{points ** 2} for both links"
-                                   + (", 10x the paper's GA 20 x 800)" if points >= 400 else ")"))
+                                   + (", 10x the paper's GA 20 x 800). " if points >= 400 else "). "))
     for part, title in (("rigid", "rigid-body (frictionless) model"), ("friction", "friction model")):
         rows = []
         for experiment in CHEN_MOVING:
@@ -806,13 +807,81 @@ def reproduce_stepwise(quick: bool = False) -> Reproduction:
         f"{d['rigid_both_links_best_units']['cond']:.2f} (optimal column scaling of "
         f"{', '.join(d['rigid_both_links_best_units']['base_parameters'])}). The paper's link model, its parameter "
         "set and any masses are not printed; 4.26 needs a different parameterisation (e.g. fewer columns), not a "
-        "better search", "robodyn reproduce stepwise --json  # details.diagnostics"))
+        "better search", "robodyn reproduce stepwise --part table3 --json  # details.table3.diagnostics"))
     rep.findings.append(Finding(
         "friction model 3.2883 / 3.2901 / 3.3003", "reached",
         "The friction sub-system [qd, sgn qd] of this one-shape family has the analytic minimum sqrt((1+rho)/(1-rho)) "
         "= 3.2888 on 250 samples over [0, T] (3.3061 on k/50 s, k < 250: the paper's grid includes t = T); the "
         "paper's values are within 0.4 % of it", "tests/excitation/test_stepwise_design.py"))
-    rep.details = data
+    rep.details["table3"] = data
+
+
+
+
+def stepwise_flexible(robot: str = "twolink", seed: int = 0, sensor_noise: float = 0.02, motor_noise: float = 1e-4):
+    """Chen et al. 2021's stepwise identification of the simulated flexible-joint arm (its eqs. 1-11,
+    identification.flexible): the FlexibleIdentification, whose to_dict() is the full record."""
+    from robodyn.robot.loader import load_model
+
+    from .flexible import demonstrate
+
+    return demonstrate(load_model(robot), seed=seed, sensor_noise=sensor_noise, motor_noise=motor_noise)
+
+
+def _relative(estimate, truth):
+    """|estimate - truth| / |truth|, or None where the truth is zero (no relative scale)."""
+    truth = float(truth)
+    return None if truth == 0.0 else abs(float(estimate) - truth) / abs(truth)
+
+
+def _stepwise_flexible(rep: Reproduction, quick: bool) -> None:
+    res = stepwise_flexible()
+    doc = res.to_dict()
+    truth = res.truth
+    cmd = "robodyn reproduce stepwise --part flexible"
+    rows = []
+    for j, (k, k_true) in enumerate(zip(res.stiffness, truth["stiffness"])):
+        rows.append(Row(f"joint {j + 1} stiffness K (N.m/rad)", None, float(k), cmd,
+                        f"simulated {k_true:g}; relative error {_percent(_relative(k, k_true))}"))
+    for j, (b, b_true) in enumerate(zip(res.motor["inertia"], truth["motor_inertia"])):
+        rows.append(Row(f"joint {j + 1} motor inertia B (kg.m^2)", None, float(b), cmd,
+                        f"simulated {b_true:g}; relative error {_percent(_relative(b, b_true))}"))
+    for j, (m0, m0_true) in enumerate(zip(res.sensor_offset, truth["sensor_offset"])):
+        rows.append(Row(f"joint {j + 1} sensor offset M0 (N.m)", None, float(m0), cmd,
+                        f"simulated {m0_true:g}; error {abs(float(m0) - float(m0_true)):.3g} N.m"))
+    stacked = [s["cond"] for s in doc["analysis"]["motor_and_stiffness_stacked"]]
+    alone = [s["cond"] for s in doc["analysis"]["motor"]]
+    rows.append(Row("cond, motor + stiffness stacked (eq. 14)", None, max(stacked), cmd,
+                    "motor sub-system alone: " + ", ".join(f"{c:.3g}" for c in alone)
+                    + "; why eqs. 9 and 10 are solved apart"))
+    rep.tables.append(Table("Stepwise identification of the simulated flexible-joint arm (eqs. 1-11): identified "
+                            "beside the simulated values. The simulation is robodyn's own flexible-joint model "
+                            "with sensor and motor noise, so these rows show the procedure, not accuracy on a "
+                            "real arm", rows))
+    rep.details["flexible"] = doc
+
+
+def _percent(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f} %"
+
+
+STEPWISE_PARTS = ("table3", "flexible")
+
+
+def reproduce_stepwise(quick: bool = False, part: str | None = None) -> Reproduction:
+    """Chen et al. 2021: Table 3 (excitation design; part "table3") and the stepwise identification
+    of the simulated flexible-joint arm (part "flexible"); both unless ``part`` names one."""
+    if part not in (None, "all") + STEPWISE_PARTS:
+        raise ValueError(f"part: expected one of {list(STEPWISE_PARTS)}, got {part!r}")
+    rep = Reproduction("stepwise", "")
+    if part in (None, "all", "table3"):
+        _stepwise_table3(rep, quick)
+    if part in (None, "all", "flexible"):
+        rep.setup += ("Flexible joints: the 2-DOF arm with elastic joints, motor inertia and a torque-sensor offset "
+                      "simulated at 1 kHz; friction sweeps, static poses and an excitation identified in the "
+                      "paper's order.")
+        _stepwise_flexible(rep, quick)
+    rep.setup = rep.setup.strip()
     return rep
 
 
@@ -820,54 +889,20 @@ REPRODUCERS = {"wso": reproduce_wso, "stepwise": reproduce_stepwise, "icpso": re
                "ur10e": reproduce_ur10e, "calibration": reproduce_calibration}
 
 
-def reproduce(key: str, quick: bool = False) -> Reproduction:
+PARTS = {"stepwise": STEPWISE_PARTS}
+
+
+def reproduce(key: str, quick: bool = False, part: str | None = None) -> Reproduction:
+    """One paper's reproduction; ``part`` picks one part of a paper that has several (PARTS)."""
     if key not in REPRODUCERS:
         raise ValueError(f"paper: unknown {key!r}; expected one of {list(PAPER_KEYS)}")
+    if part not in (None, "all") and part not in PARTS.get(key, ()):
+        raise ValueError(f"part: {key} has " + (f"the parts {list(PARTS[key])}" if key in PARTS else "one part")
+                         + f", not {part!r}")
     t0 = time.perf_counter()
-    rep = REPRODUCERS[key](quick=quick)
+    rep = REPRODUCERS[key](quick=quick, **({"part": part} if key in PARTS else {}))
     rep.elapsed = time.perf_counter() - t0
     return rep
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def register(sub) -> None:
-    lines = "\n".join(f"  {k:<12} {cite(k)}" for k in PAPER_KEYS)
-    p = sub.add_parser("reproduce", help="a source paper's headline table beside robodyn's, on the paper's setup",
-                       description="Print a paper's headline table beside robodyn's numbers on the paper's setup, "
-                                   "with the command behind every number and, where a number is not reached, why.\n\n"
-                                   "Papers:\n" + lines, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    p.add_argument("paper", choices=PAPER_KEYS, metavar="PAPER", help="one of: " + ", ".join(PAPER_KEYS))
-    p.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run; numbers differ from the paper "
-                                                        "setup's)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--out", default=None, help="also write the JSON report here")
-    p.set_defaults(handler=cmd_reproduce)
-
-
-def cmd_reproduce(args) -> int:
-    import json
-    import sys
-
-    from robodyn.cli import print_json
-
-    rep = reproduce(args.paper, quick=args.quick)
-    doc = rep.to_dict()
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(doc, f, indent=1, default=_json_default)
-    try:
-        if args.json:
-            print_json(doc)
-        else:
-            print(rep.format())
-        sys.stdout.flush()
-    except BrokenPipeError:  # a closed pipe (| head) ends quietly
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
 
 
 def _json_default(o):

@@ -1,9 +1,10 @@
 """The ``robodyn`` console script.
 
-Each area of the project contributes its subcommands through a module that defines
-``register(subparsers)``; every registered handler takes the parsed ``args`` and returns an
+The commands live in :mod:`robodyn.commands`, one module per task; each defines
+``register(subparsers)``, and every registered handler takes the parsed ``args`` and returns an
 exit code. Errors a user can fix (``ValueError``, ``FileNotFoundError``, ``UserError``) are
-printed as one sentence, without a traceback.
+printed as one sentence, without a traceback. A reader that goes away (``robodyn ... | head -1``)
+ends the command quietly, here and nowhere else.
 """
 
 from __future__ import annotations
@@ -12,20 +13,23 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 
 # Modules that add subcommands, in help order. A module that is not (yet) part of the
 # installed package is skipped; an import error inside an existing module is a bug and raises.
 COMMAND_MODULES = (
-    "robodyn.robot.cli",
-    "robodyn.daemon.cli",
-    "robodyn.tools.cli",
-    "robodyn.identification.cli",
-    "robodyn.identification.excitation_cli",
-    "robodyn.identification.advanced_cli",
-    "robodyn.identification.scaleout_cli",
-    "robodyn.calibration.cli",
-    "robodyn.demo",
+    "robodyn.commands.models",
+    "robodyn.commands.daemon",
+    "robodyn.commands.daemon_client",
+    "robodyn.commands.operator",
+    "robodyn.commands.identify",
+    "robodyn.commands.compare",
+    "robodyn.commands.excitation",
+    "robodyn.commands.reproduce",
+    "robodyn.commands.scaleout",
+    "robodyn.commands.calibrate",
+    "robodyn.commands.demo",
 )
 
 
@@ -79,6 +83,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # inside the try: a reader that left shows up here, not at exit
+        return code
+    except BrokenPipeError:
+        _discard_stdout()
+        return 0
+
+
+def _discard_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null, so the interpreter's final flush of what
+    is still buffered does not raise (and print) a second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured in tests)
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
@@ -87,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(handler(args) or 0)
+    except BrokenPipeError:
+        raise
     except (UserError, ValueError, FileNotFoundError) as exc:
         print(f"robodyn {args.command}: error: {exc}", file=sys.stderr)
         return 2

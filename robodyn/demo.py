@@ -1,4 +1,4 @@
-"""`robodyn demo`: the whole loop on a simulated Panda, in a few minutes.
+"""The whole loop on a simulated Panda, in a few minutes (the library behind `robodyn demo`).
 
 1. a daemon starts with a simulated Panda (MuJoCo plant, sensor noise, seed-000 Stribeck friction);
 2. an excitation trajectory is designed (5-harmonic Fourier series, SLSQP on cond(W_base));
@@ -7,15 +7,17 @@
 4. Stribeck friction is fitted per joint, then the dynamics are identified by the daemon's worker
    with that friction subtracted (seed 000 eq. 9);
 5. the model is validated on the held-out run against the raw measured torque;
-6. a table is printed, with the path of the HTML report.
+6. the summary (the command line prints it as a table), the held-out plot and an HTML report.
+
+A number the experiment cannot determine is reported as missing with its reason, never as a
+value: the friction errors carry ``None`` and a reason where a Stribeck parameter leaves no trace
+in the measured torque (:func:`friction_errors`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,26 +27,10 @@ DEMO_SPEEDS = (0.015, 0.03, 0.045, 0.06, 0.08, 0.1, 0.13, 0.18, 0.3, 0.6)  # rad
 SWEEP_HALF_WIDTH = 0.1  # rad around the ready pose
 PERIOD_S = 10.0
 WELL_EXCITED_SHARE = 0.10  # a base parameter carrying >= 10 % of some joint's RMS torque
-
-
-def register(sub) -> None:
-    p = sub.add_parser("demo", help="run the simulated end-to-end demo (daemon, excitation, friction, "
-                                    "identification, validation)")
-    p.add_argument("--out", default="robodyn-demo", help="output folder (default ./robodyn-demo)")
-    p.add_argument("--design-time", type=float, default=40.0, metavar="S", help="excitation design budget")
-    p.add_argument("--periods", type=int, default=3, help="excitation periods recorded")
-    p.add_argument("--json", action="store_true", help="print the final summary as JSON")
-    p.set_defaults(handler=cmd_demo)
-
-
-class Progress:
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.t0 = time.monotonic()
-
-    def __call__(self, text: str, end: str = "\n") -> None:
-        if not self.quiet:
-            print(f"[{time.monotonic() - self.t0:6.1f} s] {text}", end=end, file=sys.stderr, flush=True)
+# a fitted friction parameter whose local standard deviation exceeds half its value is not
+# determined by the friction experiment; its error is not a number worth printing
+DETERMINED_RELATIVE_STD = 0.5
+STRIBECK = ("fc", "fs", "vs")
 
 
 def _run(client, traj, label: str, say) -> dict:
@@ -76,7 +62,9 @@ def design(model, seed: int, budget: float, periods: int):
     return FourierTrajectory(one.wf, one.q0, one.a, one.b, periods=periods), result
 
 
-def cmd_demo(args) -> int:
+def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_progress=None) -> dict:
+    """Run the demo into the folder ``out``; returns the summary (also written to summary.json).
+    ``say(text)`` reports each step; ``job_progress(stage, fraction)`` the identification job."""
     from robodyn.identification.base_params import BaseParameters
     from robodyn.identification.friction import experiment_trajectory, fit_friction, model_from_fits, points_from_run
     from robodyn.identification.pipeline import base_rows, predict_processed, validate
@@ -86,8 +74,9 @@ def cmd_demo(args) -> int:
     from robodyn.robot.loader import load_model
     from robodyn.tools.local_daemon import LocalDaemon
 
-    say = Progress(args.json)
-    out = Path(args.out).resolve()
+    say = say or (lambda text: None)
+    job_progress = job_progress or (lambda stage, fraction: None)
+    out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     model = load_model("panda")
     say(f"robodyn demo: simulated Panda, output in {out}")
@@ -98,11 +87,11 @@ def cmd_demo(args) -> int:
         noise = float(plant["torque_noise_std"])
         say(f"  daemon ready at {daemon.control}")
 
-        say(f"[2/6] designing the excitation (5-harmonic Fourier, SLSQP, budget {args.design_time:.0f} s)")
-        excitation, result = design(model, 0, args.design_time, args.periods)
+        say(f"[2/6] designing the excitation (5-harmonic Fourier, SLSQP, budget {design_time:.0f} s)")
+        excitation, result = design(model, 0, design_time, periods)
         say(f"  raw cond(W_base) {result.metrics['cond_raw']:.1f} (column-scaled {result.metrics['cond_scaled']:.1f}), "
             f"designed in {result.elapsed:.1f} s, within limits: {result.limit_report['ok']}")
-        held_out, held_result = design(model, 7, args.design_time / 2, 1)
+        held_out, held_result = design(model, 7, design_time / 2, 1)
         (out / "excitation.json").write_text(json.dumps(excitation.to_dict(robot="panda"), indent=1))
 
         say(f"[3/6] friction experiment: {len(DEMO_SPEEDS)} speeds x 7 joints, one run per joint")
@@ -133,9 +122,8 @@ def cmd_demo(args) -> int:
                                                              "rotor_inertia": True,
                                                              "friction_model": friction.to_dict(),
                                                              "processing": processing})["job"]
-        st = daemon.client.wait_job(job, lambda s: say(f"  job {job}: {s['stage']} {s['progress'] * 100:3.0f} %",
-                                                       end="\r"), timeout=900)
-        say("")
+        st = daemon.client.wait_job(job, lambda s: job_progress(f"job {job}: {s.get('stage') or s['state']}",
+                                                                s.get("progress") or 0.0), timeout=900)
         if st["state"] != "completed":
             raise RuntimeError(f"identification job failed: {st.get('error')}")
         doc = daemon.client.pull(job)
@@ -159,13 +147,11 @@ def cmd_demo(args) -> int:
     torque_rms = np.sqrt(np.mean((ident.tau + ident.tau_friction) ** 2, axis=0))
     share = np.max(np.sqrt(np.mean((Wb * est) ** 2, axis=0)) / torque_rms[:, None], axis=0)
     well = share >= WELL_EXCITED_SHARE
-    rel_err = np.abs(est - truth) / np.maximum(np.abs(truth), 1e-12)
-    fr_err = {k: (np.abs(friction.params[k] - np.asarray(plant["friction"][k])) /
-                  np.abs(np.asarray(plant["friction"][k]))).tolist() for k in ("fc", "fs", "vs")}
-    # a Stribeck velocity inside the linear zone leaves fs and vs without any effect on the torque
-    hidden = np.abs(np.asarray(plant["friction"]["vs"])) * 3 < np.asarray(plant["friction"]["qd0"])
-    for k in ("fs", "vs"):
-        fr_err[k] = [None if h else e for h, e in zip(hidden, fr_err[k])]
+    # a parameter whose simulated value is zero has no relative error (the absolute one is in result.json)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_err = np.where(truth != 0.0, np.abs(est - truth) / np.abs(truth), np.nan)
+    scored = well & np.isfinite(rel_err)
+    friction_report = friction_errors(friction.params, plant["friction"], friction_points)
 
     say("[6/6] report")
     processed = process(raw, against_raw, friction).data
@@ -180,36 +166,110 @@ def cmd_demo(args) -> int:
         "output": str(out), "report": str(report),
         "excitation": {"cond_raw": result.metrics["cond_raw"], "cond_scaled": result.metrics["cond_scaled"],
                        "design_s": result.elapsed},
-        "friction_relative_error": fr_err,
+        "friction": friction_report,
+        "friction_relative_error": {k: [j[k]["relative_error"] for j in friction_report] for k in STRIBECK},
         "base_parameters": {
             "count": base.count, "well_excited_definition": f">= {WELL_EXCITED_SHARE:.0%} of some joint's RMS torque",
             "well_excited": [base.names[i] for i in np.flatnonzero(well)],
-            "max_relative_error_well_excited": float(rel_err[well].max()) if well.any() else None,
-            "relative_error": {base.names[i]: float(rel_err[i]) for i in range(base.count)},
+            "max_relative_error_well_excited": float(rel_err[scored].max()) if scored.any() else None,
+            "relative_error": {base.names[i]: float(rel_err[i]) if np.isfinite(rel_err[i]) else None
+                               for i in range(base.count)},
+            "relative_error_missing": "null where the simulated value is zero (no relative scale)",
             "torque_share": {base.names[i]: float(share[i]) for i in range(base.count)}},
         "holdout": holdout, "torque_noise_std": noise,
         "holdout_rmse_over_noise": [r / noise for r in holdout["rmse"]],
     }
+    summary["held_out_plot"] = str(out / "held_out.png")
+    (out / "held_out.png").write_bytes(png)
+    summary["well_excited_count"] = int(well.sum())
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    if args.json:
-        print(json.dumps(summary, indent=1))
-        return 0
-    print()
-    print(f"{'joint':<8}{'RMSE held-out':>14}{'/ noise σ':>10}{'corr':>9}   {'fc err':>7}{'fs err':>8}{'vs err':>8}")
+    return summary
 
-    def pct(x):
-        return "    n/a" if x is None else f"{x * 100:>6.2f}%"
 
-    for j, name in enumerate(model.joint_names):
-        print(f"{name:<8}{holdout['rmse'][j]:>11.4f} N·m{holdout['rmse'][j] / noise:>9.2f}"
-              f"{holdout['correlation'][j]:>9.5f}   {pct(fr_err['fc'][j])} {pct(fr_err['fs'][j])} {pct(fr_err['vs'][j])}")
-    print(f"{'sum':<8}{holdout['rmse_sum']:>11.4f} N·m   relative error {holdout['relative_error_total'] * 100:.2f} %")
-    print(f"\nexcitation: raw cond(W_base) {result.metrics['cond_raw']:.1f}; {base.count} base parameters, "
-          f"{int(well.sum())} carry >= {WELL_EXCITED_SHARE:.0%} of a joint's torque: max error vs the simulator's "
-          f"truth {(rel_err[well].max() * 100 if well.any() else float('nan')):.2f} %")
-    for j in np.flatnonzero(hidden):
-        print(f"friction n/a: joint {j + 1}'s Stribeck velocity ({plant['friction']['vs'][j]:.2g} rad/s) lies inside the "
-              f"{plant['friction']['qd0'][j]:.2g} rad/s linear zone, so its fs and vs never show in the torque and "
-              "cannot be identified (its Coulomb level can)")
-    print(f"report: {report}")
-    return 0
+def _sensitivity_std(speeds: np.ndarray, torques: np.ndarray, params: dict, qd0: float) -> dict:
+    """Local standard deviation of each fitted Stribeck parameter (fc, fs, vs) from the friction
+    points: sigma^2 (J^T J)^-1 with J the curve's derivatives at the measured speeds and sigma the
+    fit's residual. A parameter the measured speeds do not constrain (its column of J vanishes or
+    repeats another) gets an infinite one."""
+    from robodyn.identification.friction import stribeck
+
+    v = np.abs(np.asarray(speeds, float))
+    y = np.abs(np.asarray(torques, float))
+    x = np.array([params[k] for k in STRIBECK], float)
+
+    def curve(z):
+        return stribeck(v, z[0], z[1], abs(z[2]), 0.0, qd0)
+
+    J = np.empty((v.size, 3))
+    for k in range(3):
+        h = 1e-6 * max(abs(x[k]), 1e-6)
+        up, down = x.copy(), x.copy()
+        up[k] += h
+        down[k] -= h
+        J[:, k] = (curve(up) - curve(down)) / (2 * h)
+    dof = max(v.size - 3, 1)
+    sigma2 = float(np.sum((y - curve(x)) ** 2)) / dof
+    scale = np.maximum(np.linalg.norm(J, axis=0), 1e-300)
+    Js = J / scale
+    sv = np.linalg.svd(Js, compute_uv=False)
+    if sv[-1] < 1e-8 * sv[0]:  # a direction of (fc, fs, vs) the speeds do not see at all
+        _, _, vt = np.linalg.svd(Js)
+        free = np.abs(vt[-1]) > 0.1
+        cov = np.linalg.pinv(Js.T @ Js) / np.outer(scale, scale) * sigma2
+        std = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        std[free] = np.inf
+    else:
+        cov = np.linalg.inv(Js.T @ Js) / np.outer(scale, scale) * sigma2
+        std = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    return dict(zip(STRIBECK, std.tolist()))
+
+
+def friction_errors(fitted: dict, truth: dict, points: list) -> list[dict]:
+    """Per joint: the relative error of each fitted Stribeck parameter against the simulator's
+    value, or None with the reason when the number does not exist:
+
+    - the simulated Stribeck velocity lies inside the linear zone (vs < qd0 / 3), so fs and vs never
+      show in the torque at any speed;
+    - the fitted parameter is not determined by the measured speeds (local relative standard
+      deviation above DETERMINED_RELATIVE_STD: e.g. fc and fs trade off when the fit puts the
+      whole level in one of them);
+    - the true value is zero (no relative scale).
+
+    ``level_error`` is always defined: the RMS difference between the fitted and the true friction
+    curve over the measured speeds, relative to the true curve's RMS there."""
+    from robodyn.identification.friction import stribeck
+
+    qd0_all = np.asarray(truth["qd0"], float) * np.ones(len(points))
+    out = []
+    for j, pts in enumerate(points):
+        speeds = np.array([p[0] for p in pts], float)
+        torques = np.array([p[1] for p in pts], float)
+        qd0 = float(qd0_all[j])
+        est = {k: float(np.asarray(fitted[k])[j]) for k in STRIBECK}
+        true = {k: float(np.asarray(truth[k])[j]) for k in STRIBECK}
+        fv_true = float(np.asarray(truth.get("fv", 0.0)) * np.ones(len(points))[j])
+        std = _sensitivity_std(speeds, torques, est, qd0)
+        hidden = abs(true["vs"]) * 3 < qd0
+        row = {}
+        for k in STRIBECK:
+            reason = None
+            if hidden and k in ("fs", "vs"):
+                reason = (f"the simulated Stribeck velocity ({abs(true['vs']):.2g} rad/s) lies inside the "
+                          f"{qd0:.2g} rad/s linear zone: fs and vs never show in the torque")
+            elif not np.isfinite(std[k]) or std[k] > DETERMINED_RELATIVE_STD * max(abs(est[k]), 1e-12):
+                rel = "unbounded" if not np.isfinite(std[k]) else f"{std[k] / max(abs(est[k]), 1e-12):.0%}"
+                reason = (f"the measured speeds do not determine the fitted {k} (relative standard deviation "
+                          f"{rel})")
+            elif true[k] == 0.0:
+                reason = f"the simulated {k} is zero: no relative scale"
+            error = None if reason else abs(est[k] - true[k]) / abs(true[k])
+            row[k] = {"relative_error": error, "reason": reason, "fitted": est[k], "simulated": true[k],
+                      "std": std[k] if np.isfinite(std[k]) else None}
+        v = np.abs(speeds)
+        fitted_curve = stribeck(v, est["fc"], est["fs"], abs(est["vs"]), 0.0, qd0)
+        true_curve = stribeck(v, true["fc"], true["fs"], abs(true["vs"]), fv_true, qd0)
+        rms_true = float(np.sqrt(np.mean(true_curve ** 2)))
+        row["level_error"] = (float(np.sqrt(np.mean((fitted_curve - true_curve) ** 2))) / rms_true
+                              if rms_true > 0 else None)
+        out.append(row)
+    return out

@@ -34,9 +34,12 @@ VERSION = 1
 
 def _array(name: str, value, ndim: int, shape: tuple | None = None) -> np.ndarray:
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name}: expected numbers, got {type(value).__name__}") from exc
+    if raw.dtype.kind not in "iuf":  # numeric strings, booleans, maps and ragged lists are not numbers
+        raise ValueError(f"{name}: expected numbers, got {type(value).__name__} of {raw.dtype.name}")
+    arr = raw.astype(float)
     if arr.ndim != ndim:
         raise ValueError(f"{name}: expected a {ndim}-D array, got shape {arr.shape}")
     if shape is not None and arr.shape != shape:

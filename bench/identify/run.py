@@ -1,11 +1,26 @@
-"""Benchmark: OLS identification of a 1-hour, 1 kHz, 7-DOF recording (3.6 M samples), streamed.
+"""Benchmark: OLS identification of long 1 kHz recordings, streamed; time and memory against
+duration (1, 2, 4 h) and DOF (Panda 7, UR5 6).
 
-A child process writes the recording (simulated Panda, Fourier excitation, RNEA torques + noise)
-to .npy files; a second child maps them and identifies from them in windows and chunks, never
-building the stacked matrix. Wall time and peak RSS of the identifying process are reported
-(goal: < 60 s and < 2 GB), next to the memory the full stacked matrix would have needed.
+A child process writes each recording (simulated robot, Fourier excitation, RNEA torques with
+viscous and Coulomb friction plus noise) to .npy files; a second child maps them and identifies
+from them through the whole pipeline (windowed zero-phase filtering and differentiation, the
+fused regressor and normal equations on two threads, OLS), never building the stacked matrix.
+For each recording the identifying process reports:
 
-    python bench/identify/run.py [--hours 1.0] [--rate 1000]
+* ``wall_s`` (from interpreter start to result, imports included) and ``identify_s``;
+* ``peak_rss_mb``: the kernel's peak resident set (ru_maxrss), which counts the pages of the
+  memory-mapped recording it has read, so it grows with the file;
+* ``peak_anon_mb``: peak anonymous (working) memory, sampled every 5 ms from /proc/self/status;
+  this is what must stay flat with duration;
+* ``recording_mapped_mb``: file pages of the recording resident at the end.
+
+Goals (issue 19): 1 h at 1 kHz on Panda in <= 10 s wall and <= 1 GB peak RSS; working memory flat
+with duration. Recordings are cached in ``--data-dir`` (default: a temporary directory) so repeated
+runs time identification only; ``--identify-only DIR`` runs just the identifying child on a cached
+recording (for an external timer).
+
+    python bench/identify/run.py [--hours 1] [--robots panda] [--rate 1000] [--data-dir DIR]
+    python bench/identify/run.py --hours 1,2,4 --robots panda,ur5 --data-dir /tmp/robodyn-bench-data
 """
 
 from __future__ import annotations
@@ -19,17 +34,18 @@ import time
 from pathlib import Path
 
 GENERATE = r"""
-import sys, numpy as np
+import sys, json, numpy as np
 from robodyn.robot.loader import load_model
 from robodyn.robot.dynamics import inverse_dynamics
 from robodyn.trajectory import FourierTrajectory
-out, seconds, rate = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-model = load_model("panda")
+out, robot, seconds, rate = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+model = load_model(robot)
 rng = np.random.default_rng(0)
-n, L = 7, 5
+n, L = model.dof, 5
 a = rng.normal(size=(n, L)) * 0.1; b = rng.normal(size=(n, L)) * 0.1
 a[:, -1] = -a[:, :-1].sum(1); l = np.arange(1, L + 1); b[:, -1] = -(b[:, :-1] * l[:-1]).sum(1) / L
-traj = FourierTrajectory(0.5, (model.q_min + model.q_max) / 2, a, b, periods=seconds * 0.5 / (2 * np.pi))
+lo = np.where(np.isfinite(model.q_min), model.q_min, -np.pi); hi = np.where(np.isfinite(model.q_max), model.q_max, np.pi)
+traj = FourierTrajectory(0.5, (lo + hi) / 2, a, b, periods=seconds * 0.5 / (2 * np.pi))
 N = int(seconds * rate)
 t_all = np.lib.format.open_memmap(out + "/t.npy", "w+", np.float64, (N,))
 q_all = np.lib.format.open_memmap(out + "/q.npy", "w+", np.float64, (N, n))
@@ -47,48 +63,118 @@ t_all.flush(); q_all.flush(); tau_all.flush()
 """
 
 IDENTIFY = r"""
-import json, sys, time, resource, numpy as np
+import json, sys, time, resource, threading
 t0 = time.perf_counter()
+peak = [0]
+def anon_kb():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    return 0
+def watch():
+    while True:
+        peak[0] = max(peak[0], anon_kb())
+        time.sleep(0.005)
+threading.Thread(target=watch, daemon=True).start()
+import numpy as np
 from robodyn.robot.loader import load_model
 from robodyn.identification.pipeline import IdentificationConfig, identify
 from robodyn.identification.signals import ProcessingConfig, SampledData
-d = sys.argv[1]
+d, robot = sys.argv[1], sys.argv[2]
 data = SampledData(np.load(d + "/t.npy", mmap_mode="r"), np.load(d + "/q.npy", mmap_mode="r"),
                    np.load(d + "/tau.npy", mmap_mode="r"))
 cfg = IdentificationConfig(method="ols", friction="coulomb-viscous", rotor_inertia=True,
                            processing=ProcessingConfig(q_cutoff_hz=20.0, tau_cutoff_hz=20.0))
 t1 = time.perf_counter()
-res = identify(load_model("panda"), [data], cfg).to_dict()
+res = identify(load_model(robot), [data], cfg).to_dict()
 t2 = time.perf_counter()
+peak[0] = max(peak[0], anon_kb())
+mapped = 0
+with open("/proc/self/smaps") as fh:
+    current = None
+    for line in fh:
+        if "-" in line.split()[0] and len(line.split()) >= 5:
+            current = line.split()[-1] if len(line.split()) >= 6 else ""
+        elif line.startswith("Rss:") and current and current.startswith(d):
+            mapped += int(line.split()[1])
+if len(sys.argv) > 3:
+    json.dump(res["estimate"]["values"], open(sys.argv[3], "w"))
 print(json.dumps({"wall_s": t2 - t0, "identify_s": t2 - t1, "rows": res["estimate"]["rows"],
                   "base_parameters": res["base"]["count"], "cond": res["estimate"]["cond"],
                   "rmse_sum": res["metrics"]["identification"]["rmse_sum"],
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "peak_anon_mb": peak[0] / 1024, "recording_mapped_mb": mapped / 1024}))
 """
+
+
+def recording(root: Path, robot: str, hours: float, rate: float) -> tuple[Path, float | None]:
+    """The cached recording for (robot, hours, rate), generated when missing; returns its
+    directory and the generation time (None when it was cached)."""
+    d = root / f"{robot}-{hours:g}h-{rate:g}hz"
+    stamp = d / "complete"
+    if stamp.exists():
+        return d, None
+    d.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", GENERATE, str(d), robot, str(hours * 3600), str(rate)], check=True)
+    stamp.write_text("ok")
+    return d, time.perf_counter() - t
+
+
+def identify_child(d: Path, robot: str, theta_path: str | None = None) -> dict:
+    cmd = [sys.executable, "-c", IDENTIFY, str(d), robot] + ([theta_path] if theta_path else [])
+    p = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--hours", type=float, default=1.0)
+    ap.add_argument("--hours", default="1", help="comma-separated durations in hours")
+    ap.add_argument("--robots", default="panda", help="comma-separated robots (panda: 7 DOF, ur5: 6 DOF)")
     ap.add_argument("--rate", type=float, default=1000.0)
+    ap.add_argument("--data-dir", default=None, help="cache recordings here (default: a temporary directory)")
+    ap.add_argument("--identify-only", default=None, metavar="DIR",
+                    help="only run the identifying child on a cached recording directory and print its JSON")
+    ap.add_argument("--robot", default="panda", help="robot of --identify-only")
+    ap.add_argument("--save-theta", default=None, help="with --identify-only: write the estimate here (JSON)")
     args = ap.parse_args()
-    seconds = args.hours * 3600
-    with tempfile.TemporaryDirectory(prefix="robodyn-bench-") as tmp:
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", GENERATE, tmp, str(seconds), str(args.rate)], check=True)
-        gen_s = time.perf_counter() - t
-        size_mb = sum(p.stat().st_size for p in Path(tmp).glob("*.npy")) / 2**20
-        p = subprocess.run([sys.executable, "-c", IDENTIFY, tmp], check=True, capture_output=True, text=True)
-        run = json.loads(p.stdout.strip().splitlines()[-1])
-    samples = int(seconds * args.rate)
-    stacked_gb = samples * 7 * (7 * 14) * 8 / 2**30
-    print(json.dumps({
-        "benchmark": "identify", "robot": "panda", "samples": samples, "rate_hz": args.rate,
-        "recording_mb": size_mb, "generate_s": gen_s, **run,
-        "goal_wall_s": 60.0, "goal_peak_rss_mb": 2048.0,
-        "reference_full_stacked_regressor_gb": stacked_gb,
-        "peak_rss_ratio_to_full_stacked_regressor": run["peak_rss_mb"] / 1024 / stacked_gb,
-    }, indent=2))
+    if args.identify_only:
+        print(json.dumps(identify_child(Path(args.identify_only), args.robot, args.save_theta)))
+        return 0
+    import os
+
+    from robodyn.robot.loader import load_model
+
+    hours = [float(h) for h in args.hours.split(",")]
+    robots = [r.strip() for r in args.robots.split(",")]
+    tmp = None if args.data_dir else tempfile.TemporaryDirectory(prefix="robodyn-bench-")
+    root = Path(args.data_dir or tmp.name)
+    rows = []
+    try:
+        for robot in robots:
+            dof = load_model(robot).dof
+            for h in hours:
+                d, gen_s = recording(root, robot, h, args.rate)
+                load = os.getloadavg()[0]
+                run = identify_child(d, robot)
+                samples = int(h * 3600 * args.rate)
+                stacked_gb = samples * dof * (dof * 14) * 8 / 2**30
+                rows.append({"robot": robot, "dof": dof, "hours": h, "samples": samples, "rate_hz": args.rate,
+                             "recording_mb": sum(p.stat().st_size for p in d.glob("*.npy")) / 2**20,
+                             "generate_s": gen_s, "load_average_1min": load, **run,
+                             "us_per_sample": run["identify_s"] / samples * 1e6,
+                             "reference_full_stacked_regressor_gb": stacked_gb})
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    base = rows[0]
+    for r in rows:  # growth against the first row of the same robot
+        first = next(x for x in rows if x["robot"] == r["robot"])
+        r["identify_s_ratio_to_first"] = r["identify_s"] / first["identify_s"]
+        r["peak_anon_mb_ratio_to_first"] = r["peak_anon_mb"] / first["peak_anon_mb"]
+    print(json.dumps({"benchmark": "identify", "goal_wall_s_1h_panda": 10.0, "goal_peak_rss_mb_1h_panda": 1024.0,
+                      "threads": os.cpu_count(), "runs": rows, "first": base["robot"]}, indent=2))
     return 0
 
 

@@ -1,9 +1,40 @@
-"""Benchmark: Numba regressor vs pinocchio's computeJointTorqueRegressor called per sample.
+"""Benchmark: robodyn's regressor against pinocchio's C++ loop, pinocchio from Python, and the floor.
 
-Panda with rotor-inertia and friction columns (98 columns), batch of 100k samples, single thread
-and all cores, side by side with pinocchio in the same run. Prints JSON. Also measures the first
-call in a fresh process with a warm Numba cache, and Numba's allocation count for a small and a
-large batch (equal counts = no per-sample allocation).
+Panda with rotor inertia and viscous, Coulomb and offset friction (98 columns), one thread unless
+stated, all figures from one run, medians of ``--repeats`` timings after a warm-up (CPU time of
+the timing thread for single-threaded figures, so that other processes on a shared machine inflate
+them less; wall time for the all-threads figure). Prints JSON.
+
+What is timed
+-------------
+* ``robodyn_dense``: ``regressor()`` filling the public (N*7, 98) sample-major array, zeros included.
+* ``robodyn_base_layout``: the same regressor evaluated on the 69 base columns that each joint's
+  row can reach, written once into the tile layout the normal equations consume
+  (``gram_blocks(..., accumulate=False)``): what identification actually evaluates.
+* ``robodyn_normal_equations``: that evaluation plus the per-joint Gram products (``gram_blocks``).
+* ``pinocchio_cpp_store`` / ``pinocchio_cpp_compute``: ``pinocchio::computeJointTorqueRegressor``
+  (7 x 70, no rotor or friction columns) in a C++ loop compiled here at -O3 -march=native against
+  the headers of the installed ``pin`` wheel (source: pinocchio_loop.cpp beside this file), copying
+  each sample's regressor into one (N*7, 70) array, or only reading one entry of it.
+* ``pinocchio_python``: the same function called per sample from Python into a (N*7, 70) array.
+The C++ reference is checked: its torque for the last sample (regressor x pinocchio's own
+parameters) must equal robodyn's RNEA.
+
+The floor
+---------
+FLOPs per sample are counted from the kernel's source (every +, -, * in the per-lane loops of
+``_sincos``, ``_lanes_link``, ``_ten``, ``_lanes_carry_ten``; index arithmetic excluded) times how
+often each runs per sample (sin/cos and the link recursion once per joint, ``_ten`` once per
+(joint, link) pair the row needs, the carry once per pair beyond the joint's own link). For Panda:
+about 4.5 kFLOP for the dense regressor. Bytes per sample: the dense output writes 7 x 98 x 8 =
+5488 B (and reads 3 x 7 x 8 = 168 B of states); the base layout's tile stays in L2, so it has no
+memory floor. Two machine rates are measured in the same run: the single-core DGEMM rate of
+OpenBLAS (a subprocess with one BLAS thread; the best any code reaches with AVX-512 FMAs here)
+and the write bandwidth of filling an array as large as the dense output (numpy ``fill``).
+floor = max(FLOPs / DGEMM rate, bytes / write bandwidth); ``fraction_of_floor`` = floor / time.
+``gram_gflops_1thread`` (the Gram products alone: normal equations minus base layout) shows what
+Numba's code reaches on pure fused multiply-adds here: LLVM vectorises it with 256-bit registers,
+half the width OpenBLAS's DGEMM uses, so about half the DGEMM rate is this code's own ceiling.
 
     python bench/regressor/run.py [--samples 100000] [--repeats 5] [--pin-samples 20000]
 """
@@ -11,14 +42,23 @@ large batch (equal counts = no per-sample allocation).
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
+import inspect
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
+
+HERE = Path(__file__).resolve().parent
 
 FRESH_PROCESS = r"""
 import time
@@ -36,7 +76,6 @@ print(t1 - t0, t2 - t1)
 """
 
 ALLOCATIONS = r"""
-import sys
 import numpy as np
 from numba.core.runtime import rtsys
 from robodyn.robot.loader import load_model
@@ -54,57 +93,204 @@ for n in (1000, 100000):
 print(counts[0], counts[1])
 """
 
+DGEMM = r"""
+import time, numpy as np
+a = np.random.default_rng(0).normal(size=(1536, 1536))
+a @ a
+runs = []
+for _ in range(5):
+    t = time.thread_time()
+    a @ a
+    runs.append(time.thread_time() - t)
+print(2 * 1536**3 / sorted(runs)[2] / 1e9)
+"""
 
-def timed(fn, repeats):
+BOOST_DEFINES = ("BOOST_MPL_LIMIT_LIST_SIZE=30", "BOOST_MPL_LIMIT_VECTOR_SIZE=30",
+                 "BOOST_MPL_CFG_NO_PREPROCESSED_HEADERS", "BOOST_FUSION_INVOKE_MAX_ARITY=12")
+
+
+def timed(fn, repeats, clock=time.thread_time):
+    """Seconds of each of ``repeats`` calls after one untimed warm-up call (first touch of the
+    output pages, caches). Single-threaded figures use the calling thread's CPU time, which
+    another process on the same core does not inflate; the all-threads figure uses wall time."""
+    fn()
     times = []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t = clock()
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(clock() - t)
     return times
+
+
+def flops_of(fn) -> int:
+    """+, -, * (and their augmented forms, and unary minus) in a function's source, index
+    arithmetic and the _U(...) offset casts excluded."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn.py_func if hasattr(fn, "py_func") else fn)))
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript):
+            skip.update(id(n) for n in ast.walk(node.slice))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("_U", "range", "max", "min", "abs"):
+            skip.update(id(n) for n in ast.walk(node))
+    count = 0
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            count += 1
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            count += 1
+    return count
+
+
+def regressor_flops_per_sample(model, plan) -> dict:
+    from robodyn.identification import regressor as R
+
+    n = model.dof
+    ten = flops_of(R._ten)
+    unit = flops_of(R._lanes_unit_ten) + ten
+    carry = flops_of(R._lanes_carry_ten) + ten
+    link = flops_of(R._lanes_link)
+    sincos = flops_of(R._sincos)
+    pairs = sum(int(plan.last[i]) - i + 1 for i in range(n) if plan.last[i] >= i)
+    own = sum(1 for i in range(n) if plan.last[i] >= i)
+    revolute = int(np.sum(model.joint_types == 0))
+    total = revolute * sincos + n * link + own * unit + (pairs - own) * carry
+    return {"total": total, "per_call": {"sincos": sincos, "link": link, "unit_motion_and_ten": unit,
+                                         "carry_and_ten": carry}, "pairs": pairs}
+
+
+def compile_reference(cxx: str) -> tuple[Path | None, str]:
+    """Build pinocchio_loop.cpp against the pin wheel's headers (cached by source, flags, versions)."""
+    import pinocchio as pin
+
+    prefix = Path(pin.__file__).resolve()
+    while prefix.name != "cmeel.prefix" and prefix != prefix.parent:
+        prefix = prefix.parent
+    include = prefix / "include"
+    if not (include / "pinocchio").is_dir():
+        return None, f"pinocchio headers not found under {include}"
+    if not (include / "eigen3" / "Eigen").is_dir():
+        return None, "Eigen headers not found (pip install 'robodyn[bench]' installs cmeel-eigen)"
+    flags = ["-O3", "-march=native", "-DNDEBUG", "-std=c++17"] + [f"-D{d}" for d in BOOST_DEFINES]
+    source = (HERE / "pinocchio_loop.cpp").read_bytes()
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    key = hashlib.sha256(source + " ".join(flags).encode() + version.encode() + pin.__version__.encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "robodyn" / "bench-regressor" / key
+    binary = cache / "pinocchio_loop"
+    if not binary.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cache / "pinocchio_loop.tmp"
+        cmd = [cxx, *flags, f"-I{include}", f"-I{include / 'eigen3'}", str(HERE / "pinocchio_loop.cpp"), "-o", str(tmp),
+               f"-L{prefix / 'lib'}", f"-Wl,-rpath,{prefix / 'lib'}", "-lpinocchio_default"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            return None, "compile failed: " + p.stderr[-2000:]
+        tmp.rename(binary)
+    return binary, f"{version}; {' '.join(flags)}"
+
+
+def chain_text(model) -> str:
+    lines = [str(model.dof)]
+    for i in range(model.dof):
+        F = model.fixed[i]
+        numbers = list(F[:3, :3].ravel()) + list(F[:3, 3]) + list(model.inertial[i])
+        lines.append(" ".join([str(int(model.joint_types[i]))] + [repr(float(x)) for x in numbers]))
+    lines.append(" ".join(repr(float(x)) for x in model.gravity))
+    return "\n".join(lines) + "\n"
+
+
+def run_reference(binary, model, q, qd, qdd, repeats, store) -> dict:
+    with tempfile.TemporaryDirectory(prefix="robodyn-bench-") as tmp:
+        (Path(tmp) / "chain.txt").write_text(chain_text(model))
+        np.concatenate([q.ravel(), qd.ravel(), qdd.ravel()]).tofile(Path(tmp) / "states.bin")
+        p = subprocess.run([str(binary), str(Path(tmp) / "chain.txt"), str(Path(tmp) / "states.bin"), str(q.shape[0]),
+                            str(repeats), str(int(store))], capture_output=True, text=True, check=True)
+    return json.loads(p.stdout)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=100_000)
-    ap.add_argument("--pin-samples", type=int, default=20_000, help="pinocchio is timed on this many samples")
+    ap.add_argument("--pin-samples", type=int, default=20_000, help="pinocchio from Python is timed on this many")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
 
     import numba
 
-    from robodyn.identification.regressor import ColumnSpec, regressor
+    from robodyn.identification.base_params import base_parameters
+    from robodyn.identification.regressor import ColumnSpec, _plan, gram_blocks, regressor
+    from robodyn.robot.dynamics import inverse_dynamics
     from robodyn.robot.loader import load_model
-    from robodyn.robot.urdf import model_to_urdf
 
     model = load_model("panda")
     spec = ColumnSpec(rotor_inertia=True, friction=("viscous", "coulomb", "offset"))
+    base = base_parameters(model, spec)
     rng = np.random.default_rng(0)
     N = args.samples
     q = rng.uniform(model.q_min, model.q_max, size=(N, 7))
     qd = rng.normal(size=(N, 7))
     qdd = rng.normal(size=(N, 7))
+    tau = rng.normal(size=(N, 7))
     out = np.empty((N * 7, spec.per_joint * 7))
-    regressor(model, q[:100], qd[:100], qdd[:100], spec)  # compile / load cache
+    regressor(model, q[:100], qd[:100], qdd[:100], spec)  # compile / load the cache
+    gram_blocks(model, q[:100], qd[:100], qdd[:100], tau[:100], spec, base.independent)
 
+    us = lambda runs: statistics.median(runs) / N * 1e6  # noqa: E731
     all_threads = numba.config.NUMBA_NUM_THREADS
-    single = timed(lambda: regressor(model, q, qd, qdd, spec, out=out, threads=1), args.repeats)
-    multi = timed(lambda: regressor(model, q, qd, qdd, spec, out=out, threads=all_threads), args.repeats)
-
-    result = {
-        "benchmark": "regressor",
-        "robot": "panda",
-        "columns": spec.per_joint * 7,
-        "samples": N,
-        "threads_all": all_threads,
-        "robodyn_us_per_sample_1thread_median": statistics.median(single) / N * 1e6,
-        "robodyn_us_per_sample_all_threads_median": statistics.median(multi) / N * 1e6,
-        "robodyn_1thread_runs_s": single,
-        "robodyn_all_threads_runs_s": multi,
+    runs = {
+        "robodyn_dense_1thread": timed(lambda: regressor(model, q, qd, qdd, spec, out=out, threads=1), args.repeats),
+        "robodyn_dense_all_threads_wall": timed(lambda: regressor(model, q, qd, qdd, spec, out=out,
+                                                                  threads=all_threads), args.repeats, time.perf_counter),
+        "robodyn_base_layout_1thread": timed(lambda: gram_blocks(model, q, qd, qdd, tau, spec, base.independent,
+                                                                 accumulate=False), args.repeats),
+        "robodyn_normal_equations_1thread": timed(lambda: gram_blocks(model, q, qd, qdd, tau, spec, base.independent),
+                                                  args.repeats),
     }
+    fill_runs = timed(lambda: out.fill(0.0), args.repeats)
+    result = {
+        "benchmark": "regressor", "robot": "panda", "columns": spec.per_joint * 7, "base_columns": base.count,
+        "samples": N, "threads_all": all_threads, "repeats": args.repeats,
+        "load_average_1min_at_start": os.getloadavg()[0],
+        **{f"{k}_us_per_sample": us(v) for k, v in runs.items()},
+    }
+
+    # the floor
+    dense_plan = _plan(model, spec)
+    base_plan = _plan(model, spec, base.independent, "gram")
+    flops = regressor_flops_per_sample(model, dense_plan)
+    flops_base = regressor_flops_per_sample(model, base_plan)
+    # the Gram products: 16 fused multiply-adds per sample and pair of row quadruples (upper blocks)
+    gram_flops = int(sum(32 * (r // 4) * (r // 4 + 1) // 2 for r in base_plan.joint_rows))
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    dgemm = float(subprocess.run([sys.executable, "-c", DGEMM], capture_output=True, text=True, env=env,
+                                 check=True).stdout)
+    bytes_dense = 7 * 98 * 8 + 3 * 7 * 8
+    write_gbs = out.nbytes / statistics.median(fill_runs) / 1e9
+    floor_dense = max(flops["total"] / (dgemm * 1e3), bytes_dense / (write_gbs * 1e3))  # us
+    floor_base = flops_base["total"] / (dgemm * 1e3)
+    result.update({
+        "flops_per_sample_dense": flops["total"], "flops_per_sample_base_layout": flops_base["total"],
+        "flops_per_call": flops["per_call"], "bytes_written_per_sample_dense": bytes_dense,
+        "machine_dgemm_gflops_1core": dgemm, "machine_write_gb_per_s": write_gbs,
+        "floor_dense_us_per_sample": floor_dense, "floor_base_layout_us_per_sample": floor_base,
+        "dense_fraction_of_floor": floor_dense / result["robodyn_dense_1thread_us_per_sample"],
+        "base_layout_fraction_of_floor": floor_base / result["robodyn_base_layout_1thread_us_per_sample"],
+        "gram_flops_per_sample": gram_flops,
+        "gram_gflops_1thread": gram_flops / max(result["robodyn_normal_equations_1thread_us_per_sample"]
+                                                - result["robodyn_base_layout_1thread_us_per_sample"], 1e-9) / 1e3,
+        "dense_gflops_1thread": flops["total"] / result["robodyn_dense_1thread_us_per_sample"] / 1e3,
+        "base_layout_gflops_1thread": flops_base["total"] / result["robodyn_base_layout_1thread_us_per_sample"] / 1e3,
+    })
+
     try:
         import pinocchio as pin
 
+        from robodyn.robot.urdf import model_to_urdf
+    except ImportError:
+        result["pinocchio"] = "not installed (pip install 'robodyn[bench]')"
+        pin = None
+    if pin is not None:
         pm = pin.buildModelFromXML(model_to_urdf(model))
         pd = pm.createData()
         M = min(args.pin_samples, N)
@@ -114,19 +300,33 @@ def main() -> int:
             for k in range(M):
                 pin_out[7 * k: 7 * k + 7] = pin.computeJointTorqueRegressor(pm, pd, q[k], qd[k], qdd[k])
 
-        pin_runs = timed(run_pin, max(1, args.repeats // 2))
-        pin_us = statistics.median(pin_runs) / M * 1e6
-        result.update({
-            "pinocchio_version": pin.__version__,
-            "pinocchio_columns": 70,
-            "pinocchio_samples": M,
-            "pinocchio_us_per_sample_median": pin_us,
-            "speedup_1thread_vs_pinocchio": pin_us / result["robodyn_us_per_sample_1thread_median"],
-            "speedup_all_threads_vs_pinocchio": pin_us / result["robodyn_us_per_sample_all_threads_median"],
-            "goal_speedup_1thread": 3.0,
-        })
-    except ImportError:
-        result["pinocchio"] = "not installed (pip install 'robodyn[bench]')"
+        pin_py = statistics.median(timed(run_pin, max(1, args.repeats // 2))) / M * 1e6
+        result.update({"pinocchio_version": pin.__version__, "pinocchio_columns": 70,
+                       "pinocchio_python_samples": M, "pinocchio_python_us_per_sample": pin_py,
+                       "speedup_dense_vs_pinocchio_python": pin_py / result["robodyn_dense_1thread_us_per_sample"]})
+        cxx = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
+        binary, how = compile_reference(cxx) if cxx else (None, "no C++ compiler")
+        if binary is None:
+            result["pinocchio_cpp"] = how
+        else:
+            store = run_reference(binary, model, q, qd, qdd, args.repeats, True)
+            compute = run_reference(binary, model, q, qd, qdd, args.repeats, False)
+            truth = inverse_dynamics(model, q[-1:], qd[-1:], qdd[-1:])[0]
+            check = float(np.max(np.abs(np.array(store["tau_last"]) - truth)) / np.max(np.abs(truth)))
+            if check > 1e-10:
+                raise SystemExit(f"pinocchio C++ reference disagrees with the RNEA ({check:.1e}): not comparable")
+            cpp_store = statistics.median(store["seconds"]) / N * 1e6
+            cpp_compute = statistics.median(compute["seconds"]) / N * 1e6
+            result.update({
+                "pinocchio_cpp_build": how, "pinocchio_cpp_check_relative_tau_error": check,
+                "pinocchio_cpp_store_us_per_sample": cpp_store, "pinocchio_cpp_compute_us_per_sample": cpp_compute,
+                "speedup_dense_vs_pinocchio_cpp_store": cpp_store / result["robodyn_dense_1thread_us_per_sample"],
+                "speedup_base_layout_vs_pinocchio_cpp_compute":
+                    cpp_compute / result["robodyn_base_layout_1thread_us_per_sample"],
+                "speedup_normal_equations_vs_pinocchio_cpp_compute":
+                    cpp_compute / result["robodyn_normal_equations_1thread_us_per_sample"],
+                "goal_speedup_vs_pinocchio_cpp": 5.0, "goal_fraction_of_floor": 0.5,
+            })
 
     env = dict(os.environ)
     fresh = []
@@ -142,6 +342,8 @@ def main() -> int:
     result["numba_allocations_1k_samples"] = small
     result["numba_allocations_100k_samples"] = large
     result["per_sample_allocation"] = large > small
+    result["load_average_1min_at_end"] = os.getloadavg()[0]
+    result["runs_s"] = runs
     print(json.dumps(result, indent=2))
     return 0
 

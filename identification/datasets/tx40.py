@@ -26,7 +26,7 @@ PUBLISHED = {"equations": 2075, "base_parameters": 60, "wls_rmse": 1.118, "relat
 
 # The authors' processing: 4th-order Butterworth at 100 Hz on q, central differences, two decimations
 # by 10 (5 kHz -> 50 Hz), and removal of samples moving too slowly for the Coulomb model.
-PROCESSING = ProcessingConfig(resample="never", q_cutoff_hz=100.0, tau_cutoff_hz=None, velocity="differentiate",
+PROCESSING = ProcessingConfig(resample="never", cutoff_hz=None, q_cutoff_hz=100.0, velocity="differentiate",
                               decimation=100, min_velocity=0.01)
 
 

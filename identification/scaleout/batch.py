@@ -47,16 +47,23 @@ def calibrate_job(measurements, *, loaded=None, args: Sequence[str] = (), job_id
 
 
 def run_batch(executor, specs: Iterable[JobSpec], store: ResultStore | None = None,
-              policy: RetryPolicy | None = None) -> list[JobResult]:
+              policy: RetryPolicy | None = None, on_result=None) -> list[JobResult]:
     """Run ``specs``, skipping ids the store already holds; successful results are committed as they
     arrive (a driver that dies loses no finished job), failures are returned but not stored, so the
-    next run tries them again. One result per spec, in order; with a store, the stored one."""
+    next run tries them again. One result per spec, in order; with a store, the stored one.
+    ``on_result(result)`` is called as each job of this run finishes (a progress display)."""
     specs = list(specs)
     if store is None:
-        return executor.run(specs, policy=policy)
+        return executor.run(specs, policy=policy, on_result=on_result)
     todo = [s for s in specs if store.get(s.job_id) is None]
-    fresh = {r.job_id: r for r in executor.run(todo, policy=policy,
-                                                on_result=lambda r: r.ok and store.commit(r))}
+
+    def finished(r: JobResult) -> None:
+        if r.ok:
+            store.commit(r)
+        if on_result is not None:
+            on_result(r)
+
+    fresh = {r.job_id: r for r in executor.run(todo, policy=policy, on_result=finished)}
     # a concurrent driver may have stored an id first: the stored result is the one result
     return [store.get(s.job_id) or fresh[s.job_id] for s in specs]
 
@@ -84,3 +91,34 @@ class DistributedFitness:
         if failed:
             raise RuntimeError("population fitness: " + "; ".join(f"{r.job_id}: {r.error}" for r in failed))
         return np.concatenate([np.asarray(r.value, float) for r in results])
+
+
+BATCH_FORMAT = "robodyn.scaleout.batch"
+FILE_KINDS = {"identify": ("recordings",), "calibrate": ("measurements", "loaded")}
+
+
+def job_specs(doc: dict) -> list[JobSpec]:
+    """A batch document's jobs (see docs/scaling.md) as JobSpecs; a file job without an id is named
+    by its files' state (:func:`file_job_id`)."""
+    from pathlib import Path
+
+    if doc.get("format") != BATCH_FORMAT:
+        raise ValueError(f"batch: format is {doc.get('format')!r}, expected {BATCH_FORMAT!r}")
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list) or not jobs:
+        raise ValueError("batch: 'jobs' must be a non-empty list")
+    specs = []
+    for k, job in enumerate(jobs):
+        spec = JobSpec.from_dict(job)  # validates kind, payload, id
+        if not job.get("job_id") and spec.kind in FILE_KINDS:
+            paths = [p for key in FILE_KINDS[spec.kind] for p in _as_list(spec.payload.get(key))]
+            missing = [p for p in paths if not Path(p).exists()]
+            if missing:
+                raise FileNotFoundError(f"jobs[{k}]: no such file {missing[0]}")
+            spec = JobSpec(spec.kind, spec.payload, file_job_id(spec.kind, spec.payload, paths))
+        specs.append(spec)
+    return specs
+
+
+def _as_list(v) -> list:
+    return [] if v is None else ([v] if isinstance(v, str) else list(v))

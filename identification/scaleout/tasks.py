@@ -109,7 +109,7 @@ def run_population(p: dict) -> list:
 def run_calibrate(p: dict) -> dict:
     """The fleet's calibration is exactly `robodyn calibrate identify` per robot: the handler parses
     the same options with the same parser and reads back the file the command writes."""
-    from robodyn.calibration import cli
+    from robodyn.commands import calibrate as cli
 
     parser = argparse.ArgumentParser(prog="robodyn")
     cli.register(parser.add_subparsers(dest="command"))

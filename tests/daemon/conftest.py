@@ -28,7 +28,7 @@ class DaemonProcess:
     ``env`` adds environment variables (e.g. a fake ``NOTIFY_SOCKET``)."""
 
     def __init__(self, tmp_path, speed=0.0, extra_config: str = "", arm: bool = True, prefix=(), env=None,
-                 data_dir=None, require_arm: bool = True):
+                 data_dir=None, require_arm: bool = True, max_subscribers: int | None = None):
         self.control = f"tcp://127.0.0.1:{free_port()}"
         self.state = f"tcp://127.0.0.1:{free_port()}"
         self.data_dir = data_dir or tmp_path / "data"
@@ -36,7 +36,8 @@ class DaemonProcess:
         safety = f"[safety]\nrequire_arm = {'true' if require_arm else 'false'}\n"
         self.config.write_text(
             f'[daemon]\ncontrol = "{self.control}"\nstate = "{self.state}"\ndata_dir = "{self.data_dir}"\n'
-            f'[robot]\nname = "panda"\ndriver = "sim"\n[driver]\nspeed = {speed}\nseed = 2\n'
+            + (f"max_subscribers = {max_subscribers}\n" if max_subscribers else "")
+            +             f'[robot]\nname = "panda"\ndriver = "sim"\n[driver]\nspeed = {speed}\nseed = 2\n'
             + (safety if "[safety]" not in extra_config else "") + extra_config)
         self.log = open(tmp_path / "daemon.log", "w+")
         self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
@@ -56,6 +57,7 @@ class DaemonProcess:
             try:
                 st = self.client.status()
                 if (st["driver"]["ready"] and st["recorder"]["ready"] and st["state"]["q"]
+                        and st["publisher"]["ready"]
                         and st["driver"]["alive"] and st["recorder"]["alive"]
                         and st["driver"]["pid"] not in old_pids and st["recorder"]["pid"] not in old_pids
                         and (st["driver"]["telemetry_age_s"] or 0) < 0.5):

@@ -43,13 +43,45 @@ def test_garbage_and_oversized_messages():
     ({"v": 1, "cmd": "submit_run", "args": {"robot": 5, "trajectory": {}}}, P.E_INVALID_ARGS, "'robot' must be a string"),
     ({"v": 1, "cmd": "submit_run", "args": {"robot": "", "trajectory": {}}}, P.E_INVALID_ARGS, "must not be empty"),
     ({"v": 1, "cmd": "abort", "args": {"force": True}}, P.E_INVALID_ARGS, "unknown argument"),
-    ({"v": 1, "cmd": "runs", "args": {"limit": True}}, P.E_INVALID_ARGS, "got bool"),
+    ({"v": 1, "cmd": "runs", "args": {"limit": True}}, P.E_INVALID_ARGS, "got a boolean"),
     ({"v": 1, "cmd": "runs", "args": []}, P.E_INVALID_ARGS, "'args' must be a map"),
 ])
 def test_request_validation_names_the_problem(obj, code, words):
     with pytest.raises(P.ProtocolError) as e:
         P.parse_request(obj)
     assert e.value.code == code and words in e.value.message
+
+
+ARRAY = {"$nd": 1, "dtype": "<i8", "shape": [2], "data": np.array([1, 1], "<i8").tobytes()}
+ONE = {"$nd": 1, "dtype": "<i8", "shape": [1], "data": np.array([1], "<i8").tobytes()}
+
+
+@pytest.mark.parametrize("frame, code, field", [
+    # issue 17: an encoded array as `v` was answered `internal` ("truth value of an array is
+    # ambiguous"); a one-element array `v`, a list or array `id` were accepted as valid
+    ({"v": ARRAY, "id": 1, "cmd": "ping"}, P.E_VERSION, "v"),
+    ({"v": ONE, "id": 1, "cmd": "ping"}, P.E_VERSION, "v"),
+    ({"v": 1, "id": [1, 2], "cmd": "ping"}, P.E_MALFORMED, "id"),
+    ({"v": 1, "id": ARRAY, "cmd": "ping"}, P.E_MALFORMED, "id"),
+    ({"v": 1, "id": {"a": 1}, "cmd": "ping"}, P.E_MALFORMED, "id"),
+    ({"v": 1, "id": "x" * 257, "cmd": "ping"}, P.E_MALFORMED, "id"),
+    ({"v": True, "cmd": "ping"}, P.E_VERSION, "v"),
+    ({"v": 1.0, "cmd": "ping"}, P.E_VERSION, "v"),
+    ({"v": 1, "cmd": ARRAY}, P.E_MALFORMED, "cmd"),
+    ({"v": 1, "cmd": "runs", "args": {"limit": ONE}}, P.E_INVALID_ARGS, "args.limit"),
+    ({"v": 1, "cmd": "abort", "args": {"reason": ["x"]}}, P.E_INVALID_ARGS, "args.reason"),
+    ({"v": 1, "cmd": "submit_run", "args": {"robot": "panda", "trajectory": ARRAY}}, P.E_INVALID_ARGS,
+     "args.trajectory"),
+    ({"v": 1, "cmd": "submit_run", "args": {"robot": "panda", "trajectory": {
+        "family": "fourier", "params": {"q": {"$nd": 1, "dtype": "<f8", "shape": [3], "data": b""}}}}},
+     P.E_MALFORMED, "args.trajectory.params.q"),
+])
+def test_malformed_fields_are_named_never_internal(frame, code, field):
+    """Through the same decode + validate path the daemon runs on every frame."""
+    with pytest.raises(P.ProtocolError) as e:
+        P.parse_request(P.unpackb(msgpack.packb(frame, use_bin_type=True)))
+    assert e.value.code == code, e.value.message
+    assert e.value.details["field"] == field, e.value.details
 
 
 def test_valid_request_and_replies():

@@ -96,3 +96,152 @@ def test_csv_import_column_convention(tmp_path):
     bad.write_text("t,q1,q2,qd1,tau1,tau2\n0,0,0,0,1,1\n")
     with pytest.raises(ValueError, match="all of qd1..qd2 or none"):
         import_csv(bad)
+
+
+# --------------------------------------------------------------------------- repair (issue 17)
+
+
+def official_default_read(path):
+    """What a user of the official `mcap` Python library does: the reader's default call."""
+    from mcap.reader import make_reader
+
+    with open(path, "rb") as fh:
+        reader = make_reader(fh)
+        messages = [(channel.topic, message.data) for _schema, channel, message in reader.iter_messages()]
+        summary = reader.get_summary()
+        metadata = {m.name: m.metadata for m in reader.iter_metadata()}
+        attachments = {a.name: a.data for a in reader.iter_attachments()}
+    return messages, summary, metadata, attachments
+
+
+def cut_points(full: bytes):
+    """Byte offsets that cut the file inside its records: every record boundary +-1 and inside
+    each record (header, chunk, message indexes, metadata), as a kill during any write would."""
+    import struct
+
+    points, pos = set(), 8
+    while pos + 9 <= len(full):
+        opcode, length = struct.unpack_from("<BQ", full, pos)
+        if opcode == 0x0F:  # DataEnd: the summary follows
+            break
+        end = pos + 9 + length
+        points.update({pos, pos + 1, pos + 5, pos + 9, (pos + end) // 2, end - 1})
+        pos = end
+    points.update(range(0, 9))
+    return sorted(p for p in points if p < pos)
+
+
+def test_a_file_cut_anywhere_is_finalized_and_opens_with_the_official_default_call(tmp_path):
+    """Issue 17: after a crash the official reader's default call raised RecordLengthLimitExceeded.
+    The repair gives every cut file a summary, indexes and footer, keeps every complete block
+    (the same samples robodyn's loader finds in the cut file) and keeps the torn bytes too."""
+    from robodyn.daemon.recording import recording_is_complete, repair_recording
+
+    full_path = tmp_path / "full.mcap"
+    write(full_path, np.arange(1, 1001), close=False)
+    full = full_path.read_bytes()
+    points = cut_points(full)
+    assert len(points) > 60
+    failed_before = 0
+    for cut in points:
+        path = tmp_path / f"cut{cut}.mcap"
+        path.write_bytes(full[:cut])
+        try:
+            official_default_read(path)
+        except Exception:
+            failed_before += 1
+        try:
+            before = load_recording(path)
+        except ValueError:  # cut before its self-description was complete
+            before = None
+        result = repair_recording(path, "test cut")
+        assert result is not None and recording_is_complete(path)
+        messages, summary, metadata, attachments = official_default_read(path)
+        repair = {k: json.loads(v) for k, v in metadata["robodyn.repair"].items()}
+        assert repair["reason"] == "test cut" and summary.statistics.message_count == len(messages)
+        tail = attachments.get("robodyn.torn_tail", b"")
+        kept = path.read_bytes()[:repair["cut_at_byte"]]
+        # the bytes are all still there: the kept prefix, then the torn tail as an attachment
+        assert kept + tail == full[:cut] or (repair["cut_at_byte"] == 0 and tail == full[:cut])
+        if before is None:
+            assert messages == [] and repair["samples_kept"] == 0
+            continue
+        after = load_recording(path)
+        assert not after.truncated and after.gaps() == []
+        # nothing the loader could read before is lost
+        assert after.samples == before.samples and np.array_equal(after.seq, before.seq)
+        assert np.array_equal(after.signal("tau"), before.signal("tau"))
+        state = [m for topic, m in messages if topic == "/robodyn/state"]
+        assert sum(len(load_block(m)["seq"]) for m in state) == after.samples
+        assert repair["samples_kept"] == after.samples
+        assert after.summary["status"] == "aborted" and after.summary["recorded_samples"] == after.samples
+        assert repair_recording(path, "again") is None  # complete now: left alone
+    assert failed_before >= len(points) - 2, "the defect: the default call failed on cut files"
+
+
+def load_block(data):
+    from robodyn.daemon import protocol as P
+
+    return P.unpackb(data, max_bytes=1 << 30)
+
+
+def test_repair_keeps_a_closed_summary_and_survives_a_failed_write(tmp_path, monkeypatch):
+    from robodyn.daemon import recording as R
+
+    path = tmp_path / "r.mcap"
+    w = write(path, np.arange(1, 501), close=False)
+    w.abandon()  # what the recorder does on a full disk: cut back to the last complete record
+    original = path.read_bytes()
+
+    def no_space(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(R.os, "fsync", no_space)
+    with pytest.raises(OSError):
+        R.repair_recording(path, "disk full")
+    assert path.read_bytes() == original  # a repair that cannot finish leaves the file as it was
+    monkeypatch.undo()
+    result = R.repair_recording(path, "disk full")
+    assert result["torn_tail_bytes"] == 0 and result["samples_kept"] == 500
+    messages, _summary, metadata, attachments = official_default_read(path)
+    assert "robodyn.torn_tail" not in attachments and len(messages) == 5
+    assert path.read_bytes()[:len(original)] == original  # appended after, byte for byte
+
+
+def test_every_unfinished_file_in_a_directory_is_repaired_finished_ones_untouched(tmp_path):
+    from robodyn.daemon.recording import repair_unfinished
+
+    write(tmp_path / "done.mcap", np.arange(1, 101))
+    done = (tmp_path / "done.mcap").read_bytes()
+    write(tmp_path / "cut.mcap", np.arange(1, 301), close=False)
+    (tmp_path / "empty.mcap").write_bytes(b"")
+    (tmp_path / "junk.mcap").write_bytes(b"not an mcap file at all")
+    repaired, failed = repair_unfinished(tmp_path, "crash")
+    assert sorted(p["path"].rsplit("/", 1)[1] for p in repaired) == ["cut.mcap", "empty.mcap"]
+    assert [f["path"].rsplit("/", 1)[1] for f in failed] == ["junk.mcap"]  # not ours: left alone
+    assert (tmp_path / "done.mcap").read_bytes() == done
+    assert (tmp_path / "junk.mcap").read_bytes() == b"not an mcap file at all"
+    assert official_default_read(tmp_path / "empty.mcap")[0] == []
+
+
+def test_a_file_that_may_still_have_a_writer_is_not_repaired_under_it(tmp_path):
+    """An orphaned recorder of a daemon restarted by hand finalizes for up to 10 s: a new
+    recorder must not rewrite the file under it. A file is repaired once nothing has written to
+    it for the quiet time (monotonic, as seen by the recorder), at once if its writer is dead."""
+    from robodyn.daemon.recording import UnfinishedFiles
+
+    for name in ("written", "quiet", "dead_writer"):
+        write(tmp_path / f"{name}.mcap", np.arange(1, 201), close=False)
+    files = UnfinishedFiles(quiet_s=15.0, retry_s=5.0)
+    for name in ("written", "quiet", "dead_writer"):
+        files.add(tmp_path / f"{name}.mcap", "crash", now=100.0, writer_dead=name == "dead_writer")
+    assert [p.rsplit("/", 1)[1] for p, _ in files.due(101.0)] == ["dead_writer.mcap"]
+    files.done(str(tmp_path / "dead_writer.mcap"))
+    with open(tmp_path / "written.mcap", "ab") as fh:  # its writer is still at work
+        fh.write(b"\0" * 10)
+    assert files.due(110.0) == []
+    assert [p.rsplit("/", 1)[1] for p, _ in files.due(115.5)] == ["quiet.mcap"]  # 15 s unchanged
+    files.done(str(tmp_path / "quiet.mcap"))
+    assert files.due(124.0) == [] and [p.rsplit("/", 1)[1] for p, _ in files.due(125.5)] == ["written.mcap"]
+    files.failed(str(tmp_path / "written.mcap"), now=125.5)  # e.g. no space: retried 5 s later
+    assert files.due(128.0) == [] and len(files.due(130.6)) == 1

@@ -64,9 +64,11 @@ def kill_mid_run(daemon, component: str, trajectory: dict, settle_s: float = 0.3
     killed_ns = time.monotonic_ns()
     final = client.wait_run(accepted["run_id"], timeout=60, poll_s=0.05)
     noticed_s = (time.monotonic_ns() - killed_ns) / 1e9
-    rec = load_recording(accepted["recording"])
     daemon.wait_ready(old_pids=(pid,))
     restart_s = (time.monotonic_ns() - killed_ns) / 1e9
+    # a killed recorder's file is finalized by its successor before it reports ready
+    official = official_read(accepted["recording"])
+    rec = load_recording(accepted["recording"])
     st = wait_stopped(client)
     diag = st["driver"]["diagnostics"]["commands"]
     return {
@@ -79,7 +81,69 @@ def kill_mid_run(daemon, component: str, trajectory: dict, settle_s: float = 0.3
         "stopped": st["driver"]["lifecycle"] == "connected",
         "hard_brakes": diag["hard_brakes"] - (brakes_before if component == "recorder" else 0),
         "armed_after": st["safety"]["armed"],
+        "official_ok": official["ok"], "official_error": official["error"],
+        "official_samples": official["samples"], "repaired": official["repaired"],
     }
+
+
+def official_read(path) -> dict:
+    """The official `mcap` Python reader's default call, as any MCAP user would open the file:
+    ``make_reader(f).iter_messages()``; counts the samples in the state blocks it yields."""
+    from mcap.reader import make_reader
+
+    out = {"ok": False, "error": "", "messages": 0, "samples": 0, "repaired": False}
+    try:
+        with open(path, "rb") as fh:
+            reader = make_reader(fh)
+            for _schema, channel, message in reader.iter_messages():
+                out["messages"] += 1
+                if channel.topic == "/robodyn/state":
+                    out["samples"] += int(P.unpackb(message.data, max_bytes=1 << 30)["seq"].shape[0])
+            out["repaired"] = any(m.name == "robodyn.repair" for m in reader.iter_metadata())
+        out["ok"] = True
+    except Exception as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def kill_daemon_mid_run(work: Path, data_dir: Path, trajectory: dict, settle_s: float = 0.3) -> dict:
+    """SIGKILL the daemon's main process mid-run: the driver ramps to rest and exits, the
+    recorder finalizes the file (its reason names the main process) and exits. The file must
+    open with the official reader's default call and with robodyn's loader."""
+    from tests.daemon.conftest import DaemonProcess
+
+    work.mkdir(parents=True, exist_ok=True)
+    d = DaemonProcess(work, data_dir=data_dir)
+    try:
+        st = d.client.status()
+        workers = (st["driver"]["pid"], st["recorder"]["pid"])
+        accepted = d.client.submit_run("panda", trajectory, label="kill daemon")
+        wait_state(d.client, accepted["run_id"], ("execute",))
+        time.sleep(settle_s)
+        d.proc.kill()
+        t0 = time.monotonic()
+        while any(_alive(p) for p in workers) and time.monotonic() - t0 < 20:
+            time.sleep(0.05)
+        gone_s = time.monotonic() - t0
+        workers_left = [p for p in workers if _alive(p)]
+    finally:
+        d.stop()
+    official = official_read(accepted["recording"])
+    rec = load_recording(accepted["recording"])
+    return {"component": "daemon", "workers_gone_s": gone_s, "workers_left": workers_left,
+            "official_ok": official["ok"], "official_error": official["error"],
+            "official_samples": official["samples"], "repaired": official["repaired"],
+            "samples": rec.samples, "gaps": rec.gaps(), "truncated": rec.truncated,
+            "status": (rec.summary or {}).get("status"), "reason": (rec.summary or {}).get("reason", ""),
+            "stopping_samples": int(rec.phase_mask("stopping").sum()),
+            "final_qd_d": float(np.abs(rec.signal("qd_d")[-1]).max()) if rec.samples else None}
 
 
 # --------------------------------------------------------------------------- fuzzing
@@ -253,3 +317,70 @@ def soak(daemon, samples: int, trajectory: dict, rss_every_s: float = 2.0, progr
             "stream_lost": st["metrics"]["lost_samples"]["stream"], "seconds": time.monotonic() - t0,
             "rss_kib_first": points[0][2] if points else {}, "rss_kib_last": points[-1][2] if points else {},
             "rss_slope_kib_per_million_samples": slope, "rss_points": len(points)}
+
+
+# --------------------------------------------------------------------------- stalled subscribers
+
+
+def stalled_subscribers(daemon, count: int, seconds: float, sample_every_s: float = 5.0, progress=None) -> dict:
+    """``count`` subscribers that connect to the state stream and never read (receive queue of
+    one message, a 4 KiB kernel buffer), plus one that reads everything, for ``seconds``.
+    Returns the resident memory of the driver and publisher processes over time, the loop's
+    period percentiles from the driver's telemetry, and the reader's sequence gaps."""
+    import zmq
+
+    client = daemon.client
+    st = client.status()
+    pids = {"driver": st["driver"]["pid"], "publisher": st["publisher"]["pid"], "main": st["daemon"]["pid"]}
+    ctx = zmq.Context()
+    stalled = []
+    try:
+        for _ in range(count):
+            s = ctx.socket(zmq.SUB)
+            s.setsockopt(zmq.RCVHWM, 1)
+            s.setsockopt(zmq.RCVBUF, 4096)
+            s.setsockopt(zmq.LINGER, 0)
+            s.setsockopt(zmq.SUBSCRIBE, b"")
+            s.connect(daemon.state)
+            stalled.append(s)
+        reader = ctx.socket(zmq.SUB)
+        reader.setsockopt(zmq.LINGER, 0)
+        reader.setsockopt(zmq.SUBSCRIBE, P.TOPIC_STATE)
+        reader.connect(daemon.state)
+        client.call("status")
+        t0 = time.monotonic()
+        points, last_seq, gaps, lost, received, next_sample = [], 0, 0, 0, 0, t0 + 1.0
+        while time.monotonic() - t0 < seconds:
+            if reader.poll(50):
+                while True:
+                    try:
+                        _topic, payload = reader.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    seq = P.unpack_state_batch(payload)["seq"]
+                    if last_seq and int(seq[0]) != last_seq + 1:
+                        gaps += 1
+                        lost += int(seq[0]) - last_seq - 1
+                    last_seq = int(seq[-1])
+                    received += int(seq.shape[0])
+            now = time.monotonic()
+            if now >= next_sample:
+                next_sample = now + sample_every_s
+                tel = client.status()
+                points.append({"t": round(now - t0, 1), **{k: rss_kib(p) for k, p in pids.items()},
+                               "loop_p99_ms": (tel["driver"]["loop"] or {}).get("p99_ms"),
+                               "subscribers": tel["publisher"].get("subscribers")})
+                if progress:
+                    progress(points[-1])
+        st = client.status()
+    finally:
+        for s in stalled:
+            s.close(linger=0)
+        ctx.destroy(linger=0)
+    settled = [p for p in points if p["t"] >= min(10.0, seconds / 3)] or points
+    return {"stalled": count, "seconds": seconds, "points": points,
+            "driver_rss_kib": {"first": settled[0]["driver"], "last": settled[-1]["driver"],
+                               "max": max(p["driver"] for p in settled), "min": min(p["driver"] for p in settled)},
+            "publisher_rss_kib": {"first": settled[0]["publisher"], "max": max(p["publisher"] for p in settled)},
+            "loop": st["driver"]["loop"], "reader": {"received": received, "gaps": gaps, "lost": lost},
+            "subscribers_seen": st["publisher"].get("subscribers")}

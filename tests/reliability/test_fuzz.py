@@ -10,6 +10,7 @@ from robodyn.daemon import security
 from tests.daemon.conftest import DaemonProcess
 
 from .scenarios import fuzz
+from .schema_fuzz import ARM_TOKEN
 
 FRAMES = 10_000
 
@@ -19,7 +20,7 @@ def daemon(tmp_path_factory):
     # armed, but `arm` needs a token the fuzzer does not have: its random `arm` / `disarm`
     # requests exercise that path too, and no junk trajectory can ever be accepted anyway
     d = DaemonProcess(tmp_path_factory.mktemp("fuzz"), arm=False,
-                      extra_config=f'[safety]\nrequire_arm = true\narm_token_sha256 = "{security.token_hash("k")}"\n')
+                      extra_config=f'[safety]\nrequire_arm = true\narm_token_sha256 = "{security.token_hash(ARM_TOKEN)}"\n')
     yield d
     d.stop()
     assert d.proc.returncode == 0
@@ -50,3 +51,22 @@ def test_fuzzing_the_control_endpoint(daemon, figure):
     figure(f"{FRAMES} fuzz frames: all answered, daemon alive, robot never commanded",
            seconds=round(result["seconds"], 1), error_codes=result["error_codes"], ok_replies=result["ok_replies"],
            dropped_multi_frame=result["multi_frame"])
+
+
+SCHEMA_EXAMPLES = 1_500  # CI; bench/reliability/run.py sends 100 000
+
+
+def test_schema_fuzzing_every_reply_is_an_error_naming_the_field(daemon, figure):
+    """Property (hypothesis, from the protocol schema): one field of a valid request made
+    invalid (wrongly typed, nested, oversized, out of range, unknown, missing) always gets a
+    well-formed error reply naming that field, never `internal`, and the robot never moves."""
+    from .schema_fuzz import run_property
+
+    before = daemon.commands()
+    result = run_property(daemon.control, SCHEMA_EXAMPLES)
+    assert result["frames"] >= SCHEMA_EXAMPLES and result["internal"] == 0, result
+    assert daemon.proc.poll() is None
+    after = daemon.commands()
+    assert after["starts"] == before["starts"] and after["writes"] == before["writes"]
+    figure(f"{result['frames']} schema-fuzzed frames: every reply an error naming the field, 0 internal",
+           seconds=round(result["seconds"], 1), kinds=result["kinds"], codes=result["codes"])

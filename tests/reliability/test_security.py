@@ -39,6 +39,10 @@ def test_config_refuses_remote_binds_without_curve(tmp_path):
     with pytest.raises(ValueError, match="operators"):
         load_config(cfg)
     cfg.write_text(f'[daemon]\ncontrol = "tcp://0.0.0.0:47770"\n[security]\ncurve_secret_key = "/x"\n'
+                   f'clients = {{ alice = "{key}" }}\nsubmitters = ["alice"]\n')
+    with pytest.raises(ValueError, match="submitters needs"):
+        load_config(cfg)
+    cfg.write_text(f'[daemon]\ncontrol = "tcp://0.0.0.0:47770"\n[security]\ncurve_secret_key = "/x"\n'
                    f'clients = {{ alice = "{key}" }}\n[safety]\nrequire_arm = false\n')
     loaded = load_config(cfg)
     assert loaded.curve and loaded.clients == {"alice": key} and loaded.arming_required is False
@@ -60,15 +64,17 @@ def test_zap_decisions_and_arming_token():
 
 @pytest.fixture(scope="module")
 def curve_daemon(tmp_path_factory):
-    """A daemon that requires CurveZMQ: alice (operator) and bob are allowed; arming also needs
-    a token. (Bound to loopback here; the same config binds to a lab network.)"""
+    """A daemon that requires CurveZMQ: alice (operator), carol (submitter) and bob (observer) are
+    allowed; arming also needs a token. (Bound to loopback here; the same config binds to a lab
+    network.)"""
     tmp = tmp_path_factory.mktemp("curve")
     keys = {}
-    for name in ("daemon", "alice", "bob", "mallory"):
+    for name in ("daemon", "alice", "bob", "carol", "mallory"):
         _pub, secret_path, public = security.write_keypair(tmp / "keys", name)
         keys[name] = (public, secret_path)
     extra = (f'[security]\ncurve_secret_key = "{keys["daemon"][1]}"\n'
-             f'clients = {{ alice = "{keys["alice"][0]}", bob = "{keys["bob"][0]}" }}\noperators = ["alice"]\n'
+             f'clients = {{ alice = "{keys["alice"][0]}", bob = "{keys["bob"][0]}", carol = "{keys["carol"][0]}" }}\n'
+             f'operators = ["alice"]\nsubmitters = ["carol"]\n'
              f'[safety]\nrequire_arm = true\narm_token_sha256 = "{security.token_hash("t0ken")}"\n')
 
     def client_for(name, timeout=10.0):
@@ -165,3 +171,44 @@ def test_clients_name_recordings_by_id_never_by_path(curve_daemon):
         with pytest.raises(DaemonError) as e:
             c.abort(reason="x" * 5000)
         assert e.value.code == "invalid_args" and "longer than" in e.value.message
+
+
+def test_roles_submit_arm_identify_abort_disarm(curve_daemon, figure):
+    """Issue 17: once an operator had armed, any allowed key could submit runs. Roles: operators
+    arm and submit; submitters submit runs and identification jobs; observers watch. Abort and
+    disarm stay open to every client: stopping the robot is never refused."""
+    d = curve_daemon
+    alice, bob, carol = d.client_for("alice"), d.client_for("bob"), d.client_for("carol")
+    try:
+        assert bob.status()["safety"]["your_role"] == "anyone"
+        assert carol.status()["safety"]["your_role"] == "submitter"
+        assert alice.status()["safety"]["your_role"] == "operator"
+        for client in (carol, bob):
+            with pytest.raises(DaemonError) as e:
+                client.arm("t0ken")
+            assert e.value.code == "forbidden" and e.value.details["field"] == "cmd"
+        assert alice.arm("t0ken")["armed"] is True
+        before = d.commands()
+        with pytest.raises(DaemonError) as e:  # an observer cannot move the robot, even armed
+            bob.submit_run("panda", excitation(2.0))
+        assert e.value.code == "forbidden" and e.value.details["needed"] == "submitter", e.value.details
+        with pytest.raises(DaemonError) as e:
+            bob.identify(["some-recording"])
+        assert e.value.code == "forbidden"
+        assert d.commands()["starts"] == before["starts"]
+        with pytest.raises(DaemonError) as e:  # a submitter passes the role gate (no such recording)
+            carol.identify(["some-recording"])
+        assert e.value.code == "not_found"
+        accepted = carol.submit_run("panda", excitation(30.0))
+        wait_state(carol, accepted["run_id"], ("execute",))
+        assert bob.abort(reason="observer saw a problem")["aborted"] == accepted["run_id"]  # abort: anyone
+        final = carol.wait_run(accepted["run_id"], timeout=30, poll_s=0.05)
+        assert final["state"] == "aborted" and "observer saw a problem" in final["abort_reason"]
+        wait_stopped(alice)
+        assert alice.status()["safety"]["armed"] is True  # an abort is not a fault
+        assert bob.disarm("end of test")["armed"] is False  # disarm: anyone
+        figure("roles: observer refused submit/identify/arm, submitter refused arm, abort and disarm by an observer",
+               run_aborted_by_observer=final["state"] == "aborted")
+    finally:
+        for c in (alice, bob, carol):
+            c.close()

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from robodyn.identification import scaleout_cli
+from robodyn.commands import scaleout as scaleout_cli
 
 
 def run_cli(*argv) -> int:

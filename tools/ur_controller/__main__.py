@@ -27,6 +27,8 @@ def main(argv=None) -> int:
     p.add_argument("--clock", default="free", choices=("free", "lockstep"),
                    help="free: tick on the wall clock; lockstep: while a client streams servoJ, each tick also "
                         "waits for its command (a servo run is the same on any host; tests)")
+    p.add_argument("--lockstep-wait", type=float, default=0.1, metavar="S",
+                   help="lockstep: longest wait for the client's next command before the tick goes ahead (s)")
     p.add_argument("--rt-priority", type=int, default=0,
                    help="SCHED_FIFO priority for the controller (0: default scheduler); keeps 500 Hz on a busy host")
     args = p.parse_args(argv)
@@ -39,7 +41,8 @@ def main(argv=None) -> int:
     sys.setswitchinterval(2e-4)
     plant = PlantConfig(robot=args.robot, seed=args.seed, perturbation=args.perturbation, payload_kg=args.payload_kg,
                         payload_com=tuple(float(x) for x in args.payload_com.split(",")))
-    cfg = ControllerConfig(host=args.host, cb3=args.cb3, robot_mode=args.robot_mode, clock=args.clock, plant=plant)
+    cfg = ControllerConfig(host=args.host, cb3=args.cb3, robot_mode=args.robot_mode, clock=args.clock,
+                           lockstep_wait_s=args.lockstep_wait, plant=plant)
     ctl = URController(cfg)
     done = threading.Event()
     ctl.on_failure = done.set  # before start: the tick may fail at once

@@ -12,9 +12,11 @@ than half a period late is an overrun, counted with the worst lateness, reported
 announced once on stderr, and carried in every data package as ``actual_execution_time`` (the
 tick's lateness plus its work, ms; on a UR "controller real-time thread execution time"), which
 the driver reports in its diagnostics. In ``lockstep`` (``--clock lockstep``), while a control
-client is streaming servoJ, a tick also waits for the client's command for the previous package
-(at most ``LOCKSTEP_WAIT_S``): every command is applied on the tick after the package it answers,
-whatever the host's timing, so a servo run is the same run on any host. The controller clock
+client is streaming servoJ, the client's input packages are queued and every tick applies exactly
+one, in arrival order, waiting for it when the queue is empty (at most ``lockstep_wait_s``, then the
+tick goes ahead, counted, and lockstep pauses until the client sends again). No command is ever
+overwritten by the next one before a tick applied it (the free clock keeps the newest, as a real
+controller does), so a servo run is the same sequence of targets on any host. The controller clock
 (``timestamp`` = ticks x dt) is exact in both modes.
 
 Simulator-only dashboard commands (test hooks, never sent by ur_rtde):
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections import deque
 import sys
 import threading
 import time
@@ -47,9 +50,9 @@ CB3_VERSION = (3, 15, 8, 12345)
 MIN_SPACING = 0.6
 SPIN_NS = 150_000  # the last 150 us before a tick are busy-waited (time.sleep overshoots)
 CLOCKS = ("free", "lockstep")
-# lockstep: longest wait for the streaming client's next command; then the tick goes ahead (counted)
-# and lockstep pauses until the client streams again. Shorter than the driver's stale-stream
-# timeout (0.25 s), so a client that reads without commanding never sees a dead link
+# lockstep: default longest wait for the streaming client's next command; then the tick goes ahead
+# (counted) and lockstep pauses until the client streams again. Shorter than the driver's
+# stale-stream timeout (0.25 s), so a client that reads without commanding never sees a dead link
 LOCKSTEP_WAIT_S = 0.1
 WITHHELD_KEPT = 32  # withheld tick ranges kept for `sim status`
 
@@ -64,11 +67,14 @@ class ControllerConfig:
     robot_mode: str = "RUNNING"
     serial: str = "20235500001"
     clock: str = "free"  # free | lockstep (see the module docstring)
+    lockstep_wait_s: float = LOCKSTEP_WAIT_S
     plant: PlantConfig = field(default_factory=PlantConfig)
 
     def __post_init__(self):
         if self.clock not in CLOCKS:
             raise ValueError(f"clock: expected one of {list(CLOCKS)}, got {self.clock!r}")
+        if not 0.0 < self.lockstep_wait_s <= 10.0:
+            raise ValueError(f"lockstep_wait_s: expected 0 < s <= 10, got {self.lockstep_wait_s}")
 
     @property
     def rate_hz(self) -> float:
@@ -131,7 +137,9 @@ class URController:
         self.withheld_ticks: list[list[int]] = []  # [first, last] tick numbers of each withheld range
         self.timing = TickTiming(self.dt)
         self.stall_s = 0.0
-        # lockstep: set by the control client's data packages, cleared when a package goes out
+        # lockstep: input packages received while streaming, applied one per tick in arrival order;
+        # the event wakes a tick that waits for one
+        self.command_queue: deque[dict] = deque()
         self.command_arrived = threading.Event()
         self.lockstep_waits = 0  # ticks that waited for the client's command
         self.lockstep_timeouts = 0  # ticks that went ahead without it (LOCKSTEP_WAIT_S)
@@ -225,8 +233,11 @@ class URController:
                 self.stall_s = 0.0
             start_ns = time.monotonic_ns()
             with self.lock:
+                if self.command_queue:
+                    self._write_registers(self.command_queue.popleft())
+                if not self.command_queue:
+                    self.command_arrived.clear()
                 self._control_tick()
-                self.command_arrived.clear()
                 packets = self._packets(self.timing.execution_ms)
             for client, data in packets:
                 client.send(data, realtime=True)
@@ -242,15 +253,15 @@ class URController:
         return self.script.running and self.motion.mode == "servo"
 
     def _wait_for_command(self) -> bool:
-        """Wait for the streaming client's command for the previous package; True if the tick had
-        to wait for it. A client that stops streaming pauses lockstep until its next command."""
+        """Wait for the streaming client's next command; True if the tick had to wait for it. A
+        client that stops streaming pauses lockstep until its next command."""
         if self.command_arrived.is_set():
             self._lockstep_paused = False
             return False
         if self._lockstep_paused:
             return False
         self.lockstep_waits += 1
-        if not self.command_arrived.wait(LOCKSTEP_WAIT_S):
+        if not self.command_arrived.wait(self.cfg.lockstep_wait_s):
             self.lockstep_timeouts += 1
             self._lockstep_paused = True
         return True
@@ -394,12 +405,19 @@ class URController:
             return
         values = recipe.unpack(payload)
         with self.lock:
-            for name, value in values.items():
-                if name.startswith("input_int_register_"):
-                    self.ints[int(name.rsplit("_", 1)[1])] = int(value)
-                elif name.startswith("input_double_register_"):
-                    self.doubles[int(name.rsplit("_", 1)[1])] = float(value)
+            # (a package behind queued ones queues too, even after streaming ended: order is kept)
+            if self.command_queue or (self.cfg.clock == "lockstep" and self._streaming()):
+                self.command_queue.append(values)
+            else:
+                self._write_registers(values)
             self.command_arrived.set()
+
+    def _write_registers(self, values: dict) -> None:
+        for name, value in values.items():
+            if name.startswith("input_int_register_"):
+                self.ints[int(name.rsplit("_", 1)[1])] = int(value)
+            elif name.startswith("input_double_register_"):
+                self.doubles[int(name.rsplit("_", 1)[1])] = float(value)
 
     # ----------------------------------------------------------------- dashboard
 

@@ -1,13 +1,17 @@
-"""`robodyn identify` and `robodyn validate`: local identification from recordings or CSV files."""
+"""`robodyn identify` (every method, one option set), `validate`, `predict`, `drive-gains`,
+`export-urdf`; `identify-advanced` is the old name of `identify` for the methods it offered."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from robodyn.cli import print_json
+from robodyn.cli import UserError, _strict, print_json
+from robodyn.identification.methods import DESCRIPTIONS, METHODS
 from robodyn.papers import cite
+
+from . import progress as bars
+from .common import add_json, deprecated, number
 
 
 def _floats(text: str, name: str) -> list[float]:
@@ -52,37 +56,97 @@ def add_processing_arguments(p) -> None:
 
 
 def processing_from_args(args):
-    from .signals import ProcessingConfig
+    from robodyn.identification.signals import ProcessingConfig
 
     return ProcessingConfig(resample=args.resample, cutoff_hz=_cutoff(args.cutoff), velocity=args.velocity,
                             rloess_span=args.rloess_span, decimation=args.decimate, trim_s=args.trim,
                             min_velocity=args.min_velocity, gap_periods=args.gap_periods)
 
 
-def register(sub) -> None:
-    p = sub.add_parser("identify", help="identify base parameters from recordings or CSV files")
-    p.add_argument("data", nargs="+", metavar="REC_OR_CSV", help="daemon recordings (.mcap), .csv or .npz files")
-    p.add_argument("--robot", required=True, help="built-in model name or model file")
-    p.add_argument("--method", choices=("ols", "wls", "irls", "ridge", "tls"), default="wls",
-                   help="estimator: ordinary, weighted (Gautier), Huber-reweighted, ridge (GCV) or total least squares")
+def add_model_arguments(p) -> None:
+    """What is identified: friction, rotor inertia, current-to-torque gains, preprocessed data."""
     p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"),
                    default="coulomb-viscous",
                    help="friction identified with the dynamics: viscous + Coulomb + offset (default), Stribeck or "
                         "sigmoid (velocity scales chosen from the data); with --friction-model, the model subtracted")
     p.add_argument("--friction-model", metavar="FILE",
                    help="friction fit (JSON from `robodyn friction fit`) to subtract before identification")
-    p.add_argument("--select", action="store_true",
-                   help="choose friction model, cut-off and estimator by held-out error on the last --holdout of "
-                        "each recording, then refit the best on all of it; prints every candidate")
-    p.add_argument("--holdout", type=float, default=0.25, metavar="FRACTION",
-                   help="with --select: fraction of each recording held out, by time (default 0.25)")
     p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
     p.add_argument("--drive-gains", metavar="K1,...,KN", help="N.m/A per joint for CSV files with current columns")
+    p.add_argument("--preprocessed", action="store_true",
+                   help="the data already carry exact qd and qdd (simulations): no signal processing")
+
+
+def add_method_options(p, population_default: int | None = None) -> None:
+    """Options only some methods read, grouped under the methods that read them."""
+    g = p.add_argument_group(f"metaheuristics: wso, pso, ga, icpso ({cite('wso')}: eq. 14 in the box OLS +- 5|p|)")
+    g.add_argument("--population", type=int, default=population_default, help="population size (default 150)")
+    g.add_argument("--iterations", type=int, default=None,
+                   help="iterations or generations (default: Ni et al. 2024's WSO 3000, PSO 800, GA 460, ICPSO 800)")
+    g.add_argument("--seed", type=int, default=0, help="random seed (default 0); the result records it")
+    g.add_argument("--weights", default=None, metavar="PSI",
+                   help="joint weights psi_j of eq. 14: comma list, or 'inverse-variance' (1/sigma_j^2 of OLS)")
+    g = p.add_argument_group("consistent: physically consistent parameters (semidefinite program)")
+    g.add_argument("--reference-weight", type=float, default=None,
+                   help="weight of closeness to the model's CAD values (default 1e-4)")
+    g.add_argument("--no-cad", action="store_true", help="regularise towards zero, not the CAD values")
+    g = p.add_argument_group(f"nn: linear neural network ({cite('icpso')})")
+    g.add_argument("--epochs", type=int, default=None, help="training epochs at most (default 20000)")
+
+
+def method_options(args, method: str):
+    from robodyn.identification.methods import MethodOptions
+
+    return MethodOptions(weights=args.weights, population=args.population,
+                         iterations=args.epochs if method == "nn" else args.iterations, seed=args.seed,
+                         reference_weight=args.reference_weight, cad_reference=not args.no_cad)
+
+
+def config_from_args(args, model, method: str = "ols"):
+    """The identification config of the shared options (friction, rotor inertia, processing)."""
+    from robodyn.identification.pipeline import IdentificationConfig
+
+    friction_model = None
+    if args.friction_model:
+        friction_model = json.loads(Path(args.friction_model).read_text())
+        friction_model = friction_model.get("model", friction_model)
+    return IdentificationConfig(method=method if method in ("ols", "wls", "irls", "ridge", "tls") else "ols",
+                                friction=args.friction, rotor_inertia=not args.no_rotor_inertia,
+                                friction_model=friction_model, processing=processing_from_args(args),
+                                motor_couplings=model.motor_couplings)
+
+
+def add_identify_arguments(p, default_method: str | None = None) -> None:
+    """The one option set of `robodyn identify`, for every method."""
+    p.add_argument("data", nargs="+", metavar="REC_OR_CSV", help="daemon recordings (.mcap), .csv or .npz files")
+    p.add_argument("--robot", required=True, help="built-in model name or model file")
+    p.add_argument("--method", choices=METHODS, default=default_method, metavar="METHOD",
+                   help="one of " + "; ".join(f"{m}: {d}" for m, d in DESCRIPTIONS.items())
+                        + f" (default {default_method or 'wls'}; with --select, chosen)")
+    add_model_arguments(p)
+    p.add_argument("--select", action="store_true",
+                   help="choose friction model, cut-off and least-squares estimator by held-out error on the last "
+                        "--holdout of each recording, then refit the best on all of it; prints every candidate")
+    p.add_argument("--holdout", type=float, default=0.25, metavar="FRACTION",
+                   help="with --select: fraction of each recording held out, by time (default 0.25)")
     add_processing_arguments(p)
-    p.add_argument("--out", default="result.json", help="result file (JSON)")
+    add_method_options(p)
+    p.add_argument("--out", default="result.json", help="result file (JSON; the same format for every method)")
     p.add_argument("--report", metavar="HTML", help="also write an HTML report with torque plots")
-    p.add_argument("--json", action="store_true", help="print the result summary as JSON")
+    add_json(p, "print the result summary as JSON")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("identify", help="identify base parameters from recordings or CSV files, by any method",
+                       description="Identify a robot's dynamic parameters from recordings. Every method reads "
+                                   "the same options, processes the data the same way and writes the same result "
+                                   "format (validate and predict read it).")
+    add_identify_arguments(p)
     p.set_defaults(handler=cmd_identify)
+
+    p = sub.add_parser("identify-advanced", help="deprecated: `robodyn identify --method METHOD`")
+    add_identify_arguments(p, default_method="wso")
+    p.set_defaults(handler=deprecated(cmd_identify, "identify-advanced", "identify --method METHOD"))
 
     p = sub.add_parser("validate", help="validate an identification result on (held-out) recordings, against the "
                                         "measured torque")
@@ -91,7 +155,7 @@ def register(sub) -> None:
     p.add_argument("--robot", help="model (default: the one named in the result)")
     p.add_argument("--drive-gains", metavar="K1,...,KN")
     p.add_argument("--plot", metavar="PNG", help="write predicted-vs-measured torque plots")
-    p.add_argument("--json", action="store_true")
+    add_json(p)
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("predict", help="predicted beside measured torque, sample by sample, as CSV")
@@ -101,7 +165,7 @@ def register(sub) -> None:
                    help="columns t, tau_measured1..n, tau_predicted1..n at the measured samples")
     p.add_argument("--robot", help="model (default: the one named in the result)")
     p.add_argument("--drive-gains", metavar="K1,...,KN")
-    p.add_argument("--json", action="store_true")
+    add_json(p)
     p.set_defaults(handler=cmd_predict)
 
     p = sub.add_parser("drive-gains", help="current-to-torque drive gains from recordings without and with a "
@@ -116,24 +180,37 @@ def register(sub) -> None:
                         "dynamic_calibration's load-unload TLS (one pair of identical trajectories)")
     p.add_argument("--max-relative-std", type=float, default=0.02,
                    help="global: a gain less certain than this is reported as not identifiable")
-    p.add_argument("--json", action="store_true")
+    add_json(p)
     p.set_defaults(handler=cmd_drive_gains)
+
+    p = sub.add_parser("export-urdf", help="write a physically consistent result as URDF")
+    p.add_argument("result", help="result JSON of `robodyn identify --method consistent`")
+    p.add_argument("--out", default="robot_identified.urdf")
+    p.add_argument("--robot", help="model (default: the one named in the result)")
+    p.add_argument("--verify", action="store_true",
+                   help="load the URDF in pinocchio and MuJoCo and compare torques on random states")
+    add_json(p)
+    p.set_defaults(handler=cmd_export_urdf)
 
 
 def _load(paths, model, gains):
-    from .data import load_dataset
+    from robodyn.identification.data import load_dataset
 
     return [load_dataset(p, drive_gains=gains, model=model) for p in paths]
 
 
 def metric_lines(m: dict, title: str) -> list[str]:
+    """Per-joint RMSE, relative error and correlation. A relative error or correlation that does not
+    exist (a joint whose measured torque is zero, or constant) is 'n/a', with the reason below."""
     lines = [title, "joint        RMSE [N.m]   rel.err    corr"]
+    missing = False
     for j, name in enumerate(m["joints"]):
-        rel = m["relative_error"][j]
-        corr = m["correlation"][j]
-        lines.append(f"{name:<12} {m['rmse'][j]:10.4f} {'' if rel is None else f'{rel:9.4f}'} "
-                     f"{'' if corr is None else f'{corr:8.5f}'}")
+        rel, corr = m["relative_error"][j], m["correlation"][j]
+        missing |= rel is None or corr is None
+        lines.append(f"{name:<12} {m['rmse'][j]:10.4f} {number(rel, '.4f', 9)} {number(corr, '.5f', 8)}")
     lines.append(f"{'sum':<12} {m['rmse_sum']:10.4f}   total relative error {m['relative_error_total']:.4f}")
+    if missing:
+        lines.append("n/a: that joint's measured torque is zero (no relative error) or constant (no correlation)")
     return lines
 
 
@@ -185,53 +262,81 @@ def selection_lines(sel: dict, limit: int = 12) -> list[str]:
 
 
 def cmd_identify(args) -> int:
+    from robodyn.identification.methods import identify_method, iteration_budget
+    from robodyn.identification.pipeline import validate
     from robodyn.robot.loader import load_model
 
-    from .pipeline import IdentificationConfig, identify, validate
-
+    if args.select and args.method not in (None, "ols", "wls", "irls", "ridge", "tls"):
+        raise UserError(f"--select chooses among the least-squares estimators; it does not run --method "
+                        f"{args.method} (drop one of the two)")
+    method = args.method or "wls"
     model = load_model(args.robot)
+    if method == "stepwise":
+        return _identify_stepwise(args, model)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
-    friction_model = None
-    if args.friction_model:
-        friction_model = json.loads(Path(args.friction_model).read_text())
-        friction_model = friction_model.get("model", friction_model)
-    config = IdentificationConfig(method=args.method, friction=args.friction, rotor_inertia=not args.no_rotor_inertia,
-                                  friction_model=friction_model, processing=processing_from_args(args),
-                                  motor_couplings=model.motor_couplings)
+    config = config_from_args(args, model, method)
+    options = method_options(args, method)
     datasets = _load(args.data, model, gains)
-
-    def progress(stage, fraction):
-        if not args.json:
-            print(f"  {stage} ({fraction * 100:.0f} %)", file=sys.stderr)
-
     sources = [str(p) for p in args.data]
-    if args.select:
-        from .selection import select
+    details, method_line = {}, ""
+    budget = iteration_budget(method, options) if method in ("wso", "pso", "ga", "icpso") else None
+    with bars.bar(args, total=100, desc="identify", unit="%") as stage_bar, \
+            (bars.bar(args, total=budget, desc=method, unit="it") if budget else bars.none()) as it_bar:
+        progress = bars.stages(stage_bar)
+        if args.select:
+            from robodyn.identification.selection import select
 
-        result = select(model, datasets, config, holdout=args.holdout, sources=sources, progress=progress)
-    else:
-        result = identify(model, datasets, config, sources=sources, progress=progress)
+            result = select(model, datasets, config, holdout=args.holdout, sources=sources, progress=progress)
+        else:
+            outcome = identify_method(model, datasets, config, method, options=options, sources=sources,
+                                      preprocessed=args.preprocessed, progress=progress,
+                                      iteration_callback=bars.iterations(it_bar, fitness_label="J"))
+            result, details, method_line = outcome.result, outcome.details, outcome.summary
     doc = result.to_dict()
+    doc.update(details)
     # where the model came from, so validate and predict load the same one (a file, or a built-in)
     doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
-    # the fit against what the sensor measured, processed exactly as validation will be
-    measured = validate(model, doc, datasets)
-    doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
-    Path(args.out).write_text(json.dumps(doc, indent=1))
+    if not args.preprocessed:
+        # the fit against what the sensor measured, processed exactly as validation will be
+        measured = validate(model, doc, datasets)
+        doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
+    Path(args.out).write_text(json.dumps(_strict(doc), indent=1, allow_nan=False))
     if args.report:
-        from .report import write_html_report
+        from robodyn.identification.report import write_html_report
 
-        write_html_report(args.report, doc, [{"title": "identification data", "metrics": doc["metrics"]["measured"]}])
+        write_html_report(args.report, doc, [{"title": "identification data",
+                                              "metrics": doc["metrics"].get("measured",
+                                                                            doc["metrics"]["identification"])}])
     if args.json:
-        print_json({"out": args.out, "robot": doc["robot"], "base_count": doc["base"]["count"],
+        print_json({"out": args.out, "robot": doc["robot"], "method": doc["estimate"]["method"],
+                    "base_count": doc["base"]["count"],
                     "estimate": {k: doc["estimate"][k] for k in ("method", "rank", "cond", "rows", "relative_residual")},
                     "parameters": doc["estimate"]["parameters"], "metrics": doc["metrics"],
-                    "processing": doc["config"]["processing"], **({"selection": doc["selection"]} if args.select else {})})
+                    "processing": doc["config"]["processing"], **({"selection": doc["selection"]} if args.select else {}),
+                    **details})
     else:
         if args.select:
             print("\n".join(selection_lines(doc["selection"])))
         print("\n".join(summary_lines(doc)))
+        if method_line:
+            print(method_line)
         print(f"result written to {args.out}")
+    return 0
+
+
+def _identify_stepwise(args, model) -> int:
+    """Chen et al. 2021's stepwise identification of flexible joints from its own recordings."""
+    from robodyn.identification import stepwise
+
+    run = getattr(stepwise, "identify_recorded", None)
+    if run is None:
+        raise UserError("--method stepwise: stepwise identification from recordings is not available in this build")
+    doc = run(model, [str(p) for p in args.data])
+    Path(args.out).write_text(json.dumps(_strict(doc), indent=1, allow_nan=False))
+    if args.json:
+        print_json({"out": args.out, "method": "stepwise", **doc})
+    else:
+        print(f"stepwise identification ({cite('stepwise')}) written to {args.out}")
     return 0
 
 
@@ -247,7 +352,7 @@ def _result_model(args, doc: dict):
 
 
 def cmd_validate(args) -> int:
-    from .pipeline import load_result, validate
+    from robodyn.identification.pipeline import load_result, validate
 
     doc = load_result(args.result)
     model = _result_model(args, doc)
@@ -255,8 +360,8 @@ def cmd_validate(args) -> int:
     datasets = _load(args.data, model, gains)
     metrics = validate(model, doc, datasets)
     if args.plot:
-        from .pipeline import predict
-        from .report import torque_plot_png
+        from robodyn.identification.pipeline import predict
+        from robodyn.identification.report import torque_plot_png
 
         t, measured, predicted = predict(model, doc, datasets[0])
         Path(args.plot).write_bytes(torque_plot_png(t - t[0], measured, predicted, model.joint_names,
@@ -274,7 +379,7 @@ def cmd_validate(args) -> int:
 def cmd_predict(args) -> int:
     import numpy as np
 
-    from .pipeline import load_result, predict, torque_metrics
+    from robodyn.identification.pipeline import load_result, predict, torque_metrics
 
     doc = load_result(args.result)
     model = _result_model(args, doc)
@@ -326,7 +431,7 @@ def _current_run(path: str, model, payload: dict | None) -> dict:
 def cmd_drive_gains(args) -> int:
     from robodyn.robot.loader import load_model
 
-    from .drive_gains import difference_drive_gains, global_drive_gains
+    from robodyn.identification.drive_gains import difference_drive_gains, global_drive_gains
 
     model = load_model(args.robot)
     com = _floats(args.payload_com, "payload-com")
@@ -366,4 +471,36 @@ def cmd_drive_gains(args) -> int:
             print(f"  note: {note}")
         if result["driver_config"]:
             print("daemon configuration:\n" + result["driver_config"])
+    return 0
+
+
+def cmd_export_urdf(args) -> int:
+    import numpy as np
+
+    from robodyn.identification.base_params import BaseParameters
+    from robodyn.identification.pipeline import load_result
+    from robodyn.identification.urdf_export import export_urdf, verify_urdf
+    from robodyn.robot.loader import load_model
+
+    doc = load_result(args.result)
+    if "consistent" not in doc:
+        raise ValueError(f"{args.result}: has no physically consistent parameters; run `robodyn identify --method "
+                         "consistent` first (a URDF needs full, feasible standard parameters)")
+    model = load_model(args.robot or doc.get("robot_ref") or doc["robot"])
+    base = BaseParameters.from_dict(doc["base"])
+    text = export_urdf(model, doc["consistent"], base)
+    Path(args.out).write_text(text)
+    report = None
+    if args.verify:
+        from robodyn.identification.regressor import sample_states
+
+        q, qd, qdd = sample_states(model, 50, seed=3)
+        report = verify_urdf(text, model, base, np.asarray(doc["consistent"]["standard"]), q, qd, qdd)
+    if args.json:
+        print_json({"out": args.out, "verification": report})
+        return 0
+    print(f"URDF written to {args.out}")
+    if report is not None:
+        print(f"pinocchio max |tau - tau_identified| = {report['pinocchio']['max_abs_error']:.3g} N.m, "
+              f"MuJoCo {report['mujoco']['max_abs_error']:.3g} N.m over {report['samples']} random states")
     return 0

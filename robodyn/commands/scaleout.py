@@ -23,8 +23,8 @@ from pathlib import Path
 
 from robodyn.cli import print_json
 
-BATCH_FORMAT = "robodyn.scaleout.batch"
-FILE_KINDS = {"identify": ("recordings",), "calibrate": ("measurements", "loaded")}
+from . import progress as bars
+from .common import add_json
 
 
 def register(sub) -> None:
@@ -38,41 +38,14 @@ def register(sub) -> None:
                    help="local (process pool, default), inline, ray (local Ray), ray://HOST:PORT or ray:ADDRESS")
     a.add_argument("--workers", type=int, default=None, help="worker processes / local Ray CPUs (default: all CPUs)")
     a.add_argument("--max-attempts", type=int, default=3, help="executions per job when workers are lost")
-    a.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json(a, "print the summary as JSON")
     a.set_defaults(handler=cmd_run)
 
 
-def job_specs(doc: dict) -> list:
-    """The batch document's jobs as JobSpecs; a file job without an id is named by its files' state."""
-    from .scaleout.batch import file_job_id
-    from .scaleout.jobs import JobSpec
-
-    if doc.get("format") != BATCH_FORMAT:
-        raise ValueError(f"batch: format is {doc.get('format')!r}, expected {BATCH_FORMAT!r}")
-    jobs = doc.get("jobs")
-    if not isinstance(jobs, list) or not jobs:
-        raise ValueError("batch: 'jobs' must be a non-empty list")
-    specs = []
-    for k, job in enumerate(jobs):
-        spec = JobSpec.from_dict(job)  # validates kind, payload, id
-        if not job.get("job_id") and spec.kind in FILE_KINDS:
-            paths = [p for key in FILE_KINDS[spec.kind] for p in _as_list(spec.payload.get(key))]
-            missing = [p for p in paths if not Path(p).exists()]
-            if missing:
-                raise FileNotFoundError(f"jobs[{k}]: no such file {missing[0]}")
-            spec = JobSpec(spec.kind, spec.payload, file_job_id(spec.kind, spec.payload, paths))
-        specs.append(spec)
-    return specs
-
-
-def _as_list(v) -> list:
-    return [] if v is None else ([v] if isinstance(v, str) else list(v))
-
-
 def cmd_run(args) -> int:
-    from .scaleout.batch import run_batch
-    from .scaleout.executors import make_executor
-    from .scaleout.jobs import ResultStore, RetryPolicy
+    from robodyn.identification.scaleout.batch import job_specs, run_batch
+    from robodyn.identification.scaleout.executors import make_executor
+    from robodyn.identification.scaleout.jobs import ResultStore, RetryPolicy
 
     try:
         doc = json.loads(Path(args.batch).read_text())
@@ -82,8 +55,10 @@ def cmd_run(args) -> int:
     store = ResultStore(args.out)
     policy = RetryPolicy(max_attempts=args.max_attempts)
     cluster = args.cluster or doc.get("cluster")
-    with make_executor(cluster, args.workers or doc.get("workers"), policy) as executor:
-        results = run_batch(executor, specs, store, policy)
+    todo = sum(store.get(s.job_id) is None for s in specs)
+    with make_executor(cluster, args.workers or doc.get("workers"), policy) as executor, \
+            bars.bar(args, total=todo, desc="jobs", unit="job") as b:
+        results = run_batch(executor, specs, store, policy, on_result=lambda r: b.update(1))
     summary = {"out": str(args.out), "cluster": cluster or "local", "jobs": len(results),
                "ok": sum(r.ok for r in results),
                "results": [{"job_id": r.job_id, "kind": r.kind, "ok": r.ok, "attempts": r.attempts,

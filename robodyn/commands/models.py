@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from robodyn.cli import print_json
 
+from .common import add_json
+
 
 def register(sub) -> None:
     p = sub.add_parser("models", help="list the built-in robot models")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(p)
     p.set_defaults(handler=cmd_models)
 
     p = sub.add_parser("model", help="print a robot model: joints, limits, standard and base parameters")
@@ -15,12 +17,12 @@ def register(sub) -> None:
     p.add_argument("--rotor-inertia", action="store_true", help="include rotor inertia columns IA")
     p.add_argument("--friction", default="", metavar="KINDS",
                    help="friction columns to include: comma list of viscous,coulomb,offset")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(p)
     p.set_defaults(handler=cmd_model)
 
 
 def cmd_models(args) -> int:
-    from .loader import builtin_model_names, load_model
+    from robodyn.robot.loader import builtin_model_names, load_model
 
     rows = []
     for name in builtin_model_names():
@@ -39,7 +41,7 @@ def cmd_model(args) -> int:
     from robodyn.identification.base_params import base_parameters
     from robodyn.identification.regressor import ColumnSpec, parameter_names
 
-    from .loader import load_model
+    from robodyn.robot.loader import load_model
 
     model = load_model(args.robot)
     spec = ColumnSpec.parse(args.rotor_inertia, args.friction)

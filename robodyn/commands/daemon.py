@@ -1,7 +1,19 @@
-"""`robodyn daemon [--config FILE]`: the acquisition daemon (see robodyn.daemon.server);
-`robodyn keys NAME`: a CurveZMQ keypair for the daemon or a remote client."""
+"""`robodyn daemon`: the acquisition daemon (robodyn.daemon.server); `robodyn worker`: the
+identification job runner; `robodyn keys NAME`: a CurveZMQ keypair for the daemon or a client.
+
+With ``--json`` the two services write their log as JSON lines (one object per record: time,
+level, logger, message and the record's structured fields), for log collectors."""
 
 from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+
+from robodyn.cli import print_json
+
+from .common import add_json
 
 
 def register(sub) -> None:
@@ -11,6 +23,7 @@ def register(sub) -> None:
                                                      "(default ~/.local/share/robodyn)")
     p.add_argument("--control", metavar="ENDPOINT", help="control endpoint, e.g. tcp://127.0.0.1:47770")
     p.add_argument("--state", metavar="ENDPOINT", help="state stream endpoint, e.g. tcp://127.0.0.1:47771")
+    add_json(p, "log as JSON lines on stderr (one object per record) instead of text")
     p.set_defaults(handler=cmd_daemon)
 
     p = sub.add_parser("worker", help="run queued identification jobs (robodyn-worker.service; "
@@ -18,45 +31,78 @@ def register(sub) -> None:
     p.add_argument("--config", metavar="FILE", help="the daemon's TOML configuration (for data_dir)")
     p.add_argument("--data-dir", metavar="DIR", help="override [daemon].data_dir")
     p.add_argument("--once", action="store_true", help="run what is queued, then exit")
+    add_json(p, "log as JSON lines on stderr (one object per record) instead of text")
     p.set_defaults(handler=cmd_worker)
 
     p = sub.add_parser("keys", help="generate a CurveZMQ keypair (daemon or client) for remote access")
     p.add_argument("name", metavar="NAME", help="key name, e.g. 'daemon' or the operator's name")
     p.add_argument("--dir", default=".", metavar="DIR", help="where NAME.key and NAME.key_secret are written")
+    add_json(p)
     p.set_defaults(handler=cmd_keys)
 
 
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per log record; the structured ``fields`` of a record (see
+    robodyn.daemon.logs) become keys of their own."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(record.created))
+                       + f".{int(record.msecs):03d}",
+               "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage()}
+        fields = getattr(record, "fields", None)
+        if fields:
+            doc.update({k: v for k, v in fields.items() if k not in doc})
+        if record.exc_info:
+            doc["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str)
+
+
+def json_logging(level: int = logging.INFO) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLogFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
 def cmd_worker(args) -> int:
+    from robodyn.daemon.config import load_config
+    from robodyn.daemon.logs import setup_logging
     from robodyn.identification.daemon_jobs import worker_main
 
-    from .config import load_config
-    from .logs import setup_logging
-
-    setup_logging()
+    json_logging() if args.json else setup_logging()
     cfg = load_config(args.config, overrides={"data_dir": args.data_dir})
     return worker_main(cfg.data_dir, str(cfg.recordings_dir), once=args.once)
 
 
 def cmd_keys(args) -> int:
-    from .security import write_keypair
+    from robodyn.daemon.security import write_keypair
 
     public_path, secret_path, public = write_keypair(args.dir, args.name)
+    daemon_config = f'[security.clients] {args.name} = "{public}"'
+    if args.json:
+        print_json({"name": args.name, "public_key": public, "public_key_file": str(public_path),
+                    "secret_key_file": str(secret_path), "daemon_config": daemon_config})
+        return 0
     print(f"public key  {public}\n  {public_path} (share it)\n  {secret_path} (secret, mode 0600)")
     print("daemon config:  [security] curve_secret_key = \"<the daemon's .key_secret>\" and, per client,")
-    print(f'                [security.clients] {args.name} = "{public}"')
+    print(f"                {daemon_config}")
     return 0
 
 
 def cmd_daemon(args) -> int:
-    from .config import load_config
-    from .server import run_daemon
+    import zmq
+
+    from robodyn.daemon import server
+    from robodyn.daemon.config import load_config
 
     cfg = load_config(args.config, overrides={"data_dir": args.data_dir, "control": args.control,
                                               "state": args.state})
-    import zmq
-
+    if args.json:
+        # run_daemon sets up the daemon's logging itself; with --json that set-up is the JSON one
+        server.setup_logging = json_logging
     try:
-        return run_daemon(cfg)
+        return server.run_daemon(cfg)
     except RuntimeError as exc:  # a worker could not start: one sentence, the cause inside
         raise ValueError(str(exc)) from None
     except zmq.ZMQError as exc:  # typically: the port is taken by another daemon

@@ -8,6 +8,9 @@ import numpy as np
 
 from robodyn.cli import UserError, print_json
 
+from . import progress as bars
+from .common import add_json
+
 
 def register(sub) -> None:
     p = sub.add_parser("excitation", help="design, check, sample and plot excitation trajectories")
@@ -54,8 +57,8 @@ def register(sub) -> None:
     d.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
                    help="override a joint limit for every joint, e.g. qddd_max=1e6 (repeatable)")
     d.add_argument("--out", required=True, help="trajectory JSON to write")
-    d.add_argument("--json", action="store_true", help="machine-readable report on stdout")
-    d.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_json(d)
+    d.add_argument("--quiet", action="store_true", help="no progress bar (there is none when not at a terminal)")
     d.set_defaults(handler=cmd_design)
 
     c = esub.add_parser("check", help="limits report for a trajectory file (the daemon's validator)")
@@ -65,13 +68,14 @@ def register(sub) -> None:
     c.add_argument("--friction", default="viscous,coulomb", metavar="KINDS",
                    help="friction columns for the reported cond (or 'none')")
     c.add_argument("--rotor-inertia", action="store_true")
-    c.add_argument("--json", action="store_true")
+    add_json(c)
     c.set_defaults(handler=cmd_check)
 
     s = esub.add_parser("sample", help="sample a trajectory to CSV: t, q1..qn, qd1..qdn, qdd1..qddn")
     s.add_argument("trajectory")
     s.add_argument("--rate", type=float, required=True, help="Hz")
     s.add_argument("--out", required=True)
+    add_json(s)
     s.set_defaults(handler=cmd_sample)
 
     pl = esub.add_parser("plot", help="plot q, qd, qdd (and jerk) of a trajectory to an image")
@@ -79,6 +83,7 @@ def register(sub) -> None:
     pl.add_argument("--out", required=True)
     pl.add_argument("--robot", default=None, help="draw this robot's limits")
     pl.add_argument("--rate", type=float, default=100.0)
+    add_json(pl)
     pl.set_defaults(handler=cmd_plot)
 
 
@@ -145,6 +150,17 @@ def _options(method: str, iterations: int | None, population: int | None):
     return replace(o, **changes)
 
 
+def _iteration_count(method: str, options) -> int | None:
+    """Iterations per start of an optimizer (for the progress bar); None when not known ahead."""
+    from robodyn.identification import optimizers as opt
+
+    o = options if options is not None else opt.default_options(method)
+    for key in ("iterations", "generations", "max_iter"):
+        if hasattr(o, key):
+            return int(getattr(o, key))
+    return None
+
+
 def cmd_design(args) -> int:
     from robodyn.identification.excitation import (CartesianLimits, DesignRequest, InfeasibleDesign,
                                                    design_excitation)
@@ -164,13 +180,12 @@ def cmd_design(args) -> int:
                         sub_experiment=_sub_experiment(args.moving, args.part, model.dof),
                         grid_endpoint=args.grid_endpoint, limit_overrides=_limit_overrides(args.limit))
 
-    def progress(p):
-        if not args.quiet and p.iteration % 10 == 0:
-            print(f"[{p.method} start {p.run + 1}] iteration {p.iteration}: best {p.best_fitness:.6g} "
-                  f"({p.nfev} evaluations, {p.elapsed:.1f} s)", file=sys.stderr)
-
+    per_start = _iteration_count(args.optimizer, req.options)
+    show = not args.quiet
     try:
-        result = design_excitation(model, req, callback=progress)
+        with (bars.bar(args, total=per_start * args.starts if per_start else None, desc=f"design ({args.optimizer})",
+                       unit="it") if show else bars.none()) as b:
+            result = design_excitation(model, req, callback=bars.iterations(b, per_start, "best"))
     except InfeasibleDesign as exc:
         if args.json:
             print_json({"ok": False, "infeasible": exc.report})
@@ -200,7 +215,7 @@ def cmd_check(args) -> int:
     from robodyn.robot.loader import load_model
     from robodyn.trajectory import load_trajectory
 
-    from .excitation.objectives import excitation_metrics
+    from robodyn.identification.excitation.objectives import excitation_metrics
 
     model = load_model(args.robot)
     traj = load_trajectory(args.trajectory)
@@ -233,6 +248,9 @@ def cmd_sample(args) -> int:
     header = ["t"] + [f"{p}{i + 1}" for p in ("q", "qd", "qdd") for i in range(n)]
     np.savetxt(args.out, np.column_stack([t, q, qd, qdd]), delimiter=",", header=",".join(header), comments="",
                fmt="%.10g")
+    if args.json:
+        print_json({"out": args.out, "samples": int(t.size), "rate_hz": args.rate, "joints": n})
+        return 0
     print(f"wrote {args.out}: {t.size} samples at {args.rate:g} Hz, {n} joints")
     return 0
 
@@ -272,5 +290,8 @@ def cmd_plot(args) -> int:
     fig.suptitle(f"{traj.family} trajectory, {traj.dof} joints, {traj.duration:.3g} s")
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)
+    if args.json:
+        print_json({"out": args.out, "family": traj.family, "joints": traj.dof, "duration_s": traj.duration})
+        return 0
     print(f"wrote {args.out}")
     return 0

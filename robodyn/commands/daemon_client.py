@@ -1,4 +1,5 @@
-"""Client commands: `robodyn status | arm | disarm | run | abort | recordings | export | stream`."""
+"""Commands that talk to a running acquisition daemon: `robodyn status | arm | disarm | run | abort |
+recordings | export | stream | submit-identify | jobs | pull`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ import time
 from pathlib import Path
 
 from robodyn.cli import UserError, print_json
+
+from robodyn.identification.estimators import METHODS as LEAST_SQUARES
+
+from . import progress as bars
+from .common import add_json
+from .identify import add_processing_arguments, processing_from_args
 
 
 def _endpoint_arg(p) -> None:
@@ -22,18 +29,20 @@ def _endpoint_arg(p) -> None:
 def register(sub) -> None:
     p = sub.add_parser("status", help="daemon, robot, driver loop, recorder and run state")
     _endpoint_arg(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(p)
     p.set_defaults(handler=cmd_status)
 
     p = sub.add_parser("arm", help="enable motion: the operator has checked the robot's workspace")
     _endpoint_arg(p)
     p.add_argument("--token-file", metavar="FILE", help="file holding the arming token, when the daemon "
                                                         "is configured with [safety].arm_token_sha256")
+    add_json(p)
     p.set_defaults(handler=cmd_arm)
 
     p = sub.add_parser("disarm", help="disable motion; a run in progress is ramped to rest")
     _endpoint_arg(p)
     p.add_argument("--reason", default=None)
+    add_json(p)
     p.set_defaults(handler=cmd_disarm)
 
     p = sub.add_parser("run", help="submit a trajectory file to the daemon for execution and recording")
@@ -45,17 +54,18 @@ def register(sub) -> None:
                    help="control mode of the run (torque: the driver's own impedance law plus feedforward "
                         "tracks the trajectory; Franka only)")
     p.add_argument("--wait", action="store_true", help="show progress until the run ends; print its summary")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(p)
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("abort", help="stop the run in progress safely (ramp to rest)")
     _endpoint_arg(p)
     p.add_argument("--reason", default=None)
+    add_json(p)
     p.set_defaults(handler=cmd_abort)
 
     p = sub.add_parser("recordings", help="list the daemon's recordings")
     _endpoint_arg(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json(p)
     p.set_defaults(handler=cmd_recordings)
 
     p = sub.add_parser("export", help="convert a recording (id or .mcap file) or a CSV log to CSV or NPZ")
@@ -63,12 +73,15 @@ def register(sub) -> None:
     p.add_argument("recording", metavar="REC", help="recording id (asks the daemon), .mcap file, or .csv log")
     p.add_argument("--format", required=True, choices=("csv", "npz"))
     p.add_argument("--output", "-o", metavar="FILE", help="output file (default: next to the input)")
+    add_json(p)
     p.set_defaults(handler=cmd_export)
 
     p = sub.add_parser("stream", help="live view of the state stream: rates, latency, latest values")
     _endpoint_arg(p)
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     p.add_argument("--signals", default="q,tau", help="comma list of signals to show (default q,tau)")
+    add_json(p, "one JSON object per half-second window (rate, lost samples, latency, latest values) instead "
+                "of the live view")
     p.set_defaults(handler=cmd_stream)
 
     register_jobs(sub)
@@ -79,29 +92,35 @@ def register_jobs(sub) -> None:
     _endpoint_arg(p)
     p.add_argument("recordings", nargs="+", metavar="REC_ID")
     p.add_argument("--holdout", nargs="*", default=[], metavar="REC_ID", help="recordings to validate on")
-    p.add_argument("--method", choices=("ols", "wls", "irls"), default="wls")
+    p.add_argument("--method", choices=LEAST_SQUARES, default="wls",
+                   help="estimator (the daemon's worker runs the least-squares methods; the others: "
+                        "`robodyn identify --method ...` on the exported recordings)")
     p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"), default="coulomb-viscous")
     p.add_argument("--friction-model", metavar="FILE", help="friction fit JSON to subtract (stribeck/sigmoid)")
-    p.add_argument("--cutoff", type=float, default=10.0, metavar="HZ", help="filtfilt cut-off for q and tau")
+    p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
+    add_processing_arguments(p)
     p.add_argument("--wait", action="store_true", help="show progress until the job ends")
-    p.add_argument("--json", action="store_true")
+    add_json(p)
     p.set_defaults(handler=cmd_submit_identify)
 
     p = sub.add_parser("jobs", help="list the daemon's identification jobs")
     _endpoint_arg(p)
-    p.add_argument("--json", action="store_true")
+    add_json(p)
     p.set_defaults(handler=cmd_jobs)
 
     p = sub.add_parser("pull", help="fetch the result of an identification job")
     _endpoint_arg(p)
     p.add_argument("job", metavar="JOB")
     p.add_argument("--out", required=True, metavar="FILE", help="where to write the result JSON")
+    add_json(p)
     p.set_defaults(handler=cmd_pull)
 
 
 def cmd_submit_identify(args) -> int:
-    config = {"method": args.method, "friction": args.friction,
-              "processing": {"q_cutoff_hz": args.cutoff or None, "tau_cutoff_hz": args.cutoff or None}}
+    processing = processing_from_args(args).to_dict()
+    processing.pop("cutoff_choice", None)
+    config = {"method": args.method, "friction": args.friction, "rotor_inertia": not args.no_rotor_inertia,
+              "processing": processing}
     if args.friction_model:
         doc = json.loads(Path(args.friction_model).read_text())
         config["friction_model"] = doc.get("model", doc)
@@ -111,15 +130,10 @@ def cmd_submit_identify(args) -> int:
         if not args.wait:
             print_json(reply) if args.json else print(f"job {job} queued")
             return 0
-
-        def progress(st):
-            if not args.json:
-                print(f"\r  {job}: {st['state']:<9} {st.get('stage', ''):<24} {st.get('progress', 0) * 100:5.1f} %",
-                      end="", file=sys.stderr, flush=True)
-
-        st = _daemon_call(lambda: client.wait_job(job, progress))
-        if not args.json:
-            print(file=sys.stderr)
+        with bars.bar(args, total=100, desc=job, unit="%") as b:
+            show = bars.stages(b)
+            st = _daemon_call(lambda: client.wait_job(
+                job, lambda s: show(f"{job}: {s['state']} {s.get('stage') or ''}".strip(), s.get("progress") or 0.0)))
         if st["state"] != "completed":
             raise UserError(f"job {job} failed: {st.get('error')}")
         if args.json:
@@ -145,12 +159,16 @@ def cmd_pull(args) -> int:
     with _client(args) as client:
         result = _daemon_call(lambda: client.pull(args.job))
     Path(args.out).write_text(json.dumps(result, indent=1))
-    print(f"{args.job}: {result['base']['count']} base parameters ({result['estimate']['method']}) -> {args.out}")
+    if args.json:
+        print_json({"job": args.job, "out": args.out, "base_count": result["base"]["count"],
+                    "method": result["estimate"]["method"], "metrics": result.get("metrics")})
+    else:
+        print(f"{args.job}: {result['base']['count']} base parameters ({result['estimate']['method']}) -> {args.out}")
     return 0
 
 
 def _client(args):
-    from .client import Client, CurveKeys
+    from robodyn.tools.client import Client, CurveKeys
 
     curve = None
     if args.client_key or args.server_key:
@@ -169,6 +187,9 @@ def cmd_arm(args) -> int:
         token = path.read_text().strip()
     with _client(args) as c:
         res = _daemon_call(lambda: c.arm(token))
+    if args.json:
+        print_json({"armed": True, **res})
+        return 0
     note = "" if res.get("required") else " (this daemon does not require arming)"
     print(f"daemon ARMED: motion is enabled until `robodyn disarm` or any fault{note}")
     return 0
@@ -177,13 +198,16 @@ def cmd_arm(args) -> int:
 def cmd_disarm(args) -> int:
     with _client(args) as c:
         res = _daemon_call(lambda: c.disarm(args.reason))
+    if args.json:
+        print_json({"armed": False, **res})
+        return 0
     print("daemon disarmed" + (f"; run {res['aborted']} is being stopped" if res.get("aborted") else ""))
     return 0
 
 
 def _daemon_call(fn):
     """Run a client call, turning daemon errors into one-line user errors."""
-    from .client import DaemonError
+    from robodyn.tools.client import DaemonError
 
     try:
         return fn()
@@ -250,6 +274,16 @@ def cmd_status(args) -> int:
 # --------------------------------------------------------------------------- run
 
 
+def _run_stage(run: dict) -> tuple[str, float]:
+    """(label, fraction) of a run in progress: the move to the start, then the trajectory."""
+    p = run.get("progress") or {}
+    if "move_samples" in p and p.get("phase") == "move_to_start":
+        return f"run {run['run_id']}: moving to start", p["move_index"] / max(1, p["move_samples"])
+    if "trajectory_samples" in p and p.get("phase") in ("execute", "settle", "stopping"):
+        return f"run {run['run_id']}: {run['state']}", p["trajectory_index"] / max(1, p["trajectory_samples"])
+    return f"run {run['run_id']}: {run['state']}", 0.0
+
+
 def _progress_text(run: dict) -> str:
     p = run.get("progress") or {}
     if "trajectory_samples" in p and p.get("phase") in ("execute", "settle", "stopping"):
@@ -281,24 +315,14 @@ def cmd_run(args) -> int:
                 print(f"run {accepted['run_id']} accepted: {accepted['duration_s']:.2f} s trajectory after a "
                       f"{accepted['move_duration_s']:.2f} s move to the start; recording {accepted['recording']}")
             return 0
-        tty = sys.stderr.isatty()
-        last_line = [""]
-
-        def show(st):
-            line = f"run {st['run_id']}: {st['state']:<13} {_progress_text(st)}"
-            if line != last_line[0]:
-                sys.stderr.write(("\r" + line.ljust(72)) if tty else line + "\n")
-                sys.stderr.flush()
-                last_line[0] = line
-
-        try:
-            final = _daemon_call(lambda: c.wait_run(accepted["run_id"], progress=show))
-        except KeyboardInterrupt:
-            c.abort(accepted["run_id"], "interrupted at the client")
-            sys.stderr.write("\ninterrupted: abort requested\n")
-            raise
-        if tty:
-            sys.stderr.write("\n")
+        with bars.bar(args, total=100, desc=f"run {accepted['run_id']}", unit="%") as b:
+            show = bars.stages(b)
+            try:
+                final = _daemon_call(lambda: c.wait_run(accepted["run_id"], progress=lambda st: show(*_run_stage(st))))
+            except KeyboardInterrupt:
+                c.abort(accepted["run_id"], "interrupted at the client")
+                sys.stderr.write("\ninterrupted: abort requested\n")
+                raise
     if args.json:
         print_json(final)
     else:
@@ -322,6 +346,9 @@ def _print_summary(run: dict) -> None:
 def cmd_abort(args) -> int:
     with _client(args) as c:
         res = _daemon_call(lambda: c.abort(reason=args.reason))
+    if args.json:
+        print_json(res)
+        return 0
     print(f"abort requested for run {res['aborted']}" if res["aborted"] else "no run in progress")
     return 0
 
@@ -362,7 +389,12 @@ def cmd_export(args) -> int:
     if out.resolve() == src.resolve():
         raise UserError(f"output {out} would overwrite the input")
     (export_csv if args.format == "csv" else export_npz)(rec, out)
-    note = " (recovered from an incomplete file)" if getattr(rec, "truncated", False) and src.suffix == ".mcap" else ""
+    recovered = bool(getattr(rec, "truncated", False) and src.suffix == ".mcap")
+    if args.json:
+        print_json({"out": str(out), "format": args.format, "samples": int(rec.samples), "gaps": len(rec.gaps()),
+                    "recovered_from_incomplete_file": recovered})
+        return 0
+    note = " (recovered from an incomplete file)" if recovered else ""
     print(f"{out}: {rec.samples} samples, {len(rec.gaps())} gaps{note}")
     return 0
 
@@ -403,7 +435,15 @@ def cmd_stream(args) -> int:
                 body = [f"  {name:<6}" + " ".join(f"{v:+9.4f}" for v in vals[offsets[name][0]:offsets[name][1]])
                         + f"  {offsets[name][2]}" for name in wanted]
                 text = "\n".join([head] + body)
-                if tty:
+                if args.json:  # one object per window, one line each: for a log or a script
+                    text = json.dumps({
+                        "seq": last_seq, "samples_per_s": n / (now - window_start), "lost": lost,
+                        "latency_ms": {"p50": float(np.percentile(l, 50)), "max": float(l.max())},
+                        "phase": int(batch["phase"][-1]),
+                        "values": {name: [float(v) for v in vals[offsets[name][0]:offsets[name][1]]] for name in wanted},
+                        "units": {name: offsets[name][2] for name in wanted}})
+                    sys.stdout.write(text + "\n")
+                elif tty:
                     sys.stdout.write("\x1b[H\x1b[J" + text + "\n")
                 else:
                     sys.stdout.write(text + "\n")

@@ -20,9 +20,6 @@ files and on the command line are the controller's; the robot's joint map (its m
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
 import zlib
 from pathlib import Path
 
@@ -30,6 +27,9 @@ import numpy as np
 
 from robodyn.cli import UserError, print_json
 from robodyn.papers import cite
+
+from . import progress as bars
+from .common import add_json
 
 PAPER = cite("calibration")
 METHOD_CHOICES = ("geometric", "geometric-stiffness", "combined", "combined-gravity")
@@ -48,35 +48,12 @@ def _floats(text: str, count: int | None, field: str) -> np.ndarray:
 
 
 def _load_arg(text: str | None):
-    from .stiffness import Load
+    from robodyn.calibration.stiffness import Load
 
     if not text:
         return None
     v = _floats(text, 4, "--load")
     return Load(float(v[0]), tuple(v[1:]))
-
-
-def quiet_on_closed_pipe(handler):
-    """`robodyn calibrate evaluate ... | head`: a reader that goes away ends the command quietly."""
-
-    @functools.wraps(handler)
-    def run(args):
-        try:
-            code = handler(args)
-            sys.stdout.flush()
-            return code
-        except BrokenPipeError:
-            # point stdout at /dev/null so the interpreter's final flush does not raise again
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, sys.stdout.fileno())
-            except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
-                pass
-            finally:
-                os.close(devnull)
-            return 0
-
-    return run
 
 
 def register(sub) -> None:
@@ -89,7 +66,7 @@ def register(sub) -> None:
 
     def add(name, handler, **kw):
         a = act.add_parser(name, **kw)
-        a.set_defaults(handler=quiet_on_closed_pipe(handler))
+        a.set_defaults(handler=handler)
         return a
 
     a = add("plan", cmd_plan, help="plan measurement poses in the largest test cube")
@@ -112,7 +89,7 @@ def register(sub) -> None:
     a.add_argument("--floor-z", type=float, default=None, help="mounting plane height in the base frame, m")
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--out", required=True, help="plan file (JSON)")
-    a.add_argument("--json", action="store_true", help="print the plan summary as JSON")
+    add_json(a, "print the plan summary as JSON")
 
     a = add("measure", cmd_measure, help="measure the planned poses with a simulated robot and tracker")
     a.add_argument("plan", help="plan file from 'calibrate plan'")
@@ -130,12 +107,11 @@ def register(sub) -> None:
     a.add_argument("--noise-um-per-m", type=float, default=6.0, help="range-dependent tracker noise, um/m (AT960: 6)")
     a.add_argument("--units", choices=("m", "mm"), default="m", help="position unit written to the CSV")
     a.add_argument("--out", required=True, help="measurement CSV")
-
-    from .collect import add_arguments as collect_arguments
+    add_json(a)
 
     a = add("collect", cmd_collect, help="move the robot through the plan with the daemon and record a measurement "
                                          "per pose from the tracker")
-    collect_arguments(a)
+    add_collect_arguments(a)
 
     a = add("identify", cmd_identify, help="identify the geometry (and joint stiffness)")
     a.add_argument("measurements", help="unloaded measurement CSV")
@@ -146,7 +122,7 @@ def register(sub) -> None:
     a.add_argument("--method", choices=METHOD_CHOICES, default=None,
                    help="default: what the data support: combined with a loaded set, geometric without one "
                         "(combined-gravity fits joint stiffness from the links' own weight and needs no payload)")
-    a.add_argument("--params", choices=("li2023", "seed004", "all"), default=None,
+    a.add_argument("--params", choices=("li2023", "all"), type=_old_preset_name, default=None,
                    help="parameter set: li2023 (the paper's rows 2..n) or all DH values (default: the model's "
                         "list, else all)")
     a.add_argument("--free", default=None, help="explicit comma list of parameters to identify")
@@ -171,7 +147,7 @@ def register(sub) -> None:
     a.add_argument("--angles", choices=("rad", "deg"), default=None, help="joint-angle unit of the CSVs (default: detect)")
     a.add_argument("--out", required=True, help="calibration result (JSON)")
     a.add_argument("--plot", default=None, help="PNG of the error per pose before and after")
-    a.add_argument("--json", action="store_true")
+    add_json(a)
 
     a = add("evaluate", cmd_evaluate, help="position errors before and after calibration")
     a.add_argument("calibration", help="result of 'calibrate identify'")
@@ -182,7 +158,7 @@ def register(sub) -> None:
     a.add_argument("--angles", choices=("rad", "deg"), default=None)
     a.add_argument("--plot", default=None, help="PNG of the error per pose before and after")
     a.add_argument("--per-pose", action="store_true", help="include every point's error in --json output")
-    a.add_argument("--json", action="store_true")
+    add_json(a)
 
     a = add("compensate", cmd_compensate, help="compensated controller joint angles for a target pose")
     a.add_argument("calibration")
@@ -191,26 +167,27 @@ def register(sub) -> None:
     a.add_argument("--point", default=None, help="which target is the tool point (default: the first)")
     a.add_argument("--q0", default=None, help="controller joint angles (rad) near the wanted solution (required for a position-only target)")
     a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ")
-    a.add_argument("--json", action="store_true")
+    add_json(a)
 
     a = add("export-urdf", cmd_export_urdf, help="the calibrated joint origins as URDF")
     a.add_argument("calibration")
     a.add_argument("--out", default=None, help="URDF file (default: print)")
     a.add_argument("--name", default=None)
+    add_json(a, "print {out, urdf, joint_map_file} as JSON (the URDF text inside when there is no --out)")
 
     a = add("identifiability", cmd_identifiability, help="rank, singular values and redundant parameters of the model")
     a.add_argument("plan", nargs="?", default=None, help="plan file (default: generic random poses)")
     a.add_argument("--robot", default=None, help="required without a plan (a plan names its robot)")
-    a.add_argument("--params", choices=("li2023", "seed004", "all"), default=None)
+    a.add_argument("--params", choices=("li2023", "all"), type=_old_preset_name, default=None)
     a.add_argument("--identify-base", action="store_true")
     a.add_argument("--identify-tool", action="store_true")
     a.add_argument("--hayati", action="store_true")
     a.add_argument("--tool", default="0.04,0.04,0.03")
-    a.add_argument("--at", choices=("nominal", "li2023-truth", "seed004-truth"), default="nominal",
+    a.add_argument("--at", choices=("nominal", "li2023-truth"), default="nominal", type=_old_preset_name,
                    help="geometry to analyse at (li2023-truth: the paper's Table 3 deviations, ur5_li2023 only)")
     a.add_argument("--poses", type=int, default=50, help="generic poses when no plan is given")
     a.add_argument("--noise-um", type=float, default=27.0, help="measurement noise per axis for the standard deviations, um")
-    a.add_argument("--json", action="store_true")
+    add_json(a)
 
     a = add("replay", cmd_replay, help=f"the experiment of {PAPER} on the simulated UR5 (Table 4 and 5 rows)")
     a.add_argument("--seed", type=int, default=0)
@@ -222,7 +199,12 @@ def register(sub) -> None:
     a.add_argument("--identify-tool", action="store_true")
     a.add_argument("--identify-base", action="store_true")
     a.add_argument("--plot", default=None, help="PNG prefix: writes PREFIX_no_load.png and PREFIX_loaded.png")
-    a.add_argument("--json", action="store_true")
+    add_json(a)
+
+
+def _old_preset_name(text: str) -> str:
+    """The old names of the paper's parameter set and truth (seed004...) are still accepted."""
+    return {"seed004": "li2023", "seed004-truth": "li2023-truth"}.get(text, text)
 
 
 def _help(parser) -> int:
@@ -234,8 +216,8 @@ def _help(parser) -> int:
 
 
 def _free_names(gm, robot_ref: str, params: str | None, free: str | None, base: bool, tool: bool) -> list[str]:
-    from .files import calibration_metadata
-    from .parameters import BASE_NAMES, preset_free_names
+    from robodyn.calibration.files import calibration_metadata
+    from robodyn.calibration.parameters import BASE_NAMES, preset_free_names
 
     if free:
         names = [n.strip() for n in free.split(",") if n.strip()]
@@ -252,7 +234,7 @@ def _free_names(gm, robot_ref: str, params: str | None, free: str | None, base: 
 
 
 def _floor(robot_ref: str, given: float | None) -> float:
-    from .files import calibration_metadata
+    from robodyn.calibration.files import calibration_metadata
 
     if given is not None:
         return float(given)
@@ -267,7 +249,7 @@ def _stats_text(label: str, s: dict) -> str:
 
 
 def _gm_for(robot, targets, *, hayati: bool, base=None, planes=None):
-    from .parameters import geometric_model, parallel_axis_rows
+    from robodyn.calibration.parameters import geometric_model, parallel_axis_rows
 
     gm = geometric_model(robot, targets=targets, base=base, planes=planes)
     if hayati:
@@ -280,10 +262,10 @@ def read_identification_set(path, robot, *, tool=None, targets_text=None, orient
     """The model and the unloaded set of an identification: targets from the options or the CSV,
     the base frame (nominal, or fitted when the data are in tracker coordinates), the planes of any
     planar contacts. Returns (gm, measurements, info)."""
-    from .files import (_unit_choice, detect_units, joint_values_kind, load_measurements, measurement_frame,
+    from robodyn.calibration.files import (_unit_choice, detect_units, joint_values_kind, load_measurements, measurement_frame,
                         read_measurements_csv, targets_from_metadata)
-    from .measurements import plane_from_points
-    from .parameters import all_target_positions
+    from robodyn.calibration.measurements import plane_from_points
+    from robodyn.calibration.parameters import all_target_positions
 
     raw = read_measurements_csv(path, robot.dof)
     meta = dict(raw.meta)
@@ -333,7 +315,7 @@ def read_identification_set(path, robot, *, tool=None, targets_text=None, orient
 
 
 def _require_robot(args, meta: dict) -> str:
-    from .files import robot_reference
+    from robodyn.calibration.files import robot_reference
 
     stated = meta.get("robot")
     if stated and robot_reference(stated) != robot_reference(args.robot) and Path(stated).name != Path(args.robot).name:
@@ -344,9 +326,9 @@ def _require_robot(args, meta: dict) -> str:
 
 def _fit_base_only(gm, meas):
     """The nominal model with only its base frame fitted to these measurements (paper-style 'before')."""
-    from .combined import nominal_result
-    from .geometric import fit_geometry
-    from .parameters import BASE_NAMES
+    from robodyn.calibration.combined import nominal_result
+    from robodyn.calibration.geometric import fit_geometry
+    from robodyn.calibration.parameters import BASE_NAMES
 
     if meas.point_mask.sum() * 3 < 12:
         return None
@@ -355,7 +337,7 @@ def _fit_base_only(gm, meas):
 
 
 def _evaluation(gm, result, meas) -> dict:
-    from .combined import error_stats, nominal_result
+    from robodyn.calibration.combined import error_stats, nominal_result
 
     out = {"before": error_stats(nominal_result(gm).errors(meas))}
     based = _fit_base_only(gm, meas)
@@ -376,12 +358,12 @@ def _evaluation_lines(ev: dict, method: str, base_source: str, prefix: str = "")
 
 
 def cmd_plan(args) -> int:
-    from .combined import usable_free_names
-    from .files import load_robot, robot_reference, save_json
-    from .identifiability import analyse_identifiability, metric_columns
-    from .parameters import geometric_model, parameter_jacobian
-    from .planning import CellSetup, plan_measurements
-    from .replay import loaded_subset
+    from robodyn.calibration.combined import usable_free_names
+    from robodyn.calibration.files import load_robot, robot_reference, save_json
+    from robodyn.calibration.identifiability import analyse_identifiability, metric_columns
+    from robodyn.calibration.parameters import geometric_model, parameter_jacobian
+    from robodyn.calibration.planning import CellSetup, plan_measurements
+    from robodyn.calibration.replay import loaded_subset
 
     robot = load_robot(args.robot)
     setup = CellSetup(tracker_position=tuple(_floats(args.tracker, 3, "--tracker")),
@@ -403,8 +385,10 @@ def cmd_plan(args) -> int:
         if not args.joint_space:
             raise ValueError("--joint-range: only with --joint-space")
         low, high = _joint_ranges(robot, setup, args.joint_range)
-    plan = plan_measurements(robot, setup, args.poses, seed=args.seed, optimal_from=args.optimal,
-                             jacobian_blocks=blocks, joint_space=args.joint_space, joint_low=low, joint_high=high)
+    with bars.bar(args, total=100, desc="plan", unit="%") as b:
+        plan = plan_measurements(robot, setup, args.poses, seed=args.seed, optimal_from=args.optimal,
+                                 jacobian_blocks=blocks, joint_space=args.joint_space, joint_low=low, joint_high=high,
+                                 progress=bars.stages(b))
     plan.robot_name = robot_reference(args.robot)
     report = plan.to_dict()
     if args.loaded:
@@ -469,10 +453,10 @@ def _joint_ranges(robot, setup, specs) -> tuple[np.ndarray, np.ndarray]:
 
 def _sim_cell(robot_ref: str, setup_tool, tracker, noise, truth_seed: int, noise_seed: int):
     """The simulated cell for a robot: the paper's Table 3 UR5, or seeded random deviations."""
-    from .files import load_robot
-    from .parameters import geometric_model
-    from .seed004 import TABLE3_STIFFNESS
-    from .simulation import SimulatedCell, SimulatedRobot, SimulatedTracker, seed004_true_parameters
+    from robodyn.calibration.files import load_robot
+    from robodyn.calibration.parameters import geometric_model
+    from robodyn.calibration.seed004 import TABLE3_STIFFNESS
+    from robodyn.calibration.simulation import SimulatedCell, SimulatedRobot, SimulatedTracker, seed004_true_parameters
 
     robot = load_robot(robot_ref)
     gm = geometric_model(robot, tool_offset=setup_tool)
@@ -501,9 +485,9 @@ def _plan_subset(doc: dict, plan, load, subset: str | None):
 
 
 def cmd_measure(args) -> int:
-    from .files import load_json, write_measurements_csv
-    from .planning import Plan
-    from .simulation import TrackerNoise, measure_poses
+    from robodyn.calibration.files import load_json, write_measurements_csv
+    from robodyn.calibration.planning import Plan
+    from robodyn.calibration.simulation import TrackerNoise, measure_poses
 
     if args.daemon:
         raise UserError("measure: measures the simulated cell only; to move the real robot through the acquisition "
@@ -526,20 +510,18 @@ def cmd_measure(args) -> int:
     write_measurements_csv(args.out, meas, robot=robot_ref, tool=np.array(plan.setup.tool_offset), unit=args.units,
                            note=f"measure (simulated cell), {subset} poses of {Path(args.plan).name}",
                            joint_map=gm.robot.joint_map)
+    if args.json:
+        print_json({"out": args.out, "poses": len(meas), "subset": subset,
+                    "load": None if load is None else load.to_dict()})
+        return 0
     print(f"measured {len(meas)} poses{' with a ' + str(load.mass) + ' kg payload' if load else ''} -> {args.out}")
     return 0
 
 
-def cmd_collect(args) -> int:
-    from .collect import run_collect
-
-    return run_collect(args)
-
-
 def cmd_identify(args) -> int:
-    from .checks import find_outliers, joint_ranges, outlier_warning, poorly_identifiable_warning
-    from .combined import calibrate
-    from .files import (load_measurements, load_robot, read_metadata, result_to_dict, robot_reference, save_json,
+    from robodyn.calibration.checks import find_outliers, joint_ranges, outlier_warning, poorly_identifiable_warning
+    from robodyn.calibration.combined import calibrate
+    from robodyn.calibration.files import (load_measurements, load_robot, read_metadata, result_to_dict, robot_reference, save_json,
                         stiffness_text)
 
     meta = read_metadata(args.measurements)
@@ -566,8 +548,9 @@ def cmd_identify(args) -> int:
     backlash = ()
     if args.backlash:
         backlash = "auto" if args.backlash.strip() == "auto" else [int(v) - 1 for v in _floats(args.backlash, None, "--backlash")]
-    result = calibrate(gm, noload, loaded, method=method, free_names=free, prior_compliance=prior,
-                       known_compliance=known, loss=args.loss, backlash=backlash)
+    with bars.bar(args, total=100, desc=f"calibrate ({method})", unit="%") as b:
+        result = calibrate(gm, noload, loaded, method=method, free_names=free, prior_compliance=prior,
+                           known_compliance=known, loss=args.loss, backlash=backlash, progress=bars.stages(b))
     doc = result_to_dict(result, robot_reference(robot_ref))
     sets = {"no_load": noload} | ({"loaded": loaded} if loaded is not None else {})
     doc["evaluation"] = {k: _evaluation(gm, result, m) for k, m in sets.items()}
@@ -590,8 +573,8 @@ def cmd_identify(args) -> int:
     doc["warnings"] = warnings
     save_json(args.out, doc)
     if args.plot:
-        from .combined import nominal_result
-        from .plots import plot_errors_per_pose
+        from robodyn.calibration.combined import nominal_result
+        from robodyn.calibration.plots import plot_errors_per_pose
 
         series = {}
         for k, m in sets.items():
@@ -631,8 +614,8 @@ def _short_base(text: str) -> str:
 
 
 def cmd_evaluate(args) -> int:
-    from .checks import find_outliers, outlier_warning, range_warnings
-    from .files import load_json, load_measurements, result_from_dict
+    from robodyn.calibration.checks import find_outliers, outlier_warning, range_warnings
+    from robodyn.calibration.files import load_json, load_measurements, result_from_dict
 
     doc = load_json(args.calibration, "calibration")
     result = result_from_dict(doc)
@@ -658,15 +641,15 @@ def cmd_evaluate(args) -> int:
               "units": {"position": info["position_unit"], "angle": info["angle_unit"],
                         "joint_values": info["joint_values"]}}
     if args.per_pose:
-        from .combined import nominal_result
-        from .measurements import Residual
+        from robodyn.calibration.combined import nominal_result
+        from robodyn.calibration.measurements import Residual
 
         report["per_point_mm"] = {"points": Residual(gm, meas).point_labels(),
                                   "before": (nominal_result(gm).errors(meas) * 1000).tolist(),
                                   "after": (result.errors(meas) * 1000).tolist()}
     if args.plot:
-        from .combined import nominal_result
-        from .plots import plot_errors_per_pose
+        from robodyn.calibration.combined import nominal_result
+        from robodyn.calibration.plots import plot_errors_per_pose
 
         plot_errors_per_pose(args.plot, {"before (nominal)": nominal_result(gm).errors(meas) * 1000,
                                          f"after ({result.method})": result.errors(meas) * 1000},
@@ -687,8 +670,8 @@ def cmd_evaluate(args) -> int:
 def cmd_compensate(args) -> int:
     from scipy.spatial.transform import Rotation
 
-    from .compensation import compensate
-    from .files import load_json, result_from_dict
+    from robodyn.calibration.compensation import compensate
+    from robodyn.calibration.files import load_json, result_from_dict
 
     result = result_from_dict(load_json(args.calibration, "calibration"))
     jm = result.gm.robot.joint_map
@@ -736,8 +719,8 @@ def cmd_export_urdf(args) -> int:
     from robodyn.robot.joint_map import absorb_joint_map
     from robodyn.robot.urdf import model_to_urdf
 
-    from .files import load_json, result_from_dict
-    from .parameters import robot_for
+    from robodyn.calibration.files import load_json, result_from_dict
+    from robodyn.calibration.parameters import robot_for
 
     result = result_from_dict(load_json(args.calibration, "calibration"))
     model = robot_for(result.gm, result.params)
@@ -768,7 +751,8 @@ def cmd_export_urdf(args) -> int:
     text = text.replace("?>\n", "?>\n" + note, 1)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        print(f"calibrated URDF -> {args.out}")
+        if not args.json:
+            print(f"calibrated URDF -> {args.out}")
         if sidecar is not None:
             rows = "\n".join(f"  {list(map(float, r))}," for r in jm.matrix)
             sidecar.write_text(
@@ -777,19 +761,23 @@ def cmd_export_urdf(args) -> int:
                 f"gravity = {[float(g) for g in model.gravity]}\n"
                 f"[limits]\nqdd_max = {[float(v) for v in model.qdd_max]}\nqddd_max = {[float(v) for v in model.qddd_max]}\n"
                 f"[joint_map]\nmatrix = [\n{rows}\n]\noffset = {[float(v) for v in jm.offset]}\n", encoding="utf-8")
-            print(f"model file with the joint map -> {sidecar}")
-    else:
+            if not args.json:
+                print(f"model file with the joint map -> {sidecar}")
+    if args.json:
+        print_json({"out": args.out, "urdf": None if args.out else text,
+                    "joint_map_file": None if sidecar is None else str(sidecar), "joints": joints})
+    elif not args.out:
         print(text, end="")
     return 0
 
 
 def cmd_identifiability(args) -> int:
-    from .combined import usable_free_names
-    from .files import load_json, load_robot
-    from .identifiability import analyse_identifiability, generic_configurations
-    from .parameters import geometric_model, parallel_axis_rows
-    from .planning import Plan
-    from .simulation import seed004_true_parameters
+    from robodyn.calibration.combined import usable_free_names
+    from robodyn.calibration.files import load_json, load_robot
+    from robodyn.calibration.identifiability import analyse_identifiability, generic_configurations
+    from robodyn.calibration.parameters import geometric_model, parallel_axis_rows
+    from robodyn.calibration.planning import Plan
+    from robodyn.calibration.simulation import seed004_true_parameters
 
     plan = Plan.from_dict(load_json(args.plan, "plan")) if args.plan else None
     if args.robot is None and plan is None:
@@ -801,7 +789,7 @@ def cmd_identifiability(args) -> int:
     if args.hayati:
         gm = geometric_model(robot, tool_offset=tool, hayati_rows=parallel_axis_rows(gm))
     names = _free_names(gm, robot_ref, args.params, None, args.identify_base, args.identify_tool)
-    if args.at in ("li2023-truth", "seed004-truth"):
+    if args.at == "li2023-truth":
         if gm.robot.name != "ur5_li2023":
             raise ValueError("--at: li2023-truth needs --robot ur5_li2023")
         params = seed004_true_parameters(gm)
@@ -831,15 +819,15 @@ def cmd_identifiability(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from .replay import format_replay, run_seed004_replay
-    from .simulation import TrackerNoise
+    from robodyn.calibration.replay import format_replay, run_seed004_replay
+    from robodyn.calibration.simulation import TrackerNoise
 
     report = run_seed004_replay(seed=args.seed, noload_poses=args.poses, loaded_poses=args.loaded,
                                 holdout=args.holdout, noise=TrackerNoise(args.noise_um * 1e-6, args.noise_um_per_m * 1e-6),
                                 identify_tool=args.identify_tool, identify_base=args.identify_base)
     per_pose = report.pop("_per_pose_mm")
     if args.plot:
-        from .plots import plot_errors_per_pose
+        from robodyn.calibration.plots import plot_errors_per_pose
 
         for cond, series in per_pose.items():
             plot_errors_per_pose(f"{args.plot}_{cond}.png", series,
@@ -849,3 +837,94 @@ def cmd_replay(args) -> int:
     else:
         print(format_replay(report))
     return 0
+
+
+# --------------------------------------------------------------------------- collect
+
+
+def add_collect_arguments(a) -> None:
+    a.add_argument("plan", help="plan file from 'calibrate plan'")
+    a.add_argument("--daemon", required=True, metavar="ADDRESS", help="the acquisition daemon's control endpoint")
+    a.add_argument("--source", required=True, metavar="file:PATH|tcp:HOST:PORT",
+                   help="where the measurements come from: a file the tracker software appends to, or a TCP hook")
+    a.add_argument("--request-file", default=None, help="file source: append 'pose_id,q1..qn' here when the arm is at rest")
+    a.add_argument("--source-units", choices=("m", "mm"), default="m", help="unit of the coordinates the source sends")
+    a.add_argument("--robot", default=None, help="the calibration model (default: the plan's robot)")
+    a.add_argument("--targets", default=None, metavar="NAME:X,Y,Z;...",
+                   help="several targets per pose in the flange frame, m (default: the plan's single ball)")
+    a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ", help="payload on the flange during this collection")
+    a.add_argument("--subset", choices=("all", "loaded"), default=None)
+    a.add_argument("--settle", type=float, default=0.5, help="hold at each pose before reading, s")
+    a.add_argument("--window", type=float, default=0.5, help="window over which the joint values at rest are averaged, s")
+    a.add_argument("--timeout", type=float, default=30.0, help="how long to wait for a measurement, s")
+    a.add_argument("--units", choices=("m", "mm"), default="m", help="position unit written to the CSV")
+    a.add_argument("--out", required=True, help="measurement CSV")
+    add_json(a)
+
+
+def cmd_collect(args) -> int:
+    from robodyn.calibration.collect import collect_plan, open_source
+    from robodyn.calibration.files import load_json, load_robot, targets_from_metadata, write_measurements_csv
+    from robodyn.calibration.measurements import MeasurementSet
+    from robodyn.calibration.planning import Plan
+    from robodyn.tools.client import Client
+
+    doc = load_json(args.plan, "plan")
+    plan = Plan.from_dict(doc)
+    robot_ref = args.robot or plan.robot_name
+    robot = load_robot(robot_ref)
+    if plan.q.shape[1] != robot.dof:
+        raise ValueError(f"plan.poses: {plan.q.shape[1]} joint values per pose but robot {robot_ref!r} has {robot.dof} joints")
+    load = _load_arg(args.load)
+    subset, index = _plan_subset(doc, plan, load, args.subset)
+    meta = {"targets": args.targets} if args.targets else {"tool_offset_m": ",".join(map(str, plan.setup.tool_offset))}
+    targets = targets_from_metadata(meta)
+    for name in ("settle", "window", "timeout"):
+        if not getattr(args, name) > 0:
+            raise ValueError(f"--{name}: must be > 0 s, got {getattr(args, name)}")
+    q_controller = robot.joint_map.to_controller(plan.q[index])
+    ids = [plan.ids[i] for i in index]
+    client = Client(args.daemon, timeout=10.0)
+    source = None
+    try:
+        status = client.status()
+        daemon_robot = status["robot"]["name"]
+        if int(status["robot"]["dof"]) != robot.dof:
+            raise UserError(f"--daemon: the daemon drives {daemon_robot!r} with {status['robot']['dof']} joints, the "
+                            f"plan's robot {robot_ref!r} has {robot.dof}")
+        source = open_source(args.source, len(targets), args.source_units, args.request_file)
+
+        with bars.bar(args, total=len(ids), desc="poses", unit="pose") as b:
+            def progress(pose):
+                b.set_postfix_str(f"{pose.pose_id}: {'skipped' if pose.skipped else 'measured'}", refresh=False)
+                b.update(1)
+
+            result = collect_plan(client, daemon_robot, q_controller, ids, source, settle=args.settle,
+                                  window=args.window, timeout=args.timeout, progress=progress)
+    finally:
+        if source is not None:
+            source.close()
+        client.close()
+    got = result.collected
+    if got:
+        q_rest = np.array([p.q_rest for p in got])
+        meas = MeasurementSet(robot.joint_map.to_model(q_rest), np.array([p.points for p in got]),
+                              [p.pose_id for p in got], load, q_controller=q_rest)
+        write_measurements_csv(args.out, meas, robot=robot_ref, unit=args.units, targets=targets,
+                               note=f"collect through the daemon at {args.daemon}, {subset} poses of "
+                                    f"{Path(args.plan).name}; joint values at rest over {args.window:g} s")
+    report = {"out": args.out if got else None, "planned": len(ids), "collected": len(got),
+              "skipped": [{"pose": p.pose_id, "reason": p.skipped} for p in result.skipped],
+              "stopped": result.stopped or None,
+              "runs": {p.pose_id: p.run_id for p in result.poses if p.run_id}}
+    if args.json:
+        print_json(report)
+    else:
+        print(f"collected {len(got)} of {len(ids)} poses" + (f" -> {args.out}" if got else ""))
+        for p in result.skipped:
+            print(f"warning: pose {p.pose_id} skipped: {p.skipped}")
+        if result.stopped:
+            print(f"warning: collection stopped: {result.stopped}")
+    if not got:
+        raise UserError("collect: no pose was measured; nothing written")
+    return 0 if not result.stopped else 1

@@ -1,0 +1,193 @@
+"""The publisher process: republishes the driver's state stream to the public endpoint.
+
+The real-time driver process publishes only on the internal ipc endpoint, read by the recorder
+and by this process; clients subscribe here. So no client, however slow or however many, holds
+memory in the process that runs the 1 kHz loop (issue 17: ten stalled subscribers grew the
+driver from 184 to 248 MiB in 60 s).
+
+What a client can cost is bounded here too:
+
+- the public PUB queues at most PUBLIC_HWM messages per subscriber (about 2 s of the stream at
+  1 kHz), then drops for that subscriber only (a gap in its sequence numbers);
+- at most ``[daemon].max_subscribers`` connections: the ZAP handler of this process refuses a
+  handshake beyond the cap (and, with CurveZMQ, any key not in the allow-list).
+
+Sockets: SUB connected to the internal ipc state endpoint; PUB bound on ``[daemon].state``; PAIR
+to the main process (statistics out every STATS_S, ``shutdown`` in).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+
+from . import protocol as P
+
+PUBLIC_HWM = 2_000  # messages queued per subscriber before PUB drops for that subscriber
+RCV_HWM = 20_000  # internal SUB: 20 s of the stream; this process drains it every cycle
+STATS_S = 0.5
+STREAM_ZAP_DOMAIN = "robodyn-stream"
+
+
+class SubscriberGate:
+    """ZAP decisions for the public stream: allow-listed keys (with CurveZMQ) and a cap on the
+    number of connected subscribers. Connections are counted from the PUB socket's monitor
+    (accepted minus disconnected), so a subscriber that leaves frees its place."""
+
+    def __init__(self, ctx, pub, clients: dict, max_subscribers: int):
+        import zmq
+
+        from .security import ZapHandler
+
+        self.zmq = zmq
+        self.zap = ZapHandler(ctx, clients)
+        self.max_subscribers = max_subscribers
+        self.monitor = pub.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
+        self.accepted = 0
+        self.disconnected = 0
+        self.refused_cap = 0
+        original = self.zap.handle
+
+        def handle(frames):
+            self.drain_monitor()
+            domain = frames[2].decode(errors="replace") if len(frames) > 2 else ""
+            # the cap counts the connection being authenticated (already accepted)
+            if domain == STREAM_ZAP_DOMAIN and self.connected > self.max_subscribers:
+                self.refused_cap += 1
+                self.zap.socket.send_multipart([frames[0], frames[1], b"400",
+                                                b"too many subscribers to the state stream", b"", b""])
+                return
+            original(frames)
+
+        self.zap.handle = handle
+
+    @property
+    def connected(self) -> int:
+        return self.accepted - self.disconnected
+
+    def drain_monitor(self) -> None:
+        from zmq.utils.monitor import recv_monitor_message
+
+        while self.monitor.poll(0):
+            event = recv_monitor_message(self.monitor)["event"]
+            if event == self.zmq.EVENT_ACCEPTED:
+                self.accepted += 1
+            elif event == self.zmq.EVENT_DISCONNECTED:
+                self.disconnected += 1
+
+    def serve(self) -> None:
+        self.drain_monitor()
+        self.zap.serve_pending()
+
+    def close(self) -> None:
+        self.monitor.close(linger=0)
+        self.zap.close()
+
+
+class Publisher:
+    def __init__(self, cfg, endpoints: dict):
+        import zmq
+
+        self.zmq = zmq
+        self.cfg = cfg
+        self.ctx = zmq.Context()
+        self.pipe = self.ctx.socket(zmq.PAIR)
+        self.pipe.setsockopt(zmq.LINGER, 1000)
+        self.pipe.connect(endpoints["publisher_pipe"])
+        self.pub = self.ctx.socket(zmq.PUB)
+        self.pub.setsockopt(zmq.SNDHWM, PUBLIC_HWM)
+        self.pub.setsockopt(zmq.LINGER, 0)
+        self.pub.setsockopt(zmq.ZAP_DOMAIN, STREAM_ZAP_DOMAIN.encode())
+        # the gate (a ZAP handler) must exist before the socket binds, or libzmq admits anyone
+        self.gate = SubscriberGate(self.ctx, self.pub, cfg.clients, cfg.max_subscribers)
+        if cfg.curve:
+            from .security import make_curve_server, read_secret_key
+
+            make_curve_server(self.pub, read_secret_key(cfg.curve_secret_key)[1])
+            self.pub.setsockopt(zmq.ZAP_DOMAIN, STREAM_ZAP_DOMAIN.encode())
+        self.pub.bind(cfg.state)
+        self.sub = self.ctx.socket(zmq.SUB)
+        self.sub.setsockopt(zmq.RCVHWM, RCV_HWM)
+        self.sub.setsockopt(zmq.SUBSCRIBE, b"")
+        self.sub.connect(endpoints["state_ipc"])
+        self.parent_pid = os.getppid()
+        self.running = True
+        self.forwarded = 0
+        self.bytes = 0
+
+    def run(self) -> None:
+        zmq = self.zmq
+        poller = zmq.Poller()
+        poller.register(self.sub, zmq.POLLIN)
+        poller.register(self.pipe, zmq.POLLIN)
+        poller.register(self.gate.zap.socket, zmq.POLLIN)
+        poller.register(self.gate.monitor, zmq.POLLIN)
+        self.pipe.send(P.packb({"type": "ready", "pid": os.getpid()}))
+        next_stats = 0.0
+        while self.running:
+            events = dict(poller.poll(50))
+            if self.sub in events:
+                for _ in range(1000):
+                    try:
+                        frames = self.sub.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    # never blocks: a full subscriber queue drops for that subscriber only
+                    self.pub.send_multipart(frames, flags=zmq.NOBLOCK, copy=False)
+                    self.forwarded += 1
+                    self.bytes += sum(len(f) for f in frames)
+            if self.gate.zap.socket in events or self.gate.monitor in events:
+                self.gate.serve()
+            if self.pipe in events:
+                while self.pipe.poll(0):
+                    if P.unpackb(self.pipe.recv()).get("type") == "shutdown":
+                        self.running = False
+            now = time.monotonic()
+            if now >= next_stats:
+                next_stats = now + STATS_S
+                self.pipe.send(P.packb({"type": "stats", "forwarded": self.forwarded, "bytes": self.bytes,
+                                        "subscribers": self.gate.connected, "max_subscribers":
+                                        self.gate.max_subscribers, "refused_over_cap": self.gate.refused_cap,
+                                        "refused_keys": self.gate.zap.refused, "hwm": PUBLIC_HWM}))
+                if os.getppid() != self.parent_pid:  # the main process died: nobody to serve for
+                    self.running = False
+
+    def close(self) -> None:
+        self.gate.close()
+        self.ctx.destroy(linger=0)
+
+
+def publisher_process_main(cfg_dict: dict, endpoints: dict) -> None:
+    from .config import DaemonConfig
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    cfg = DaemonConfig.from_dict(cfg_dict)
+    try:
+        pub = Publisher(cfg, endpoints)
+    except Exception as exc:
+        traceback.print_exc()
+        _report_fatal(endpoints, exc)
+        sys.exit(1)
+    signal.signal(signal.SIGTERM, lambda *_: setattr(pub, "running", False))
+    try:
+        pub.run()
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)
+    finally:
+        pub.close()
+
+
+def _report_fatal(endpoints: dict, exc: Exception) -> None:
+    import zmq
+
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.PAIR)
+    s.setsockopt(zmq.LINGER, 1000)
+    s.connect(endpoints["publisher_pipe"])
+    s.send(P.packb({"type": "fatal", "message": f"{type(exc).__name__}: {exc}"}))
+    s.close()
+    ctx.term()

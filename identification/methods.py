@@ -1,0 +1,188 @@
+"""Every identification method behind one entry point, on one processing path.
+
+``identify_method(model, datasets, config, method)`` runs any of
+
+- the least-squares estimators of :mod:`.estimators` (ols, wls, irls, ridge, tls), exactly as
+  :func:`.pipeline.identify` does;
+- the metaheuristics of Ni et al. 2024 / Zhong et al. 2023 (wso, pso, ga, icpso: eq. 14 in the OLS
+  box, :mod:`.metaheuristic`);
+- physically consistent identification (consistent: a semidefinite program, :mod:`.consistent`);
+- the linear neural network of Zhong et al. 2023 (nn, :mod:`.neural`).
+
+All of them start from the same :func:`.pipeline.prepare` (the same processing, cut-off choice,
+friction columns, Stribeck / sigmoid velocity scales and base parameters), so the result has the
+same format whatever the method and ``validate`` / ``predict`` read it unchanged. A method's own
+findings (convergence history, feasibility, network epochs) go in one extra section of the result,
+named after the method family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from robodyn.robot.model import RobotModel
+
+from .estimators import METHODS as LEAST_SQUARES
+from .estimators import Estimate, NormalEquations, accumulate, estimate, ols
+from .metaheuristic import METAHEURISTICS, NI2024_POPULATION
+from .pipeline import IdentificationConfig, IdentificationResult, PreparedData, prepare, result_from
+from .signals import SampledData
+
+OTHER = ("consistent", "nn")
+# stepwise: Chen et al. 2021 on flexible-joint recordings (identification.stepwise.identify_recorded);
+# it reads its own recording format, so it is dispatched by the command line, not here
+METHODS = LEAST_SQUARES + METAHEURISTICS + OTHER + ("stepwise",)
+DESCRIPTIONS = {
+    "ols": "ordinary least squares", "wls": "weighted least squares (Gautier)",
+    "irls": "Huber-reweighted least squares", "ridge": "ridge, strength by generalised cross-validation",
+    "tls": "total least squares", "wso": "white shark optimizer", "pso": "particle swarm", "ga": "genetic algorithm",
+    "icpso": "improved chaotic particle swarm", "consistent": "physically consistent (semidefinite program)",
+    "nn": "linear neural network", "stepwise": "stepwise, flexible joints (own recording format)",
+}
+
+
+@dataclass
+class MethodOptions:
+    """Options that only some methods read; the rest ignore them."""
+
+    weights: str | Sequence[float] | None = None  # metaheuristics: joint weights psi_j, or "inverse-variance"
+    population: int | None = None  # metaheuristics (default: Ni et al. 2024's 150)
+    iterations: int | None = None  # metaheuristics: iterations / generations; nn: epochs
+    seed: int = 0  # metaheuristics
+    reference_weight: float | None = None  # consistent: closeness to the CAD values
+    cad_reference: bool = True  # consistent: regularise towards the model's CAD values (else zero)
+
+
+@dataclass
+class MethodResult:
+    result: IdentificationResult
+    details: dict = field(default_factory=dict)  # the method's own section of the result document
+    summary: str = ""  # one line for a terminal
+
+    def to_dict(self) -> dict:
+        return {**self.result.to_dict(), **self.details}
+
+
+def joint_weights_from(weights, ne: NormalEquations) -> np.ndarray | None:
+    """Joint weights psi_j of Ni et al. 2024 eq. 14: None (all 1), numbers, or 'inverse-variance'
+    (1 / sigma_j^2 of the OLS residuals, Gautier's weighting)."""
+    if weights is None:
+        return None
+    if isinstance(weights, str):
+        if weights == "inverse-variance":
+            rss = ne.joint_rss(ols(ne).theta)
+            sigma2 = rss / np.maximum(ne.rows - ne.params / ne.dof, 1)
+            return 1.0 / np.maximum(sigma2, 1e-30)
+        try:
+            weights = [float(x) for x in weights.split(",")]
+        except ValueError:
+            raise ValueError(f"weights: expected {ne.dof} comma-separated numbers or 'inverse-variance', "
+                             f"got {weights!r}") from None
+    psi = np.asarray(weights, float).reshape(-1)
+    if psi.shape != (ne.dof,):
+        raise ValueError(f"weights: expected {ne.dof} joint weights, got {psi.size}")
+    return psi
+
+
+def metaheuristic_options(method: str, options: MethodOptions):
+    from .metaheuristic import ni2024_options
+
+    return ni2024_options(method, options.population or NI2024_POPULATION, options.iterations)
+
+
+def iteration_budget(method: str, options: MethodOptions) -> int | None:
+    """How many iterations a method will run (for a progress bar); None for the closed forms."""
+    if method in METAHEURISTICS:
+        o = metaheuristic_options(method, options)
+        return int(getattr(o, "iterations", getattr(o, "generations", 0)))
+    if method == "nn":
+        return options.iterations or 20000
+    return None
+
+
+def _estimate(method: str, theta: np.ndarray, ne: NormalEquations, names, note: str) -> Estimate:
+    """An Estimate for a method without a covariance: the rank and conditioning are the data's (OLS),
+    the standard deviations unknown (NaN, written as null), the residuals the method's own."""
+    reference = ols(ne, names)
+    rss = ne.joint_rss(theta)
+    cc = float(ne.c.sum())
+    p = theta.shape[0]
+    return Estimate(method, np.asarray(theta, float), np.full((p, p), np.nan),
+                    np.sqrt(rss / np.maximum(ne.rows - ne.params / ne.dof, 1)), reference.rank, reference.cond,
+                    int(ne.rows.sum()), float(np.sqrt(rss.sum() / cc)) if cc > 0 else 0.0, notes=[note])
+
+
+def prepare_statistics(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, *,
+                       preprocessed: bool = False, progress: Callable[[str, float], None] | None = None
+                       ) -> tuple[PreparedData, NormalEquations]:
+    """The processing every method shares (:func:`.pipeline.prepare`) and the data's normal
+    equations: prepare once, then run as many methods as wanted (``identify_method(prepared=...)``)."""
+    report = progress or (lambda stage, fraction: None)
+    prep = prepare(model, datasets, config, preprocessed=preprocessed, progress=report)
+    report("accumulating the normal equations", 0.1)
+    return prep, accumulate(prep.chunks, model.dof, prep.params)
+
+
+def identify_method(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, method: str, *,
+                    options: MethodOptions | None = None, sources: Sequence[str] = (), preprocessed: bool = False,
+                    progress: Callable[[str, float], None] | None = None,
+                    iteration_callback: Callable | None = None,
+                    prepared: tuple[PreparedData, NormalEquations] | None = None) -> MethodResult:
+    """Identify with ``method`` (see the module doc). ``progress(stage, fraction)`` reports the
+    stages; ``iteration_callback(optimizers.Progress)`` is called once per metaheuristic iteration.
+    ``prepared`` (from :func:`prepare_statistics` on the same data and config) skips the processing."""
+    options = options or MethodOptions()
+    report = progress or (lambda stage, fraction: None)
+    if method == "stepwise":
+        raise ValueError("method: stepwise identification reads flexible-joint recordings; run it through "
+                         "`robodyn identify --method stepwise`")
+    if method not in METHODS:
+        raise ValueError(f"method: expected one of {list(METHODS)}, got {method!r}")
+    prep, ne = prepared or prepare_statistics(model, datasets, config, preprocessed=preprocessed, progress=report)
+    if method in LEAST_SQUARES:
+        report(f"estimating ({method})", 0.2)
+        est, statistics = estimate(method, prep.chunks, model.dof, prep.params, prep.names, statistics=ne)
+        report("done", 1.0)
+        return MethodResult(result_from(model, prep, est, statistics, sources, method=method))
+    joints = list(model.joint_names)
+    if method in METAHEURISTICS:
+        from .metaheuristic import identify_linear
+
+        report(f"{method}: searching the box around OLS", 0.2)
+        res = identify_linear(ne, method, weights=joint_weights_from(options.weights, ne), seed=options.seed,
+                              options=metaheuristic_options(method, options), callback=iteration_callback,
+                              joint_names=joints, names=prep.names)
+        theta, details = res.theta, {"metaheuristic": res.to_dict()}
+        summary = f"{method}: J = {res.fitness:.6g} N.m^2 after {res.iterations} iterations ({res.elapsed:.2f} s)"
+        note = f"{method}: a metaheuristic has no covariance; see the 'metaheuristic' section"
+    elif method == "consistent":
+        from .consistent import identify_consistent, nominal_reference
+
+        if prep.params != prep.base.count:
+            raise ValueError(f"friction: --method consistent needs parameters with a physical meaning; the "
+                             f"{config.friction} friction columns ({', '.join(prep.extra_names[:3])}, ...) are not "
+                             "standard parameters: use --friction coulomb-viscous or none")
+        report("consistent: solving the semidefinite program", 0.2)
+        kwargs = {} if options.reference_weight is None else {"reference_weight": options.reference_weight}
+        res = identify_consistent(ne, prep.base, model.dof, joint_names=joints,
+                                  reference=nominal_reference(model, prep.base.spec) if options.cad_reference else None,
+                                  **kwargs)
+        theta, details = res.theta, {"consistent": res.to_dict()}
+        increase = res.rmse_increase
+        summary = (f"physically consistent: all links feasible = {res.feasibility['feasible']}; RMSE sum "
+                   f"{increase['rmse_sum']:.4f} N.m vs OLS {increase['rmse_sum_ols']:.4f} N.m")
+        note = "consistent: the semidefinite program gives no covariance; see the 'consistent' section"
+    else:  # nn
+        from .neural import train_linear_network
+
+        report("nn: training the linear network", 0.2)
+        fit = train_linear_network(ne, epochs=options.iterations or 20000)
+        theta, details = fit.theta, {"neural_network": fit.to_dict()}
+        summary = f"linear network: {fit.epochs} epochs, converged = {fit.converged}"
+        note = "nn: gradient descent gives no covariance; see the 'neural_network' section"
+    est = _estimate(method, theta, ne, prep.names, note)
+    report("done", 1.0)
+    return MethodResult(result_from(model, prep, est, ne, sources, method=method), details, summary)

@@ -1,0 +1,50 @@
+"""Pieces every command shares: the ``--json`` option, deprecated command names, number lists,
+and table cells for numbers that may not exist."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+JSON_HELP = "print machine-readable JSON on stdout instead of text (no progress bars)"
+
+
+def add_json(parser, help: str = JSON_HELP) -> None:
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def deprecated(handler, old: str, new: str):
+    """A handler for an old command name: one line on stderr naming the new command, then the
+    new command's handler. Old names keep working for one release."""
+
+    def run(args):
+        print(f"robodyn {old}: deprecated, use `robodyn {new}` (the old name goes in the next release)",
+              file=sys.stderr)
+        return handler(args)
+
+    return run
+
+
+def floats(text: str, name: str, count: int | None = None) -> list[float]:
+    try:
+        values = [float(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{name}: expected comma-separated numbers, got {text!r}") from None
+    if count is not None and len(values) != count:
+        raise ValueError(f"{name}: expected {count} numbers, got {len(values)}")
+    return values
+
+
+def percent(fraction, width: int = 0, digits: int = 2) -> str:
+    """A fraction as a percentage, or 'n/a' when it does not exist (None or not finite): a number
+    that could not be estimated is never printed as a percentage."""
+    if fraction is None or not math.isfinite(float(fraction)):
+        return f"{'n/a':>{width}}"
+    return f"{float(fraction) * 100:>{max(width - 1, 0)}.{digits}f}%"
+
+
+def number(value, fmt: str = ".4f", width: int = 0) -> str:
+    """``value`` formatted, or 'n/a' when it does not exist."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return f"{'n/a':>{width}}"
+    return f"{value:>{width}{fmt}}"

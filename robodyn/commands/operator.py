@@ -1,0 +1,191 @@
+"""What an operator watches: `robodyn bridge foxglove` and `robodyn status-page` (docs/operator.md).
+
+Both run as their own processes next to the daemon, reach it only through its read commands and
+its state stream, and never move the robot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+
+from robodyn.cli import UserError
+
+from .daemon_client import _endpoint_arg
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bridge", help="serve the daemon's live state to a viewer (read-only)")
+    kinds = p.add_subparsers(dest="bridge_kind", metavar="VIEWER", required=True)
+    f = kinds.add_parser("foxglove", help="joint states, run phases, status and the robot model over Foxglove's "
+                                          "WebSocket protocol (connect Foxglove to ws://HOST:PORT)")
+    _endpoint_arg(f)
+    f.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
+                                                       "only; 0.0.0.0 serves the lab network, unauthenticated)")
+    f.add_argument("--port", type=int, default=8765, help="WebSocket port (default 8765, Foxglove's default; "
+                                                          "0 picks a free one)")
+    f.add_argument("--rate", type=float, default=0.0, metavar="HZ",
+                   help="joint-state messages per second (default 0: every sample of the stream)")
+    f.add_argument("--tf-rate", type=float, default=50.0, metavar="HZ",
+                   help="link transforms per second for the 3D panel (default 50; 0: none)")
+    f.add_argument("--model", metavar="NAME|FILE", help="robot model to draw (default: the built-in model the "
+                                                        "daemon names; pass its .toml/.urdf for a custom robot)")
+    f.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    _nice_arg(f)
+    f.add_argument("--json", action="store_true", help="machine-readable lines: the address when serving, the "
+                                                       "counters at the end")
+    f.set_defaults(handler=cmd_bridge_foxglove)
+
+    s = sub.add_parser("status-page", help="a read-only web page: arm state, driver health, loop statistics, "
+                                           "the run in progress, recordings, identification jobs")
+    _endpoint_arg(s)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
+                                                       "only; the page has no login)")
+    s.add_argument("--port", type=int, default=47780, help="HTTP port (default 47780; 0 picks a free one)")
+    s.add_argument("--period", type=float, default=0.5, metavar="S", help="how often the daemon is polled "
+                                                                          "(default 0.5 s)")
+    s.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    _nice_arg(s)
+    s.add_argument("--json", action="store_true", help="print the page's address as JSON")
+    s.set_defaults(handler=cmd_status_page)
+
+
+def _nice_arg(p) -> None:
+    p.add_argument("--nice", type=int, default=10, metavar="N",
+                   help="lower this process's scheduling priority by N (default 10): on a host where the driver "
+                        "loop has no real-time priority, the loop and the recorder come before the viewers")
+
+
+def _lower_priority(args) -> None:
+    """Before any thread starts (threads inherit the niceness of the one that creates them)."""
+    if args.nice < 0:
+        raise UserError(f"--nice must be >= 0 (a viewer never outranks the daemon), got {args.nice}")
+    if args.nice:
+        os.nice(args.nice)
+
+
+def _say(args, obj: dict, text: str) -> None:
+    """One line on stdout; a reader that went away (closed pipe) ends the output quietly."""
+    try:
+        if args.json:
+            json.dump(obj, sys.stdout, allow_nan=False, default=str)
+            sys.stdout.write("\n")
+        else:
+            print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # later writes (and the interpreter's final flush) go nowhere instead of raising again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _client_factory(args):
+    from .client import CurveKeys
+    from .readonly import ReadOnlyClient
+
+    curve = None
+    if args.client_key or args.server_key:
+        if not (args.client_key and args.server_key):
+            raise UserError("--client-key and --server-key go together (CurveZMQ needs both)")
+        curve = CurveKeys.from_files(args.client_key, args.server_key)
+    return lambda: ReadOnlyClient(args.endpoint, timeout=args.timeout, curve=curve)
+
+
+def _stop_on_signals(stop) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop())
+
+
+def _check_port(port: int) -> None:
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port must be between 0 and 65535, got {port}")
+
+
+def cmd_bridge_foxglove(args) -> int:
+    try:
+        import foxglove  # noqa: F401
+    except ImportError:
+        raise UserError("the Foxglove bridge needs the foxglove-sdk package: pip install 'robodyn[viz]'") from None
+    from robodyn.robot.loader import load_model
+
+    from .client import DaemonError
+    from .foxglove_bridge import BridgeOptions, FoxgloveBridge, check_model_matches
+
+    _check_port(args.port)
+    _lower_priority(args)
+    for name in ("rate", "tf_rate"):
+        if getattr(args, name) < 0:
+            raise UserError(f"--{name.replace('_', '-')} must be >= 0 Hz, got {getattr(args, name)}")
+    factory = _client_factory(args)
+    client, status_client = factory(), factory()
+    try:
+        try:
+            describe = client.describe()
+        except DaemonError as exc:
+            raise UserError(exc.message) from None
+        model = load_model(args.model or describe["robot"]["name"])
+        check_model_matches(model, describe)
+        options = BridgeOptions(host=args.host, port=args.port, rate_hz=args.rate, tf_rate_hz=args.tf_rate,
+                                duration_s=args.duration)
+        try:
+            bridge = FoxgloveBridge(client, model, describe, options, status_client=status_client)
+        except RuntimeError as exc:  # the SDK's error for a port in use, a bad address
+            raise UserError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
+        _stop_on_signals(bridge.stop_event.set)
+        url = f"ws://{args.host}:{bridge.port}"
+        _say(args, {"serving": url, "port": bridge.port, "robot": describe["robot"]["name"],
+                    "daemon": client.endpoint, "state_endpoint": describe["state_endpoint"]},
+             f"robodyn bridge: serving {describe['robot']['name']} from {client.endpoint} on {url} "
+             f"(Foxglove: Open connection -> Foxglove WebSocket -> {url}); Ctrl-C stops")
+
+        def silence(seconds):
+            print(f"robodyn bridge: no state from the daemon for {seconds:.0f} s; still waiting", file=sys.stderr)
+
+        stats = bridge.run(on_silence=silence)
+    finally:
+        client.close()
+        status_client.close()
+    _say(args, {"stopped": True, **stats},
+         f"robodyn bridge: stopped; {stats['received']} samples received, {stats['published']} joint-state "
+         f"messages published, {stats['lost']} lost on the stream")
+    return 0
+
+
+def cmd_status_page(args) -> int:
+    from .status_page import serve_status_page
+
+    _check_port(args.port)
+    if args.period <= 0:
+        raise UserError(f"--period must be > 0 s, got {args.period}")
+    _lower_priority(args)
+    factory = _client_factory(args)
+    try:
+        server, poller = serve_status_page(factory, args.host, args.port, args.period)
+    except OSError as exc:
+        raise UserError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
+    host, port = server.server_address[:2]
+    url = f"http://{host}:{port}/"
+    stop = threading.Event()
+
+    def shutdown():
+        if not stop.is_set():
+            stop.set()
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+    _stop_on_signals(shutdown)
+    if args.duration is not None:
+        timer = threading.Timer(args.duration, shutdown)
+        timer.daemon = True
+        timer.start()
+    first = poller.get()
+    _say(args, {"serving": url, "port": port, "daemon": poller.client.endpoint, "connected": first.get("connected")},
+         f"robodyn status-page: {url} (read-only view of the daemon at {poller.client.endpoint})"
+         + ("" if first.get("connected") else f"; daemon not reachable yet: {first.get('error')}"))
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+        poller.stop()
+    return 0

@@ -1,0 +1,94 @@
+"""Progress bars for long steps (tqdm, on stderr).
+
+A bar shows only when a person is watching: stdout and stderr are both terminals and ``--json``
+is off. Piped, redirected, under a service manager or with ``--json``, the command prints nothing
+but its result. The library functions report progress through callbacks; the adapters here turn
+those callbacks into bar updates:
+
+- :func:`stages`: ``progress(stage, fraction)`` of identification, model selection, scale-out;
+- :func:`iterations`: the optimizers' per-iteration ``callback(Progress)`` (excitation design,
+  metaheuristic identification), with the best fitness so far.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def wanted(args=None) -> bool:
+    """A bar is drawn only for a person at a terminal, and never with --json."""
+    if args is not None and getattr(args, "json", False):
+        return False
+    try:
+        return sys.stdout.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        return False
+
+
+class _NoBar:
+    """Stands in for a bar when none is drawn (or tqdm is missing): every call does nothing."""
+
+    n = 0
+    total = None
+
+    def update(self, n=1):
+        self.n += n
+
+    def refresh(self):
+        pass
+
+    def set_description_str(self, text, refresh=True):
+        pass
+
+    def set_postfix_str(self, text, refresh=True):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def none():
+    """A bar that is never drawn (for a step that has nothing to count)."""
+    return _NoBar()
+
+
+def bar(args=None, *, total=None, desc: str = "", unit: str = "it"):
+    """A tqdm bar on stderr when :func:`wanted`, else an object that ignores every call. Use it as
+    a context manager so the line is cleared when the step ends."""
+    if not wanted(args):
+        return _NoBar()
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a core dependency; a broken install still runs
+        return _NoBar()
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
+def stages(b):
+    """``progress(stage, fraction)`` -> a percentage bar whose label is the current stage."""
+
+    def progress(stage: str, fraction: float) -> None:
+        b.n = int(round(100 * max(0.0, min(1.0, float(fraction)))))
+        b.set_description_str(stage, refresh=False)
+        b.refresh()
+
+    return progress
+
+
+def iterations(b, per_run: int | None = None, fitness_label: str = "best"):
+    """An optimizer callback: the bar's position is the iteration (over all starts when ``per_run``
+    is given), its postfix the best fitness so far. Never stops the run (returns None)."""
+
+    def callback(p) -> None:
+        b.n = int(p.iteration + (p.run * per_run if per_run else 0))
+        b.set_postfix_str(f"{fitness_label} {p.best_fitness:.6g}", refresh=False)
+        b.refresh()
+
+    return callback

@@ -1,0 +1,81 @@
+"""`robodyn reproduce PAPER`: a source paper's headline table beside robodyn's, on the paper's setup
+(robodyn.identification.reproduce). `robodyn stepwise-flexible` is the old name of
+`robodyn reproduce stepwise --part flexible`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from robodyn.cli import print_json
+from robodyn.papers import cite
+
+from .common import add_json, deprecated
+
+
+def register(sub) -> None:
+    from robodyn.identification.reproduce import PAPER_KEYS, PARTS
+
+    lines = "\n".join(f"  {k:<12} {cite(k)}" + (f" (parts: {', '.join(PARTS[k])})" if k in PARTS else "")
+                      for k in PAPER_KEYS)
+    p = sub.add_parser("reproduce", help="a source paper's headline table beside robodyn's, on the paper's setup",
+                       description="Print a paper's headline table beside robodyn's numbers on the paper's setup, "
+                                   "with the command behind every number and, where a number is not reached, why.\n\n"
+                                   "Papers:\n" + lines, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paper", choices=PAPER_KEYS, metavar="PAPER", help="one of: " + ", ".join(PAPER_KEYS))
+    p.add_argument("--part", default=None, metavar="PART",
+                   help="one part of a paper that has several (stepwise: table3 = the excitation design of Table 3, "
+                        "flexible = the stepwise identification of the simulated flexible-joint arm); default all")
+    p.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run; numbers differ from the paper "
+                                                        "setup's)")
+    add_json(p)
+    p.add_argument("--out", default=None, help="also write the JSON report here")
+    p.set_defaults(handler=cmd_reproduce)
+
+    p = sub.add_parser("stepwise-flexible", help="deprecated: `robodyn reproduce stepwise --part flexible`")
+    p.add_argument("--robot", default="twolink")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sensor-noise", type=float, default=0.02)
+    p.add_argument("--motor-noise", type=float, default=1e-4)
+    p.add_argument("--out", metavar="JSON")
+    add_json(p)
+    p.set_defaults(handler=deprecated(cmd_stepwise_flexible, "stepwise-flexible", "reproduce stepwise --part flexible"))
+
+
+def cmd_reproduce(args) -> int:
+    from robodyn.identification.reproduce import _json_default, reproduce
+
+    rep = reproduce(args.paper, quick=args.quick, part=args.part)
+    doc = rep.to_dict()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1, default=_json_default)
+    if args.json:
+        print_json(doc)
+    else:
+        print(rep.format())
+    return 0
+
+
+def cmd_stepwise_flexible(args) -> int:
+    from robodyn.identification.reproduce import stepwise_flexible
+
+    res = stepwise_flexible(args.robot, seed=args.seed, sensor_noise=args.sensor_noise, motor_noise=args.motor_noise)
+    doc = res.to_dict()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1, default=float)
+    if args.json:
+        print_json(doc)
+        return 0
+    for step in doc["order"]:
+        print(f"step {' + '.join(step['groups'])}: {step['reason']}")
+    print(f"stiffness K = {np.round(res.stiffness, 1).tolist()} (true {res.truth['stiffness']})")
+    print(f"motor inertia B = {res.motor['inertia']} (true {res.truth['motor_inertia']})")
+    print(f"sensor offset M0 = {np.round(res.sensor_offset, 4).tolist()} (true {res.truth['sensor_offset']})")
+    stacked = [s["cond"] for s in doc["analysis"]["motor_and_stiffness_stacked"]]
+    print(f"cond(motor + stiffness stacked, eq. 14) = {[f'{c:.3g}' for c in stacked]} vs motor alone "
+          f"{[round(s['cond'], 1) for s in doc['analysis']['motor']]}")
+    return 0

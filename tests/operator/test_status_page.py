@@ -1,0 +1,147 @@
+"""`robodyn status-page` in real Chromium (Debian's package, driven by Playwright) while the
+simulated robot runs: the phase, the progress and the recording row appear and update; a job's
+report and predicted-vs-measured plot are one click away; nothing on it can move the robot."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.operator.conftest import ViewerProcess, excitation
+
+RUN_S = 4.0
+# headless, no sandbox (root in a container), and nothing that reaches out to the network
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium_path() -> str:
+    path = os.environ.get("ROBODYN_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    assert os.path.exists(path), ("these tests need Debian's chromium package (apt-get install chromium; "
+                                  ".ci/run installs it)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def page_server(rt_daemon, tmp_path_factory):
+    log = tmp_path_factory.mktemp("status-page") / "status-page.log"
+    viewer = ViewerProcess(["status-page", "--endpoint", rt_daemon.control, "--port", "0", "--period", "0.25"], log)
+    yield viewer
+    viewer.stop()
+
+
+@pytest.fixture
+def browser_page(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 1100})
+        try:
+            yield context.pages[0] if context.pages else context.new_page()
+        finally:
+            context.close()
+
+
+def text(page, selector: str) -> str:
+    return page.locator(selector).inner_text()
+
+
+def test_page_shows_the_run_its_recording_and_the_identification_job_as_they_happen(
+        rt_daemon, page_server, browser_page, tmp_path):
+    page = browser_page
+    page.goto(page_server.info["serving"])
+    expect(page.locator("#arm-state")).to_have_text(re.compile("^ARMED"), timeout=20_000)
+    assert "p99" in text(page, "#loop-stats") and "alive" in text(page, "#driver-health")
+    # a page to look at, not to steer: no form, button or input anywhere
+    assert page.locator("form, button, input, select, textarea").count() == 0
+
+    run = rt_daemon.client.submit_run("panda", excitation(RUN_S), label="watched in chromium")
+    run_id = run["run_id"]
+    expect(page.locator("#run-phase")).to_have_text("execute", timeout=30_000)
+    first = float(page.locator("#run-progress").evaluate("e => e.value"))
+    # progress moves on while the trajectory executes, and the text says how far
+    page.wait_for_function(f"() => document.getElementById('run-phase').textContent === 'execute' && "
+                           f"document.getElementById('run-progress').value > {first} + 0.1", timeout=15_000)
+    assert run_id in text(page, "#run-id") and "watched in chromium" in text(page, "#run-id")
+    assert "% of 4.0 s" in text(page, "#run-progress-text")
+    row = page.locator(f"#recordings tr[data-recording-id='{run_id}']")
+    row.wait_for(timeout=10_000)
+    assert row.locator("td").nth(1).inner_text().startswith("recording")
+    page.screenshot(path=str(tmp_path / "status-page-during-run.png"), full_page=True)
+
+    # the run ends: the phase says so and the recording row turns into the finished file's summary
+    expect(page.locator("#run-phase")).to_have_text("completed", timeout=60_000)
+    row.locator("td:nth-child(2)", has_text="completed").wait_for(timeout=15_000)
+    listed = {r["id"]: r for r in rt_daemon.client.recordings()}[run_id]
+    cells = row.locator("td").all_inner_texts()
+    assert int(cells[2]) == listed["samples"] > RUN_S * 1000 and int(cells[3]) == listed["lost"]
+    assert float(cells[5]) > 0  # the run's loop period p99, from its summary
+    assert float(page.locator("#run-progress").evaluate("e => e.value")) == 1.0
+
+    # an identification job on that recording: its row, then its report and predicted-vs-measured plot
+    job = rt_daemon.client.identify([run_id], {"method": "ols", "friction": "coulomb-viscous"})["job"]
+    job_row = page.locator(f"#jobs tr[data-job-id='{job}']")
+    job_row.wait_for(timeout=10_000)
+    job_row.locator("td:nth-child(2)", has_text="completed").wait_for(timeout=120_000)
+    img = page.locator("#latest-plot")
+    img.wait_for(timeout=60_000)
+    page.wait_for_function("() => document.getElementById('latest-plot').complete && "
+                           "document.getElementById('latest-plot').naturalWidth > 300", timeout=60_000)
+    page.screenshot(path=str(tmp_path / "status-page-after-job.png"), full_page=True)
+    with page.expect_navigation():
+        job_row.locator("a", has_text="report").click()
+    assert "Identification of panda" in page.locator("h1").inner_text()
+    assert "predicted vs measured joint torque" in page.content()
+    assert page.locator("img").evaluate("e => e.naturalWidth") > 300
+    page.screenshot(path=str(tmp_path / "job-report.png"), full_page=True)
+    print("screenshots in", tmp_path)
+
+
+def request(url: str, method: str = "GET") -> tuple[int, str]:
+    req = urllib.request.Request(url, method=method, data=b"{}" if method not in ("GET", "HEAD") else None)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+def test_the_page_exposes_no_motion_or_arming_endpoint(rt_daemon, page_server):
+    base = page_server.info["serving"].rstrip("/")
+    rt_daemon.client.disarm("checking that the status page cannot arm")
+    disarmed_at = time.time()
+    runs_before = len(rt_daemon.client.runs())
+    paths = ["/", "/api/status", "/arm", "/api/arm", "/disarm", "/run", "/api/run", "/submit_run", "/api/submit_run",
+             "/abort", "/api/abort", "/identify", "/jobs", "/jobs/x/report.html", "/api/command"]
+    try:
+        for path in paths:
+            for method in ("POST", "PUT", "DELETE", "PATCH"):
+                status, body = request(base + path, method)
+                assert status == 405, (method, path, status)
+                assert "read-only" in body
+            if path not in ("/", "/api/status"):
+                assert request(base + path)[0] == 404, path
+        # the page shows the daemon disarmed once it has polled since (twice a second)
+        for _ in range(50):
+            status, body = request(base + "/api/status")
+            snap = json.loads(body)
+            if snap["updated"] > disarmed_at:
+                break
+            time.sleep(0.2)
+        assert status == 200 and snap["connected"] and snap["safety"]["armed"] is False, snap["safety"]
+        # nothing reached the daemon: still disarmed, no run submitted
+        st = rt_daemon.client.status()
+        assert st["safety"]["armed"] is False and st["run"] is None
+        assert len(rt_daemon.client.runs()) == runs_before
+    finally:
+        rt_daemon.client.arm()
