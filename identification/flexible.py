@@ -13,7 +13,7 @@ motor equation gives tau_m. qm's derivatives come from differentiating the sampl
 pipeline differentiates encoders), so eqs. 1-3 hold to the differencing error at 1 kHz.
 
 Stepwise identification of the simulated arm, in Chen et al. 2021's order (section 2); recorded data go
-through :func:`.stepwise.identify_recorded` (the recording format is :class:`FlexibleLog` below):
+through :func:`.stepwise.identify_recorded` (the recording format is :class:`.data.FlexibleLog`):
 
 1. friction: constant-speed sweeps; the half difference at equal positions cancels gravity, inertia
    and the sensor offset, leaving M_lf v + B_lf (link) and, from tau_m, the motor friction plus the
@@ -36,6 +36,7 @@ from robodyn.robot.dynamics import inverse_dynamics
 from robodyn.robot.model import RobotModel
 
 from .base_params import base_parameters
+from .data import FlexibleLog
 from .friction import extract_friction
 from .regressor import ColumnSpec
 from .stepwise import column_groups, joint_major_regressor, least_squares, propose_order, rank_and_cond, subsystem_analysis
@@ -312,214 +313,6 @@ def demonstrate(model: RobotModel, *, seed: int = 0, sensor_noise: float = 0.02,
     return identify_flexible(arm, sweeps, static, ex, true_values(arm))
 
 
-# --------------------------------------------------------------------------- recordings: the format
-
-# Columns of a flexible-joint recording (CSV header names; NPZ arrays carry the stem: t, q, qm, ...).
-RECORDING_COLUMNS = {
-    "t": "time, s (strictly increasing; gaps are kept and never interpolated)",
-    "q": "link position (link-side encoder, after the spring), rad",
-    "qm": "motor position (motor-shaft encoder, before the reduction), rad",
-    "tau": "joint torque sensor, N.m, as measured (its zero offset included)",
-    "current": "motor current, A (torque = torque constant x current at the motor shaft)",
-    "taum": "motor torque at the motor shaft, N.m (instead of current)",
-    "qd": "optional measured link velocity, rad/s",
-    "qdm": "optional measured motor velocity, rad/s",
-}
-
-
-@dataclass
-class FlexibleLog:
-    """One recording of a flexible-joint arm, as the sensors reported it (controller joint values).
-
-    Arrays are (N, n) except ``t`` (N,). Motor positions are at the motor shaft: with a reduction N,
-    a rigid joint would read qm = N q. The drive side is either the motor ``current`` (A; the torque
-    constant comes from the options) or the motor torque ``taum`` (N.m at the motor shaft)."""
-
-    t: np.ndarray
-    q: np.ndarray
-    qm: np.ndarray
-    tau: np.ndarray
-    current: np.ndarray | None = None
-    taum: np.ndarray | None = None
-    qd: np.ndarray | None = None
-    qdm: np.ndarray | None = None
-    source: str = "recording"
-
-    def __post_init__(self):
-        where = self.source
-        self.t = np.asarray(self.t, float)
-        if self.t.ndim != 1 or self.t.size < 2:
-            raise ValueError(f"{where}: t must be a 1-D time vector of at least 2 samples, got shape {self.t.shape}")
-        if not np.all(np.isfinite(self.t)):
-            raise ValueError(f"{where}: t holds NaN or infinite timestamps")
-        steps = np.diff(self.t)
-        if np.any(steps <= 0):
-            k = int(np.argmax(steps <= 0)) + 1
-            raise ValueError(f"{where}: t must strictly increase (sample {k}: {self.t[k]} after {self.t[k - 1]})")
-        N = self.t.size
-        self.q = np.asarray(self.q, float)
-        if self.q.ndim != 2 or self.q.shape[0] != N:
-            raise ValueError(f"{where}: q must be (samples, joints) = ({N}, n), got {self.q.shape}")
-        n = self.q.shape[1]
-        if self.current is None and self.taum is None:
-            raise ValueError(f"{where}: missing the drive side: current1..current{n} (A) or taum1..taum{n} (N.m)")
-        if self.current is not None and self.taum is not None:
-            raise ValueError(f"{where}: give current or taum, not both")
-        for name in ("q", "qm", "tau", "current", "taum", "qd", "qdm"):
-            arr = getattr(self, name)
-            if arr is None:
-                continue
-            arr = np.asarray(arr, float)
-            if arr.shape != (N, n):
-                raise ValueError(f"{where}: {name} must have shape ({N}, {n}) like q, got {arr.shape}")
-            bad = ~np.isfinite(arr)
-            if bad.any():
-                row, col = (int(x) for x in np.argwhere(bad)[0])
-                raise ValueError(f"{where}: {name}{col + 1} is NaN or infinite at sample {row} (t={self.t[row]:.6g} s)")
-            setattr(self, name, arr)
-
-    @property
-    def dof(self) -> int:
-        return int(self.q.shape[1])
-
-    @property
-    def count(self) -> int:
-        return int(self.t.size)
-
-    @property
-    def drive(self) -> str:
-        return "current" if self.current is not None else "taum"
-
-    def arrays(self) -> dict:
-        return {k: getattr(self, k) for k in ("t", "q", "qm", "tau", "current", "taum", "qd", "qdm")
-                if getattr(self, k) is not None}
-
-    def select(self, mask) -> "FlexibleLog":
-        pick = lambda a: None if a is None else a[mask]  # noqa: E731
-        return FlexibleLog(self.t[mask], self.q[mask], self.qm[mask], self.tau[mask], pick(self.current),
-                           pick(self.taum), pick(self.qd), pick(self.qdm), self.source)
-
-
-def _header_columns(header: list[str], stem: str, n: int) -> list[int] | None:
-    idx = {h: k for k, h in enumerate(header)}
-    found = [idx.get(f"{stem}{j + 1}") for j in range(n)]
-    if all(k is None for k in found):
-        return None
-    return found
-
-
-def _need(path, header_or_keys, stem: str, n: int, found) -> None:
-    missing = [f"{stem}{j + 1}" for j, k in enumerate(found) if k is None] if found is not None else [f"{stem}1"]
-    if missing:
-        raise ValueError(f"{path}: missing column {missing[0]!r} ({RECORDING_COLUMNS[stem]}); a flexible-joint "
-                         f"recording needs t, q1..q{n}, qm1..qm{n}, tau1..tau{n} and current1..current{n} "
-                         f"(or taum1..taum{n})")
-
-
-def load_flexible_csv(path, dof: int | None = None) -> FlexibleLog:
-    """A CSV recording (header row, comma separated, SI units; columns in :data:`RECORDING_COLUMNS`,
-    numbered per joint from 1, e.g. ``t,q1,q2,qm1,qm2,tau1,tau2,current1,current2``; extra columns
-    are ignored)."""
-    import csv
-    from pathlib import Path
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    with open(path, newline="") as fh:
-        try:
-            header = [h.strip() for h in next(csv.reader(fh))]
-        except StopIteration:
-            raise ValueError(f"{path}: empty file") from None
-    if "t" not in header:
-        raise ValueError(f"{path}: missing column 't' ({RECORDING_COLUMNS['t']})")
-    if dof is None:
-        dof = 0
-        while f"q{dof + 1}" in header:
-            dof += 1
-        if dof == 0:
-            raise ValueError(f"{path}: missing column 'q1' ({RECORDING_COLUMNS['q']})")
-    cols = {stem: _header_columns(header, stem, dof) for stem in RECORDING_COLUMNS if stem != "t"}
-    for stem in ("q", "qm", "tau"):
-        _need(path, header, stem, dof, cols[stem])
-    if cols["current"] is None and cols["taum"] is None:
-        _need(path, header, "current", dof, None)
-    for stem in ("current", "taum", "qd", "qdm"):
-        if cols[stem] is not None:
-            _need(path, header, stem, dof, cols[stem])
-    try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    except ValueError as exc:
-        raise ValueError(f"{path}: non-numeric value in the data rows ({exc})") from exc
-    if data.shape[1] != len(header):
-        raise ValueError(f"{path}: rows have {data.shape[1]} values but the header names {len(header)} columns")
-    get = {stem: None if c is None else data[:, c] for stem, c in cols.items()}
-    if get["current"] is not None and get["taum"] is not None:
-        get["taum"] = None  # the current is the measurement; a taum column beside it is derived from it
-    return FlexibleLog(data[:, header.index("t")], get["q"], get["qm"], get["tau"], get["current"], get["taum"],
-                       get["qd"], get["qdm"], source=str(path))
-
-
-def load_flexible_npz(path) -> FlexibleLog:
-    """An NPZ recording: arrays named like the CSV stems (t (N,); q, qm, tau, current or taum,
-    optional qd, qdm, each (N, n))."""
-    from pathlib import Path
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    with np.load(path) as z:
-        for key in ("t", "q", "qm", "tau"):
-            if key not in z:
-                raise ValueError(f"{path}: missing array {key!r} ({RECORDING_COLUMNS[key]})")
-        if "current" not in z and "taum" not in z:
-            raise ValueError(f"{path}: missing array 'current' ({RECORDING_COLUMNS['current']}) or 'taum' "
-                             f"({RECORDING_COLUMNS['taum']})")
-        get = {k: (np.array(z[k]) if k in z else None) for k in RECORDING_COLUMNS}
-    if get["current"] is not None:
-        get["taum"] = None
-    return FlexibleLog(get["t"], get["q"], get["qm"], get["tau"], get["current"], get["taum"], get["qd"], get["qdm"],
-                       source=str(path))
-
-
-def load_flexible(ref, dof: int | None = None) -> FlexibleLog:
-    """A flexible-joint recording from a .csv or .npz file (or a FlexibleLog, returned as is)."""
-    from pathlib import Path
-
-    if isinstance(ref, FlexibleLog):
-        log = ref
-    else:
-        suffix = Path(ref).suffix.lower()
-        if suffix == ".csv":
-            log = load_flexible_csv(ref, dof)
-        elif suffix == ".npz":
-            log = load_flexible_npz(ref)
-        else:
-            raise ValueError(f"{ref}: unknown recording format {suffix!r}; a flexible-joint recording is a .csv or .npz")
-    if dof is not None and log.dof != dof:
-        raise ValueError(f"{log.source}: {log.dof} joints but the robot has {dof}")
-    return log
-
-
-def save_flexible(log: FlexibleLog, path) -> None:
-    """Write a recording as .csv (header t, q1..qn, qm1..qmn, tau1..taun, current1..currentn | taum1..taumn,
-    [qd..], [qdm..]) or .npz (the same names as arrays)."""
-    from pathlib import Path
-
-    path = Path(path)
-    arrays = log.arrays()
-    if path.suffix.lower() == ".npz":
-        np.savez_compressed(path, **arrays)
-        return
-    if path.suffix.lower() != ".csv":
-        raise ValueError(f"{path}: expected a .csv or .npz file name")
-    names, blocks = ["t"], [arrays.pop("t")[:, None]]
-    for stem, arr in arrays.items():
-        names += [f"{stem}{j + 1}" for j in range(arr.shape[1])]
-        blocks.append(arr)
-    np.savetxt(path, np.hstack(blocks), delimiter=",", header=",".join(names), comments="", fmt="%.10g")
-
-
 # --------------------------------------------------------------------------- a plant unlike the identifier
 
 
@@ -676,29 +469,33 @@ class PlantRecording:
         return np.sqrt(np.mean((self.log.current - self.true_current) ** 2, axis=0))
 
 
-def record_plant(plant: FlexiblePlant, trajectory, rate_hz: float = 1000.0, seed: int = 0, oversample: int = 2,
+def record_plant(plant: FlexiblePlant, trajectory, rate_hz: float = 1000.0, seed: int = 0, jitter: float = 0.2,
                  dropped_bursts: int = 3) -> PlantRecording:
     """Signals of ``plant`` following ``trajectory`` with its links, as the sensors record them at
-    ``rate_hz`` (a few bursts of dropped samples leave gaps in t). The plant is computed on a grid
-    ``oversample`` times finer: link torque by RNEA plus friction, the spring's deflection by
+    ``rate_hz``: every sample is taken up to ``jitter`` periods early or late (and stamped with its
+    true time, as a robot controller's clock does), and a few bursts of dropped samples leave gaps
+    in t. At each instant: link torque by RNEA plus the plant's friction, the spring's deflection by
     inverting the hardening law, the motor angle from both, its derivatives from the trajectory's
-    plus the differenced deflection, the motor torque by eq. 2 with the plant's own friction."""
+    plus the differenced deflection (on the uneven instants), the motor torque by eq. 2 with the
+    plant's own motor friction."""
+    if not 0 <= jitter < 0.5:
+        raise ValueError(f"jitter: a fraction of the sampling period in [0, 0.5), got {jitter}")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 17]))
     link, Nred = plant.link, plant.reduction
-    fine = 1.0 / (rate_hz * oversample)
-    tf = np.arange(0.0, trajectory.duration, fine)
-    ql, qdl, qddl, _ = trajectory.evaluate(tf)
+    period = 1.0 / rate_hz
+    t = np.arange(0.0, trajectory.duration - period, period) 
+    t = t + rng.uniform(-jitter, jitter, t.size) * period
+    t[0] = max(t[0], 0.0)
+    ql, qdl, qddl, _ = trajectory.evaluate(t)
     rigid = inverse_dynamics(link, ql, qdl, qddl)
     tau = rigid + plant.friction("link", qdl, ql, rigid)
     d = plant.deflection(tau)
     # the link's derivatives are the trajectory's own; only the small deflection is differenced
-    dd = np.gradient(d, fine, axis=0, edge_order=2)
+    dd = np.gradient(d, t, axis=0, edge_order=2)
     qm = Nred * (ql + d)
     qdm = Nred * (qdl + dd)
-    qddm = Nred * (qddl + np.gradient(dd, fine, axis=0, edge_order=2))
+    qddm = Nred * (qddl + np.gradient(dd, t, axis=0, edge_order=2))
     taum = plant.motor_inertia * qddm + tau / Nred + plant.friction("motor", qdm, qm, tau / Nred)
-    pick = slice(0, None, oversample)
-    t, ql, qm, tau, taum = tf[pick], ql[pick], qm[pick], tau[pick], taum[pick]
     N, n = ql.shape
     zero = plant.sensor_offset + np.cumsum(rng.normal(0.0, plant.sensor_drift / np.sqrt(rate_hz), (N, n)), axis=0)
     tau_s = tau + zero + rng.normal(0.0, plant.sensor_noise, (N, n))
@@ -712,6 +509,6 @@ def record_plant(plant: FlexiblePlant, trajectory, rate_hz: float = 1000.0, seed
     for _ in range(dropped_bursts):
         start = int(rng.integers(N // 10, N - N // 10))
         keep[start:start + int(rng.integers(5, 25))] = False
-    log = FlexibleLog(t[keep], q_read[keep], qm_read[keep], tau_s[keep], current=current[keep],
+    log = FlexibleLog(t[keep], q_read[keep], tau_s[keep], qm_read[keep], current=current[keep],
                       source=f"simulated {link.name} flexible-joint plant (seed {seed})")
     return PlantRecording(log, tau[keep], ideal_current[keep], zero[keep])

@@ -278,10 +278,18 @@ def _public(sub: dict) -> dict:
 
 def _as_sampled(log, n: int) -> SampledData:
     """Link and motor channels side by side, so that one processing treats them alike: q = [q, qm],
-    tau = [joint torque sensor, drive (current or motor torque)], qd = [qd, qdm] when both were measured."""
+    tau = [joint torque sensor, drive (current or motor torque)], qd = [qd, qdm] when both were
+    measured. Without motor encoder or drive the missing blocks are left out."""
+    q, tau = [log.q], [log.tau]
+    if log.qm is not None:
+        q.append(log.qm)
     drive = log.current if log.current is not None else log.taum
-    qd = np.hstack([log.qd, log.qdm]) if log.qd is not None and log.qdm is not None else None
-    return SampledData(log.t, np.hstack([log.q, log.qm]), np.hstack([log.tau, drive]), qd)
+    if drive is not None:
+        tau.append(drive)
+    qd = None
+    if log.qd is not None and (log.qm is None or log.qdm is not None):
+        qd = np.hstack([log.qd] + ([log.qdm] if log.qm is not None else []))
+    return SampledData(log.t, np.hstack(q), np.hstack(tau), qd)
 
 
 @dataclass
@@ -292,14 +300,14 @@ class _Channels:
     q: np.ndarray
     qd: np.ndarray
     qdd: np.ndarray
-    qm: np.ndarray
-    qdm: np.ndarray
-    qddm: np.ndarray
+    qm: np.ndarray | None  # None: no motor encoder
+    qdm: np.ndarray | None
+    qddm: np.ndarray | None
     tau: np.ndarray  # joint torque sensor
-    drive: np.ndarray  # current (A) or motor torque (N.m)
+    drive: np.ndarray | None  # current (A) or motor torque (N.m); None: not recorded
     coulomb: np.ndarray  # sgn(qd) filtered like tau (fit) or sharp (prediction); 0 at rest
-    coulomb_m: np.ndarray
-    theta: np.ndarray  # motor position referred to the link side, R^-1 qm
+    coulomb_m: np.ndarray | None
+    theta: np.ndarray | None  # motor position referred to the link side, R^-1 qm
 
     @classmethod
     def split(cls, d: SampledData, n: int, R: np.ndarray, rest_velocity: float, motor_rest: np.ndarray):
@@ -309,10 +317,14 @@ class _Channels:
         # flip a full Coulomb torque back and forth
         c = d.coulomb if d.coulomb is not None else np.sign(d.qd)
         link_c = c[:, :n] * np.minimum(1.0, np.abs(d.qd[:, :n]) / rest_velocity)
+        motor = d.q.shape[1] > n
+        drive = d.tau[:, n:] if d.tau.shape[1] > n else None
+        if not motor:
+            return cls(d.t, d.q, d.qd, d.qdd, None, None, None, d.tau[:, :n], drive, link_c, None, None)
         motor_c = c[:, n:] * np.minimum(1.0, np.abs(d.qd[:, n:]) / motor_rest)
         theta = np.linalg.solve(R, d.q[:, n:].T).T
         return cls(d.t, d.q[:, :n], d.qd[:, :n], d.qdd[:, :n], d.q[:, n:], d.qd[:, n:], d.qdd[:, n:],
-                   d.tau[:, :n], d.tau[:, n:], link_c, motor_c, theta)
+                   d.tau[:, :n], drive, link_c, motor_c, theta)
 
     @property
     def deflection(self) -> np.ndarray:
@@ -402,8 +414,8 @@ def _transmission(model: RobotModel, cfg: StepwiseConfig) -> np.ndarray:
 def identify_recorded(model: RobotModel, recordings, config=None) -> dict:
     """Chen et al. 2021's stepwise identification on recordings of a flexible-joint arm.
 
-    ``recordings``: paths (.csv, .npz; identification.flexible.RECORDING_COLUMNS) or FlexibleLog
-    objects. The first ``config.identify`` (default 1) identify; any others are held out and the
+    ``recordings``: paths (.csv, .npz, .mcap; the format is identification.data.FLEXIBLE_COLUMNS)
+    or :class:`.data.FlexibleLog` objects. The first ``config.identify`` (default 1) identify; any others are held out and the
     identified model is validated on them against what the sensors measured (joint torque sensor,
     motor current). ``config``: a :class:`StepwiseConfig` or a dict of its fields.
 
@@ -413,7 +425,7 @@ def identify_recorded(model: RobotModel, recordings, config=None) -> dict:
     """
     from robodyn.papers import cite
 
-    from .flexible import load_flexible
+    from .data import load_flexible
 
     cfg = StepwiseConfig.from_any(config)
     n = model.dof
@@ -421,13 +433,22 @@ def identify_recorded(model: RobotModel, recordings, config=None) -> dict:
         recordings = [recordings]
     if not recordings:
         raise ValueError("recordings: need at least one flexible-joint recording")
-    logs = [load_flexible(r, n) for r in recordings]
+    logs = [load_flexible(r, model) for r in recordings]
     if cfg.identify > len(logs):
         raise ValueError(f"identify: {cfg.identify} identification recordings requested, {len(logs)} given")
     kinds = {log.drive for log in logs}
     if len(kinds) > 1:
-        raise ValueError("recordings: some carry motor current and others motor torque; use one kind for all")
+        raise ValueError(f"recordings: the drive side differs between recordings ({sorted(map(str, kinds))}: "
+                         "motor current, motor torque or none); use one kind for all")
     drive = kinds.pop()
+    encoders = {log.qm is not None for log in logs}
+    if len(encoders) > 1:
+        raise ValueError("recordings: some have motor positions (qm or theta columns) and others not; use one kind "
+                         "for all")
+    has_motor = encoders.pop()
+    if drive is not None and not has_motor:
+        raise ValueError(f"{logs[0].source}: a drive signal ({drive}) but no motor positions: the motor sub-system "
+                         "(eq. 9) needs the motor encoder (columns qm1.. or theta1..)")
     kt = None if cfg.torque_constant is None else np.asarray(cfg.torque_constant, float)
     if kt is not None and kt.size != n:
         raise ValueError(f"torque_constant: expected {n} values (N.m/A per motor), got {kt.size}")
@@ -543,10 +564,11 @@ def identify_recorded(model: RobotModel, recordings, config=None) -> dict:
     motor_parts, stiff_parts, stacked = [], [], []
     joint_tau = tau - M0
     load = joint_tau @ Rinv  # R^-T tau, per motor
-    qmot, qdmot, qddmot, dr = cat("qm"), cat("qdm"), cat("qddm"), cat("drive")
-    coul_m, defl = cat("coulomb_m"), cat("theta") - q
-    motor_values = np.zeros((n, 4))
-    for k in range(n):
+    if has_motor:
+        qdmot, qddmot, coul_m, defl = cat("qdm"), cat("qddm"), cat("coulomb_m"), cat("theta") - q
+    dr = cat("drive") if drive is not None else None
+    motor_values = np.full((n, 4), np.nan)
+    for k in range(n if drive is not None else 0):
         moving = np.abs(qdmot[:, k]) >= motor_fit_min[k]
         if moving.sum() < 10:
             raise ValueError(f"stepwise: motor {k + 1} hardly moves (|qdm| >= {motor_fit_min[k]:.3g} rad/s in "
@@ -578,7 +600,7 @@ def identify_recorded(model: RobotModel, recordings, config=None) -> dict:
         springs = [defl[moving, j] * Rinv[j, k] for j in range(n) if Rinv[j, k] != 0]
         info = rank_and_cond(np.column_stack(cols_m[:3] + springs))
         stacked.append({"motor": k + 1, **{key: (_num(v) if isinstance(v, float) else v) for key, v in info.items()}})
-    for j in range(n):
+    for j in range(n if has_motor else 0):
         cols_k = [defl[:, j]] + ([np.ones(N)] if cfg.encoder_offset else [])
         sub = _subsystem(np.column_stack(cols_k), joint_tau[:, j], [f"K{j + 1}"] + (["c%d" % (j + 1)] if
                                                                                    cfg.encoder_offset else []),
@@ -594,35 +616,62 @@ def identify_recorded(model: RobotModel, recordings, config=None) -> dict:
         part["deflection_range"] = [float(defl[:, j].min() - (-c / K)), float(defl[:, j].max() - (-c / K))]
         stiff_parts.append(part)
 
+    listed = lambda v: [_num(x) for x in v]  # noqa: E731  (NaN: not identified -> null)
     model_doc = {
         "link_friction": {"viscous": fv.tolist(), "coulomb": fc.tolist()},
         "base_parameters": dict(zip(base.names, (float(v) for v in p_link[:base.count]))),
         "sensor_offset": M0.tolist(),
-        "motor_inertia": motor_values[:, 0].tolist(), "motor_viscous": motor_values[:, 1].tolist(),
-        "motor_coulomb": motor_values[:, 2].tolist(),
-        "torque_constant": None if drive == "taum" else motor_values[:, 3].tolist(),
-        "stiffness": [p["parameters"][0]["value"] for p in stiff_parts],
-        "encoder_offset": [p.get("encoder_offset", {}).get("value", 0.0) for p in stiff_parts],
+        "motor_inertia": listed(motor_values[:, 0]) if motor_parts else None,
+        "motor_viscous": listed(motor_values[:, 1]) if motor_parts else None,
+        "motor_coulomb": listed(motor_values[:, 2]) if motor_parts else None,
+        "torque_constant": listed(motor_values[:, 3]) if drive == "current" else None,
+        "stiffness": [p["parameters"][0]["value"] for p in stiff_parts] if stiff_parts else None,
+        "encoder_offset": [p.get("encoder_offset", {}).get("value", 0.0) for p in stiff_parts] if stiff_parts else None,
     }
+    skipped_motor = (None if motor_parts else "no drive signal (current1.. or taum1..) in the recordings" if has_motor
+                     else "no motor encoder (qm1.. or theta1..) in the recordings")
+    skipped_stiffness = None if stiff_parts else "no motor encoder (qm1.. or theta1..) in the recordings"
+    order = [
+        {"step": 1, "subsystem": "friction", "what": "link friction, alone, from forward/backward sweeps",
+         "merged_into_link": [names_j[j] for j in merged]},
+        {"step": 2, "subsystem": "link", "what": "gravity and inertia (eq. 8), friction subtracted, each joint's "
+                                                 "mean removed so the sensor zero does not enter"},
+        {"step": 3, "subsystem": "offset", "what": "sensor zero M0 = mean residual of step 2"},
+        {"step": 4, "subsystem": "motor", "what": "eq. 9 per motor with tau = tau_sensor - M0",
+         **({"skipped": skipped_motor} if skipped_motor else {})},
+        {"step": 5, "subsystem": "stiffness", "what": "eq. 10 per joint with tau = tau_sensor - M0, separately "
+                                                      "from the motor (eqs. 13-16)",
+         **({"skipped": skipped_stiffness} if skipped_stiffness else {})},
+    ]
+    table = [{"step": 1, "subsystem": "friction", "unit": pj["joint"],
+              **{k: pj.get(k) for k in ("rows", "columns", "rank", "cond", "cond_scaled")}}
+             for pj in friction["per_joint"] if pj["identified"]]
+    table.append({"step": 2, "subsystem": "link", "unit": "all joints",
+                  **{k: link.get(k) for k in ("rows", "columns", "rank", "cond", "cond_scaled")}})
+    table.append({"step": 3, "subsystem": "offset (static poses: [Y_g, E])", "unit": "all joints",
+                  **{k: offset["static_poses"].get("gravity_and_offset", {}).get(k)
+                     for k in ("columns", "rank", "cond", "cond_scaled")}})
+    table += [{"step": 4, "subsystem": "motor", "unit": f"motor {pm['motor']}",
+               **{k: pm.get(k) for k in ("rows", "columns", "rank", "cond", "cond_scaled")}} for pm in motor_parts]
+    table += [{"step": 5, "subsystem": "stiffness", "unit": ps["joint"],
+               **{k: ps.get(k) for k in ("rows", "columns", "rank", "cond", "cond_scaled")}} for ps in stiff_parts]
+    table += [{"step": "-", "subsystem": "motor + stiffness stacked (eq. 14, not solved)", "unit": f"motor {st['motor']}",
+               **{k: st.get(k) for k in ("columns", "rank", "cond", "cond_scaled")}} for st in stacked]
+    parameters = [dict(p, subsystem=sub) for sub, parts in
+                  (("friction", [pj for pj in friction["per_joint"] if pj["identified"]]), ("link", [link]),
+                   ("offset", [offset]), ("motor", motor_parts), ("stiffness", stiff_parts))
+                  for part in parts for p in part.get("parameters", [])]
     doc = {
         "format": RESULT_FORMAT, "version": RESULT_VERSION, "method": "stepwise", "reference": cite("stepwise"),
         "robot": model.name, "joints": names_j,
         "recordings": {"identification": [log.source for log in ident], "held_out": [log.source for log in held]},
-        "drive": drive, "torque_constant_source": ("given" if kt is not None else
-                                                   ("identified (motor sub-system)" if drive == "current" else None)),
+        "drive": drive, "motor_encoder": has_motor,
+        "torque_constant_source": ("given" if kt is not None else
+                                   ("identified (motor sub-system)" if drive == "current" else None)),
         "transmission": R.tolist(), "config": cfg.to_dict(), "processing": processing.to_dict(),
         "processing_steps": steps,
         "segments": {"sweep_pairs": len(points), "static_poses": len(poses), "samples": int(N)},
-        "order": [
-            {"step": 1, "subsystem": "friction", "what": "link friction, alone, from forward/backward sweeps",
-             "merged_into_link": [names_j[j] for j in merged]},
-            {"step": 2, "subsystem": "link", "what": "gravity and inertia (eq. 8), friction subtracted, each joint's "
-                                                     "mean removed so the sensor zero does not enter"},
-            {"step": 3, "subsystem": "offset", "what": "sensor zero M0 = mean residual of step 2"},
-            {"step": 4, "subsystem": "motor", "what": "eq. 9 per motor with tau = tau_sensor - M0"},
-            {"step": 5, "subsystem": "stiffness", "what": "eq. 10 per joint with tau = tau_sensor - M0, separately "
-                                                          "from the motor (eqs. 13-16)"},
-        ],
+        "order": order, "subsystem_table": table, "parameters": parameters,
         "subsystems": {"friction": friction, "link": _public(link), "offset": offset,
                        "motor": {"equation": "eq. 9", "per_motor": motor_parts},
                        "stiffness": {"equation": "eq. 10", "per_joint": stiff_parts},
@@ -630,8 +679,9 @@ def identify_recorded(model: RobotModel, recordings, config=None) -> dict:
                                                        "per_motor": stacked}},
         "model": model_doc, "notes": notes,
     }
-    fitted = _FlexibleModel(model, base, p_link[:base.count], fv, fc, M0, motor_values, R, drive,
-                            np.array(model_doc["stiffness"]), np.array(model_doc["encoder_offset"]))
+    fitted = _FlexibleModel(model, base, p_link[:base.count], fv, fc, M0, motor_values if motor_parts else None, R,
+                            drive, np.array(model_doc["stiffness"]) if stiff_parts else None,
+                            np.array(model_doc["encoder_offset"]) if stiff_parts else None)
     doc["validation"] = [fitted.validate(log, processing, cfg, motor_rest) for log in held]
     return doc
 
@@ -646,11 +696,11 @@ class _FlexibleModel:
     fv: np.ndarray
     fc: np.ndarray
     M0: np.ndarray
-    motor: np.ndarray  # (n, 4): B, Fv_m, Fc_m, k_t per motor
+    motor: np.ndarray | None  # (n, 4): B, Fv_m, Fc_m, k_t per motor; None: motor not identified
     R: np.ndarray
-    drive: str
-    K: np.ndarray
-    encoder_offset: np.ndarray
+    drive: str | None
+    K: np.ndarray | None  # None: stiffness not identified (no motor encoder)
+    encoder_offset: np.ndarray | None
 
     def sensor_from_link(self, ch: _Channels) -> np.ndarray:
         """Joint torque sensor predicted by the link model (eq. 8 + friction + M0)."""
@@ -678,7 +728,9 @@ class _FlexibleModel:
         n = self.model.dof
         raw = _as_sampled(log, n)
         measured_drive = log.current if self.drive == "current" else log.taum
-        acc = {k: TorqueMetrics(n) for k in ("sensor_link", "sensor_spring", "drive_sensor", "drive_link")}
+        keys = ["sensor_link"] + (["sensor_spring"] if self.K is not None else []) + (
+            ["drive_sensor", "drive_link"] if self.motor is not None else [])
+        acc = {k: TorqueMetrics(n) for k in keys}
         samples = 0
         for piece in process_windows(raw, processing, purpose="predict"):
             d = piece.data
@@ -688,9 +740,12 @@ class _FlexibleModel:
             same_grid = t.shape[0] == d.count and np.array_equal(t, d.t)
             ch = _Channels.split(d, n, self.R, cfg.rest_velocity, motor_rest)
             link = self.sensor_from_link(ch)
-            preds = {"sensor_link": link, "sensor_spring": self.sensor_from_spring(ch),
-                     "drive_sensor": self.drive_from(ch, ch.tau - self.M0),
-                     "drive_link": self.drive_from(ch, link - self.M0)}
+            preds = {"sensor_link": link}
+            if self.K is not None:
+                preds["sensor_spring"] = self.sensor_from_spring(ch)
+            if self.motor is not None:
+                preds["drive_sensor"] = self.drive_from(ch, ch.tau - self.M0)
+                preds["drive_link"] = self.drive_from(ch, link - self.M0)
             for key, pred in preds.items():
                 if not same_grid:
                     pred = np.stack([np.interp(t, d.t, pred[:, j]) for j in range(n)], axis=1)
@@ -699,19 +754,19 @@ class _FlexibleModel:
         names = list(self.model.joint_names)
         unit = "A" if self.drive == "current" else "N.m"
         what = "motor current" if self.drive == "current" else "motor torque"
-        return {
-            "recording": log.source, "samples": samples, "against": "the measured signals, at the measured samples",
-            "joint_torque_sensor": {
-                "unit": "N.m",
-                "from_link_model": {"predicted_by": "eq. 8 link model + friction + M0 (steps 1-3)",
-                                    **acc["sensor_link"].result(names)},
-                "from_spring": {"predicted_by": "eq. 10 spring from the motor and link encoders + M0 (step 5)",
-                                **acc["sensor_spring"].result(names)}},
-            "motor": {
+        out = {"recording": log.source, "samples": samples, "against": "the measured signals, at the measured samples",
+               "joint_torque_sensor": {"unit": "N.m", "from_link_model": {
+                   "predicted_by": "eq. 8 link model + friction + M0 (steps 1-3)", **acc["sensor_link"].result(names)}}}
+        if "sensor_spring" in acc:
+            out["joint_torque_sensor"]["from_spring"] = {
+                "predicted_by": "eq. 10 spring from the motor and link encoders + M0 (step 5)",
+                **acc["sensor_spring"].result(names)}
+        if "drive_sensor" in acc:
+            out["motor"] = {
                 "signal": what, "unit": unit,
                 "from_measured_joint_torque": {"predicted_by": "eq. 9 motor model driven by the measured joint "
                                                                "torque - M0 (step 4)",
                                                **acc["drive_sensor"].result(names)},
                 "from_link_model": {"predicted_by": "eq. 9 driven by the link model's torque (steps 1-4 chained)",
-                                    **acc["drive_link"].result(names)}},
-        }
+                                    **acc["drive_link"].result(names)}}
+        return out
