@@ -200,8 +200,12 @@ def identify_stepwise(model: RobotModel, sources: Sequence, config: Identificati
     identify_recorded) with the shared options: ``config.processing`` is the one processing every
     method gets; ``options.held_out`` recordings validate the result against what their sensors
     measured. Options that have no meaning for the method are refused, not ignored."""
-    from .stepwise import identify_recorded
+    from . import stepwise
 
+    # a build without it says so in one line (tests/cli/test_identify_methods.py)
+    identify_recorded = getattr(stepwise, "identify_recorded", None)
+    if identify_recorded is None:
+        raise ValueError("--method stepwise: stepwise identification from recordings is not available in this build")
     options = options or MethodOptions()
     if config.friction != "coulomb-viscous" or config.friction_model is not None:
         raise ValueError(f"friction: stepwise identification uses Chen et al. 2021's viscous + Coulomb friction on "

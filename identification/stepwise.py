@@ -286,6 +286,8 @@ def _as_sampled(log, n: int) -> SampledData:
     drive = log.current if log.current is not None else log.taum
     if drive is not None:
         tau.append(drive)
+    elif log.qm is not None:  # SampledData pairs every position with a torque: a placeholder, never read
+        tau.append(np.zeros_like(log.qm))
     qd = None
     if log.qd is not None and (log.qm is None or log.qdm is not None):
         qd = np.hstack([log.qd] + ([log.qdm] if log.qm is not None else []))
@@ -310,7 +312,8 @@ class _Channels:
     theta: np.ndarray | None  # motor position referred to the link side, R^-1 qm
 
     @classmethod
-    def split(cls, d: SampledData, n: int, R: np.ndarray, rest_velocity: float, motor_rest: np.ndarray):
+    def split(cls, d: SampledData, n: int, R: np.ndarray, rest_velocity: float, motor_rest: np.ndarray,
+              has_drive: bool = True):
         # Coulomb friction sgn(qd), filtered like the torques (fit) or sharp (prediction), falls
         # linearly to zero below the rest velocity: at rest the model carries no friction (stiction
         # is anywhere in [-Fs, Fs], not modelled), and a resting joint's velocity noise must not
@@ -318,7 +321,7 @@ class _Channels:
         c = d.coulomb if d.coulomb is not None else np.sign(d.qd)
         link_c = c[:, :n] * np.minimum(1.0, np.abs(d.qd[:, :n]) / rest_velocity)
         motor = d.q.shape[1] > n
-        drive = d.tau[:, n:] if d.tau.shape[1] > n else None
+        drive = d.tau[:, n:] if has_drive and d.tau.shape[1] > n else None
         if not motor:
             return cls(d.t, d.q, d.qd, d.qdd, None, None, None, d.tau[:, :n], drive, link_c, None, None)
         motor_c = c[:, n:] * np.minimum(1.0, np.abs(d.qd[:, n:]) / motor_rest)
@@ -469,7 +472,8 @@ def identify_recorded(model: RobotModel, recordings, config=None) -> dict:
     for log, r in zip(ident, raw):
         p = process(r, processing)
         steps = steps or p.steps
-        channels.append((log.source, _Channels.split(p.data, n, R, cfg.rest_velocity, motor_rest)))
+        channels.append((log.source, _Channels.split(p.data, n, R, cfg.rest_velocity, motor_rest,
+                                                        drive is not None)))
     cat = lambda name: np.concatenate([getattr(c, name) for _, c in channels])  # noqa: E731
     q, qd, qdd, tau, coul = cat("q"), cat("qd"), cat("qdd"), cat("tau"), cat("coulomb")
     names_j = list(model.joint_names)
@@ -738,7 +742,7 @@ class _FlexibleModel:
             hi = int(np.searchsorted(raw.t, d.t[-1] + 1e-9, side="right"))
             t = raw.t[lo:hi]
             same_grid = t.shape[0] == d.count and np.array_equal(t, d.t)
-            ch = _Channels.split(d, n, self.R, cfg.rest_velocity, motor_rest)
+            ch = _Channels.split(d, n, self.R, cfg.rest_velocity, motor_rest, self.drive is not None)
             link = self.sensor_from_link(ch)
             preds = {"sensor_link": link}
             if self.K is not None:
