@@ -202,10 +202,7 @@ def identify_stepwise(model: RobotModel, sources: Sequence, config: Identificati
     measured. Options that have no meaning for the method are refused, not ignored."""
     from . import stepwise
 
-    # a build without it says so in one line (tests/cli/test_identify_methods.py)
-    identify_recorded = getattr(stepwise, "identify_recorded", None)
-    if identify_recorded is None:
-        raise ValueError("--method stepwise: stepwise identification from recordings is not available in this build")
+    identify_recorded = stepwise.identify_recorded
     options = options or MethodOptions()
     if config.friction != "coulomb-viscous" or config.friction_model is not None:
         raise ValueError(f"friction: stepwise identification uses Chen et al. 2021's viscous + Coulomb friction on "
