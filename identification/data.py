@@ -68,12 +68,7 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None, transmi
         raise ValueError(f"{path}: missing torque columns tau1..tau{n} (or current1..current{n} with --drive-gains)")
     if tau_cols is None and drive_gains is None:
         raise ValueError(f"{path}: has current columns but no torque; pass drive gains (N.m/A per joint) to convert")
-    try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    except ValueError as exc:
-        raise ValueError(f"{path}: non-numeric value in the data rows ({exc})") from exc
-    if data.shape[1] != len(header):
-        raise ValueError(f"{path}: rows have {data.shape[1]} values but the header names {len(header)} columns")
+    data = _numeric_rows(path, header)
     t = data[:, header.index("t")]
     q = data[:, q_cols]
     qd = data[:, qd_cols] if qd_cols else None
@@ -328,12 +323,7 @@ def load_flexible_csv(path: str | Path, dof: int | None = None, transmission=Non
             raise ValueError(f"{path}: missing column '{stem}{len(found) + 1}' ({FLEXIBLE_COLUMNS[stem]}); "
                              f"{stem}1..{stem}{n} go together")
         cols[stem] = found
-    try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    except ValueError as exc:
-        raise ValueError(f"{path}: non-numeric value in the data rows ({exc})") from exc
-    if data.shape[1] != len(header):
-        raise ValueError(f"{path}: rows have {data.shape[1]} values but the header names {len(header)} columns")
+    data = _numeric_rows(path, header)
     arrays = {stem: None if c is None else data[:, c] for stem, c in cols.items()}
     arrays["t"] = data[:, header.index("t")]
     return _flexible_from(arrays, path, n, transmission)
@@ -409,3 +399,14 @@ def save_flexible(log: FlexibleLog, path: str | Path) -> Path:
         blocks.append(arr)
     np.savetxt(path, np.hstack(blocks), delimiter=",", header=",".join(names), comments="", fmt="%.12g")
     return path
+
+
+def _numeric_rows(path, header: list) -> np.ndarray:
+    """The CSV's data rows as a (rows, columns) array; one clear error for text or ragged rows."""
+    try:
+        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except ValueError as exc:
+        raise ValueError(f"{path}: non-numeric value in the data rows ({exc})") from exc
+    if data.shape[1] != len(header):
+        raise ValueError(f"{path}: rows have {data.shape[1]} values but the header names {len(header)} columns")
+    return data
