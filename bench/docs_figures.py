@@ -7,7 +7,8 @@ Markers (HTML comments, invisible on GitHub) are written right after a figure:
     the nearest number to the left of the marker on the same line equals EXPR evaluated on the
     JSON of SOURCE, rounded as printed (``20.22`` must be within 0.005 of the value). EXPR is a
     JSON path (``datasets[0].default.rmse_sum``, ``runs[robot=panda,hours=1].identify_s``) or a Python
-    expression with paths in braces (``{a.x} / {a.y}``, ``{peak_rss_mb} / 1024``).
+    expression with paths in braces (``{a.x} / {a.y}``, ``{peak_rss_mb} / 1024``). A path ending in
+    ``.(mean_mm,max_mm)`` gives several values: they tie the as many last numbers of the table cell.
 ``<!-- fig~ SOURCE EXPR -->``
     the same for a timing or memory figure of a noisy benchmark: checked against the committed JSON
     only; a rerun by ``make docs-check`` reports the fresh value but does not call it stale.
@@ -137,19 +138,23 @@ def agrees(printed: str, value: float) -> bool:
     return abs(p - value) <= half * (1 + 1e-9) + 1e-12 * abs(value)
 
 
-_STEP = re.compile(r"\.?([A-Za-z_][\w-]*)|\[(-?\d+)\]|\[([^\]=]+=[^\]]*)\]")
+_STEP = re.compile(r'\["([^"]+)"\]|\.?([A-Za-z_][\w-]*)|\[(-?\d+)\]|\[([^\]=]+=[^\]]*)\]|\.\(([\w, -]+)\)')
 
 
 def lookup(data, path: str):
-    """``a.b[0].c``, ``runs[robot=panda,hours=1]`` (the first list element whose fields match)."""
+    """``a.b[0].c``, ``runs[robot=panda,hours=1]`` (the first list element whose fields match),
+    ``a.(mean,max)`` (several fields, as a list), ``a["key with spaces"]``."""
     pos, node = 0, data
     path = path.strip()
     while pos < len(path):
         m = _STEP.match(path, pos)
         if not m:
             raise KeyError(f"bad path {path!r} at {path[pos:]!r}")
-        key, index, cond = m.groups()
-        if key is not None:
+        quoted, key, index, cond, several = m.groups()
+        key = quoted if quoted is not None else key
+        if several is not None:  # .(a,b,c): those fields, as a list
+            node = [node[k.strip()] for k in several.split(",")]
+        elif key is not None:
             if not isinstance(node, dict) or key not in node:
                 raise KeyError(f"{path!r}: no key {key!r}")
             node = node[key]
@@ -217,8 +222,16 @@ def _strip_code(line: str) -> str:
 
 
 def _figure_before(line: str, end: int) -> re.Match | None:
-    hits = [m for m in NUMBER.finditer(_strip_code(line[:end]))]
+    hits = _figures_before(line, end, 1)
     return hits[-1] if hits else None
+
+
+def _figures_before(line: str, end: int, count: int) -> list[re.Match]:
+    """The last ``count`` numbers before ``end`` on the line, after the previous marker or cell border."""
+    text = _strip_code(line[:end])
+    start = max(text.rfind("|"), 0)
+    hits = [m for m in NUMBER.finditer(text) if m.start() >= start] or list(NUMBER.finditer(text))
+    return hits[-count:]
 
 
 def check(root: Path = ROOT, json_override: dict[str, object] | None = None, timing: bool = True) -> Report:
@@ -292,14 +305,17 @@ def check(root: Path = ROOT, json_override: dict[str, object] | None = None, tim
                 if kind == "fig~" and not timing:
                     continue
                 try:
-                    value = evaluate(data_of(name), expr)
-                    value = float(numbers_of(value)[0]) if not isinstance(value, (int, float)) else float(value)
+                    values = numbers_of(evaluate(data_of(name), expr))
+                    if not values:
+                        raise ValueError("no number there")
                 except (KeyError, IndexError, ValueError, TypeError, FileNotFoundError) as e:
                     report.problems.append(Problem(rel, i, f"{fig.group()} <- {name} {expr}: {e}"))
                     continue
-                if not agrees(fig.group(), value):
-                    report.problems.append(Problem(rel, i, f"{fig.group()} but `{SOURCES[name].command}` "
-                                                   f"gives {value:.6g} ({expr})"))
+                figs = _figures_before(line, m.start(), len(values)) if len(values) > 1 else [fig]
+                printed = " / ".join(f.group() for f in figs)
+                if len(figs) != len(values) or not all(agrees(f.group(), v) for f, v in zip(figs, values)):
+                    report.problems.append(Problem(rel, i, f"{printed} but `{SOURCES[name].command}` gives "
+                                                   f"{' / '.join(f'{v:.6g}' for v in values)} ({expr})"))
         if include is not None:
             report.problems.append(Problem(rel, include[1], "include without `<!-- end include -->`"))
         for spec in pending_tables:
@@ -406,9 +422,10 @@ def unmarked(root: Path = ROOT) -> list[tuple[str, int, str, str]]:
                 continue
             marked_spans = []
             for m in MARKER.finditer(raw):
-                fig = _figure_before(raw, m.start())
-                if fig:
-                    marked_spans.append(fig.start())
+                count = 1
+                if m.group(1).startswith("fig") and ".(" in m.group(2):
+                    count = m.group(2).split(".(")[-1].count(",") + 1
+                marked_spans += [f.start() for f in _figures_before(raw, m.start(), count)]
             line = _strip_code(raw)
             if not MEASURED.search(line):
                 continue
@@ -455,6 +472,34 @@ def baseline_diff(root: Path = ROOT, path: Path = BASELINE) -> tuple[list, list[
     new = [e for e in found if _key(e) not in known]
     gone = [k for k in known if k not in keys]
     return new, gone
+
+
+PATH_REF = re.compile(r"(?<![\w/.-])((?:tests|bench|robodyn|identification|calibration|drivers|daemon|tools|docs|systemd)"
+                      r"/[\w/.-]*\w\.(?:py|md|json|toml|cpp|csv))(?:::(\w+))?")
+
+
+def dangling(root: Path = ROOT) -> list[Problem]:
+    """Files (and test functions, ``path.py::test_name``) that README.md, docs/*.md or a benchmark cite
+    but that do not exist."""
+    out = []
+    cited = documents(root) + sorted((root / "bench").rglob("*.py"))
+    for doc in cited:
+        rel = str(doc.relative_to(root))
+        for i, line in enumerate(doc.read_text().splitlines(), 1):
+            for m in PATH_REF.finditer(line):
+                path, test = m.groups()
+                if re.search(r"(?:--out|--output|--markdown|>)\s*$", line[:m.start()]):
+                    continue  # where a command writes, not a citation
+                target = root / path
+                if not target.exists() and (doc.parent / path).exists():
+                    target = doc.parent / path
+                if not target.exists():
+                    if "*" in path or "<" in path:
+                        continue
+                    out.append(Problem(rel, i, f"cites {path}, which does not exist"))
+                elif test and not re.search(rf"def {test}\b", target.read_text()):
+                    out.append(Problem(rel, i, f"cites {path}::{test}, which is not defined there"))
+    return out
 
 
 # ---------------------------------------------------------------- rerun (make docs-check)
@@ -525,6 +570,11 @@ def main() -> int:
     for k in gone:
         print(f"  gone (run --update-baseline): {k}")
     status |= bool(new or gone)
+    missing = dangling()
+    print(f"{len(missing)} cited files or tests missing")
+    for p in missing:
+        print(f"  {p}")
+    status |= bool(missing)
     if args.rerun:
         names = [s for s in args.sources.split(",") if s]
         fresh = rerun(names)

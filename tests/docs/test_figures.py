@@ -105,3 +105,8 @@ def test_unmarked_measurements_are_found_and_constants_allowed(tmp_path):
                            "```\nmeasured 3.3 s\n```\n", {"a": 1.2})
     found = [(n, line) for _, line, n, _ in figures.unmarked(root)]
     assert found == [("0.79", 1), ("12", 1)]
+
+
+def test_every_cited_file_and_test_exists():
+    missing = figures.dangling()
+    assert not missing, "README.md, docs/*.md or bench/ cite what does not exist:\n" + "\n".join(map(str, missing))
