@@ -94,7 +94,8 @@ SOURCES: dict[str, Source] = {
                       "timing of the driver loops"),
 }
 
-NUMBER = re.compile(r"(?<![\w.])[-+−]?(?:\d{1,3}(?: \d{3})+|\d+)(?:\.\d+)?(?:[eE][-+−]?\d+)?(?![\w])")
+# A number ends at a non-word character; "1.20x" (a ratio) is the number 1.20, "v2" or "0x1F" are not numbers.
+NUMBER = re.compile(r"(?<![\w.])[-+−]?(?:\d{1,3}(?: \d{3})+|\d+)(?:\.\d+)?(?:[eE][-+−]?\d+)?(?![^\Wx]|x\w|\.\d)")
 MARKER = re.compile(r"<!--\s*(fig~|fig|by|const)(?=\s|-->)\s*(.*?)\s*-->")
 TABLE = re.compile(r"<!--\s*table\s+(\S+)\s+(.*?)\s*-->")
 INCLUDE = re.compile(r"<!--\s*include\s+(\S+)\s*-->")

@@ -70,6 +70,12 @@ def test_rounding_as_printed(printed, value, ok):
     assert figures.agrees(printed, value) is ok
 
 
+def test_a_ratio_written_with_x_is_read_whole(tmp_path):
+    root = _docs(tmp_path, "speedup **1.20x**<!-- fig scaleout a -->, 0.66x<!-- fig scaleout b -->\n", {"a": 1.6, "b": 0.66})
+    problems = figures.check(root).problems
+    assert len(problems) == 1 and problems[0].text.startswith("1.20 but")
+
+
 def test_a_stale_figure_is_reported_with_its_command(tmp_path):
     data = {"runs": [{"robot": "ur5", "t": 9.0}, {"robot": "panda", "t": 22.46, "mb": 1150.0}]}
     root = _docs(tmp_path, "OLS in 22.5 s<!-- fig identify runs[robot=panda].t --> and "
