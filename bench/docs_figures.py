@@ -90,6 +90,8 @@ SOURCES: dict[str, Source] = {
                        "several minutes, process pool and Ray"),
     "reliability": Source("bench/reliability/result.json", "python bench/reliability/run.py", None,
                           "fault injection with long soaks"),
+    "ros2channels": Source("bench/reliability/ros2_channels.json", "python bench/reliability/ros2_channels.py --out {out}", None,
+                           "two real-time daemon runs of 30 s plus replays; its CPU figures are load-sensitive"),
     "drivers": Source("bench/drivers/result.json", "python bench/drivers/run.py --out {out}", None,
                       "timing of the driver loops"),
 }
