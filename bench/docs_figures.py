@@ -396,8 +396,22 @@ ALLOWED = [
 ]
 _ALLOWED = re.compile("|".join(f"(?:{a})" for a in ALLOWED))
 
+# Files (or sections: a heading's start) being rewritten on other branches: their unmarked figures are
+# listed by --unmarked but not held to the baseline, so that merging those branches does not fail the
+# test on context that moved. Markers in them are checked like everywhere else. Remove an entry once
+# its branch is merged and its figures are marked.
+IN_PROGRESS: list[tuple[str, str | None]] = [
+    ("docs/testing.md", None),  # mutation-testing score (issue 16 item 7)
+    ("docs/drivers.md", None),
+    ("docs/identification-methods.md", "## Stepwise"),  # stepwise identification from recordings (item 3)
+]
 
-def unmarked(root: Path = ROOT) -> list[tuple[str, int, str, str]]:
+
+def in_progress(rel: str, heading: str) -> bool:
+    return any(rel == f and (h is None or heading.startswith(h)) for f, h in IN_PROGRESS)
+
+
+def unmarked(root: Path = ROOT, skip_in_progress: bool = False) -> list[tuple[str, int, str, str]]:
     """Figures in lines that speak of a measurement, with no marker: (file, line, number, context)."""
     out = []
     for doc in documents(root):
@@ -405,11 +419,16 @@ def unmarked(root: Path = ROOT) -> list[tuple[str, int, str, str]]:
         in_code = False
         in_include = False
         table_marked = False
+        heading = ""
         for i, raw in enumerate(doc.read_text().splitlines(), 1):
             if raw.lstrip().startswith("```"):
                 in_code = not in_code
                 continue
             if in_code:
+                continue
+            if raw.startswith("## "):
+                heading = raw
+            if skip_in_progress and in_progress(rel, heading):
                 continue
             if INCLUDE.search(raw):
                 in_include = True
@@ -469,7 +488,7 @@ def write_baseline(entries, path: Path = BASELINE) -> None:
 
 def baseline_diff(root: Path = ROOT, path: Path = BASELINE) -> tuple[list, list[str]]:
     """(unmarked figures not in the baseline, baseline lines no longer found)."""
-    found = unmarked(root)
+    found = unmarked(root, skip_in_progress=True)
     known = read_baseline(path)
     keys = [_key(e) for e in found]
     new = [e for e in found if _key(e) not in known]
@@ -485,7 +504,7 @@ def dangling(root: Path = ROOT) -> list[Problem]:
     """Files (and test functions, ``path.py::test_name``) that README.md, docs/*.md or a benchmark cite
     but that do not exist."""
     out = []
-    cited = documents(root) + sorted((root / "bench").rglob("*.py"))
+    cited = documents(root) + sorted(p for p in (root / "bench").rglob("*.py") if p.name != "docs_figures.py")
     for doc in cited:
         rel = str(doc.relative_to(root))
         for i, line in enumerate(doc.read_text().splitlines(), 1):
@@ -548,7 +567,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.update_baseline:
         known = set(read_baseline())
-        found = unmarked()
+        found = unmarked(skip_in_progress=True)
         keep = found if args.add_new else [e for e in found if _key(e) in known]
         write_baseline(keep)
         if len(keep) < len(found):
