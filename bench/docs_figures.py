@@ -194,7 +194,7 @@ def evaluate(data, expr: str):
     code = re.sub(r"\{([^}]*)\}", sub, expr)
     tree = ast.parse(code, mode="eval")
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant, ast.operator,
-               ast.unaryop, ast.Call)
+               ast.unaryop, ast.Call, ast.List)
     for node in ast.walk(tree):
         if not isinstance(node, allowed) or (isinstance(node, ast.Call) and getattr(node.func, "id", "") not in
                                              ("abs", "max", "min", "sum", "len")):
