@@ -240,6 +240,7 @@ def friction_errors(fitted: dict, truth: dict, points: list) -> list[dict]:
     from robodyn.identification.friction import stribeck
 
     qd0_all = np.asarray(truth["qd0"], float) * np.ones(len(points))
+    fv_all = np.asarray(truth.get("fv", 0.0), float) * np.ones(len(points))  # a scalar or one per joint
     out = []
     for j, pts in enumerate(points):
         speeds = np.array([p[0] for p in pts], float)
@@ -247,7 +248,7 @@ def friction_errors(fitted: dict, truth: dict, points: list) -> list[dict]:
         qd0 = float(qd0_all[j])
         est = {k: float(np.asarray(fitted[k])[j]) for k in STRIBECK}
         true = {k: float(np.asarray(truth[k])[j]) for k in STRIBECK}
-        fv_true = float(np.asarray(truth.get("fv", 0.0)) * np.ones(len(points))[j])
+        fv_true = float(fv_all[j])
         std = _sensitivity_std(speeds, torques, est, qd0)
         hidden = abs(true["vs"]) * 3 < qd0
         row = {}
