@@ -68,9 +68,13 @@ class Source:
 
 SOURCES: dict[str, Source] = {
     "regressor": Source("bench/regressor/result.json", "python bench/regressor/run.py", 3.0),
-    "identify": Source("bench/identify/result.json",
-                       "python bench/identify/run.py --hours 1,2,4 --robots panda,ur5", None,
-                       "about 15 min (six recordings of 1-4 h written and identified)"),
+    "identify": Source("bench/identify/result.json", "python bench/identify/run.py --hours 1,2,4 --robots panda", None,
+                       "writes 7 h of 1 kHz recordings first (tens of minutes on a shared host), then times them"),
+    "identify_loaded": Source("bench/identify/result_loaded.json",
+                              "python bench/identify/run.py --hours 1,2,4 --robots panda", None,
+                              "the same command as `identify`, an earlier run at a higher load, kept to show the spread"),
+    "identify_ur5": Source("bench/identify/result_ur5.json", "python bench/identify/run.py --hours 1 --robots ur5", None,
+                           "writes a 1 h recording first (minutes), then times it"),
     "tx40": Source("bench/tx40/result.json", "python bench/tx40/run.py", 2.0),
     "realdata": Source("bench/realdata/result.json", "python bench/realdata/run.py --panda-log DIR --sims", None,
                        "needs the Gaz et al. 2019 Panda log (not shipped) and about 10 min"),
