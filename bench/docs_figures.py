@@ -17,6 +17,9 @@ Markers (HTML comments, invisible on GitHub) are written right after a figure:
     LISTEXPR[i] (its KEY field if given; a string's numbers, a list's elements). With match=KEY a
     row is paired with the item whose KEY starts the row's first cell, so a table may show a subset.
     Several table markers may precede one table (one per column).
+``<!-- fig< SOURCE EXPR -->``
+    the number to the left is a bound: EXPR's value must not exceed it (round-off-level agreement
+    such as "to 1e-13 N·m", whose last digit changes with the BLAS and the thread count).
 ``<!-- include PATH -->`` ... ``<!-- end include -->``
     the lines between the markers appear verbatim in PATH (a markdown file a command writes).
 ``<!-- by PATH -->``
@@ -102,7 +105,7 @@ SOURCES: dict[str, Source] = {
 
 # A number ends at a non-word character; "1.20x" (a ratio) is the number 1.20, "v2" or "0x1F" are not numbers.
 NUMBER = re.compile(r"(?<![\w.])[-+−]?(?:\d{1,3}(?: \d{3})+|\d+)(?:\.\d+)?(?:[eE][-+−]?\d+)?(?![^\Wx]|x\w|\.\d)")
-MARKER = re.compile(r"<!--\s*(fig~|fig|by|const)(?=\s|-->)\s*(.*?)\s*-->")
+MARKER = re.compile(r"<!--\s*(fig~|fig<|fig|by|const)(?=\s|-->)\s*(.*?)\s*-->")
 TABLE = re.compile(r"<!--\s*table\s+(\S+)\s+(.*?)\s*-->")
 INCLUDE = re.compile(r"<!--\s*include\s+(\S+)\s*-->")
 END_INCLUDE = re.compile(r"<!--\s*end include\s*-->")
@@ -320,6 +323,12 @@ def check(root: Path = ROOT, json_override: dict[str, object] | None = None, tim
                     continue
                 figs = _figures_before(line, m.start(), len(values)) if len(values) > 1 else [fig]
                 printed = " / ".join(f.group() for f in figs)
+                if kind == "fig<":
+                    bad = any(abs(v) > parse_number(f.group())[0] * (1 + 1e-9) for f, v in zip(figs, values))
+                    if bad or len(figs) != len(values):
+                        report.problems.append(Problem(rel, i, f"bound {printed} but `{SOURCES[name].command}` "
+                                                       f"gives {' / '.join(f'{v:.6g}' for v in values)} ({expr})"))
+                    continue
                 if len(figs) != len(values) or not all(agrees(f.group(), v) for f, v in zip(figs, values)):
                     report.problems.append(Problem(rel, i, f"{printed} but `{SOURCES[name].command}` gives "
                                                    f"{' / '.join(f'{v:.6g}' for v in values)} ({expr})"))

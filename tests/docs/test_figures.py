@@ -94,6 +94,13 @@ def test_timing_figures_are_not_compared_after_a_rerun(tmp_path):
     assert figures.check(root, json_override={"regressor": {"t": 5.0}}).problems
 
 
+def test_a_bound_holds_the_value_below_it(tmp_path):
+    root = _docs(tmp_path, "agree to 1e-13<!-- fig< consistent a -->, and to 1e-14<!-- fig< consistent b -->\n",
+                 {"a": 7.1e-14, "b": 1.7e-14})
+    problems = figures.check(root).problems
+    assert len(problems) == 1 and problems[0].text.startswith("bound 1e-14")
+
+
 def test_table_rows_and_includes_are_checked(tmp_path):
     data = {"rows": [{"v": 3.482}, {"v": "2.423 / 3.738"}]}
     text = ("<!-- table papers rows column=robodyn field=v -->\n\n| q | robodyn |\n|---|---|\n| a | 3.482 |\n"
