@@ -20,6 +20,9 @@ Markers (HTML comments, invisible on GitHub) are written right after a figure:
 ``<!-- fig< SOURCE EXPR -->``
     the number to the left is a bound: EXPR's value must not exceed it (round-off-level agreement
     such as "to 1e-13 N·m", whose last digit changes with the BLAS and the thread count).
+``<!-- list SOURCE LISTEXPR fields=A,B -->``
+    in the next bullet list (one line per bullet), bullet i holds exactly the numbers of LISTEXPR[i]'s
+    fields A, B, ... in that order (prose rendered from a command's findings).
 ``<!-- include PATH -->`` ... ``<!-- end include -->``
     the lines between the markers appear verbatim in PATH (a markdown file a command writes).
 ``<!-- by PATH -->``
@@ -107,6 +110,7 @@ SOURCES: dict[str, Source] = {
 NUMBER = re.compile(r"(?<![\w.])[-+−]?(?:\d{1,3}(?: \d{3})+|\d+)(?:\.\d+)?(?:[eE][-+−]?\d+)?(?![^\Wx]|x\w|\.\d)")
 MARKER = re.compile(r"<!--\s*(fig~|fig<|fig|by|const)(?=\s|-->)\s*(.*?)\s*-->")
 TABLE = re.compile(r"<!--\s*table\s+(\S+)\s+(.*?)\s*-->")
+LIST = re.compile(r"<!--\s*list\s+(\S+)\s+(\S+)\s+fields=(\S+)\s*-->")
 INCLUDE = re.compile(r"<!--\s*include\s+(\S+)\s*-->")
 END_INCLUDE = re.compile(r"<!--\s*end include\s*-->")
 
@@ -290,6 +294,10 @@ def check(root: Path = ROOT, json_override: dict[str, object] | None = None, tim
             if m:
                 pending_tables.append((m.group(1), m.group(2), i))
                 continue
+            m = LIST.search(line)
+            if m:
+                _check_list(report, rel, lines, i, m.groups(), data_of)
+                continue
             if pending_tables and line.lstrip().startswith("|"):
                 for spec in pending_tables:
                     _check_table(report, rel, lines, i, spec, data_of)
@@ -337,6 +345,38 @@ def check(root: Path = ROOT, json_override: dict[str, object] | None = None, tim
         for spec in pending_tables:
             report.problems.append(Problem(rel, spec[2], "table marker without a table after it"))
     return report
+
+
+def _bullets(lines: list[str], marker_line: int) -> list[tuple[int, str]]:
+    """The bullet lines of the list after a marker (1-based line numbers)."""
+    out, k = [], marker_line
+    while k < len(lines) and not lines[k].lstrip().startswith("- "):
+        if lines[k].strip() and not lines[k].startswith("<!--"):
+            return out
+        k += 1
+    while k < len(lines) and lines[k].lstrip().startswith("- "):
+        out.append((k + 1, lines[k]))
+        k += 1
+    return out
+
+
+def _check_list(report: Report, rel: str, lines: list[str], marker_line: int, spec, data_of) -> None:
+    name, expr, fields = spec
+    bullets = _bullets(lines, marker_line)
+    try:
+        items = evaluate(data_of(name), expr)
+    except (KeyError, IndexError, ValueError, TypeError, FileNotFoundError) as e:
+        report.problems.append(Problem(rel, marker_line, f"list <- {name} {expr}: {e}"))
+        return
+    if len(items) != len(bullets):
+        report.problems.append(Problem(rel, marker_line, f"{len(bullets)} bullets, {name} {expr} has {len(items)}"))
+    for (n, text), item in zip(bullets, items):
+        want = [x for f in fields.split(",") for x in numbers_of(item.get(f, ""))]
+        printed = [m.group() for m in NUMBER.finditer(_strip_code(text))]
+        report.checked += 1
+        if len(printed) != len(want) or not all(agrees(p, v) for p, v in zip(printed, want)):
+            report.problems.append(Problem(rel, n, f"bullet's numbers {printed} but `{SOURCES[name].command}` "
+                                           f"gives {[f'{v:.6g}' for v in want]} ({expr} {fields})"))
 
 
 def _cells(row: str) -> list[str]:
@@ -448,10 +488,10 @@ def unmarked(root: Path = ROOT, skip_in_progress: bool = False) -> list[tuple[st
             if END_INCLUDE.search(raw):
                 in_include = False
                 continue
-            if TABLE.search(raw):
+            if TABLE.search(raw) or LIST.search(raw):
                 table_marked = True
                 continue
-            if table_marked and not raw.lstrip().startswith("|") and raw.strip():
+            if table_marked and not raw.lstrip().startswith(("|", "- ")) and raw.strip():
                 table_marked = False
             if in_include or table_marked:
                 continue

@@ -112,6 +112,14 @@ def test_table_rows_and_includes_are_checked(tmp_path):
     assert any("row 2" in p for p in problems) and any("differs from bench/x.md" in p for p in problems)
 
 
+def test_bullets_rendered_from_findings_are_checked(tmp_path):
+    data = {"f": [{"claim": "cond 4.26", "evidence": "minimum 19.97 at 0.995"}, {"claim": "F1 10.9", "evidence": "1.77"}]}
+    text = ("<!-- list papers f fields=claim,evidence -->\n\n- **cond 4.26**: minimum 19.97 at 0.995. `cmd 3`\n"
+            "- **F1 10.9**: 1.78\n")
+    problems = figures.check(_docs(tmp_path, text, data)).problems
+    assert len(problems) == 1 and problems[0].line == 4
+
+
 def test_unmarked_measurements_are_found_and_constants_allowed(tmp_path):
     root = _docs(tmp_path, "Measured: 0.79 µs per sample, 12 % faster, recorded at 1 kHz in 2024 (eq. 14).\n"
                            "The RMSE is 1.2 N·m<!-- fig tx40 a -->; order 8<!-- const --> design.\n"
