@@ -458,8 +458,6 @@ _ALLOWED = re.compile("|".join(f"(?:{a})" for a in ALLOWED))
 # its branch is merged and its figures are marked.
 IN_PROGRESS: list[tuple[str, str | None]] = [
     ("docs/testing.md", None),  # mutation-testing score (issue 16 item 7)
-    ("docs/drivers.md", None),
-    ("docs/identification-methods.md", "## Stepwise"),  # stepwise identification from recordings (item 3)
 ]
 
 
