@@ -23,6 +23,7 @@ from . import protocol as P
 from .recording import RecordingWriter, UnfinishedFiles, repair_recording, unfinished_recordings
 
 RCV_HWM = 200_000
+DRAIN_SLICE_S = 0.1  # longest stretch of stream draining between control and heartbeat checks
 # how long `close` waits for the run's last samples while the stream brings nothing new. A recorder
 # that is merely behind (a loaded host) is still receiving: its wait restarts with every batch, and
 # only a stream that went past the run's end, or fell silent, proves a missing tail lost
@@ -241,8 +242,11 @@ class Recorder:
         while self.running:
             events = dict(poller.poll(10))
             if self.sub in events:
-                # drain what is queued, then look at the control pipe again
-                for _ in range(1000):
+                # drain what is queued, then look at the control pipe and the heartbeat again: bounded
+                # in time, not count, so a recorder working through a backlog on a starved host still
+                # reports within STATS_S (the main process kills a recorder silent for HANG_TIMEOUT_S)
+                drain_until = time.monotonic() + DRAIN_SLICE_S
+                while time.monotonic() < drain_until:
                     try:
                         topic, payload = self.sub.recv_multipart(zmq.NOBLOCK)
                     except zmq.Again:

@@ -82,3 +82,52 @@ def test_a_silent_stream_ends_the_wait(recorder, tmp_path):
     recorder._maybe_finalize()
     (msg,) = closed(recorder)
     assert msg["summary"]["lost_samples"] == 50
+
+
+def test_a_recorder_with_a_backlog_keeps_its_heartbeat(tmp_path, monkeypatch):
+    """A starved recorder working through a queue of batches must still report within STATS_S: the
+    main process kills a recorder that is silent for HANG_TIMEOUT_S (5 s), and with it the run's
+    recording. Here every batch costs 10 ms and 300 are queued (3 s of work, drained at once before)."""
+    import threading
+
+    import zmq
+
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)
+    pub.setsockopt(zmq.SNDHWM, 0)
+    pub.bind(f"ipc://{tmp_path}/state")
+    pipe = ctx.socket(zmq.PAIR)
+    pipe.bind(f"ipc://{tmp_path}/pipe")
+    cfg = DaemonConfig(data_dir=str(tmp_path), ros2=False)
+    rec = R.Recorder(cfg, {"state_ipc": f"ipc://{tmp_path}/state", "recorder_pipe": f"ipc://{tmp_path}/pipe"})
+    slow = rec._on_stream
+
+    def on_stream(topic, payload):
+        time.sleep(0.01)
+        slow(topic, payload)
+
+    monkeypatch.setattr(rec, "_on_stream", on_stream)
+    loop = threading.Thread(target=rec.run, daemon=True)
+    loop.start()
+    try:
+        assert pipe.poll(5000) and P.unpackb(pipe.recv())["type"] == "ready"
+        time.sleep(0.3)  # the subscription reaches the publisher
+        for k in range(300):  # sent in milliseconds, worked through in 3 s: a backlog
+            pub.send_multipart([P.TOPIC_STATE, batch(1 + 10 * k, 10, 0)])
+        stats_times = []
+        deadline = time.monotonic() + 20
+        received = 0
+        while received < 3000 and time.monotonic() < deadline:
+            if pipe.poll(100):
+                msg = P.unpackb(pipe.recv())
+                if msg["type"] == "stats":
+                    stats_times.append(time.monotonic())
+                    received = msg["stream"]["received"]
+        assert received == 3000
+        gaps = np.diff(stats_times)
+        assert gaps.max() < 1.0, gaps  # STATS_S 0.5 s plus one drain slice, never the whole backlog
+    finally:
+        pipe.send(P.packb({"type": "shutdown"}))
+        loop.join(5)
+        rec.ctx.destroy(linger=0)
+        ctx.destroy(linger=0)
