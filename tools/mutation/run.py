@@ -59,20 +59,25 @@ def _run(cmd, **kw):
     return subprocess.run(cmd, cwd=ROOT, check=True, **kw)
 
 
-def _sample(db: Path, n: int, seed: int, module_path: str) -> int:
-    """Mark all but n pending mutants (drawn with random.Random(seed)) as skipped."""
+def _skip(db: Path, excluded, n: int | None, seed: int, module_path: str) -> int:
+    """Mark the mutants of excluded operators, and all but n of the rest (drawn with
+    random.Random(seed)), as skipped, in one transaction. Returns how many remain to run."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
+    pattern = re.compile("|".join(f"(?:{e})" for e in excluded))
     with use_db(str(db), WorkDB.Mode.open) as work_db:
-        pending = sorted(item.job_id for item in work_db.pending_work_items)
-        if n >= len(pending):
-            return len(pending)
-        keep = set(random.Random(f"{seed}:{module_path}").sample(pending, n))
-        for job in pending:
-            if job not in keep:
-                work_db.set_result(job, WorkResult(output="not in the sample",
-                                                   worker_outcome=WorkerOutcome.SKIPPED))
-        return n
+        pending = sorted(work_db.pending_work_items, key=lambda item: item.job_id)
+        filtered = [i.job_id for i in pending if any(pattern.match(m.operator_name) for m in i.mutations)]
+        kept = sorted(set(i.job_id for i in pending) - set(filtered))
+        if filtered:
+            work_db.set_multiple_results(filtered, WorkResult(output="Filtered operator",
+                                                              worker_outcome=WorkerOutcome.SKIPPED))
+        if n and n < len(kept):
+            chosen = set(random.Random(f"{seed}:{module_path}").sample(kept, n))
+            work_db.set_multiple_results([j for j in kept if j not in chosen],
+                                         WorkResult(output="not in the sample", worker_outcome=WorkerOutcome.SKIPPED))
+            return n
+        return len(kept)
 
 
 def _equivalents() -> list[dict]:
@@ -160,12 +165,10 @@ def main(argv=None) -> int:
             _write_config(config, module, command, timeout, excluded)
             db.unlink(missing_ok=True)
             _run([sys.executable, "-m", "cosmic_ray.cli", "init", str(config), str(db)])
-            _run([sys.executable, "-m", "cosmic_ray.tools.filters.operators_filter", str(db), str(config)])
             n = module.get("sample", args.sample)
-            if n:
-                _sample(db, int(n), seed, module["path"])
+            remaining = _skip(db, excluded, n, seed, module["path"])
             if not args.json:
-                print(f"{module['path']}: baseline {elapsed:.1f} s, timeout {timeout:.0f} s; {command}",
+                print(f"{module['path']}: {remaining} mutants; baseline {elapsed:.1f} s, timeout {timeout:.0f} s; {command}",
                       file=sys.stderr, flush=True)
             started = time.monotonic()
             try:

@@ -1,0 +1,160 @@
+"""The optimizers' math against hand-evaluated values and the papers' definitions (issue 16 item 7).
+
+Expected values are written out from the formulas (Zhong et al. 2023 Table 1 and eqs. 11-16;
+Ni et al. 2024 eq. 15; Deb's feasibility rules), never produced by the code under test.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import robodyn.identification.optimizers as opt
+
+
+def test_table1_functions_equal_their_definitions_at_hand_evaluated_points():
+    X = np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [1.0, -2.0, 3.0]])
+    # Ackley: -20 exp(-0.2 sqrt(mean x^2)) - exp(mean cos 2 pi x) + 20 + e
+    assert opt.ackley(X[:1]) == pytest.approx([0.0], abs=1e-12)
+    assert opt.ackley(X[1:2]) == pytest.approx([20 - 20 * math.exp(-0.2)], rel=1e-12)
+    r = math.sqrt(14 / 3)
+    assert opt.ackley(X[2:]) == pytest.approx([-20 * math.exp(-0.2 * r) - math.e + 20 + math.e], rel=1e-12)
+    half = np.array([[0.5, 0.5]])  # cos(pi) = -1
+    assert opt.ackley(half) == pytest.approx([-20 * math.exp(-0.1) - math.exp(-1) + 20 + math.e], rel=1e-12)
+    # Griewank: sum x^2 / 4000 - prod cos(x_i / sqrt(i)) + 1
+    g = 14 / 4000 - math.cos(1.0) * math.cos(-2 / math.sqrt(2)) * math.cos(3 / math.sqrt(3)) + 1
+    assert opt.griewank(X) == pytest.approx([0.0, 3 / 4000 - math.cos(1) * math.cos(1 / math.sqrt(2))
+                                             * math.cos(1 / math.sqrt(3)) + 1, g], rel=1e-12, abs=1e-15)
+    # Schwefel 2.22: sum |x| + prod |x|; 2.21: max |x|
+    assert opt.schwefel_222(X).tolist() == [0.0, 4.0, 12.0]
+    assert opt.schwefel_221(X).tolist() == [0.0, 1.0, 3.0]
+    # quartic: sum i x^4 plus uniform [0, 1) noise
+    f5, b5 = opt.benchmark("F5", 3, np.random.default_rng(0))
+    noise = f5(X) - np.array([0.0, 6.0, 1 + 2 * 16 + 3 * 81])
+    assert np.all((noise >= 0) & (noise < 1)) and np.ptp(noise) > 0
+
+
+def test_table1_search_ranges():
+    for name, r in (("F1", 32.768), ("F2", 600.0), ("F3", 10.0), ("F4", 100.0), ("F5", 1.28)):
+        _, b = opt.benchmark(name, 4)
+        assert b.lower.tolist() == [-r] * 4 and b.upper.tolist() == [r] * 4
+    assert opt.benchmark("F1")[1].dim == 30 and opt.benchmark("F3")[0] is opt.schwefel_222
+    with pytest.raises(ValueError, match="unknown function 'F6'"):
+        opt.benchmark("F6")
+
+
+def test_bounds_and_constraint_violations_by_hand():
+    b = opt.Bounds([-1.0, 0.0], [1.0, 4.0])
+    assert b.dim == 2 and b.span.tolist() == [2.0, 4.0]
+    S = b.sample(np.random.default_rng(1), 2000)
+    assert np.all((S >= b.lower) & (S <= b.upper)) and S[:, 1].max() > 3.9 and S[:, 0].min() < -0.99
+    assert b.clip(np.array([[-3.0, 5.0], [0.5, 2.0]])).tolist() == [[-1.0, 4.0], [0.5, 2.0]]
+    with pytest.raises(ValueError, match="finite"):
+        opt.Bounds([0.0], [np.inf])
+    with pytest.raises(ValueError, match="equal-length"):
+        opt.Bounds([0.0, 1.0], [1.0])
+    with pytest.raises(ValueError, match=r"upper\[1\] = 1.0 must exceed lower\[1\] = 2.0"):
+        opt.Bounds([0.0, 2.0], [1.0, 1.0])
+    # A x <= ub: x1 + x2 <= 1, x1 - x2 <= 0
+    lin = opt.LinearConstraint(np.array([[1.0, 1.0], [1.0, -1.0]]), np.array([1.0, 0.0]))
+    assert lin.violation(np.array([[0.2, 0.3], [2.0, 0.5], [0.0, 0.0]])).tolist() == [0.0, 1.5 + 1.5, 0.0]
+    non = opt.NonlinearConstraint(lambda X: np.column_stack([X[:, 0] ** 2 - 1, -X[:, 1]]))
+    assert non.violation(np.array([[2.0, -1.0], [0.5, 1.0]])).tolist() == [3.0 + 1.0, 0.0]
+
+
+def test_feasibility_rules_rank_infeasible_points_behind_every_feasible_one():
+    b = opt.Bounds([-10.0], [10.0])
+    con = opt.LinearConstraint(np.array([[1.0]]), np.array([1.0]))  # x <= 1
+    ev = opt._Evaluator(lambda X: X[:, 0] ** 2, b, [con], None, None)
+    R = ev.ranked(np.array([[3.0], [-2.0], [0.5]]))
+    assert R.tolist() == [opt.INFEASIBLE_OFFSET + 2.0, 4.0, 0.25]
+    assert ev.best_x.tolist() == [0.5] and ev.best_f == 0.25 and ev.best_raw == 0.25 and ev.nfev == 3
+    # a better infeasible point does not displace the feasible incumbent; NaN ranks behind real values
+    ev2 = opt._Evaluator(lambda X: np.where(X[:, 0] > 0, np.nan, X[:, 0]), b, [], None, None)
+    assert ev2.ranked(np.array([[1.0], [-1.0]])).tolist() == [opt.INFEASIBLE_OFFSET / 2, -1.0]
+    ev.ranked(np.array([[1.5]]))
+    assert ev.best_x.tolist() == [0.5] and ev.nfev == 4
+    # a repair maps into the feasible set before evaluation, clipped to the box again
+    ev3 = opt._Evaluator(lambda X: X[:, 0], b, [], lambda X: X * 3.0, None)
+    assert ev3.prepare(np.array([[2.0], [5.0]])).tolist() == [[6.0], [10.0]]
+    # minimize reports a constrained optimum as feasible and the raw fitness, not the ranked one
+    res = opt.minimize(lambda X: (X[:, 0] - 3.0) ** 2, b, "pso", seed=1, constraints=[con],
+                       options=opt.PSOOptions(population=20, iterations=60))
+    assert res.feasible and res.x[0] == pytest.approx(1.0, abs=1e-3) and res.fun == pytest.approx(4.0, abs=1e-2)
+
+
+def test_multistart_rule_and_combination():
+    def result(fun, feasible, nfev, elapsed, run):
+        return opt.OptimizeResult(np.array([fun]), fun, "pso", 1, nfev, elapsed, feasible, "", [],
+                                  runs=[{"run": run}])
+    a, b, c = result(5.0, True, 10, 1.0, 0), result(1.0, False, 20, 2.0, 1), result(5.0, True, 30, 4.0, 2)
+    assert opt.is_better(a, None) and opt.is_better(a, b) and not opt.is_better(b, a)
+    assert opt.is_better(result(4.0, True, 1, 1, 0), a) and not opt.is_better(c, a)  # a tie keeps the earlier
+    best = opt.best_of([a, b, c])
+    assert best.x.tolist() == [5.0] and best.runs == [{"run": 0}, {"run": 1}, {"run": 2}]
+    assert best.nfev == 60 and best.elapsed == 7.0
+    with pytest.raises(ValueError, match="no results"):
+        opt.best_of([])
+
+
+def test_icpso_schedules_equal_hand_evaluated_values():
+    # eq. 11: w = w_max - (w_max - w_min) tanh(k1 t / T)^k2
+    assert opt.icpso_inertia(25, 100, 0.4, 0.9, 4, 3) == pytest.approx(0.9 - 0.5 * math.tanh(1.0) ** 3, rel=1e-12)
+    assert opt.icpso_inertia(50, 100, 0.2, 1.0, 2, 2) == pytest.approx(1.0 - 0.8 * math.tanh(1.0) ** 2, rel=1e-12)
+    # eqs. 12-13: f_low = mean of the lower quartile, f_avg = mean; r = (f - f_low) / (f_avg - f_low)
+    F = np.array([1.0, 2.0, 3.0, 4.0, 10.0])  # quantile 0.25 = 2: f_low = 1.5; f_avg = 4
+    c1, c2 = opt.icpso_learning_factors(F, 0.5, 2.5)
+    r = np.clip((F - 1.5) / 2.5, 0, 1)
+    assert c1 == pytest.approx(2.5 - 2.0 * r) and c2 == pytest.approx(0.5 + 2.0 * r)
+    assert c1[1] == pytest.approx(2.5 - 0.4) and c2[2] == pytest.approx(0.5 + 1.2)
+    # all equal: everyone halfway
+    c1, c2 = opt.icpso_learning_factors(np.full(4, 7.0), 0.5, 2.5)
+    assert c1.tolist() == [1.5] * 4 and c2.tolist() == [1.5] * 4
+    # eq. 14: the 1/Size variance of the feasible particles
+    assert opt.premature_variance(np.array([1.0, 3.0, opt.INFEASIBLE_OFFSET + 5])) == pytest.approx(1.0)
+    assert opt.premature_variance(np.array([2.0, opt.INFEASIBLE_OFFSET])) == math.inf
+    # eq. 15: variance below C *and* best still delta above the target
+    F = np.array([1.0, 3.0])  # variance 1
+    assert opt.is_premature(F, 5.0, 0.0, 1.5, 4.0)
+    assert not opt.is_premature(F, 5.0, 0.0, 1.0, 4.0)  # variance not below C
+    assert not opt.is_premature(F, 4.0, 0.0, 1.5, 4.0)  # best - target not above delta
+    # eq. 16 from values clipped to [0, 1]: 0.3 -> 0.6 -> 0.8 -> 0.4; 1.2 -> 1 -> 0
+    seq = opt.tent_map_sequence(np.array([0.3, 1.2]), 3)
+    assert seq[:, 0] == pytest.approx([0.6, 0.8, 0.4]) and seq[:, 1].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_wso_pulls_each_shark_towards_a_remembered_best_not_its_own_position(monkeypatch):
+    # Ni et al. 2024 eq. 15: the second pull is towards p_best^nu, the best position shark nu has
+    # *remembered* - a point that was evaluated and is the best of nu's history. Record what the
+    # optimiser passes and check it against the points the fitness function saw.
+    evaluated = {}
+
+    def fitness(X):
+        F = np.sum((X - 0.3) ** 2, axis=1)
+        for x, f in zip(X, F):
+            evaluated[tuple(x)] = f
+        return F
+
+    calls = []
+    velocity = opt.wso_velocity
+
+    def recording(V, X, gbest, remembered, *args, **kwargs):
+        calls.append((X.copy(), gbest.copy(), np.array(remembered, copy=True)))
+        return velocity(V, X, gbest, remembered, *args, **kwargs)
+
+    monkeypatch.setattr(opt, "wso_velocity", recording)
+    opt.minimize(fitness, opt.Bounds(-np.ones(4), np.ones(4)), "wso", seed=3,
+                 options=opt.WSOOptions(population=12, iterations=40))
+    assert len(calls) == 40
+    differs = 0
+    for X, gbest, remembered in calls:
+        rows = [tuple(r) for r in remembered]
+        assert all(r in evaluated for r in rows)  # remembered points were evaluated
+        # no remembered point is better than the global best the same update uses
+        assert min(evaluated[r] for r in rows) >= evaluated[tuple(gbest)] - 1e-15
+        differs += not np.array_equal(remembered, X)
+    assert differs >= 39
+    # drawn from several sharks, not the global best for everyone
+    assert len({tuple(r) for r in calls[-1][2]}) > 1
+    # memory is the best so far: on average it beats where the sharks are now
+    X, _, remembered = calls[-1]
+    assert np.mean([evaluated[tuple(r)] for r in remembered]) < np.mean(np.sum((X - 0.3) ** 2, axis=1))
