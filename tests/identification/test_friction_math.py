@@ -83,7 +83,10 @@ def test_franka_preset_is_the_published_table():
     assert m.kind == "stribeck" and m.dof == 7
     assert m.params["fc"][4] == 0.6047 and m.params["fs"][0] == 0.3834 and m.params["vs"][4] == 6.0463e-4
     assert m.params["fv"].tolist() == [0.0] * 7
-    assert {k: tuple(m.params[k]) for k in SEED000_STRIBECK} == SEED000_STRIBECK
+    printed = {"fc": [0.2153, 0.1691, 0.2195, 0.1056, 0.6047, 0.2996, 0.1883],
+               "fs": [0.3834, 0.2567, 0.3760, 0.0790, 0.3062, 0.3823, 0.3854],
+               "vs": [0.0729, 0.0603, 0.0474, 0.0892, 6.0463e-4, 0.0510, 0.0938]}
+    assert {k: m.params[k].tolist() for k in printed} == printed
     assert FrictionModel.franka_seed000(viscous=np.arange(7)).params["fv"].tolist() == list(range(7))
 
 
@@ -167,6 +170,14 @@ def test_extraction_spread_is_over_position_bins():
     tau = tau + bump[:, None]
     pt = extract_friction(q, qd, tau, 0, 0.2, 0.0, 1.0, bins=2)
     assert pt.pairs == 2 and pt.torque == pytest.approx(0.05, abs=2e-3) and pt.std == pytest.approx(0.05, abs=2e-3)
+
+
+def test_two_samples_each_way_are_enough_to_pair():
+    q = np.array([0.1, 0.3, 0.4, 0.2, 0.0])[:, None]
+    qd = np.array([0.2, 0.2, -0.2, -0.2, -0.2])[:, None]
+    tau = np.where(qd > 0, 1.0, -1.0) + 2.0 * q  # friction 1 N.m on a linear load
+    pt = extract_friction(q, qd, tau, 0, 0.2, 0.0, 0.4, bins=2)
+    assert pt.torque == pytest.approx(1.0) and pt.pairs == 2
 
 
 def test_extraction_refuses_sweeps_it_cannot_pair():
