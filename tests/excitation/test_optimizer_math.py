@@ -158,3 +158,41 @@ def test_wso_pulls_each_shark_towards_a_remembered_best_not_its_own_position(mon
     # memory is the best so far: on average it beats where the sharks are now
     X, _, remembered = calls[-1]
     assert np.mean([evaluated[tuple(r)] for r in remembered]) < np.mean(np.sum((X - 0.3) ** 2, axis=1))
+
+
+def test_grid_search_resolution_follows_its_budget_and_refinement():
+    # k = floor(max_evaluations^(1/d)) points per free coordinate, then refine_rounds zooms of
+    # refine_points over +-2 cells around the best, each shrinking the cell by 4 / (refine_points - 1)
+    target = np.array([0.123, -0.377])
+    seen = []
+
+    def fitness(X):
+        seen.append(X.copy())
+        return np.sum((X[:, :2] - target) ** 2, axis=1)
+
+    b = opt.Bounds([-1.0, -1.0, 0.5], [1.0, 1.0, 0.5 + 1e-9])  # the third coordinate is pinned
+    o = opt.GridOptions(points=50, max_evaluations=100, refine_rounds=3, refine_points=9, batch=1000)
+    res = opt.minimize(fitness, b, "grid", options=o)
+    assert res.message.startswith("grid of 10 points per free coordinate (2 free), 3 refinements")
+    assert res.nfev == 10 ** 2 + 3 * 9 ** 2
+    first = np.concatenate(seen)[:100]
+    assert np.allclose(np.unique(first[:, 0]), np.linspace(-1, 1, 10))
+    assert np.allclose(first[:, 2], 0.5 + 0.5e-9)  # pinned coordinates sit at the box centre
+    spacing = 2.0 / 9 * (4.0 / 8) ** 3
+    assert np.all(np.abs(res.x[:2] - target) <= spacing / 2 + 1e-12)
+    # the budget caps k; a tiny budget still takes two points per coordinate
+    assert "grid of 2 points" in opt.minimize(fitness, b, "grid", options=opt.GridOptions(
+        max_evaluations=3, refine_rounds=0)).message
+    with pytest.raises(ValueError, match="4 free coordinates"):
+        opt.minimize(fitness, opt.Bounds(-np.ones(4), np.ones(4)), "grid")
+    one = opt.minimize(lambda X: X[:, 0], opt.Bounds([2.0], [2.0 + 1e-9]), "grid")
+    assert one.nfev == 1 and one.x[0] == pytest.approx(2.0)
+
+
+def test_wso_replaces_sharks_that_leave_the_box_onto_its_bounds():
+    # Ni et al. 2024 eqs. 19-22: a shark outside the box is put back on the bound it crossed. With
+    # the optimum outside the box the sharks keep leaving it, and re-placement lands them exactly
+    # on the corner that is the constrained optimum.
+    res = opt.minimize(lambda X: np.sum((X - 2.0) ** 2, axis=1), opt.Bounds(-np.ones(2), np.ones(2)), "wso",
+                       seed=0, options=opt.WSOOptions(population=10, iterations=30))
+    assert res.x.tolist() == [1.0, 1.0] and res.fun == 2.0
