@@ -196,3 +196,14 @@ def test_wso_replaces_sharks_that_leave_the_box_onto_its_bounds():
     res = opt.minimize(lambda X: np.sum((X - 2.0) ** 2, axis=1), opt.Bounds(-np.ones(2), np.ones(2)), "wso",
                        seed=0, options=opt.WSOOptions(population=10, iterations=30))
     assert res.x.tolist() == [1.0, 1.0] and res.fun == 2.0
+
+
+def test_icpso_options_refuse_values_outside_their_limits():
+    assert opt.ICPSOOptions(chaos_steps=0, chaos_radius=1.0).chaos_steps == 0  # the limits themselves are valid
+    for bad, match in (({"chaos_steps": -1}, r"chaos_steps: must be >= 0, got -1"),
+                       ({"chaos_radius": 0.0}, r"chaos_radius: must be in \(0, 1\]"),
+                       ({"chaos_radius": 1.5}, r"chaos_radius: must be in \(0, 1\]"),
+                       ({"chaos_region": "all"}, "chaos_region: expected one of"),
+                       ({"chaos_acceptance": "never"}, "chaos_acceptance: expected one of")):
+        with pytest.raises(ValueError, match=match):
+            opt.ICPSOOptions(**bad)
