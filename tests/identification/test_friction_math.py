@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from robodyn.identification.friction import (DEFAULT_LINEAR_ZONE, DEFAULT_SIGMOID_VELOCITY, SEED000_STRIBECK,
+from robodyn.identification.friction import (DEFAULT_LINEAR_ZONE, DEFAULT_SIGMOID_VELOCITY, SEED000_SPEEDS,
+                                             SEED000_STRIBECK,
                                              FrictionColumns, FrictionFit, FrictionModel, choose_friction_scales,
                                              coulomb_viscous, extract_friction, fit_friction, model_from_fits,
                                              sigmoid, stribeck, stribeck_magnitude)
@@ -75,6 +76,13 @@ def test_friction_model_round_trips_and_refuses_bad_parameters():
         FrictionModel("coulomb-viscous", {"fc": [1, 2], "fv": [1, 2, 3]})
     with pytest.raises(ValueError, match="unknown model 'coulomb'"):
         FrictionModel("coulomb", {"fc": [1]})
+
+
+def test_the_experiment_speeds_are_the_published_37():
+    # Wang et al. section 4.1, rad/s
+    assert SEED000_SPEEDS == (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
+                              0.08, 0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.23, 0.26, 0.29, 0.32, 0.36, 0.4,
+                              0.45, 0.5, 0.56, 0.62, 0.7, 0.8, 1.0, 1.2, 1.5, 1.8)
 
 
 def test_franka_preset_is_the_published_table():
@@ -226,8 +234,9 @@ def test_stribeck_and_sigmoid_fits_recover_the_published_curve_from_both_directi
 
 
 def test_fit_refuses_bad_points():
-    with pytest.raises(ValueError, match="two equal 1-D arrays"):
-        fit_friction(np.ones(4), np.ones(5))
+    for v, f in ((np.ones(4), np.ones(5)), (np.ones(5), np.ones(4)), (np.ones((4, 1)), np.ones((4, 1)))):
+        with pytest.raises(ValueError, match="two equal 1-D arrays"):
+            fit_friction(v, f)
     with pytest.raises(ValueError, match="unknown model"):
         fit_friction(np.ones(4), np.ones(4), "lugre")
 
