@@ -251,3 +251,22 @@ def test_per_joint_fits_assemble_into_one_model():
     assert sg.vt == 0.5
     with pytest.raises(ValueError, match="mixed friction models"):
         model_from_fits([fits[0], FrictionFit(1, "sigmoid", {"fc": 1.0}, 0, 1, 1, True, 5)], 3)
+
+
+def test_each_sweep_of_a_run_is_cut_out_at_its_own_start_and_end():
+    # two sweeps at the same speed whose friction differs (the joint warmed up in between): each
+    # friction point must come from its own sweep's samples only, [start, end] inclusive
+    from robodyn.identification.friction import experiment_trajectory, points_from_run, sweep_spans
+    from robodyn.robot.loader import load_model
+
+    model = load_model("panda")
+    home = np.array([0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0])
+    traj, spans = experiment_trajectory(model, home, 1, -0.2, 0.2, (0.1, 0.1))
+    (_, s0, e0), (_, s1, e1) = spans
+    assert [(j, v, lo, hi) for j, v, lo, hi, *_ in sweep_spans(traj)] == [(1, 0.1, -0.2, 0.2)] * 2
+    assert np.allclose([se[4:] for se in sweep_spans(traj)], [(s0, e0), (s1, e1)])
+    t, q, qd, _, _ = traj.sample(500.0)
+    warm = np.where(t > e0, 0.5, 0.3)[:, None]  # Coulomb friction 0.3 N.m, then 0.5 N.m
+    tau = 7.0 * q + warm * np.sign(qd)
+    first, second = points_from_run(traj, t, q, qd, tau)
+    assert first.torque == pytest.approx(0.3, abs=1e-9) and second.torque == pytest.approx(0.5, abs=1e-9)
