@@ -133,13 +133,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--module", action="append", help="only these module paths (repeatable)")
     ap.add_argument("--sample", type=int, help="run a seeded random sample of this many mutants per module")
+    ap.add_argument("--seed", type=int, help="sample seed (default: modules.toml's)")
     ap.add_argument("--workdir", default="/tmp/robodyn-mutation", help="session databases and configs")
     ap.add_argument("--report-only", action="store_true", help="summarise existing sessions, run nothing")
     ap.add_argument("--json", action="store_true", help="print only the JSON summary")
     args = ap.parse_args(argv)
 
     cfg = tomllib.loads((HERE / "modules.toml").read_text())
-    excluded, seed = cfg["defaults"]["exclude-operators"], cfg["defaults"]["seed"]
+    excluded = cfg["defaults"]["exclude-operators"]
+    seed = cfg["defaults"]["seed"] if args.seed is None else args.seed
     modules = [m for m in cfg["module"] if not args.module or m["path"] in args.module]
     unknown = set(args.module or ()) - {m["path"] for m in cfg["module"]}
     if unknown:
@@ -183,6 +185,7 @@ def main(argv=None) -> int:
             s["wall_s"] = round(wall, 1)
             s["test_command"] = command
             s["sample"] = module.get("sample", args.sample)
+            s["seed"] = seed
         s["date"] = datetime.date.today().isoformat()
         summaries.append(s)
         if not args.json:
