@@ -90,15 +90,3 @@ def test_dict_round_trip_keeps_everything_that_defines_the_base():
     assert np.array_equal(back.beta, bp.beta) and back.spec == spec and back.tolerance == bp.tolerance
     assert back.expressions() == bp.expressions() and back.unidentifiable.tolist() == [3]
 
-
-def test_numerically_ambiguous_columns_fall_back_to_the_rank_revealing_choice():
-    # B = A + 1e-9 C: in the natural order B adds only a 1e-9 direction (below the tolerance) and
-    # then C adds nothing new, so the unpivoted QR counts one independent column; the rank is 2.
-    # The pivoted QR decides: A first, then C (B's remainder is 1e-9), so A and C stay and B is
-    # grouped into A (its 1e-9 C coefficient is below sqrt(eps) and is zeroed).
-    rng = np.random.default_rng(5)
-    a, c = np.linalg.qr(rng.standard_normal((30, 2)))[0].T
-    bp = base_parameters_from_regressor(np.column_stack([a, a + 1e-9 * c, c]), ["A", "B", "C"])
-    assert bp.count == 2 and bp.independent.tolist() == [0, 2] and bp.dependent.tolist() == [1]
-    assert bp.beta == pytest.approx(np.array([[1.0], [0.0]]), abs=1e-12) and bp.expressions()[0] == "AR = A + B"
-    assert 1e-10 < bp.residual < 1e-8
