@@ -68,6 +68,13 @@ def test_seed004_preset_is_the_papers_18_parameters():
     assert names == ["alpha2", "a2", "d2", "theta2", "alpha3", "a3", "d3", "theta3", "alpha4", "a4", "d4", "theta4",
                      "alpha5", "a5", "d5", "theta5", "alpha6", "a6"]
     assert len(preset_free_names(gm, "li2023", identify_base=True, identify_tool=True)) == 27
+    # "all": every DH value of every row, 1-based like the papers, then base corrections on request
+    every = preset_free_names(gm, "all", identify_base=True)
+    assert every[:8] == ["alpha1", "a1", "d1", "theta1", "alpha2", "a2", "d2", "theta2"]
+    assert every[20:24] == ["alpha6", "a6", "d6", "theta6"]
+    assert every[24:] == ["base_x", "base_y", "base_z", "base_rx", "base_ry", "base_rz"]
+    with pytest.raises(ValueError, match="unknown parameter preset 'dh'"):
+        preset_free_names(gm, "dh")
 
 
 def test_bad_model_input_names_the_field():
