@@ -27,7 +27,7 @@ def test_known_dependencies_are_grouped_into_the_earlier_columns():
     assert bp.beta[2].tolist() == [0.0, 0.0]  # below sqrt(eps): exactly zero
     assert bp.names == ["AR", "BR", "F"]
     assert bp.expressions() == ["AR = A + C - E", "BR = B + C + 0.5*E", "F = F"]
-    assert bp.residual < 1e-12
+    assert 0.0 <= bp.residual < 1e-12
     # pi_b = P pi by hand: A + C - E, B + C + 0.5 E, F
     pi = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
     assert bp.base_values(pi) == pytest.approx([1 + 3 - 5, 2 + 3 + 2.5, 6.0])
@@ -72,6 +72,13 @@ def test_bad_regressors_are_refused_with_the_reason():
         base_parameters_from_regressor(W, NAMES)
     with pytest.raises(ValueError, match="all columns are zero"):
         base_parameters_from_regressor(np.zeros((5, 6)), NAMES)
+    with pytest.raises(ValueError, match="no parameter is identifiable"):
+        base_parameters_from_regressor(np.zeros((5, 0)), [])
+    # a tolerance so coarse that a column with a 1e-3 independent part is called dependent: its fit
+    # leaves a relative residual of 1e-3 / sqrt(1 + 1e-6), and that is refused
+    a, c = np.linalg.qr(np.random.default_rng(3).standard_normal((30, 2)))[0].T
+    with pytest.raises(ValueError, match=r"not reproduced \(relative residual 1.00e-03 > 1e-6\)"):
+        base_parameters_from_regressor(np.column_stack([a, a + 1e-3 * c]), ["A", "B"], tolerance=1e-2)
     bp = base_parameters_from_regressor(_regressor(), NAMES)
     with pytest.raises(ValueError, match="pi: expected 6 standard parameters"):
         bp.base_values(np.ones(5))
