@@ -223,3 +223,73 @@ def test_slsqp_keeps_a_constrained_optimum_whose_fitness_is_large():
                        "slsqp", seed=0, constraints=[con])
     assert con.violation(res.x[None])[0] < 1e-7 and res.x == pytest.approx([0.5, 0.5], abs=1e-5)
     assert res.fun == pytest.approx(50.0 * 2 * 2.5 ** 2 + 100.0, rel=1e-7)
+
+
+def test_ga_children_are_blx_alpha_blends_of_two_parents():
+    # BLX-alpha with one u per gene and pair: c1 = p1 + u (p2 - p1), c2 = p2 + u (p1 - p2), u uniform
+    # in [-alpha, 1 + alpha]. So c1 + c2 = p1 + p2, and u = (c1 - p1) / (p2 - p1) spans that range.
+    # No selection pressure (tournament of 1), no elite, no mutation: every child is such a blend.
+    calls = []
+
+    def fitness(X):
+        calls.append(X.copy())
+        return np.sum(X ** 2, axis=1)
+
+    o = opt.GAOptions(population=4, generations=60, crossover=1.0, mutation=0.0, blend=0.3, elite=0, tournament=1)
+    opt.minimize(fitness, opt.Bounds(-1e6 * np.ones(3), 1e6 * np.ones(3)), "ga", seed=2, options=o)
+    us = []
+    for before, after in zip(calls[:-1], calls[1:]):
+        assert after.shape == (4, 3)
+        for a, b in ((0, 2), (1, 3)):
+            s = after[a] + after[b]
+            pairs = [(i, j) for i in range(4) for j in range(4)
+                     if np.allclose(before[i] + before[j], s, rtol=1e-12, atol=1e-6 * np.abs(s).max())
+                     and np.allclose(after[a] - before[i], -(after[b] - before[j]), atol=1e-6)]
+            assert pairs, "a child pair that is not a blend of two members of the previous population"
+            i, j = pairs[0]
+            gap = before[j] - before[i]
+            if i != j and np.all(np.abs(gap) > 1e-3):
+                us.append((after[a] - before[i]) / gap)
+    us = np.concatenate(us)
+    assert us.min() >= -0.3 - 1e-9 and us.max() <= 1.3 + 1e-9
+    assert us.min() < -0.2 and us.max() > 1.2 and np.mean((us > 0.3) & (us < 1.0)) > 0.3
+
+
+def test_iteration_counts_elapsed_time_and_early_stop_are_reported_as_they_happened():
+    b = opt.Bounds(-np.ones(2), np.ones(2))
+    sphere = lambda X: np.sum((X - 0.2) ** 2, axis=1)  # noqa: E731
+    for method, options in (("pso", opt.PSOOptions(population=6, iterations=7)),
+                            ("icpso", opt.ICPSOOptions(population=6, iterations=7)),
+                            ("ga", opt.GAOptions(population=6, generations=7)),
+                            ("wso", opt.WSOOptions(population=6, iterations=7))):
+        seen = []
+        t0 = __import__("time").perf_counter()
+        res = opt.minimize(sphere, b, method, seed=0, options=options, callback=lambda p: seen.append(p))
+        wall = __import__("time").perf_counter() - t0
+        assert res.nit == 7 and [p.iteration for p in seen] == list(range(1, 8)) and len(res.history) == 7
+        assert all(0 <= p.elapsed <= wall for p in seen) and 0 <= res.elapsed <= wall
+    # SLSQP stopped by its callback after three iterations reports three
+    seen = []
+    res = opt.minimize(lambda X: np.sum((X - 0.2) ** 2 * np.arange(1, 3) * 10, axis=1), b, "slsqp", seed=0,
+                       callback=lambda p: seen.append(p.iteration) or p.iteration >= 3)
+    assert seen == [1, 2, 3] and res.nit == 3 and "stopped" in res.message
+
+
+def test_slsqp_without_a_feasible_iterate_reports_its_given_start():
+    # x <= -5 cannot hold in [-1, 1]: no iterate is feasible, and the start the caller gave is
+    # what gets ranked and returned (honestly infeasible), not a random point
+    con = opt.LinearConstraint(np.array([[1.0]]), np.array([-5.0]))
+    res = opt.minimize(lambda X: X[:, 0] ** 2, opt.Bounds([-1.0], [1.0]), "slsqp", seed=0, x0=[0.3],
+                       constraints=[con], options=opt.SLSQPOptions(max_iter=1))
+    assert not res.feasible and res.x.tolist() == [0.3]
+
+
+def test_wso_replaces_sharks_below_the_box_onto_its_lower_bounds():
+    res = opt.minimize(lambda X: np.sum((X + 2.0) ** 2, axis=1), opt.Bounds(-np.ones(2), np.ones(2)), "wso",
+                       seed=0, options=opt.WSOOptions(population=10, iterations=30))
+    assert res.x.tolist() == [-1.0, -1.0] and res.fun == 2.0
+
+
+def test_tent_map_starts_from_values_clipped_into_the_unit_interval():
+    seq = opt.tent_map_sequence(np.array([-0.2, 0.25]), 2)
+    assert seq[:, 0].tolist() == [0.0, 0.0] and seq[:, 1].tolist() == [0.5, 1.0]
