@@ -181,16 +181,20 @@ def test_extraction_spread_is_over_position_bins():
 
 
 def test_two_samples_each_way_are_enough_to_pair():
-    q = np.array([0.1, 0.3, 0.4, 0.2, 0.0])[:, None]
-    qd = np.array([0.2, 0.2, -0.2, -0.2, -0.2])[:, None]
+    q = np.array([0.1, 0.3, 0.4, 0.0])[:, None]
+    qd = np.array([0.2, 0.2, -0.2, -0.2])[:, None]
     tau = np.where(qd > 0, 1.0, -1.0) + 2.0 * q  # friction 1 N.m on a linear load
     pt = extract_friction(q, qd, tau, 0, 0.2, 0.0, 0.4, bins=2)
     assert pt.torque == pytest.approx(1.0) and pt.pairs == 2
+    # but one forward sample inside the backward pass's range is not enough
+    q = np.array([0.1, 0.45, 0.4, 0.0])[:, None]
+    with pytest.raises(ValueError, match="sweep joint 1 at 0.2 rad/s: forward and backward passes do not overlap"):
+        extract_friction(q, qd, tau, 0, 0.2, 0.0, 0.5)
 
 
 def test_extraction_refuses_sweeps_it_cannot_pair():
     q, qd, tau = _sweep(0.2, -0.5, 0.5, lambda q: q, friction=0.1)
-    with pytest.raises(ValueError, match=r"too few constant-speed samples \(\d+ forward, \d+ backward\)"):
+    with pytest.raises(ValueError, match=r"sweep joint 1 at 0.4 rad/s: too few constant-speed samples \(\d+ forward, \d+ backward\)"):
         extract_friction(q, qd, tau, 0, 0.4, -0.5, 0.5)
     # forward samples only above 0.1 rad, backward ones only below -0.1 rad: nothing to pair
     q = np.concatenate([np.linspace(0.1, 0.5, 50), np.linspace(-0.1, -0.5, 50)])[:, None]
@@ -256,7 +260,7 @@ def test_per_joint_fits_assemble_into_one_model():
 def test_each_sweep_of_a_run_is_cut_out_at_its_own_start_and_end():
     # two sweeps at the same speed whose friction differs (the joint warmed up in between): each
     # friction point must come from its own sweep's samples only, [start, end] inclusive
-    from robodyn.identification.friction import experiment_trajectory, points_from_run, sweep_spans
+    from robodyn.identification.friction import experiment_trajectory, points_from_run, sweep_plan, sweep_spans
     from robodyn.robot.loader import load_model
 
     model = load_model("panda")
@@ -269,4 +273,9 @@ def test_each_sweep_of_a_run_is_cut_out_at_its_own_start_and_end():
     warm = np.where(t > e0, 0.5, 0.3)[:, None]  # Coulomb friction 0.3 N.m, then 0.5 N.m
     tau = 7.0 * q + warm * np.sign(qd)
     first, second = points_from_run(traj, t, q, qd, tau)
+    # a lone sweep starts at 0; the documented 0.3 s settle is the default
+    lone = sweep_plan(model, home, 1, -0.2, 0.2, (0.1,))[0]
+    assert sweep_spans(lone) == [(1, 0.1, -0.2, 0.2, 0.0, pytest.approx(lone.duration))]
+    assert lone.duration == pytest.approx(sweep_plan(model, home, 1, -0.2, 0.2, (0.1,), settle=0.3)[0].duration)
+    assert spans == experiment_trajectory(model, home, 1, -0.2, 0.2, (0.1, 0.1), settle=0.3)[1]
     assert first.torque == pytest.approx(0.3, abs=1e-9) and second.torque == pytest.approx(0.5, abs=1e-9)
