@@ -99,3 +99,21 @@ def test_shipped_seed004_file_is_what_its_generator_writes(capsys):
     script = Path(__file__).parents[2] / "bench" / "calibration_make_ur5_li2023.py"
     runpy.run_path(str(script), run_name="not_main")["main"]()
     assert capsys.readouterr().out == UR5_SEED004_MODEL.read_text()
+
+
+def test_oriented_target_frame_is_its_nominal_rotation_plus_zero_corrections():
+    from robodyn.calibration.parameters import Target, tool_transform
+    from robodyn.robot.kinematics import rot_x
+
+    R = rot_x(0.3)[:3, :3] @ rot_y(-0.2)[:3, :3]
+    robot = model_from_toml(UR5_SEED004_MODEL)
+    gm = geometric_model(robot, targets=[Target("B", (0.01, 0.02, 0.03), oriented=True, rotation=tuple(map(tuple, R)))])
+    assert gm.nominal[gm.indices(gm.tool_rotation_names(0))].tolist() == [0.0, 0.0, 0.0]
+    T = tool_transform(gm, gm.nominal, 0)
+    assert np.allclose(T[:3, :3], R, atol=1e-15) and T[:3, 3].tolist() == [0.01, 0.02, 0.03] and T[3].tolist() == [0, 0, 0, 1]
+    # a correction about z is applied in the flange frame, before the nominal rotation
+    p = gm.nominal.copy()
+    p[gm.index("tool_rz")] = 0.1
+    assert np.allclose(tool_transform(gm, p, 0)[:3, :3], rot_z(0.1)[:3, :3] @ R, atol=1e-15)
+    with pytest.raises(ValueError, match=r"hayati_rows: row 7 is outside 1..6"):
+        geometric_model(robot, hayati_rows=[6])
