@@ -115,5 +115,8 @@ def test_oriented_target_frame_is_its_nominal_rotation_plus_zero_corrections():
     p = gm.nominal.copy()
     p[gm.index("tool_rz")] = 0.1
     assert np.allclose(tool_transform(gm, p, 0)[:3, :3], rot_z(0.1)[:3, :3] @ R, atol=1e-15)
+    # a plane's corrections (two tilts and an offset along its normal) also start at zero
+    with_plane = geometric_model(robot, planes=[("P1", trans(0.5, 0.0, 0.1))])
+    assert with_plane.nominal[with_plane.indices(with_plane.all_plane_names())].tolist() == [0.0, 0.0, 0.0]
     with pytest.raises(ValueError, match=r"hayati_rows: row 7 is outside 1..6"):
         geometric_model(robot, hayati_rows=[6])
