@@ -213,3 +213,12 @@ def test_metric_jacobian_is_the_unweighted_residual_slope_with_angles_as_arc_len
     assert res.point_labels()[:2] == ["P001 A", "P001 B"]
     single = Residual(geometric_model(robot, targets=[NEST[0]]), MeasurementSet(q, meas.points[:, :1]))
     assert single.point_labels() == ["P001", "P002", "P003", "P004"]
+
+
+def test_a_single_point_per_pose_and_unmeasured_poses_named():
+    one = MeasurementSet(np.zeros(6), [0.1, 0.2, 0.3])
+    assert one.points.shape == (1, 1, 3) and one.p.tolist() == [[0.1, 0.2, 0.3]]
+    p = np.full((3, 1, 3), np.nan)
+    p[0, 0] = [0.1, 0.2, 0.3]
+    with pytest.raises(ValueError, match="measurements: pose P002 has no measurement"):
+        MeasurementSet(np.zeros((3, 6)), p)

@@ -293,3 +293,23 @@ def test_wso_replaces_sharks_below_the_box_onto_its_lower_bounds():
 def test_tent_map_starts_from_values_clipped_into_the_unit_interval():
     seq = opt.tent_map_sequence(np.array([-0.2, 0.25]), 2)
     assert seq[:, 0].tolist() == [0.0, 0.0] and seq[:, 1].tolist() == [0.5, 1.0]
+
+
+def test_slsqp_honours_a_nonlinear_constraint_at_its_hand_derived_optimum():
+    # min |x - (2, 2)|^2 subject to |x|^2 <= 1: the optimum is the unit circle's point towards (2, 2)
+    disk = opt.NonlinearConstraint(lambda X: (np.sum(X ** 2, axis=1) - 1.0)[:, None])
+    res = opt.minimize(lambda X: np.sum((X - 2.0) ** 2, axis=1), opt.Bounds([-3.0, -3.0], [3.0, 3.0]), "slsqp",
+                       seed=1, constraints=[disk])
+    assert res.x == pytest.approx([1 / math.sqrt(2)] * 2, abs=1e-5)
+    assert res.fun == pytest.approx(2 * (2 - 1 / math.sqrt(2)) ** 2, rel=1e-5)
+
+
+def test_default_options_are_the_papers_settings():
+    ga = opt.default_options("ga")  # Chen et al. 2021 Table 2
+    assert (ga.population, ga.generations, ga.crossover, ga.mutation) == (20, 800, 0.8, 0.2)
+    ic = opt.default_options("icpso")  # Zhong et al. 2023 sections 2 and 3.1
+    assert (ic.k1, ic.k2, ic.w_min, ic.w_max, ic.c_min, ic.c_max, ic.variance_threshold, ic.delta) == \
+        (4.0, 3.0, 0.4, 0.9, 0.5, 2.5, 10.0, 1.0)
+    ws = opt.default_options("wso")  # Ni et al. 2024 sections 3-4
+    assert (ws.population, ws.iterations, ws.a_min, ws.a_max, ws.acceleration, ws.f_min, ws.f_max, ws.alpha0,
+            ws.alpha1, ws.school_a2) == (150, 3000, 0.5, 1.5, 4.125, 0.07, 0.75, 6.25, 100.0, 0.005)
