@@ -313,3 +313,15 @@ def test_default_options_are_the_papers_settings():
     ws = opt.default_options("wso")  # Ni et al. 2024 sections 3-4
     assert (ws.population, ws.iterations, ws.a_min, ws.a_max, ws.acceleration, ws.f_min, ws.f_max, ws.alpha0,
             ws.alpha1, ws.school_a2) == (150, 3000, 0.5, 1.5, 4.125, 0.07, 0.75, 6.25, 100.0, 0.005)
+
+
+def test_slsqp_differences_from_a_start_at_zero_and_ga_runs_with_two_individuals():
+    # the forward-difference step is fd_step * max(1, |x|): a coordinate at exactly 0 still gets a step
+    res = opt.minimize(lambda X: np.sum((X - 0.3) ** 2, axis=1), opt.Bounds([-1.0, -1.0], [1.0, 1.0]), "slsqp",
+                       x0=[0.0, 0.0])
+    assert res.x == pytest.approx([0.3, 0.3], abs=1e-5)
+    two = opt.minimize(lambda X: np.sum(X ** 2, axis=1), opt.Bounds([-1.0], [1.0]), "ga", seed=0,
+                       options=opt.GAOptions(population=2, generations=5))
+    assert two.nit == 5
+    with pytest.raises(ValueError, match="population must be >= 2"):
+        opt.minimize(lambda X: X[:, 0], opt.Bounds([-1.0], [1.0]), "ga", options=opt.GAOptions(population=1))
