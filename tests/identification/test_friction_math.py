@@ -160,6 +160,7 @@ def test_extraction_cancels_a_position_dependent_load_and_reports_the_measured_s
     assert pt.torque == pytest.approx(0.37, abs=1e-12)  # (tau(+v) - tau(-v)) / 2 at equal positions
     assert pt.std == pytest.approx(0.0, abs=1e-12) and pt.pairs == 10
     assert pt.joint == 0 and pt.speed == 0.2 and pt.measured_speed == pytest.approx(0.2)
+    assert extract_friction(q, qd, tau, 0, 0.2, -0.5, 0.5).pairs == 20  # 20 position bins by default
     # a lagging robot: the real speed is what is reported
     q, qd, tau = _sweep(0.2, -0.5, 0.5, lambda q: 4.0 + 6.0 * q, friction=0.37)
     qd = np.where(qd > 0, 0.19, np.where(qd < -0.1, -0.21, qd))
@@ -238,7 +239,7 @@ def test_stribeck_and_sigmoid_fits_recover_the_published_curve_from_both_directi
 
 
 def test_fit_refuses_bad_points():
-    for v, f in ((np.ones(4), np.ones(5)), (np.ones(5), np.ones(4)), (np.ones((4, 1)), np.ones((4, 1)))):
+    for v, f in ((np.ones(4), np.ones(5)), (np.ones(5), np.ones(4)), (np.ones((4, 1)), np.ones((4, 1))), (1.0, 1.0)):
         with pytest.raises(ValueError, match="two equal 1-D arrays"):
             fit_friction(v, f)
     with pytest.raises(ValueError, match="unknown model"):
