@@ -1,7 +1,7 @@
 """Friction laws, columns, extraction and fits against hand-derived values (issue 16 item 7).
 
 Every expected number here is written out from the formula in the docstring of
-identification/friction.py (Stribeck: Wang et al. eq. 2), not computed by the code under test, so
+identification/friction.py (Stribeck: Ni et al. 2024, eq. 2), not computed by the code under test, so
 that a sign, a square or a swapped parameter in the implementation fails a test.
 """
 import math
@@ -79,14 +79,14 @@ def test_friction_model_round_trips_and_refuses_bad_parameters():
 
 
 def test_the_experiment_speeds_are_the_published_37():
-    # Wang et al. section 4.1, rad/s
+    # Ni et al. 2024 section 4.1, rad/s
     assert SEED000_SPEEDS == (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
                               0.08, 0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.23, 0.26, 0.29, 0.32, 0.36, 0.4,
                               0.45, 0.5, 0.56, 0.62, 0.7, 0.8, 1.0, 1.2, 1.5, 1.8)
 
 
 def test_franka_preset_is_the_published_table():
-    # Wang et al. Table 2 (Franka Panda joints 1..7), as printed
+    # Ni et al. 2024 Table 2 (Franka Panda joints 1..7), as printed
     m = FrictionModel.franka_seed000()
     assert m.kind == "stribeck" and m.dof == 7
     assert m.params["fc"][4] == 0.6047 and m.params["fs"][0] == 0.3834 and m.params["vs"][4] == 6.0463e-4
@@ -222,7 +222,7 @@ def test_linear_fit_recovers_coulomb_viscous_and_reports_rmse_and_r2_by_their_de
 
 
 def test_stribeck_and_sigmoid_fits_recover_the_published_curve_from_both_directions():
-    p = {k: SEED000_STRIBECK[k][0] for k in ("fc", "fs", "vs")}  # Franka joint 1, Wang et al. Table 2
+    p = {k: SEED000_STRIBECK[k][0] for k in ("fc", "fs", "vs")}  # Franka joint 1, Ni et al. 2024 Table 2
     v = np.array([0.005, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.8])
     v = np.concatenate([v, -v[::2]])
     f = stribeck(v, p["fc"], p["fs"], p["vs"], 0.0, 0.004)
