@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup bench mutation clean
+.PHONY: demo test setup bench docs-check mutation clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ MUTATION_ARGS ?=
 mutation: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[mutation]'
 	$(BIN)/python tools/mutation/run.py $(MUTATION_ARGS)
+
+# Rerun the benchmarks that take a few minutes and report figures in README.md and docs/*.md whose
+# command now prints something else (not in CI: it takes minutes; the fast check is tests/docs).
+docs-check: $(STAMP)
+	$(BIN)/python bench/docs_figures.py --rerun
 
 clean:
 	rm -rf $(VENV) build *.egg-info

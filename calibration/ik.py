@@ -4,7 +4,7 @@
 The closed form is written for the Li et al. 2023 frame assignment (Table 2 structure: d2 along the
 three parallel axes, a3 and a4 the upper arm and forearm, d5 the wrist offset, frame 6 at the
 wrist centre). A robot is accepted when its nominal table has that structure in either convention
-(the seed-004 MDH table or UR's own standard DH table); the base shift and the flange transform are
+(the Li et al. 2023 MDH table or UR's own standard DH table); the base shift and the flange transform are
 then measured from its forward kinematics and checked at random configurations, so the sign
 conventions cannot silently differ. Every returned solution is verified by forward kinematics.
 """
@@ -33,8 +33,8 @@ class URGeometry:
     a3: float
     a4: float
     d5: float
-    base: np.ndarray  # seed-004 frame 0 in the robot base frame
-    flange: np.ndarray  # robot flange in seed-004 frame 6
+    base: np.ndarray  # Li et al. 2023 frame 0 in the robot base frame
+    flange: np.ndarray  # robot flange in Li et al. 2023 frame 6
 
 
 def _seed004_chain(d2, a3, a4, d5):

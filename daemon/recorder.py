@@ -23,7 +23,10 @@ from . import protocol as P
 from .recording import RecordingWriter, UnfinishedFiles, repair_recording, unfinished_recordings
 
 RCV_HWM = 200_000
-CLOSE_WAIT_S = 3.0  # how long `close` waits for the run's last samples to arrive
+# how long `close` waits for the run's last samples while the stream brings nothing new. A recorder
+# that is merely behind (a loaded host) is still receiving: its wait restarts with every batch, and
+# only a stream that went past the run's end, or fell silent, proves a missing tail lost
+CLOSE_WAIT_S = 3.0
 STATS_S = 0.5
 ORPHAN_WAIT_S = 10.0  # after the main process died: longest wait for the driver's ramp to rest
 REPAIR_RETRY_S = 5.0  # a repair that failed (e.g. the disk is still full) is tried again this often
@@ -206,7 +209,7 @@ class Recorder:
         if run is None or run.close_msg is None:
             return
         last = int(run.close_msg["last_seq"])
-        if run.last_seq_seen < last and time.monotonic() < run.close_deadline:
+        if run.last_seq_seen < last and self.watch.last_seq < last and time.monotonic() < run.close_deadline:
             return  # the tail is still in flight
         first = int(run.close_msg["first_seq"])
         expected = last - first + 1
@@ -328,6 +331,8 @@ class Recorder:
         run = self.active
         if run is None:
             return
+        if run.close_msg is not None:
+            run.close_deadline = time.monotonic() + CLOSE_WAIT_S  # still receiving: not a lost tail
         mask = batch["run"] == run.run
         if mask.all():
             ok = self._write(lambda: run.add(seq, batch["robot_time"], batch["host_time_ns"], batch["phase"],

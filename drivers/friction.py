@@ -1,4 +1,4 @@
-"""Joint friction of the simulated plant: the seed 000 eq. 2 Stribeck model of
+"""Joint friction of the simulated plant: the Ni et al. 2024 eq. 2 Stribeck model of
 :mod:`robodyn.identification.friction` (one implementation, shared with identification) plus
 viscous friction, arranged for the simulator's integrator.
 

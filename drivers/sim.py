@@ -7,7 +7,7 @@ rigid bodies:
 - true inertial parameters: the model's, optionally perturbed per link with a seeded relative
   standard deviation (mass, centre of mass and inertia about the COM, kept physically valid);
 - rotor inertia as MuJoCo joint armature;
-- seed 000 eq. 2 Stribeck friction (Table 2 values for the Franka) plus viscous friction, applied
+- Ni et al. 2024 eq. 2 Stribeck friction (Table 2 values for the Franka) plus viscous friction, applied
   as a joint torque every physics step (see ``friction.py``); optionally what real joints add and
   identification does not model: a position-dependent ripple of the friction level and Coulomb
   friction growing with the transmitted torque (``friction_ripple``, ``friction_load``);
@@ -70,7 +70,7 @@ class SimConfig:
     seed: int = 0
     perturbation: float = 0.0  # relative std of each link's mass, COM offset and inertia
     rotor_inertia: list | None = None  # kg.m^2 per joint (armature); default the model's
-    friction: dict | None = None  # {fc, fs, vs, fv, qd0}; default seed 000 Table 2 for Franka
+    friction: dict | None = None  # {fc, fs, vs, fv, qd0}; default Ni et al. 2024 Table 2 for Franka
     viscous: float | list = 0.0  # N.m.s/rad, added to the friction's fv
     torque_noise_std: float = 0.05  # N.m
     velocity_noise_std: float = 1e-4  # rad/s
@@ -278,7 +278,7 @@ class SimulatedRobot(Driver):
         limits = {f: getattr(self.model, f).tolist() for f in LIMIT_FIELDS}
         info = {"engine": "mujoco", "seed": self.cfg.seed, "perturbation": self.cfg.perturbation,
                 "speed": self.cfg.speed, "physics_dt": self.cfg.physics_dt,
-                "friction": {"model": "stribeck (seed 000 eq. 2) + viscous", **self.friction.to_dict(),
+                "friction": {"model": "stribeck (Ni et al. 2024 eq. 2) + viscous", **self.friction.to_dict(),
                              "effects": self.friction_effects.to_dict()},
                 "joint_stiffness": {str(j): 1.0 / c for j, c in enumerate(self.compliance) if c > 0},
                 "rotor_inertia": self.rotor_inertia.tolist(),

@@ -1,4 +1,4 @@
-"""Base (identifiable) parameters by numerical QR decomposition (Gautier 1991; seed 003).
+"""Base (identifiable) parameters by numerical QR decomposition (Gautier 1991; Mamedov & Mikhel 2020).
 
 1. Stack the regressor W over random states (fixed seed, so the result is deterministic).
 2. Drop columns that are zero to a tolerance relative to the matrix scale.
@@ -7,9 +7,9 @@
    (link 1 first, XX..M, IA, FV, FC, FO within a joint): a column is independent when it adds
    a new direction to the columns before it. This keeps the parameters of the links nearest the
    base and eliminates YY_j, MZ_j, M_j, IA_j into them, the grouping SYMORO+ prints, so the
-   expressions read like seed 000 Table 3 (ZZ1R = ZZ1 + IA1 + YY2 + ...). When the two QRs
+   expressions read like Ni et al. 2024 Table 3 (ZZ1R = ZZ1 + IA1 + YY2 + ...). When the two QRs
    disagree on the rank (a numerically ambiguous case) the pivoted choice is used.
-5. beta solves W2 = W1 beta; entries below sqrt(eps) are zeroed (seed 003); the fit is asserted.
+5. beta solves W2 = W1 beta; entries below sqrt(eps) are zeroed (Mamedov & Mikhel 2020); the fit is asserted.
 
 pi_b = pi_1 + beta pi_2 = P pi, and W pi = W_b pi_b with W_b = W[:, independent].
 """

@@ -7,7 +7,7 @@ semidefinite program (cvxpy with Clarabel, SCS as fallback),
     s.t.     J_i(pi) >= eps I   (pseudo-inertia of every link, Wensing et al. 2017)
              m_i >= min_mass,  IA_i >= 0,  FV_i >= 0,  FC_i >= 0  (shared-motor columns alike)
 
-where J(theta) is the unweighted torque fit of seed 000 eq. 14 computed from the sufficient
+where J(theta) is the unweighted torque fit of Ni et al. 2024 eq. 14 computed from the sufficient
 statistics, J_ols its unconstrained minimum, and pi_ref nominal (CAD) values. The pseudo-inertia
 
     J_i = [[ tr(I)/2 * 1 - I ,  h ],
@@ -110,7 +110,7 @@ class ConsistentResult:
     standard_names: list[str]
     theta: np.ndarray  # base parameters P pi
     feasibility: dict
-    fitness: float  # J(P pi) in N.m^2 (seed 000 eq. 14, unweighted)
+    fitness: float  # J(P pi) in N.m^2 (Ni et al. 2024 eq. 14, unweighted)
     fitness_ols: float
     metrics: dict
     metrics_ols: dict

@@ -19,6 +19,7 @@ tau = R^T tau_motor, shared motors included).
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -67,12 +68,7 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None, transmi
         raise ValueError(f"{path}: missing torque columns tau1..tau{n} (or current1..current{n} with --drive-gains)")
     if tau_cols is None and drive_gains is None:
         raise ValueError(f"{path}: has current columns but no torque; pass drive gains (N.m/A per joint) to convert")
-    try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    except ValueError as exc:
-        raise ValueError(f"{path}: non-numeric value in the data rows ({exc})") from exc
-    if data.shape[1] != len(header):
-        raise ValueError(f"{path}: rows have {data.shape[1]} values but the header names {len(header)} columns")
+    data = _numeric_rows(path, header)
     t = data[:, header.index("t")]
     q = data[:, q_cols]
     qd = data[:, qd_cols] if qd_cols else None
@@ -173,3 +169,244 @@ def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, mode
         raise ValueError(f"{path}: {data.dof} joints but the robot has {dof}")
     return data if model is None else to_model_variables(data, model)
 
+
+
+# --------------------------------------------------------------------------- flexible-joint recordings
+#
+# Chen et al. 2021's stepwise identification (identification.stepwise.identify_recorded) needs more
+# than one torque per joint: the link encoder, the joint torque sensor and, where the arm has them,
+# the motor encoder and the motor current. The same three containers carry them:
+#
+#   CSV  t, q1..qn, tau1..taun, [qm1..qmn | theta1..thetan], [current1..currentn | taum1..taumn],
+#        [qd1..qdn], [qdm1..qdmn]
+#   NPZ  arrays with the same stems (t (N,), the others (N, n))
+#   MCAP a daemon recording with signals q, tau and, where the driver streams them, theta (Franka:
+#        motor position referred to the link side), dtheta, current, qd
+#
+# ``qm`` is the motor encoder at the motor shaft (a rigid joint reads qm = R q with the model's
+# transmission R); ``theta`` is the same angle referred to the link side (theta = R^-1 qm), as
+# Franka reports it; one of the two at most. The drive side is the motor current (A) or the motor
+# torque at the shaft (N.m). Without motor positions the stiffness and motor sub-systems are not
+# identified; without the drive side the motor sub-system is not.
+
+FLEXIBLE_COLUMNS = {
+    "t": "time, s (strictly increasing; gaps are kept and never interpolated)",
+    "q": "link position (link-side encoder, after the spring), rad",
+    "tau": "joint torque sensor, N.m, as measured (its zero offset included)",
+    "qm": "motor position at the motor shaft (before the reduction), rad",
+    "theta": "motor position referred to the link side (R^-1 qm, Franka's theta), rad",
+    "current": "motor current, A",
+    "taum": "motor torque at the motor shaft, N.m (instead of current)",
+    "qd": "measured link velocity, rad/s",
+    "qdm": "measured motor velocity at the motor shaft, rad/s",
+}
+FLEXIBLE_REQUIRED = ("t", "q", "tau")
+
+
+@dataclass
+class FlexibleLog:
+    """One recording of a flexible-joint arm as its sensors reported it (controller joint values;
+    motor values at the motor shafts). Arrays are (N, n) except ``t`` (N,); ``qm``, the drive side
+    (``current`` or ``taum``) and the velocities are optional."""
+
+    t: np.ndarray
+    q: np.ndarray
+    tau: np.ndarray
+    qm: np.ndarray | None = None
+    current: np.ndarray | None = None
+    taum: np.ndarray | None = None
+    qd: np.ndarray | None = None
+    qdm: np.ndarray | None = None
+    source: str = "recording"
+
+    def __post_init__(self):
+        where = self.source
+        self.t = np.asarray(self.t, float)
+        if self.t.ndim != 1 or self.t.size < 2:
+            raise ValueError(f"{where}: t must be a 1-D time vector of at least 2 samples, got shape {self.t.shape}")
+        if not np.all(np.isfinite(self.t)):
+            raise ValueError(f"{where}: t holds NaN or infinite timestamps")
+        steps = np.diff(self.t)
+        if np.any(steps <= 0):
+            k = int(np.argmax(steps <= 0)) + 1
+            raise ValueError(f"{where}: t must strictly increase (sample {k}: {self.t[k]} after {self.t[k - 1]})")
+        N = self.t.size
+        self.q = np.asarray(self.q, float)
+        if self.q.ndim != 2 or self.q.shape[0] != N:
+            raise ValueError(f"{where}: q must be (samples, joints) = ({N}, n), got {self.q.shape}")
+        n = self.q.shape[1]
+        if self.current is not None and self.taum is not None:
+            raise ValueError(f"{where}: give current or taum, not both")
+        if self.qdm is not None and self.qm is None:
+            raise ValueError(f"{where}: qdm (motor velocity) without qm (motor position)")
+        for name in ("q", "tau", "qm", "current", "taum", "qd", "qdm"):
+            arr = getattr(self, name)
+            if arr is None:
+                continue
+            arr = np.asarray(arr, float)
+            if arr.shape != (N, n):
+                raise ValueError(f"{where}: {name} must have shape ({N}, {n}) like q, got {arr.shape}")
+            bad = ~np.isfinite(arr)
+            if bad.any():
+                row, col = (int(x) for x in np.argwhere(bad)[0])
+                raise ValueError(f"{where}: {name}{col + 1} is NaN or infinite at sample {row} (t={self.t[row]:.6g} s)")
+            setattr(self, name, arr)
+
+    @property
+    def dof(self) -> int:
+        return int(self.q.shape[1])
+
+    @property
+    def count(self) -> int:
+        return int(self.t.size)
+
+    @property
+    def drive(self) -> str | None:
+        """'current', 'taum' or None (no drive-side signal)."""
+        return "current" if self.current is not None else ("taum" if self.taum is not None else None)
+
+    def arrays(self) -> dict:
+        return {k: getattr(self, k) for k in ("t", "q", "tau", "qm", "current", "taum", "qd", "qdm")
+                if getattr(self, k) is not None}
+
+
+def _motor_from_link_side(theta: np.ndarray, transmission, where) -> np.ndarray:
+    if transmission is None:
+        raise ValueError(f"{where}: theta (motor position on the link side) needs the robot model's transmission "
+                         "to become motor-shaft angles (--robot)")
+    return np.asarray(theta, float) @ np.asarray(transmission.matrix, float).T
+
+
+def _flexible_from(arrays: dict, where, n: int, transmission) -> FlexibleLog:
+    """Checks common to every container, then the log (theta -> qm through the transmission)."""
+    for key in FLEXIBLE_REQUIRED:
+        if arrays.get(key) is None:
+            stems = f"{key}1..{key}{n}" if key != "t" else "t"
+            raise ValueError(f"{where}: missing column {key if key == 't' else key + '1'!r} "
+                             f"({FLEXIBLE_COLUMNS[key]}); a flexible-joint recording needs t, q1..q{n}, "
+                             f"tau1..tau{n} ({stems} absent)")
+    if arrays.get("qm") is not None and arrays.get("theta") is not None:
+        raise ValueError(f"{where}: both qm (motor shaft) and theta (link side) motor positions; keep one")
+    if arrays.get("current") is not None and arrays.get("taum") is not None:
+        raise ValueError(f"{where}: both current and taum columns; keep the measured one")
+    qm = arrays.get("qm")
+    qdm = arrays.get("qdm")
+    if arrays.get("theta") is not None:
+        qm = _motor_from_link_side(arrays["theta"], transmission, where)
+        if arrays.get("dtheta") is not None:
+            qdm = _motor_from_link_side(arrays["dtheta"], transmission, where)
+    return FlexibleLog(arrays["t"], arrays["q"], arrays["tau"], qm, arrays.get("current"), arrays.get("taum"),
+                       arrays.get("qd"), qdm, source=str(where))
+
+
+def load_flexible_csv(path: str | Path, dof: int | None = None, transmission=None) -> FlexibleLog:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    with open(path, newline="") as fh:
+        try:
+            header = [h.strip() for h in next(csv.reader(fh))]
+        except StopIteration:
+            raise ValueError(f"{path}: empty file") from None
+    if "t" not in header:
+        raise ValueError(f"{path}: missing column 't' ({FLEXIBLE_COLUMNS['t']})")
+    q_cols = _columns(header, "q", dof)
+    if q_cols is None:
+        raise ValueError(f"{path}: missing column 'q1' ({FLEXIBLE_COLUMNS['q']})")
+    n = len(q_cols) if dof is None else dof
+    cols = {}
+    for stem in FLEXIBLE_COLUMNS:
+        if stem == "t":
+            continue
+        found = _columns(header, stem, n)
+        if found is not None and len(found) != n:
+            raise ValueError(f"{path}: missing column '{stem}{len(found) + 1}' ({FLEXIBLE_COLUMNS[stem]}); "
+                             f"{stem}1..{stem}{n} go together")
+        cols[stem] = found
+    data = _numeric_rows(path, header)
+    arrays = {stem: None if c is None else data[:, c] for stem, c in cols.items()}
+    arrays["t"] = data[:, header.index("t")]
+    return _flexible_from(arrays, path, n, transmission)
+
+
+def load_flexible_npz(path: str | Path, transmission=None) -> FlexibleLog:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    with np.load(path) as z:
+        arrays = {k: np.array(z[k]) for k in list(FLEXIBLE_COLUMNS) + ["dtheta"] if k in z}
+    n = arrays["q"].shape[1] if "q" in arrays and np.ndim(arrays["q"]) == 2 else 0
+    return _flexible_from(arrays, path, n, transmission)
+
+
+def flexible_recording(rec, transmission=None, phase: str = "execute") -> FlexibleLog:
+    """The samples of one phase of a daemon recording as a flexible-joint log: q, tau (the joint
+    torque sensor: Franka's tau_J) and, where streamed, theta / dtheta (Franka) or qm / qdm, current."""
+    mask = rec.phase_mask(phase)
+    if not mask.any():
+        raise ValueError(f"recording {rec.path}: no samples in phase {phase!r}"
+                         + (" (the file was cut short)" if rec.truncated else ""))
+    missing = [s for s in FLEXIBLE_REQUIRED[1:] if s not in rec.signals]
+    if missing:
+        raise ValueError(f"recording {rec.path}: missing signal {missing[0]!r} ({FLEXIBLE_COLUMNS[missing[0]]}); "
+                         f"it has {list(rec.signals)}")
+    arrays = {k: rec.signal(k)[mask] for k in ("q", "tau", "qm", "theta", "dtheta", "current", "taum", "qd", "qdm")
+              if k in rec.signals}
+    arrays["t"] = rec.robot_time[mask]
+    return _flexible_from(arrays, f"recording {rec.path}", arrays["q"].shape[1], transmission)
+
+
+def load_flexible(ref, model=None) -> FlexibleLog:
+    """A flexible-joint recording (.csv, .npz or a daemon's .mcap; a FlexibleLog is returned as is),
+    checked against ``model``'s joint count; ``theta`` columns become motor-shaft angles through its
+    transmission."""
+    if isinstance(ref, FlexibleLog):
+        log = ref
+    else:
+        path = Path(ref)
+        transmission = None if model is None else model.transmission
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            log = load_flexible_csv(path, None if model is None else model.dof, transmission)
+        elif suffix == ".npz":
+            log = load_flexible_npz(path, transmission)
+        elif suffix == ".mcap":
+            from robodyn.daemon.recording import load_recording  # the daemon's loader is the one reader
+
+            log = flexible_recording(load_recording(path), transmission)
+        elif not path.exists():
+            raise FileNotFoundError(f"{path}: no such file")
+        else:
+            raise ValueError(f"{path}: unknown data format {suffix!r}; expected .csv, .npz or .mcap")
+    if model is not None and log.dof != model.dof:
+        raise ValueError(f"{log.source}: {log.dof} joints but the robot has {model.dof}")
+    return log
+
+
+def save_flexible(log: FlexibleLog, path: str | Path) -> Path:
+    """Write a flexible-joint log as .csv (header t, q.., tau.., [qm..], [current.. | taum..], [qd..],
+    [qdm..]) or .npz (the same stems as arrays)."""
+    path = Path(path)
+    arrays = log.arrays()
+    if path.suffix.lower() == ".npz":
+        np.savez_compressed(path, **arrays)
+        return path
+    if path.suffix.lower() != ".csv":
+        raise ValueError(f"{path}: expected a .csv or .npz file name")
+    names, blocks = ["t"], [arrays.pop("t")[:, None]]
+    for stem, arr in arrays.items():
+        names += [f"{stem}{j + 1}" for j in range(arr.shape[1])]
+        blocks.append(arr)
+    np.savetxt(path, np.hstack(blocks), delimiter=",", header=",".join(names), comments="", fmt="%.12g")
+    return path
+
+
+def _numeric_rows(path, header: list) -> np.ndarray:
+    """The CSV's data rows as a (rows, columns) array; one clear error for text or ragged rows."""
+    try:
+        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except ValueError as exc:
+        raise ValueError(f"{path}: non-numeric value in the data rows ({exc})") from exc
+    if data.shape[1] != len(header):
+        raise ValueError(f"{path}: rows have {data.shape[1]} values but the header names {len(header)} columns")
+    return data

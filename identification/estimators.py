@@ -102,8 +102,8 @@ class NormalEquations:
 
     def metrics(self, theta: np.ndarray, joint_names) -> dict:
         """Torque metrics of theta on the accumulated data without another pass over it:
-        per-joint RMSE and their sum (seed 000 Table 4), relative error, and the correlation
-        coefficient of measured and predicted torque (seed 002 eqs. 20-21)."""
+        per-joint RMSE and their sum (Ni et al. 2024 Table 4), relative error, and the correlation
+        coefficient of measured and predicted torque (Zhong et al. 2023 eqs. 20-21)."""
         N = np.maximum(self.rows, 1).astype(float)
         rss = self.joint_rss(theta)
         sum_pp = np.einsum("p,jpq,q->j", theta, self.A, theta)

@@ -1,17 +1,17 @@
-"""Joint friction: models, the seed 000 constant-velocity experiment, extraction and fitting.
+"""Joint friction: models, the Ni et al. 2024 constant-velocity experiment, extraction and fitting.
 
 Models (torque opposing motion as a function of joint velocity qd):
 
 - ``coulomb-viscous``: fc sgn(qd) + fv qd + fo                         (linear in its parameters)
-- ``stribeck`` (seed 000 eq. 2): for |qd| >= qd0, (fc + (fs - fc) exp(-(qd/vs)^2)) sgn(qd) + fv qd;
+- ``stribeck`` (Ni et al. 2024 eq. 2): for |qd| >= qd0, (fc + (fs - fc) exp(-(qd/vs)^2)) sgn(qd) + fv qd;
   for |qd| < qd0 the straight line F(qd0)/qd0 * qd through zero, which keeps the model continuous
   (and a simulation stable) near standstill.
 - ``sigmoid``: fc tanh(qd / vt) + fv qd + fo                            (smooth Coulomb)
 
-The experiment (seed 000 §2.1): one joint at a time moves at constant speed forward, then
+The experiment (Ni et al. 2024 §2.1): one joint at a time moves at constant speed forward, then
 backward over the same angle range; at an equal position gravity and inertia are equal in both
 directions, so tau_f(v) = (tau(q, +v) - tau(q, -v)) / 2. The (v, tau_f) points are fitted by
-Nelder-Mead on J = sum (tau_f - F(v))^2 (seed 000 eq. 6).
+Nelder-Mead on J = sum (tau_f - F(v))^2 (Ni et al. 2024 eq. 6).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 
-# seed 000 §4.1: 37 speeds, rad/s
+# Ni et al. 2024 §4.1: 37 speeds, rad/s
 SEED000_SPEEDS = (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08,
                   0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.23, 0.26, 0.29, 0.32, 0.36, 0.4, 0.45, 0.5, 0.56,
                   0.62, 0.7, 0.8, 1.0, 1.2, 1.5, 1.8)
 
-# seed 000 Table 2, Franka joints 1..7: fc, fs (N.m) and vs (rad/s; the sign is immaterial since vs
+# Ni et al. 2024 Table 2, Franka joints 1..7: fc, fs (N.m) and vs (rad/s; the sign is immaterial since vs
 # enters squared, so magnitudes are kept). Viscous friction is neglected in the paper.
 SEED000_STRIBECK = {
     "fc": (0.2153, 0.1691, 0.2195, 0.1056, 0.6047, 0.2996, 0.1883),
@@ -43,13 +43,13 @@ DEFAULT_SIGMOID_VELOCITY = 0.01  # vt of the tanh model, rad/s
 
 
 def stribeck_magnitude(speed, fc, fs, vs):
-    """|F| of seed 000 eq. 2 outside the linear zone, for speeds >= 0 (vs enters squared)."""
+    """|F| of Ni et al. 2024 eq. 2 outside the linear zone, for speeds >= 0 (vs enters squared)."""
     vs = np.where(np.abs(vs) > 0, np.abs(vs), 1e-12)
     return fc + (fs - fc) * np.exp(-(np.asarray(speed, float) / vs) ** 2)
 
 
 def stribeck(qd, fc, fs, vs, fv=0.0, qd0=DEFAULT_LINEAR_ZONE):
-    """Seed 000 eq. 2 (plus optional viscous fv); parameters broadcast per joint, qd0 too."""
+    """Ni et al. 2024 eq. 2 (plus optional viscous fv); parameters broadcast per joint, qd0 too."""
     qd = np.asarray(qd, float)
     qd0 = np.asarray(qd0, float)
     speed = np.abs(qd)
@@ -213,7 +213,7 @@ def choose_friction_scales(kind: str, qd: np.ndarray, residual: np.ndarray, grid
 
 def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=SEED000_SPEEDS, scale: float = 0.5,
                settle: float = 0.3):
-    """The seed 000 experiment for one joint: one :class:`SweepTrajectory` per speed, all over the
+    """The Ni et al. 2024 experiment for one joint: one :class:`SweepTrajectory` per speed, all over the
     same angle window [low, high], ramps within ``scale`` of the joint's acceleration/jerk limits,
     and ``settle`` seconds at constant speed before the window (the joint impedance needs about
     0.2 s to settle from a ramp; inside that transient the torque is not yet friction alone)."""
@@ -334,7 +334,7 @@ class FrictionFit:
 def fit_friction(speeds: np.ndarray, torques: np.ndarray, kind: str = "stribeck", joint: int = 0,
                  qd0: float = DEFAULT_LINEAR_ZONE, vt: float = DEFAULT_SIGMOID_VELOCITY,
                  viscous: bool = False, max_iterations: int = 20000) -> FrictionFit:
-    """Nelder-Mead fit of one joint's friction curve to (speed, torque) points (seed 000 eq. 6).
+    """Nelder-Mead fit of one joint's friction curve to (speed, torque) points (Ni et al. 2024 eq. 6).
 
     Points may have both signs of speed; an odd model is assumed, so they are folded onto v > 0
     for the Stribeck and sigmoid models (the offset of coulomb-viscous is kept).

@@ -427,20 +427,58 @@ def simulated_recording(model: RobotModel, *, seed: int = 0, seconds: float = 60
 class Plant:
     """What produces the torques a comparison identifies from.
 
-    ``simulate(model, seed=, seconds=, rate_hz=, noise=, rotor_inertia=)`` returns a SampledData
-    (qd and qdd exact, so the recording is 'preprocessed'). ``differs_from_model`` says whether the
-    plant contains effects the identifier's model lacks; a plant that does not is an inverse crime
-    and every table it produces says so."""
+    ``simulate(model, seed=, seconds=, rate_hz=, noise=, rotor_inertia=)`` returns a SampledData.
+    ``differs_from_model`` says whether the plant contains effects the identifier's model lacks; a
+    plant that does not is an inverse crime and every table it produces says so.
+    ``exact_derivatives``: the data carry the exact qd and qdd (identified as 'preprocessed'); a
+    plant without them returns a log as a sensor writes it, which goes through the one shared
+    processing (pipeline.prepare) and is scored against its measured torque.
+    ``sensor``: a sensor model (identification.realistic.SENSORS) that fixes the rate and the noise;
+    ``record`` then returns the whole :class:`~.realistic.RealisticLog` (data and noise floor)."""
 
     name: str
     simulate: Callable[..., SampledData]
     differs_from_model: bool
     description: str
+    exact_derivatives: bool = True
+    sensor: str | None = None
+    record: Callable | None = None
+
+
+def realistic_plant(name: str, sensor: str, plant_seed: int = 7) -> Plant:
+    """A plant of :mod:`.realistic`: the MuJoCo arm with what the identifier does not model
+    (perturbed inertial parameters, rippling and load-dependent Stribeck friction, an elastic joint)
+    seen through the ``sensor`` model of a real arm (noise, quantisation, jitter, gaps, delay,
+    wrong drive gains). ``plant_seed`` fixes the arm, so every run of one comparison is the same
+    arm; ``seed`` picks the excitation and the sensor noise of a run."""
+    from . import realistic
+
+    if sensor not in realistic.SENSORS:
+        raise ValueError(f"sensor: expected one of {sorted(realistic.SENSORS)}, got {sensor!r}")
+
+    def record(model: RobotModel, *, seed: int, seconds: float, rate_hz=None, noise=None, rotor_inertia=None):
+        # rate and noise belong to the sensor model; rotor inertia to the simulated arm
+        return realistic.realistic_log(sensor, seed, plant_seed=plant_seed, duration=seconds, robot=model.name)
+
+    def simulate(model: RobotModel, **kw) -> SampledData:
+        return record(model, **kw).data
+
+    rate = realistic.SENSORS[sensor]["rate_hz"]
+    return Plant(name, simulate, True,
+                 f"MuJoCo arm unlike the identifier's model (inertial parameters perturbed 15 %, Stribeck friction "
+                 f"with position ripple and load dependence, one elastic joint) through a {sensor}-like sensor model "
+                 f"({rate:g} Hz; noise, quantisation, " + ("jittered sampling, dropped packets, drifting torque "
+                                                            "offsets" if sensor == "franka" else
+                                                            "motor currents through unknown drive gains, one sample "
+                                                            "of delay") + ")",
+                 exact_derivatives=False, sensor=sensor, record=record)
 
 
 PLANTS: dict[str, Plant] = {
     "rnea": Plant("rnea", simulated_recording, False,
                   "robodyn's rigid-body RNEA (the identifier's own model) + Gaussian torque noise"),
+    "franka_like": realistic_plant("franka_like", "franka"),
+    "ur_like": realistic_plant("ur_like", "ur"),
 }
 
 
@@ -521,3 +559,14 @@ def tx40_comparison(directory, *, fraction: float = 0.5, methods=("wso", "pso", 
                  equations={"identification": int(ne_ident.rows.sum()), "held_out": int(ne_held.rows.sum())},
                  cond_identification=float(ols(ne_ident, base.names).cond))
     return table
+
+
+def tx40_raw_after(directory, held: SampledData) -> SampledData:
+    """The raw TX40 samples (measured torque, unfiltered) from the first instant of the processed
+    held-out part on: what a held-out figure is judged against."""
+    from pathlib import Path
+
+    from .datasets import tx40
+
+    raw = tx40.load(Path(directory))
+    return raw.select(raw.t >= held.t[0] - 1e-9)

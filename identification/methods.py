@@ -7,7 +7,11 @@
 - the metaheuristics of Ni et al. 2024 / Zhong et al. 2023 (wso, pso, ga, icpso: eq. 14 in the OLS
   box, :mod:`.metaheuristic`);
 - physically consistent identification (consistent: a semidefinite program, :mod:`.consistent`);
-- the linear neural network of Zhong et al. 2023 (nn, :mod:`.neural`).
+- the linear neural network of Zhong et al. 2023 (nn, :mod:`.neural`);
+- stepwise identification of flexible joints, Chen et al. 2021 (stepwise, :func:`identify_stepwise`):
+  it reads flexible-joint recordings (link and motor encoders, joint torque sensor, motor current;
+  :data:`.data.FLEXIBLE_COLUMNS`) and writes its own sub-system by sub-system result, but takes the
+  same processing options and runs the same :func:`.signals.process` on them.
 
 All of them start from the same :func:`.pipeline.prepare` (the same processing, cut-off choice,
 friction columns, Stribeck / sigmoid velocity scales and base parameters), so the result has the
@@ -32,15 +36,15 @@ from .pipeline import IdentificationConfig, IdentificationResult, PreparedData, 
 from .signals import SampledData
 
 OTHER = ("consistent", "nn")
-# stepwise: Chen et al. 2021 on flexible-joint recordings (identification.stepwise.identify_recorded);
-# it reads its own recording format, so it is dispatched by the command line, not here
+# stepwise: Chen et al. 2021 on flexible-joint recordings (identify_stepwise below)
 METHODS = LEAST_SQUARES + METAHEURISTICS + OTHER + ("stepwise",)
 DESCRIPTIONS = {
     "ols": "ordinary least squares", "wls": "weighted least squares (Gautier)",
     "irls": "Huber-reweighted least squares", "ridge": "ridge, strength by generalised cross-validation",
     "tls": "total least squares", "wso": "white shark optimizer", "pso": "particle swarm", "ga": "genetic algorithm",
     "icpso": "improved chaotic particle swarm", "consistent": "physically consistent (semidefinite program)",
-    "nn": "linear neural network", "stepwise": "stepwise, flexible joints (own recording format)",
+    "nn": "linear neural network",
+    "stepwise": "stepwise identification of flexible joints (link/motor encoders, torque sensor, current)",
 }
 
 
@@ -54,6 +58,8 @@ class MethodOptions:
     seed: int = 0  # metaheuristics
     reference_weight: float | None = None  # consistent: closeness to the CAD values
     cad_reference: bool = True  # consistent: regularise towards the model's CAD values (else zero)
+    torque_constant: Sequence[float] | None = None  # stepwise: N.m/A per motor (None: identified)
+    held_out: Sequence[str] = ()  # stepwise: recordings the identified model is validated on
 
 
 @dataclass
@@ -137,8 +143,8 @@ def identify_method(model: RobotModel, datasets: Sequence[SampledData], config: 
     options = options or MethodOptions()
     report = progress or (lambda stage, fraction: None)
     if method == "stepwise":
-        raise ValueError("method: stepwise identification reads flexible-joint recordings; run it through "
-                         "`robodyn identify --method stepwise`")
+        raise ValueError("method: stepwise identification reads flexible-joint recordings; call identify_stepwise "
+                         "(or `robodyn identify --method stepwise`)")
     if method not in METHODS:
         raise ValueError(f"method: expected one of {list(METHODS)}, got {method!r}")
     prep, ne = prepared or prepare_statistics(model, datasets, config, preprocessed=preprocessed, progress=report)
@@ -186,3 +192,26 @@ def identify_method(model: RobotModel, datasets: Sequence[SampledData], config: 
     est = _estimate(method, theta, ne, prep.names, note)
     report("done", 1.0)
     return MethodResult(result_from(model, prep, est, ne, sources, method=method), details, summary)
+
+
+def identify_stepwise(model: RobotModel, sources: Sequence, config: IdentificationConfig,
+                      options: MethodOptions | None = None) -> dict:
+    """Chen et al. 2021's stepwise identification of a flexible-joint arm (identification.stepwise.
+    identify_recorded) with the shared options: ``config.processing`` is the one processing every
+    method gets; ``options.held_out`` recordings validate the result against what their sensors
+    measured. Options that have no meaning for the method are refused, not ignored."""
+    from . import stepwise
+
+    identify_recorded = stepwise.identify_recorded
+    options = options or MethodOptions()
+    if config.friction != "coulomb-viscous" or config.friction_model is not None:
+        raise ValueError(f"friction: stepwise identification uses Chen et al. 2021's viscous + Coulomb friction on "
+                         f"both sides of the spring; --friction {config.friction} / --friction-model do not apply")
+    if config.processing.min_velocity:
+        raise ValueError("min_velocity: stepwise identification chooses its samples per sub-system (sweeps, rests, "
+                         "moving motors); --min-velocity does not apply")
+    recordings = list(sources) + list(options.held_out)
+    cfg = {"processing": config.processing, "identify": len(sources)}
+    if options.torque_constant is not None:
+        cfg["torque_constant"] = list(options.torque_constant)
+    return identify_recorded(model, recordings, cfg)

@@ -39,7 +39,7 @@ class IdentificationConfig:
     method: str = "wls"
     friction: str = "coulomb-viscous"  # none | coulomb-viscous | stribeck | sigmoid
     rotor_inertia: bool = True
-    # a fitted FrictionModel (dict) to subtract before filtering (seed 000 eq. 9), e.g. from the
+    # a fitted FrictionModel (dict) to subtract before filtering (Ni et al. 2024 eq. 9), e.g. from the
     # friction experiment; without it the friction is identified with the dynamics
     friction_model: dict | None = None
     processing: ProcessingConfig = field(default_factory=ProcessingConfig)
@@ -201,8 +201,8 @@ def predict_base(model: RobotModel, base: BaseParameters, theta: np.ndarray, q, 
 
 
 class TorqueMetrics:
-    """Streaming per-joint RMSE and their sum (seed 000 Table 4), relative error and correlation
-    coefficient (seed 002 eqs. 20-21): only running sums are kept, chunk after chunk."""
+    """Streaming per-joint RMSE and their sum (Ni et al. 2024 Table 4), relative error and correlation
+    coefficient (Zhong et al. 2023 eqs. 20-21): only running sums are kept, chunk after chunk."""
 
     def __init__(self, dof: int):
         self.count = 0

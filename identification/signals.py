@@ -127,7 +127,7 @@ def lowpass(x: np.ndarray, cutoff_hz: float, rate_hz: float, order: int = 4) -> 
 
 
 def central_difference(x: np.ndarray, dt: float) -> np.ndarray:
-    """dx/dt by central differences (one-sided at the two ends), seed 003."""
+    """dx/dt by central differences (one-sided at the two ends), Mamedov & Mikhel 2020."""
     if x.shape[0] < 3:
         raise ValueError(f"x: need at least 3 samples to differentiate, got {x.shape[0]}")
     out = np.empty_like(x)
@@ -162,7 +162,7 @@ def _convolve_same(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
 
 
 def rloess(y: np.ndarray, span: float = 0.02, iterations: int = 5) -> np.ndarray:
-    """Robust LOESS smoothing (seed 000: span 0.02 on acceleration and torque).
+    """Robust LOESS smoothing (Ni et al. 2024: span 0.02 on acceleration and torque).
 
     Local quadratic regression with tricube weights over ``span`` (a fraction of the samples, or
     a sample count if > 1), then ``iterations`` robustness passes with bisquare weights on
@@ -403,7 +403,7 @@ class ProcessingConfig:
     tau_cutoff_hz: float | str | None = SAME
     filter_order: int = 4
     velocity: str = "auto"  # "auto" (measured if given, else differentiate), "differentiate", "measured"
-    rloess_span: float | None = None  # seed 000: 0.02 on qdd and tau (None = off)
+    rloess_span: float | None = None  # Ni et al. 2024: 0.02 on qdd and tau (None = off)
     rloess_iterations: int = 5
     decimation: int = 1
     average_period_s: float | None = None
@@ -540,7 +540,7 @@ def _filter_piece(piece: SampledData, cfg: ProcessingConfig, rate: float, fricti
         log({"step": "velocity", "source": "central difference of the filtered q",
              "acceleration": "second central difference of the filtered q"})
     # The torque side. For a fit, everything below happens to all of its signals alike (parallel
-    # filtering): the measured torque less a known friction model (seed 000 eq. 9, subtracted before
+    # filtering): the measured torque less a known friction model (Ni et al. 2024 eq. 9, subtracted before
     # any filter touches the friction step), that friction torque, and sgn(qd) for the Coulomb
     # columns. For a prediction the model's friction stays sharp, as in the measured torque it is
     # compared with; the measured torque is filtered only for the 'against filtered torque' figures.

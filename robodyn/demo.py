@@ -1,11 +1,11 @@
 """The whole loop on a simulated Panda, in a few minutes (the library behind `robodyn demo`).
 
-1. a daemon starts with a simulated Panda (MuJoCo plant, sensor noise, seed-000 Stribeck friction);
+1. a daemon starts with a simulated Panda (MuJoCo plant, sensor noise, Ni et al. 2024 Stribeck friction);
 2. an excitation trajectory is designed (5-harmonic Fourier series, SLSQP on cond(W_base));
 3. the friction experiment (constant-velocity sweeps, one run per joint) and the excitation are
    run by the daemon and recorded, plus a second, held-out excitation;
 4. Stribeck friction is fitted per joint, then the dynamics are identified by the daemon's worker
-   with that friction subtracted (seed 000 eq. 9);
+   with that friction subtracted (Ni et al. 2024 eq. 9);
 5. the model is validated on the held-out run against the raw measured torque;
 6. the summary (the command line prints it as a table), the held-out plot and an HTML report.
 
@@ -116,7 +116,7 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
         ident_data = SampledData(t_i, q_i, tau_i, qd_i)
         held_run = _run(daemon.client, held_out, "held-out", say)
 
-        say("[4/6] identifying on the daemon's worker (WLS, seed-000 Stribeck friction subtracted)")
+        say("[4/6] identifying on the daemon's worker (WLS, Ni et al. 2024 Stribeck friction subtracted)")
         processing = {"q_cutoff_hz": 15.0, "tau_cutoff_hz": 15.0, "velocity": "differentiate", "trim_s": 0.5}
         job = daemon.client.identify([ident_run["run_id"]], {"method": "wls", "friction": "stribeck",
                                                              "rotor_inertia": True,
@@ -240,6 +240,7 @@ def friction_errors(fitted: dict, truth: dict, points: list) -> list[dict]:
     from robodyn.identification.friction import stribeck
 
     qd0_all = np.asarray(truth["qd0"], float) * np.ones(len(points))
+    fv_all = np.asarray(truth.get("fv", 0.0), float) * np.ones(len(points))  # a scalar or one per joint
     out = []
     for j, pts in enumerate(points):
         speeds = np.array([p[0] for p in pts], float)
@@ -247,7 +248,7 @@ def friction_errors(fitted: dict, truth: dict, points: list) -> list[dict]:
         qd0 = float(qd0_all[j])
         est = {k: float(np.asarray(fitted[k])[j]) for k in STRIBECK}
         true = {k: float(np.asarray(truth[k])[j]) for k in STRIBECK}
-        fv_true = float(np.asarray(truth.get("fv", 0.0)) * np.ones(len(points))[j])
+        fv_true = float(fv_all[j])
         std = _sensitivity_std(speeds, torques, est, qd0)
         hidden = abs(true["vs"]) * 3 < qd0
         row = {}

@@ -3,14 +3,14 @@ validator and the drivers. Every family evaluates q, qd, qdd and jerk at any tim
 
 Families (serialised as documented JSON, see ``to_dict`` / ``trajectory_from_dict``):
 
-- ``fourier``        finite Fourier series, seed 000 eq. 7
+- ``fourier``        finite Fourier series, Ni et al. 2024 eq. 7
                      q_i(t) = q0_i + sum_l a_il/(wf l) sin(wf l t) - b_il/(wf l) cos(wf l t)
-- ``fourier_poly``   modified Fourier plus a 5th-order polynomial per period, seed 002 eqs. 6-7:
+- ``fourier_poly``   modified Fourier plus a 5th-order polynomial per period, Zhong et al. 2023 eqs. 6-7:
                      the polynomial makes q = q_start and qd = qdd = 0 at both ends of each period
-- ``periodic_poly``  periodic polynomial, seed 001 eqs. 17-18: theta = sum_k a_k (t mod T)^k with
+- ``periodic_poly``  periodic polynomial, Chen et al. 2021 eqs. 17-18: theta = sum_k a_k (t mod T)^k with
                      theta(0) = theta(T) = a_0 and zero 1st..3rd derivatives at both ends
 - ``point_to_point`` quintic rest-to-rest move (used for the move to the start)
-- ``sweep``          constant-velocity forward/backward sweep of one joint (seed 000 friction experiment)
+- ``sweep``          constant-velocity forward/backward sweep of one joint (Ni et al. 2024 friction experiment)
 - ``sampled``        arrays t, q (optional qd, qdd) interpolated by a quintic spline
 - ``sequence``       several of the above back to back, each starting where the previous ended
 
@@ -89,7 +89,7 @@ class Trajectory(ABC):
 
 
 def _fourier_terms(t: np.ndarray, wf: float, a: np.ndarray, b: np.ndarray):
-    """Zero-offset Fourier part (seed 000 eq. 7) and its first three derivatives, (N, n) each."""
+    """Zero-offset Fourier part (Ni et al. 2024 eq. 7) and its first three derivatives, (N, n) each."""
     L = a.shape[1]
     l = np.arange(1, L + 1)
     w = wf * l  # (L,)
@@ -187,7 +187,7 @@ def _poly_eval(c: np.ndarray, tau: np.ndarray):
 
 @dataclass
 class FourierPolyTrajectory(_FourierTiming, Trajectory):
-    """Seed 002 eqs. 6-7: Fourier terms plus a quintic that pins both ends of every period."""
+    """Zhong et al. 2023 eqs. 6-7: Fourier terms plus a quintic that pins both ends of every period."""
 
     wf: float
     q_start: np.ndarray
@@ -214,13 +214,13 @@ class FourierPolyTrajectory(_FourierTiming, Trajectory):
 
     @property
     def polynomial(self) -> np.ndarray:
-        """The quintic's coefficients (6, n), seed 002 eq. 7."""
+        """The quintic's coefficients (6, n), Zhong et al. 2023 eq. 7."""
         return self._c.copy()
 
     def evaluate(self, t):
         t = np.atleast_1d(np.asarray(t, float))
         T = self.period
-        # each period restarts the polynomial (seed 002: t - (j-1) t_f); the end belongs to the last one
+        # each period restarts the polynomial (Zhong et al. 2023: t - (j-1) t_f); the end belongs to the last one
         tau = np.where(t >= self.duration, T, np.mod(t, T))
         F = _fourier_terms(t, self.wf, self.a, self.b)
         P = _poly_eval(self._c, tau)
@@ -235,11 +235,11 @@ class FourierPolyTrajectory(_FourierTiming, Trajectory):
 
 
 def periodic_poly_basis(order: int) -> np.ndarray:
-    """Null-space basis (order+1, order-7) of the seed 001 eq. 18 boundary conditions in
+    """Null-space basis (order+1, order-7) of the Chen et al. 2021 eq. 18 boundary conditions in
     normalised time tau = (t mod T)/T: coefficients with c_0..c_3 = 0 and zero value,
     1st, 2nd and 3rd derivative at tau = 1. Any coefficient vector a_init e_0 + B x is admissible."""
     if order < 8:
-        raise ValueError(f"order: the periodic polynomial needs order >= 8 (seed 001 eq. 18), got {order}")
+        raise ValueError(f"order: the periodic polynomial needs order >= 8 (Chen et al. 2021 eq. 18), got {order}")
     k = np.arange(order + 1)
     rows = [np.eye(order + 1)[d] for d in range(4)]  # c_0..c_3 = 0 (c_0 carries a_init separately)
     for d in range(4):
@@ -252,7 +252,7 @@ def periodic_poly_basis(order: int) -> np.ndarray:
 
 @dataclass
 class PeriodicPolyTrajectory(Trajectory):
-    """Seed 001 eq. 17: theta(t) = sum_k a_k (t mod T)^k, coefficients per joint in SI units."""
+    """Chen et al. 2021 eq. 17: theta(t) = sum_k a_k (t mod T)^k, coefficients per joint in SI units."""
 
     period: float
     coefficients: np.ndarray  # (n, order+1): a_0 .. a_order
@@ -265,7 +265,7 @@ class PeriodicPolyTrajectory(Trajectory):
         self.period = float(self.period)
         self.coefficients = _array("coefficients", self.coefficients, 2)
         if self.coefficients.shape[1] < 9:
-            raise ValueError(f"coefficients: order must be >= 8 (seed 001), got {self.coefficients.shape[1] - 1}")
+            raise ValueError(f"coefficients: order must be >= 8 (Chen et al. 2021), got {self.coefficients.shape[1] - 1}")
         if int(self.periods) != self.periods or self.periods < 1:
             raise ValueError(f"periods: must be a positive integer, got {self.periods}")
         self.periods = int(self.periods)
@@ -278,7 +278,7 @@ class PeriodicPolyTrajectory(Trajectory):
             if np.any(gap > 1e-6 * scale * max(1.0, self.period ** -d)):
                 j = int(np.argmax(gap))
                 raise ValueError(f"coefficients: joint {j + 1} violates the periodic boundary condition on "
-                                 f"{name} (seed 001 eq. 18), mismatch {gap[j]:.3g}")
+                                 f"{name} (Chen et al. 2021 eq. 18), mismatch {gap[j]:.3g}")
 
     @classmethod
     def from_free(cls, period: float, a_init, free: np.ndarray, periods: int = 1) -> "PeriodicPolyTrajectory":
@@ -387,7 +387,7 @@ def _velocity_ramp(T: float, v_from: float, v_to: float, t: np.ndarray):
 @dataclass
 class SweepTrajectory(Trajectory):
     """One joint moves at constant ``speed`` forward over [low, high], then backward over the same
-    range, while the others hold ``q_hold`` (seed 000 §2.1). Speed ramps are quintic smoothsteps of
+    range, while the others hold ``q_hold`` (Ni et al. 2024 §2.1). Speed ramps are quintic smoothsteps of
     ``ramp`` seconds, followed by ``settle`` seconds at constant speed before the window, so the
     window is crossed at constant speed both ways after the controller has settled from the ramp;
     the robot starts and ends at rest at :attr:`start_position`."""

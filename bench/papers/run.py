@@ -3,6 +3,8 @@
     .venv/bin/python bench/papers/run.py [--papers wso,stepwise,icpso,ur10e,calibration] [--quick]
                                           [--out bench/papers/result.json]
 
+A run of some papers replaces their entries in an existing result file and keeps the others.
+
 Prints every paper's text report (its headline table beside robodyn's, the command behind every
 number, and why a number is not reached) and writes the JSON reports with their wall times.
 Papers: Ni et al. 2024 (wso), Chen et al. 2021 (stepwise), Zhong et al. 2023 (icpso), Mamedov &
@@ -32,12 +34,20 @@ def main() -> None:
     if unknown:
         p.error(f"--papers: unknown {unknown}; expected some of {list(reproduce.PAPER_KEYS)}")
     out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "quick": a.quick, "papers": {}}
+    previous = Path(a.out)
+    if set(keys) != set(reproduce.PAPER_KEYS) and previous.exists():
+        # a run of some papers updates their entries and keeps the others' (each entry has its own time)
+        old = json.loads(previous.read_text())
+        if old.get("quick") == a.quick:
+            out["papers"] = old.get("papers", {})
     t0 = time.perf_counter()
     for key in keys:
         rep = reproduce.reproduce(key, quick=a.quick)
         print(rep.format(), flush=True)
-        out["papers"][key] = rep.to_dict()
-    out["seconds"] = time.perf_counter() - t0
+        out["papers"][key] = {**rep.to_dict(), "measured": time.strftime("%Y-%m-%d"),
+                              "command": f".venv/bin/python bench/papers/run.py --papers {key}"
+                                         + (" --quick" if a.quick else "")}
+    out["seconds"] = sum(p.get("elapsed_s", 0.0) for p in out["papers"].values())
     Path(a.out).write_text(json.dumps(out, indent=1, default=reproduce._json_default) + "\n")
     print(f"wrote {a.out} ({out['seconds']:.0f} s)")
 

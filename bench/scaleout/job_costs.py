@@ -5,11 +5,11 @@
 
 Run with one thread, as a worker runs. Two costs:
 
-- ``stribeck_population``: one population (150 candidates, seed 000's WSO size) of the fitness
+- ``stribeck_population``: one population (150 candidates, Ni et al. 2024's WSO size) of the fitness
   with a Stribeck model inside the loop (metaheuristic.StribeckFitness), on 60 s of simulated
   1 kHz Panda data: the candidate cost that makes population evaluation worth distributing.
 - ``calibrate_job``: one ``calibrate`` job (combined method, 40 unloaded + 16 loaded poses of the
-  simulated seed-004 UR5 cell), run in this process as a worker would run it.
+  simulated Li et al. 2023 UR5 cell), run in this process as a worker would run it.
 """
 
 from __future__ import annotations

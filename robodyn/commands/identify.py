@@ -92,14 +92,27 @@ def add_method_options(p, population_default: int | None = None) -> None:
     g.add_argument("--no-cad", action="store_true", help="regularise towards zero, not the CAD values")
     g = p.add_argument_group(f"nn: linear neural network ({cite('icpso')})")
     g.add_argument("--epochs", type=int, default=None, help="training epochs at most (default 20000)")
+    g = p.add_argument_group(f"stepwise: flexible joints ({cite('stepwise')}); data are flexible-joint recordings: "
+                             "t, q1.., tau1.. (joint torque sensor), [qm1.. motor encoder | theta1.. on the link "
+                             "side], [current1.. | taum1..], [qd1..], [qdm1..]; or a daemon recording with q, tau, "
+                             "theta, current")
+    g.add_argument("--torque-constant", metavar="K1,...,KN", default=None,
+                   help="motor torque constants, N.m/A at the motor shaft (default: identified with the motor "
+                        "sub-system, the joint torque sensor fixing the scale)")
+    g.add_argument("--held-out", nargs="+", default=(), metavar="REC",
+                   help="recordings the identified model is validated on, against their measured joint torque "
+                        "and motor current")
 
 
 def method_options(args, method: str):
     from robodyn.identification.methods import MethodOptions
 
+    kt = getattr(args, "torque_constant", None)
     return MethodOptions(weights=args.weights, population=args.population,
                          iterations=args.epochs if method == "nn" else args.iterations, seed=args.seed,
-                         reference_weight=args.reference_weight, cad_reference=not args.no_cad)
+                         reference_weight=args.reference_weight, cad_reference=not args.no_cad,
+                         torque_constant=_floats(kt, "torque-constant") if kt else None,
+                         held_out=[str(p) for p in getattr(args, "held_out", ())])
 
 
 def config_from_args(args, model, method: str = "ols"):
@@ -325,19 +338,65 @@ def cmd_identify(args) -> int:
 
 
 def _identify_stepwise(args, model) -> int:
-    """Chen et al. 2021's stepwise identification of flexible joints from its own recordings."""
-    from robodyn.identification import stepwise
+    """Chen et al. 2021's stepwise identification of flexible joints, through identification.methods
+    with the shared processing options."""
+    from robodyn.identification.methods import identify_stepwise
 
-    run = getattr(stepwise, "identify_recorded", None)
-    if run is None:
-        raise UserError("--method stepwise: stepwise identification from recordings is not available in this build")
-    doc = run(model, [str(p) for p in args.data])
+    if args.preprocessed:
+        raise UserError("--preprocessed: stepwise identification differentiates the motor and link encoders "
+                        "itself; it takes raw recordings")
+    if args.drive_gains:
+        raise UserError("--drive-gains: stepwise identification reads the motor current; give its torque constant "
+                        "with --torque-constant (N.m/A at the motor shaft) or let it be identified")
+    doc = identify_stepwise(model, [str(p) for p in args.data], config_from_args(args, model, "ols"),
+                            method_options(args, "stepwise"))
+    doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
     Path(args.out).write_text(json.dumps(_strict(doc), indent=1, allow_nan=False))
     if args.json:
-        print_json({"out": args.out, "method": "stepwise", **doc})
+        print_json({"out": args.out, **doc})
     else:
-        print(f"stepwise identification ({cite('stepwise')}) written to {args.out}")
+        print("\n".join(stepwise_lines(doc)))
+        print(f"result written to {args.out}")
     return 0
+
+
+def stepwise_lines(doc: dict) -> list[str]:
+    """The sub-systems in the order they were identified (rank, condition), the parameters with
+    their standard deviations, and the held-out validation against the measured signals."""
+    lines = [f"{doc['robot']}: stepwise identification, {doc['reference']}",
+             f"recordings: {len(doc['recordings']['identification'])} identifying, "
+             f"{len(doc['recordings']['held_out'])} held out; {doc['segments']['samples']} samples, "
+             f"{doc['segments']['sweep_pairs']} sweep pairs, {doc['segments']['static_poses']} static poses"]
+    for st in doc["order"]:
+        if st.get("skipped"):
+            lines.append(f"step {st['step']} {st['subsystem']}: skipped ({st['skipped']})")
+    lines.append("step  sub-system                       unit        rank/cols   cond      cond (scaled)")
+    for row in doc["subsystem_table"]:
+        rank = "-" if row.get("rank") is None else f"{row['rank']}/{row['columns']}"
+        lines.append(f"{row['step']!s:<5} {row['subsystem'][:32]:<32} {row['unit'][:11]:<11} {rank:<11} "
+                     f"{number(row.get('cond'), '.4g', 9)} {number(row.get('cond_scaled'), '.4g', 9)}")
+    lines.append("parameter      sub-system        value          std            unit")
+    for p in doc["parameters"]:
+        flag = "" if p.get("significant", True) and p.get("physical", True) else "  (" + ", ".join(
+            w for w, ok in (("not significant", p.get("significant", True)),
+                            ("not physical", p.get("physical", True))) if not ok) + ")"
+        lines.append(f"{p['name']:<14} {p['subsystem']:<17} {p['value']:<14.6g} {number(p.get('std'), '.3g', 14)} "
+                     f"{p.get('unit', '')}{flag}")
+    for v in doc["validation"]:
+        lines.append(f"held out {v['recording']}: RMSE against the measured signals")
+        sensor = v["joint_torque_sensor"]
+        for key, label in (("from_link_model", "joint torque sensor, link model"),
+                           ("from_spring", "joint torque sensor, spring")):
+            if key in sensor:
+                lines.append(f"  {label:<36} " + ", ".join(f"{x:.4g}" for x in sensor[key]["rmse"]) + " N.m")
+        if "motor" in v:
+            for key, label in (("from_measured_joint_torque", "motor, from measured joint torque"),
+                               ("from_link_model", "motor, from the link model")):
+                lines.append(f"  {label:<36} " + ", ".join(f"{x:.4g}" for x in v["motor"][key]["rmse"])
+                             + f" {v['motor']['unit']}")
+    for note in doc["notes"]:
+        lines.append(f"note: {note}")
+    return lines
 
 
 def _result_model(args, doc: dict):

@@ -82,8 +82,8 @@ def _say(args, obj: dict, text: str) -> None:
 
 
 def _client_factory(args):
-    from .client import CurveKeys
-    from .readonly import ReadOnlyClient
+    from robodyn.tools.client import CurveKeys
+    from robodyn.tools.readonly import ReadOnlyClient
 
     curve = None
     if args.client_key or args.server_key:
@@ -110,8 +110,8 @@ def cmd_bridge_foxglove(args) -> int:
         raise UserError("the Foxglove bridge needs the foxglove-sdk package: pip install 'robodyn[viz]'") from None
     from robodyn.robot.loader import load_model
 
-    from .client import DaemonError
-    from .foxglove_bridge import BridgeOptions, FoxgloveBridge, check_model_matches
+    from robodyn.tools.client import DaemonError
+    from robodyn.tools.foxglove_bridge import BridgeOptions, FoxgloveBridge, check_model_matches
 
     _check_port(args.port)
     _lower_priority(args)
@@ -154,7 +154,7 @@ def cmd_bridge_foxglove(args) -> int:
 
 
 def cmd_status_page(args) -> int:
-    from .status_page import serve_status_page
+    from robodyn.tools.status_page import serve_status_page
 
     _check_port(args.port)
     if args.period <= 0:

@@ -27,7 +27,8 @@ def register(sub) -> None:
     p.add_argument("paper", choices=PAPER_KEYS, metavar="PAPER", help="one of: " + ", ".join(PAPER_KEYS))
     p.add_argument("--part", default=None, metavar="PART",
                    help="one part of a paper that has several (stepwise: table3 = the excitation design of Table 3, "
-                        "flexible = the stepwise identification of the simulated flexible-joint arm); default all")
+                        "flexible = the stepwise identification of the simulated flexible-joint arm, recorded = the "
+                        "same from recordings of a plant the identifier does not model exactly); default all")
     p.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run; numbers differ from the paper "
                                                         "setup's)")
     add_json(p)

@@ -66,7 +66,7 @@ def trans(x=0.0, y=0.0, z=0.0) -> np.ndarray:
 def dh_transform(convention: str, alpha, a, d, theta) -> np.ndarray:
     """One DH row as a 4x4 transform (broadcasts over arrays).
 
-    mdh (Craig/Khalil, seed 004 eq. 1): RotX(alpha) TransX(a) RotZ(theta) TransZ(d)
+    mdh (Craig/Khalil, Li et al. 2023 eq. 1): RotX(alpha) TransX(a) RotZ(theta) TransZ(d)
     dh  (standard):                     RotZ(theta) TransZ(d) TransX(a) RotX(alpha)
     """
     if convention == "mdh":

@@ -9,6 +9,7 @@ processing). A held-out run of another excitation scores each result."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -117,15 +118,18 @@ def test_method_options_live_in_groups_under_one_command(capsys):
     assert "stribeck" in text and "sigmoid" in text  # the friction choices of every method
 
 
-def test_stepwise_without_recorded_identification_is_one_line(recordings, tmp_path, capsys, monkeypatch):
-    from robodyn.identification import stepwise
-
-    monkeypatch.delattr(stepwise, "identify_recorded", raising=False)
+def test_stepwise_on_a_rigid_recording_runs_the_steps_its_signals_allow(recordings, tmp_path, capsys):
+    """A recording without motor encoders or currents still gets the friction and link steps; the
+    result names each step it skipped and the signal that was missing."""
     ident, _ = recordings
-    assert main(["identify", str(ident), "--robot", "twolink", "--method", "stepwise", "--out",
-                 str(tmp_path / "s.json")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "stepwise identification from recordings is not available in this build" in err
+    out = tmp_path / "s.json"
+    assert main(["identify", str(ident), "--robot", "twolink", "--method", "stepwise", "--cutoff", "8",
+                 "--out", str(out)]) == 0
+    text = out.read_text()
+    skipped = {m.group(1) for m in re.finditer(r'"subsystem": "(\w+)",[^{}]*"skipped": "no motor encoder', text)}
+    assert skipped == {"motor", "stiffness"}
+    assert '"subsystem": "link"' in text
+    capsys.readouterr()
 
 
 def test_select_refuses_a_method_it_does_not_run(recordings, capsys):

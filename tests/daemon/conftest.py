@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from robodyn.tools.local_daemon import terminate_daemon
+from tests.processes import die_with_parent
 
 READY_Q = np.array([0.0, -np.pi / 4, 0.0, -3 * np.pi / 4, 0.0, np.pi / 2, np.pi / 4])
 
@@ -41,7 +42,8 @@ class DaemonProcess:
             + (safety if "[safety]" not in extra_config else "") + extra_config)
         self.log = open(tmp_path / "daemon.log", "w+")
         self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
-                                     stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+                                     stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                                     preexec_fn=die_with_parent)
         from robodyn.tools.client import Client
 
         self.client = Client(self.control, timeout=10.0)

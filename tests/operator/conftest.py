@@ -12,6 +12,7 @@ import threading
 
 import pytest
 
+from tests.processes import die_with_parent
 from tests.daemon.conftest import DaemonProcess, excitation  # noqa: F401 (re-exported for the tests)
 
 
@@ -29,7 +30,7 @@ class ViewerProcess:
     def __init__(self, argv: list[str], log_path, startup_timeout: float = 60.0):
         self.log = open(log_path, "w+")
         self.proc = subprocess.Popen([sys.executable, "-m", "robodyn", *argv, "--json"], stdout=subprocess.PIPE,
-                                     stderr=self.log, text=True)
+                                     stderr=self.log, text=True, preexec_fn=die_with_parent)
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         try:

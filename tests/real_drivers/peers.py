@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.processes import die_with_parent
+
 
 def free_loopback(ports: tuple[int, ...]) -> str:
     """A random 127.a.b.c address on which every port in ``ports`` is free."""
@@ -52,7 +54,8 @@ class Peer:
         self.host = host
         self.log_path = log
         self._log = open(log, "w+")
-        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=die_with_parent)
         try:
             wait_port(host, port, timeout, self.proc)
         except Exception:

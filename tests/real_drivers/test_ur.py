@@ -22,6 +22,7 @@ pytest.importorskip("rtde_receive", reason="pip install 'robodyn[ur]'")
 
 from robodyn.drivers.base import ConnectionLost, JointCommand, ProtectiveStop  # noqa: E402
 from robodyn.drivers.pacing import realtime  # noqa: E402
+from robodyn.daemon import protocol as P  # noqa: E402
 from robodyn.drivers.registry import create_driver  # noqa: E402
 from robodyn.identification.drive_gains import estimate_drive_gains  # noqa: E402
 
@@ -405,9 +406,12 @@ def test_servoj_excitation_through_the_daemon_record_identify_and_disconnect(tmp
             final = c.wait_run(c.submit_run("ur5e", doc, label=f"ur excitation {seed}")["run_id"], timeout=120)
             assert final["state"] == "completed", (final, daemon.log_text()[-3000:])
             s = final["summary"]
-            assert s["lost_samples"] == 0 and s["executed_samples"] == s["trajectory_samples"]
             rec = load_recording(s["recording"])
             ex = rec.phase_mask("execute")
+            lost = rec.signal("lost").ravel()
+            lost_by_phase = {name: int(lost[rec.phase == code].sum()) for code, name in P.PHASE_NAMES.items()}
+            assert s["lost_samples"] == 0 and s["executed_samples"] == s["trajectory_samples"], (
+                s["lost_samples"], lost_by_phase, sim_status(peer.host))
             # in lockstep no controller sample can be lost once servoJ streams (from the move to the
             # start on): the clock advances one period per sample through the whole excitation
             assert rec.signal("lost")[ex].sum() == 0 and np.allclose(np.diff(rec.robot_time[ex]), 0.002)

@@ -1,0 +1,84 @@
+"""The recorder finalizes a run only when its last sample is in, or provably lost: a recorder that is
+merely behind on a loaded host must not cut the run's tail off (it once counted 221 samples of a
+completed run as lost under `stress-ng --cpu 2` beside other work)."""
+
+import time
+
+import numpy as np
+import pytest
+
+from robodyn.daemon import protocol as P
+from robodyn.daemon import recorder as R
+from robodyn.daemon.config import DaemonConfig
+from robodyn.daemon.recording import load_recording
+from robodyn.drivers.sim import SimulatedRobot
+
+DESC = SimulatedRobot({"seed": 0}).describe().to_dict()
+WIDTH = sum(s["width"] for s in DESC["signals"])
+
+
+@pytest.fixture
+def recorder(tmp_path, monkeypatch):
+    cfg = DaemonConfig(data_dir=str(tmp_path), ros2=False)
+    rec = R.Recorder(cfg, {"state_ipc": f"ipc://{tmp_path}/state", "recorder_pipe": f"ipc://{tmp_path}/pipe"})
+    replies = []
+    monkeypatch.setattr(rec, "_reply", replies.append)
+    monkeypatch.setattr(R, "CLOSE_WAIT_S", 0.2)
+    rec.replies = replies
+    yield rec
+    rec.ctx.destroy(linger=0)
+
+
+def batch(first: int, n: int, run: int) -> bytes:
+    seq = np.arange(first, first + n, dtype=np.uint64)
+    return P.pack_state_batch("panda", 0, seq, seq * 1e-3, seq.astype(np.int64), np.full(n, 2, np.uint8),
+                              np.full(n, run, np.uint32), np.zeros((n, WIDTH)))
+
+
+def open_run(rec, tmp_path):
+    meta = {"run_id": "r1", "driver": DESC, "rate_hz": 1000.0, "trajectory": {"family": "fourier"},
+            "robot": {"name": "panda"}}
+    rec._handle({"type": "open", "run": 1, "run_id": "r1", "path": str(tmp_path / "r1.mcap"), "meta": meta,
+                 "width": WIDTH})
+
+
+def closed(rec):
+    return [m for m in rec.replies if m.get("type") == "closed"]
+
+
+def test_a_slow_recorder_keeps_the_tail_that_is_still_arriving(recorder, tmp_path):
+    open_run(recorder, tmp_path)
+    recorder._on_stream(P.TOPIC_STATE, batch(1, 100, 1))
+    recorder._handle({"type": "close", "run": 1, "first_seq": 1, "last_seq": 400})
+    # the rest trickles in, each batch later than the whole close wait after the close message
+    for first in (101, 201, 301):
+        time.sleep(0.12)
+        recorder._maybe_finalize()
+        assert not closed(recorder)
+        recorder._on_stream(P.TOPIC_STATE, batch(first, 100, 1))
+    recorder._maybe_finalize()
+    (msg,) = closed(recorder)
+    assert msg["summary"]["lost_samples"] == 0 and msg["summary"]["recorded_samples"] == 400
+    assert load_recording(msg["path"]).seq.shape[0] == 400
+
+
+def test_a_tail_the_stream_has_passed_is_lost_at_once(recorder, tmp_path):
+    open_run(recorder, tmp_path)
+    recorder._on_stream(P.TOPIC_STATE, batch(1, 100, 1))
+    recorder._handle({"type": "close", "run": 1, "first_seq": 1, "last_seq": 150})
+    recorder._on_stream(P.TOPIC_STATE, batch(151, 50, 0))  # idle samples after the run: 101..150 never come
+    recorder._maybe_finalize()
+    (msg,) = closed(recorder)
+    assert msg["summary"]["lost_samples"] == 50 and msg["summary"]["gaps"] == [[100, 50]]
+
+
+def test_a_silent_stream_ends_the_wait(recorder, tmp_path):
+    open_run(recorder, tmp_path)
+    recorder._on_stream(P.TOPIC_STATE, batch(1, 100, 1))
+    recorder._handle({"type": "close", "run": 1, "first_seq": 1, "last_seq": 150})
+    recorder._maybe_finalize()
+    assert not closed(recorder)
+    time.sleep(0.3)
+    recorder._maybe_finalize()
+    (msg,) = closed(recorder)
+    assert msg["summary"]["lost_samples"] == 50
