@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup bench docs-check clean
+.PHONY: demo test setup bench docs-check mutation clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,14 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/regressor/run.py
+
+# Mutation testing of the math modules (tools/mutation/modules.toml; scores in docs/testing.md).
+# Not part of `make test` or CI. One mutant at a time: the source file is mutated in place, so
+# do not edit the tree while it runs. MUTATION_ARGS="--sample 40 --module calibration/ik.py" etc.
+MUTATION_ARGS ?=
+mutation: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[mutation]'
+	$(BIN)/python tools/mutation/run.py $(MUTATION_ARGS)
 
 # Rerun the benchmarks that take a few minutes and report figures in README.md and docs/*.md whose
 # command now prints something else (not in CI: it takes minutes; the fast check is tests/docs).

@@ -83,3 +83,27 @@ def test_d_optimal_selection_beats_random_subsets(gm, seed004_robot, seed004_set
     rng = np.random.default_rng(0)
     random_best = max(logdet(rng.choice(150, 30, replace=False)) for _ in range(20))
     assert logdet(chosen) > random_best
+
+
+def test_indices_and_standard_deviations_of_a_jacobian_with_known_singular_values():
+    import math
+
+    from robodyn.calibration.identifiability import analyse_jacobian, observability_indices
+
+    # two poses (6 rows), orthogonal columns of length 3 and 1 (lengths) and 0.25 (an angle: x 1/0.5 m)
+    u = np.linalg.qr(np.random.default_rng(0).standard_normal((6, 3)))[0]
+    J = u * np.array([3.0, 0.25, 1.0])
+    o = observability_indices(J, np.array([False, True, False]))
+    s1, s2 = 3.0, 0.5  # largest and smallest singular values once the angle column is in metres
+    assert o["O1"] == pytest.approx((s1 * 1.0 * s2) ** (1 / 3) / math.sqrt(2), rel=1e-12)
+    assert o["O2"] == pytest.approx(s2 / s1, rel=1e-12) and o["O3"] == pytest.approx(s2, rel=1e-12)
+    assert o["O4"] == pytest.approx(s2 ** 2 / s1, rel=1e-12)
+    assert o["log_det"] == pytest.approx(2 * (math.log(s1) + math.log(s2)), rel=1e-12)
+    rep = analyse_jacobian(J[:, :2], ["a", "theta"], np.array([False, True]), noise_sigma=1e-4)
+    assert rep.rank == 2 and rep.condition_number == pytest.approx(1.0) and rep.poses == 2
+    # orthogonal columns: std = sigma / column length; effect = std x length / sqrt(poses)
+    assert rep.std == pytest.approx([1e-4 / 3.0, 1e-4 / 0.25], rel=1e-9)
+    assert rep.effect_std == pytest.approx([1e-4 / math.sqrt(2)] * 2, rel=1e-9)
+    assert rep.vif == pytest.approx([1.0, 1.0]) and rep.poorly_identifiable == []
+    # a rank-deficient J reports zero indices
+    assert observability_indices(np.zeros((3, 2)), np.array([False, False]))["O1"] == 0.0

@@ -160,3 +160,11 @@ def test_combined_method_iterates_to_its_fixed_point(poses):
     short = calibrate(gm, noload, loaded, method="combined", free_names=free, max_iterations=1)
     (dl1, da1), _ = _one_more_pass(gm, short, noload, loaded)
     assert max(dl1, da1) > 10 * max(dl, da, 1e-9)  # the test can tell a cut-short iteration
+
+
+def test_joint_angles_of_the_wrong_shape_are_refused():
+    from robodyn.calibration.geometric import check_positions
+
+    for q in (np.zeros(6), np.zeros((2, 6, 1)), np.zeros((2, 5))):
+        with pytest.raises(ValueError, match=r"measurements.q: expected joint angles of shape \(N, 6\)"):
+            check_positions(q, np.zeros((2, 3)), 6)

@@ -186,3 +186,39 @@ def test_planar_contacts_identify_the_geometry_without_an_external_sensor():
 
     # distances to the planes fix the geometry up to the rigid motion the planes cannot see
     assert error_stats(result.errors(truth_held))["mean_mm"] < 0.5 * error_stats(nominal_result(gm).errors(truth_held))["mean_mm"]
+
+
+def test_metric_jacobian_is_the_unweighted_residual_slope_with_angles_as_arc_length():
+    # rows in metres: a point row is d(position residual)/dp, an orientation row is
+    # ANGLE_LENGTH (0.5 m) x d(angle residual)/dp; checked against central differences of the raw residual
+    robot = load_seed004_robot()
+    gm = geometric_model(robot, targets=[NEST[0], NEST[1]])
+    params = seed004_true_parameters(gm)
+    q = RNG.uniform(-2.5, 2.5, size=(4, 6))
+    rotation = np.full((4, 2, 3, 3), np.nan)  # target B is the oriented one
+    rotation[:, 1] = target_rotations(gm, params, q, target=1)
+    meas = MeasurementSet(q, all_target_positions(gm, params, q), sigma=1e-5, rotation=rotation, sigma_rotation=1e-4)
+    res = Residual(gm, meas)
+    J = res.metric_jacobian(params)
+    idx = [gm.index("a3"), gm.index("theta2"), gm.index("d4")]
+    h = 1e-7
+    for col in idx:
+        step = np.zeros_like(params)
+        step[col] = h
+        fd = (res.raw(params + step) - res.raw(params - step)) / (2 * h)
+        fd[res.kind == 1] *= 0.5
+        assert np.allclose(J[:, col], fd, atol=1e-6), gm.names[col]
+    assert np.any(res.kind == 1) and np.any(res.kind == 0)
+    # labels: pose id, and the target's name once a pose has several targets
+    assert res.point_labels()[:2] == ["P001 A", "P001 B"]
+    single = Residual(geometric_model(robot, targets=[NEST[0]]), MeasurementSet(q, meas.points[:, :1]))
+    assert single.point_labels() == ["P001", "P002", "P003", "P004"]
+
+
+def test_a_single_point_per_pose_and_unmeasured_poses_named():
+    one = MeasurementSet(np.zeros(6), [0.1, 0.2, 0.3])
+    assert one.points.shape == (1, 1, 3) and one.p.tolist() == [[0.1, 0.2, 0.3]]
+    p = np.full((3, 1, 3), np.nan)
+    p[0, 0] = [0.1, 0.2, 0.3]
+    with pytest.raises(ValueError, match="measurements: pose P002 has no measurement"):
+        MeasurementSet(np.zeros((3, 6)), p)

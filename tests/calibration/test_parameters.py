@@ -68,6 +68,13 @@ def test_seed004_preset_is_the_papers_18_parameters():
     assert names == ["alpha2", "a2", "d2", "theta2", "alpha3", "a3", "d3", "theta3", "alpha4", "a4", "d4", "theta4",
                      "alpha5", "a5", "d5", "theta5", "alpha6", "a6"]
     assert len(preset_free_names(gm, "li2023", identify_base=True, identify_tool=True)) == 27
+    # "all": every DH value of every row, 1-based like the papers, then base corrections on request
+    every = preset_free_names(gm, "all", identify_base=True)
+    assert every[:8] == ["alpha1", "a1", "d1", "theta1", "alpha2", "a2", "d2", "theta2"]
+    assert every[20:24] == ["alpha6", "a6", "d6", "theta6"]
+    assert every[24:] == ["base_x", "base_y", "base_z", "base_rx", "base_ry", "base_rz"]
+    with pytest.raises(ValueError, match="unknown parameter preset 'dh'"):
+        preset_free_names(gm, "dh")
 
 
 def test_bad_model_input_names_the_field():
@@ -92,3 +99,24 @@ def test_shipped_seed004_file_is_what_its_generator_writes(capsys):
     script = Path(__file__).parents[2] / "bench" / "calibration_make_ur5_li2023.py"
     runpy.run_path(str(script), run_name="not_main")["main"]()
     assert capsys.readouterr().out == UR5_SEED004_MODEL.read_text()
+
+
+def test_oriented_target_frame_is_its_nominal_rotation_plus_zero_corrections():
+    from robodyn.calibration.parameters import Target, tool_transform
+    from robodyn.robot.kinematics import rot_x
+
+    R = rot_x(0.3)[:3, :3] @ rot_y(-0.2)[:3, :3]
+    robot = model_from_toml(UR5_SEED004_MODEL)
+    gm = geometric_model(robot, targets=[Target("B", (0.01, 0.02, 0.03), oriented=True, rotation=tuple(map(tuple, R)))])
+    assert gm.nominal[gm.indices(gm.tool_rotation_names(0))].tolist() == [0.0, 0.0, 0.0]
+    T = tool_transform(gm, gm.nominal, 0)
+    assert np.allclose(T[:3, :3], R, atol=1e-15) and T[:3, 3].tolist() == [0.01, 0.02, 0.03] and T[3].tolist() == [0, 0, 0, 1]
+    # a correction about z is applied in the flange frame, before the nominal rotation
+    p = gm.nominal.copy()
+    p[gm.index("tool_rz")] = 0.1
+    assert np.allclose(tool_transform(gm, p, 0)[:3, :3], rot_z(0.1)[:3, :3] @ R, atol=1e-15)
+    # a plane's corrections (two tilts and an offset along its normal) also start at zero
+    with_plane = geometric_model(robot, planes=[("P1", trans(0.5, 0.0, 0.1))])
+    assert with_plane.nominal[with_plane.indices(with_plane.all_plane_names())].tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match=r"hayati_rows: row 7 is outside 1..6"):
+        geometric_model(robot, hayati_rows=[6])

@@ -88,3 +88,15 @@ def test_joint_major_base_columns_equal_the_gathered_full_regressor():
     direct = joint_major_regressor_columns(model, q, qd, qdd, spec, base.independent)
     gathered = gather_joint_major(regressor(model, q, qd, qdd, spec), 7, base.independent)
     assert np.array_equal(direct, gathered)
+
+
+def test_column_names_follow_the_documented_order_with_coupled_motors_last():
+    from robodyn.identification.regressor import parameter_names
+
+    model = load_model("scara")
+    spec = ColumnSpec(rotor_inertia=True, friction=("coulomb", "viscous"), motor_couplings=((0, 0, 1, 1), (0, 0, 0, 1)))
+    names = parameter_names(model, spec)
+    per_joint = ["XX", "XY", "XZ", "YY", "YZ", "ZZ", "MX", "MY", "MZ", "M", "IA", "FV", "FC"]
+    assert names[:13] == [f"{n}1" for n in per_joint] and names[13:26] == [f"{n}2" for n in per_joint]
+    assert names[-6:] == ["IAM1", "FVM1", "FCM1", "IAM2", "FVM2", "FCM2"]
+    assert len(names) == 13 * model.dof + 6
