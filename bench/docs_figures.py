@@ -457,7 +457,6 @@ _ALLOWED = re.compile("|".join(f"(?:{a})" for a in ALLOWED))
 # test on context that moved. Markers in them are checked like everywhere else. Remove an entry once
 # its branch is merged and its figures are marked.
 IN_PROGRESS: list[tuple[str, str | None]] = [
-    ("docs/testing.md", None),  # mutation-testing score (issue 16 item 7)
 ]
 
 
