@@ -167,15 +167,21 @@ def cmd_pull(args) -> int:
     return 0
 
 
-def _client(args):
-    from robodyn.tools.client import Client, CurveKeys
+def curve_keys(args):
+    """The CurveZMQ key pair of --client-key / --server-key, or None for a plain loopback link."""
+    from robodyn.tools.client import CurveKeys
 
-    curve = None
-    if args.client_key or args.server_key:
-        if not (args.client_key and args.server_key):
-            raise UserError("--client-key and --server-key go together (CurveZMQ needs both)")
-        curve = CurveKeys.from_files(args.client_key, args.server_key)
-    return Client(args.endpoint, timeout=args.timeout, curve=curve)
+    if not (args.client_key or args.server_key):
+        return None
+    if not (args.client_key and args.server_key):
+        raise UserError("--client-key and --server-key go together (CurveZMQ needs both)")
+    return CurveKeys.from_files(args.client_key, args.server_key)
+
+
+def _client(args):
+    from robodyn.tools.client import Client
+
+    return Client(args.endpoint, timeout=args.timeout, curve=curve_keys(args))
 
 
 def cmd_arm(args) -> int:

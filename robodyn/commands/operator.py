@@ -14,7 +14,7 @@ import threading
 
 from robodyn.cli import UserError
 
-from .daemon_client import _endpoint_arg
+from .daemon_client import _endpoint_arg, curve_keys
 
 
 def register(sub) -> None:
@@ -82,14 +82,9 @@ def _say(args, obj: dict, text: str) -> None:
 
 
 def _client_factory(args):
-    from robodyn.tools.client import CurveKeys
     from robodyn.tools.readonly import ReadOnlyClient
 
-    curve = None
-    if args.client_key or args.server_key:
-        if not (args.client_key and args.server_key):
-            raise UserError("--client-key and --server-key go together (CurveZMQ needs both)")
-        curve = CurveKeys.from_files(args.client_key, args.server_key)
+    curve = curve_keys(args)
     return lambda: ReadOnlyClient(args.endpoint, timeout=args.timeout, curve=curve)
 
 

@@ -168,6 +168,6 @@ def test_plot_writes_a_png_or_says_matplotlib_is_missing(calibrated, tmp_path, c
                        "--plot", str(png))
     assert code == 2 and "matplotlib is not installed" in err and not png.exists()
     monkeypatch.undo()
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="plots need the `plot` extra (installed by make test)")
     code, _, _ = run(capsys, "evaluate", str(calibrated / "calib.json"), str(calibrated / "meas.csv"), "--plot", str(png))
     assert code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -9,7 +9,7 @@ from robodyn.robot.urdf import model_from_urdf, model_to_urdf
 
 
 def test_panda_flange_matches_pinocchio_frame():
-    pin = pytest.importorskip("pinocchio")
+    pin = pytest.importorskip("pinocchio", reason="pinocchio is the independent kinematics oracle (extra 'test')")
     model = load_model("panda")
     pm = pin.buildModelFromXML(model_to_urdf(model))
     pd = pm.createData()
