@@ -322,8 +322,12 @@ class _Evaluator:
     """Counts evaluations, applies repair and constraints, and remembers the best point seen."""
 
     def __init__(self, fitness: PopulationFitness, bounds: Bounds, constraints: Sequence, repair,
-                 time_limit: float | None):
+                 time_limit: float | None, tolerance: float = 0.0):
         self.fitness = fitness
+        # total violation (constraint units) a point may have and still count as feasible: 0 for the
+        # metaheuristics (Deb's rules rank any violation as infeasible), SLSQP's own `ftol` for SLSQP,
+        # which declares convergence once the summed violation is below it (scipy's `acc`)
+        self.tolerance = float(tolerance)
         self.bounds = bounds
         self.constraints = tuple(constraints)
         self.repair = repair
@@ -358,6 +362,9 @@ class _Evaluator:
             self.best_f, self.best_raw = float(R[k]), float(F[k])
             self.best_x = X[k].copy()
         return R
+
+    def is_feasible(self, x: np.ndarray) -> bool:
+        return bool(self.violation(np.asarray(x, float)[None])[0] <= self.tolerance)
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.perf_counter() > self.deadline
@@ -401,7 +408,7 @@ def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) 
 
     def fun(x):
         f = value(x)
-        if f < ev.best_f and ev.violation(x[None])[0] <= 1e-9 * max(1.0, abs(f)):
+        if f < ev.best_f and ev.is_feasible(x):
             ev.best_f, ev.best_raw, ev.best_x = f, f, x.copy()
         return f
 
@@ -870,7 +877,8 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
         if remaining is not None and remaining <= 0 and best is not None:
             break
         rng = np.random.default_rng(ss)
-        ev = _Evaluator(fitness, bounds, constraints, repair, remaining)
+        ev = _Evaluator(fitness, bounds, constraints, repair, remaining,
+                        tolerance=opts.ftol if method == "slsqp" else 0.0)
         history: list[float] = []
         stopped_by_user = False
         try:
@@ -888,7 +896,7 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
             nit, msg, stopped_by_user = len(history), "stopped by callback", True
         if ev.best_x is None:  # SLSQP never reached a feasible iterate: rank its start honestly
             ev.ranked(ev.prepare(x0 if (x0 is not None and k == 0) else bounds.sample(rng, 1)))
-        feasible = bool(ev.best_f < INFEASIBLE_OFFSET and ev.violation(ev.best_x[None])[0] <= 1e-9)
+        feasible = bool(ev.best_f < INFEASIBLE_OFFSET and ev.is_feasible(ev.best_x))
         fun = ev.best_raw
         total_fev += ev.nfev
         result = OptimizeResult(ev.best_x, fun, method, nit, ev.nfev, ev.elapsed, feasible, msg, history)

@@ -214,15 +214,27 @@ def test_icpso_options_refuse_values_outside_their_limits():
 
 
 def test_slsqp_keeps_a_constrained_optimum_whose_fitness_is_large():
-    # the incumbent accepts a violation up to 1e-9 relative to |f|: SLSQP ends on the constraint
-    # to its own tolerance (here 1e-8 outside it), and with f around 700 that is still the optimum.
-    # (minimize's `feasible` flag uses an absolute 1e-9 and calls this point infeasible; reported
-    # in issue 16's note, not asserted here.)
+    # SLSQP ends on the constraint to its own accuracy (here about 1e-8 outside it, below its ftol of
+    # 1e-7): that point is the incumbent and is reported feasible, whatever the fitness's magnitude
     con = opt.LinearConstraint(np.array([[1.0, 1.0]]), np.array([1.0]))
     res = opt.minimize(lambda X: np.sum((X - 3.0) ** 2, axis=1) * 50.0 + 100.0, opt.Bounds([-5.0, -5.0], [5.0, 5.0]),
                        "slsqp", seed=0, constraints=[con])
     assert con.violation(res.x[None])[0] < 1e-7 and res.x == pytest.approx([0.5, 0.5], abs=1e-5)
     assert res.fun == pytest.approx(50.0 * 2 * 2.5 ** 2 + 100.0, rel=1e-7)
+    assert res.feasible
+
+
+def test_slsqp_feasibility_is_judged_in_constraint_units_not_relative_to_the_fitness():
+    # a constraint violated by 1e-5 everywhere (100 x SLSQP's ftol): no point is feasible, however
+    # large the fitness; a tolerance scaled by |f| (1e-9 x 1e6 = 1e-3) would have taken the optimum
+    always_over = opt.NonlinearConstraint(lambda X: np.full((X.shape[0], 1), 1e-5))
+    res = opt.minimize(lambda X: np.sum(X ** 2, axis=1) + 1e6, opt.Bounds([-1.0, -1.0], [1.0, 1.0]), "slsqp",
+                       seed=0, x0=[0.5, -0.5], constraints=[always_over])
+    assert not res.feasible and res.x.tolist() == [0.5, -0.5]
+    # the tolerance is SLSQP's ftol: at 1e-4 the same point is feasible and the optimum is found
+    res = opt.minimize(lambda X: np.sum(X ** 2, axis=1) + 1e6, opt.Bounds([-1.0, -1.0], [1.0, 1.0]), "slsqp",
+                       seed=0, x0=[0.5, -0.5], constraints=[always_over], options=opt.SLSQPOptions(ftol=1e-4))
+    assert res.feasible and res.x == pytest.approx([0.0, 0.0], abs=1e-6)
 
 
 def test_ga_children_are_blx_alpha_blends_of_two_parents():
