@@ -157,6 +157,7 @@ def ur(seconds: float, tmp: Path, rt: bool = True) -> dict:
                 "repeats_skipped": st["repeats_skipped"] - base["repeats_skipped"], "period_ms": diag["period"],
                 "controller_overruns": controller["overruns"] - overruns0,
                 "controller_max_late_ms": controller["max_late_ms"],
+                "controller_real_time_ratio": controller.get("real_time_ratio"),
                 "driver_saw_controller_overruns": diag["controller"]["overruns"]}
     finally:
         peer.stop()

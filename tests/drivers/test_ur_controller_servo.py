@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from robodyn.tools.ur_controller.script import CMD_SERVOJ, ControlScript, JointMotion
-from robodyn.tools.ur_controller.server import TickTiming
+from robodyn.tools.ur_controller.server import MIN_SPACING, TickTiming, next_deadline
 
 DT = 0.002
 
@@ -99,3 +99,22 @@ def test_tick_timing_counts_late_ticks_and_reports_execution_time():
     assert timing.add(0, 2 * ms, 3 * ms) is False  # 2 ms late: counted, not announced again
     s = timing.summary()
     assert s["overruns"] == 2 and s["max_late_ms"] == 60.0 and timing.execution_ms == 3.0
+
+
+def test_tick_work_does_not_stretch_the_schedule_only_a_late_start_slips_it():
+    ms = 1_000_000
+    period, gap = 2 * ms, int(MIN_SPACING * 2 * ms)
+    # a tick due at 0 that started on time: the next is due one period later, whatever its work took
+    assert next_deadline(0, 0, period, gap) == period
+    assert next_deadline(0, ms // 10, period, gap) == period
+    # started 1.5 ms late: keeping the 2 ms deadline would send two packages 0.5 ms apart; it slips
+    assert next_deadline(0, 3 * ms // 2, period, gap) == 3 * ms // 2 + gap
+
+
+def test_tick_timing_reports_the_controller_clock_against_the_wall_clock():
+    ms = 1_000_000
+    timing = TickTiming(DT)
+    assert timing.summary()["real_time_ratio"] is None
+    for k in range(11):  # 10 periods of 2 ms spread over 25 ms of wall time
+        timing.add(k * 5 * ms // 2, k * 5 * ms // 2, k * 5 * ms // 2 + ms)
+    assert timing.summary()["real_time_ratio"] == 0.8
