@@ -21,7 +21,6 @@ import json
 import multiprocessing
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,18 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from robodyn.tools.local_daemon import cpu_seconds, free_port
+
 GOALS = {"lost_samples": 0, "latency_p99_ms": 2.0, "loop_period_p99_ms": 1.2}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def excitation(duration: float, q_ready: np.ndarray):

@@ -26,7 +26,6 @@ import multiprocessing
 import os
 import platform
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,19 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from robodyn.tools.client import DaemonError
+from robodyn.tools.local_daemon import cpu_seconds, free_port
 
 QUANTITIES = ("p50_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def excitation(duration: float, q_start: np.ndarray):

@@ -1,7 +1,6 @@
 """A daemon subprocess on loopback, simulated Panda as fast as possible, temporary data dir."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -9,16 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from robodyn.tools.local_daemon import terminate_daemon
+from robodyn.tools.local_daemon import free_port, terminate_daemon
 from tests.processes import die_with_parent
 
 READY_Q = np.array([0.0, -np.pi / 4, 0.0, -3 * np.pi / 4, 0.0, np.pi / 2, np.pi / 4])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class DaemonProcess:

@@ -5,23 +5,16 @@ without them skips these modules with the install command in the reason."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
 
 import numpy as np
 
-from robodyn.tools.local_daemon import terminate_daemon
+from robodyn.tools.local_daemon import free_port, terminate_daemon
 from tests.processes import die_with_parent
 
 from .peers import free_loopback, start_franky_sim, start_ur_controller
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Daemon:
