@@ -648,23 +648,10 @@ def _standard_parameters(model) -> np.ndarray:
 def _independent_torques(model, urdf_text: str):
     """Torques from pinocchio (installed with the 'test' extra) or, without it, from robodyn's own
     Newton-Euler RNEA, which shares no code with the regressor."""
+    from robodyn.robot.urdf import pinocchio_inverse_dynamics
+
     try:
-        import pinocchio as pin
-
-        pm = pin.buildModelFromXML(urdf_text)
-        pm.gravity.linear[:] = model.gravity
-        pd = pm.createData()
-
-        def config(qk):  # pinocchio stores a continuous joint as (cos, sin)
-            parts = []
-            for joint in pm.joints[1:]:
-                angle = qk[joint.idx_v]
-                parts += [np.cos(angle), np.sin(angle)] if joint.nq == 2 else [angle]
-            return np.array(parts)
-
-        def torques(q, qd, qdd):
-            return np.array([pin.rnea(pm, pd, config(q[k]), qd[k], qdd[k]) for k in range(q.shape[0])])
-
+        torques = pinocchio_inverse_dynamics(urdf_text, model.gravity)
         return "pinocchio rnea", torques
     except ImportError:
         from robodyn.robot.dynamics import inverse_dynamics

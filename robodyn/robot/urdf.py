@@ -318,3 +318,26 @@ def model_to_urdf(model: RobotModel, *, name: str | None = None, min_mass: float
         '</robot>',
     ]
     return "\n".join(lines) + "\n"
+
+
+def pinocchio_inverse_dynamics(urdf_text: str, gravity):
+    """``torques(q, qd, qdd)`` (arrays of samples x joints) from pinocchio's RNEA on a URDF: the
+    independent oracle the tests and ``robodyn reproduce`` compare robodyn's dynamics with. Raises
+    ImportError when pinocchio (the 'test' extra) is not installed."""
+    import pinocchio as pin
+
+    pm = pin.buildModelFromXML(urdf_text)
+    pm.gravity.linear[:] = gravity
+    pd = pm.createData()
+
+    def config(qk):  # pinocchio stores a continuous joint as (cos, sin)
+        parts = []
+        for joint in pm.joints[1:]:
+            angle = qk[joint.idx_v]
+            parts += [np.cos(angle), np.sin(angle)] if joint.nq == 2 else [angle]
+        return np.array(parts)
+
+    def torques(q, qd, qdd):
+        return np.array([pin.rnea(pm, pd, config(q[k]), qd[k], qdd[k]) for k in range(q.shape[0])])
+
+    return torques

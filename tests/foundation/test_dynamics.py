@@ -6,7 +6,7 @@ import pytest
 from robodyn.identification.regressor import ColumnSpec, regressor, sample_states, standard_parameter_vector
 from robodyn.robot.dynamics import gravity_torques, inverse_dynamics, mass_matrix
 from robodyn.robot.loader import builtin_model_names, load_model
-from robodyn.robot.urdf import model_from_urdf, model_to_urdf
+from robodyn.robot.urdf import model_from_urdf, model_to_urdf, pinocchio_inverse_dynamics
 
 ALL_COLUMNS = ColumnSpec(rotor_inertia=True, friction=("viscous", "coulomb", "offset"))
 
@@ -90,19 +90,8 @@ def _mujoco_inverse(urdf_text, gravity, q, qd, qdd):
 
 
 def _pinocchio_inverse(urdf_text, gravity, q, qd, qdd):
-    pin = pytest.importorskip("pinocchio", reason="pinocchio is the independent oracle (extra 'test')")
-    pm = pin.buildModelFromXML(urdf_text)
-    pm.gravity.linear[:] = gravity
-    pd = pm.createData()
-
-    def config(qk):  # pinocchio stores a continuous joint as (cos, sin)
-        parts = []
-        for joint in pm.joints[1:]:
-            angle = qk[joint.idx_v]
-            parts += [np.cos(angle), np.sin(angle)] if joint.nq == 2 else [angle]
-        return np.array(parts)
-
-    return np.array([pin.rnea(pm, pd, config(q[k]), qd[k], qdd[k]) for k in range(q.shape[0])])
+    pytest.importorskip("pinocchio", reason="pinocchio is the independent oracle (extra 'test')")
+    return pinocchio_inverse_dynamics(urdf_text, gravity)(q, qd, qdd)
 
 
 @pytest.mark.parametrize("name", ["panda", "fr3", "ur5", "ur10e", "scara", "twolink"])
