@@ -110,6 +110,12 @@ SOURCES: dict[str, Source] = {
                            "two real-time daemon runs of 30 s plus replays; its CPU figures are load-sensitive"),
     "drivers": Source("bench/drivers/result.json", "python bench/drivers/run.py --out {out}", None,
                       "timing of the driver loops"),
+    "operator_fifo50": Source("bench/operator/result_fifo50.json",
+                              "python bench/operator/run.py --run-s 20 --pairs 5 --output {out}", None,
+                              "timing of the 1 kHz loop beside the Foxglove bridge (10 runs of 20 s)"),
+    "operator_default": Source("bench/operator/result_default.json",
+                               "python bench/operator/run.py --run-s 20 --pairs 5 --rt-priority 0 --output {out}",
+                               None, "timing of the 1 kHz loop beside the Foxglove bridge (10 runs of 20 s)"),
 }
 
 # A number ends at a non-word character; "1.20x" (a ratio) is the number 1.20, "v2" or "0x1F" are not numbers.
