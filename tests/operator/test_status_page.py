@@ -5,9 +5,7 @@ report and predicted-vs-measured plot are one click away; nothing on it can move
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.operator.conftest import ViewerProcess, excitation
+from tests.system_tools import require_system_tool
 
 RUN_S = 4.0
 # headless, no sandbox (root in a container), and nothing that reaches out to the network
@@ -24,10 +23,8 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
 
 
 def chromium_path() -> str:
-    path = os.environ.get("ROBODYN_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    assert os.path.exists(path), ("these tests need Debian's chromium package (apt-get install chromium; "
-                                  ".ci/run installs it)")
-    return path
+    return require_system_tool("chromium", "chromium", "the status page is tested in Debian's Chromium",
+                               override_env="ROBODYN_CHROMIUM")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 the notify protocol (a fake NOTIFY_SOCKET); the main loop stays live while a long trajectory is
 validated; SIGTERM ramps motion to rest, finalizes the recording and exits 0."""
 
-import os
 import shutil
 import signal
 import socket
@@ -18,32 +17,17 @@ from robodyn.daemon.recording import load_recording
 from robodyn.daemon.sdnotify import notify_address, watchdog_interval_s
 from robodyn.tools.client import DaemonError
 from tests.daemon.conftest import DaemonProcess, excitation
+from tests.system_tools import require_system_tool
 
 from .scenarios import wait_state
 
 ROOT = Path(__file__).resolve().parents[2]
 UNITS = sorted((ROOT / "systemd").glob("*.service"))
 WATCHDOG_S = 2.0
-APT_INSTALL = ["apt-get", "install", "-y", "--no-install-recommends", "systemd"]
-
-
-def systemd_analyze() -> str | None:
-    """The systemd-analyze binary; installs Debian's systemd package when it is missing and we
-    may (root with apt-get). None only if it is absent and cannot be installed."""
-    found = shutil.which("systemd-analyze")
-    if found or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return found
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    if subprocess.run(APT_INSTALL, env=env, capture_output=True, timeout=600).returncode != 0:
-        subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=600)
-        subprocess.run(APT_INSTALL, env=env, capture_output=True, timeout=600)
-    return shutil.which("systemd-analyze")
 
 
 def test_unit_files_pass_systemd_analyze_verify(tmp_path, figure):
-    tool = systemd_analyze()
-    if tool is None:
-        pytest.skip("systemd-analyze is absent and cannot be installed here (needs root and apt-get)")
+    tool = require_system_tool("systemd-analyze", "systemd", "the unit files in systemd/ are checked with it")
     assert {u.name for u in UNITS} >= {"robodyn-daemon.service", "robodyn-worker.service"}
     robodyn = Path(shutil.which("robodyn") or ROOT / ".venv" / "bin" / "robodyn").resolve()
     copies = []
