@@ -34,7 +34,7 @@ from typing import Protocol
 
 import numpy as np
 
-from robodyn.cli import UserError
+from robodyn.errors import UserError
 
 POSITION_SCALE = {"m": 1.0, "mm": 1e-3}
 REST_SPREAD = 2e-4  # rad: joint values that move more than this over the window are not at rest

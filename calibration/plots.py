@@ -11,7 +11,7 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        from robodyn.cli import UserError
+        from robodyn.errors import UserError
 
         raise UserError("plot: matplotlib is not installed; install it (pip install matplotlib) or leave out --plot") from None
     matplotlib.use("Agg")  # files only: never needs a display

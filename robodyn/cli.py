@@ -16,6 +16,8 @@ import json
 import os
 import sys
 
+from robodyn.errors import UserError  # noqa: F401  (re-exported: commands raise it from here)
+
 # Modules that add subcommands, in help order. A module that is not (yet) part of the
 # installed package is skipped; an import error inside an existing module is a bug and raises.
 COMMAND_MODULES = (
@@ -31,10 +33,6 @@ COMMAND_MODULES = (
     "robodyn.commands.calibrate",
     "robodyn.commands.demo",
 )
-
-
-class UserError(Exception):
-    """An error whose message tells the user what to fix; printed without a traceback."""
 
 
 def print_json(obj) -> None:

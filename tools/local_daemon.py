@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from robodyn.cli import UserError
+from robodyn.errors import UserError
 
 
 def free_port() -> int:
