@@ -36,7 +36,7 @@ demo: $(DEMO_STAMP)
 	$(BIN)/robodyn demo
 
 test: $(TEST_STAMP) system-packages
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
 
 bench: $(TEST_STAMP)
 	$(PIP) -e '.[bench]'
