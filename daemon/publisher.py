@@ -2,8 +2,8 @@
 
 The real-time driver process publishes only on the internal ipc endpoint, read by the recorder
 and by this process; clients subscribe here. So no client, however slow or however many, holds
-memory in the process that runs the 1 kHz loop (issue 17: ten stalled subscribers grew the
-driver from 184 to 248 MiB in 60 s).
+memory in the process that runs the 1 kHz loop (when the driver process published to clients
+itself, ten stalled subscribers grew it from 184 to 248 MiB in 60 s).
 
 What a client can cost is bounded here too:
 

@@ -20,7 +20,8 @@ import traceback
 import numpy as np
 
 from . import protocol as P
-from .recording import RecordingWriter, UnfinishedFiles, repair_recording, unfinished_recordings
+from .recording.repair import UnfinishedFiles, repair_recording, unfinished_recordings
+from .recording.writer import RecordingWriter
 
 RCV_HWM = 200_000
 DRAIN_SLICE_S = 0.1  # longest stretch of stream draining between control and heartbeat checks
@@ -155,7 +156,7 @@ class Recorder:
 
     def repair_at_start(self) -> None:
         """Before the first run: every file a killed recorder (or daemon) left without footer
-        becomes a complete MCAP file (daemon/recording.py: repair_recording). Files whose writer
+        becomes a complete MCAP file (daemon/recording/repair.py: repair_recording). Files whose writer
         the main process knows is dead are repaired now; the others once they have been quiet
         for QUIET_BEFORE_REPAIR_S (their writer may be an orphaned recorder still finalizing)."""
         now = time.monotonic()

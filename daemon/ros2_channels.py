@@ -1,4 +1,4 @@
-"""ROS 2 channels in every recording, so Foxglove and ROS 2 tools open it (issue 18, item 1).
+"""ROS 2 channels in every recording, so Foxglove and ROS 2 tools open it.
 
 Besides the lossless msgpack block channel (``/robodyn/state``), the recorder writes:
 

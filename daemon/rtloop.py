@@ -30,12 +30,12 @@ import zlib
 import numpy as np
 
 from robodyn.drivers.base import ConnectionLost, ControlMode, DriverError, JointCommand, ProtectiveStop
+from robodyn.drivers.loop_stats import PeriodHistogram
 from robodyn.drivers.pacing import set_realtime
 from robodyn.trajectory import trajectory_from_dict
 
 from . import protocol as P
 from .motion import StopRamp, TrajectoryFeeder
-from .stats import PeriodHistogram
 
 POLL_EVERY = 10  # cycles between control-pipe polls (10 ms at 1 kHz)
 TELEMETRY_S = 0.1

@@ -35,10 +35,10 @@ import time
 import numpy as np
 import pylibfranka as fr  # missing extra -> the registry names `pip install 'robodyn[franka]'`
 
-from robodyn.daemon.stats import PeriodHistogram
 from robodyn.robot.loader import load_model
 from robodyn.robot.model import LIMIT_FIELDS
 
+from .loop_stats import PeriodHistogram
 from .base import (ConnectionLost, ControlMode, Driver, DriverDescription, JointCommand, JointState,
                    LimitViolation, ProtectiveStop, Signal)
 from .franka_control import (FRANKA_FIELDS, ROBOT_MODE_REFLEX, SCALARS, FrankaConfig, ImpedanceLaw,

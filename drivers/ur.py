@@ -29,10 +29,10 @@ import numpy as np
 import rtde_control  # missing extra -> the registry names `pip install 'robodyn[ur]'`
 import rtde_receive
 
-from robodyn.daemon.stats import PeriodHistogram
 from robodyn.robot.loader import load_model
 from robodyn.robot.model import LIMIT_FIELDS
 
+from .loop_stats import PeriodHistogram
 from .base import (ConnectionLost, ControlMode, Driver, DriverDescription, JointCommand, JointState,
                    LimitViolation, ProtectiveStop, Signal)
 from .pacing import realtime

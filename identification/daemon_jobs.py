@@ -1,6 +1,6 @@
 """Identification jobs inside the daemon: the offline worker.
 
-The daemon loads this module as an extension (daemon.server.EXTENSION_MODULES) and gains the
+`robodyn daemon` passes :func:`register` to the daemon as an extension, and the daemon gains the
 commands ``identify``, ``job_status``, ``jobs`` and ``pull``. A job runs in its own process (never
 in the daemon's main process or the driver's), one at a time in submission order. Each job owns a
 directory ``<data_dir>/jobs/<job_id>/`` with

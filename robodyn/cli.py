@@ -120,7 +120,7 @@ def _run(argv: list[str] | None) -> int:
         print(f"robodyn {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a daemon's refusal is a message for the user, not a traceback
-        from robodyn.tools.client import DaemonError
+        from robodyn.daemon.client import DaemonError
 
         if not isinstance(exc, DaemonError):
             raise

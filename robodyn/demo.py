@@ -72,7 +72,7 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
     from robodyn.identification.report import torque_plot_png, write_html_report
     from robodyn.identification.signals import ProcessingConfig, SampledData, process
     from robodyn.robot.loader import load_model
-    from robodyn.tools.local_daemon import LocalDaemon
+    from robodyn.tools.testing.local_daemon import LocalDaemon
 
     say = say or (lambda text: None)
     job_progress = job_progress or (lambda stage, fraction: None)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robodyn.tools.local_daemon import cpu_seconds, free_port
+from robodyn.tools.testing.local_daemon import cpu_seconds, free_port
 
 GOALS = {"lost_samples": 0, "latency_p99_ms": 2.0, "loop_period_p99_ms": 1.2}
 
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     if args.subscriber_rt_priority is None:
         args.subscriber_rt_priority = max(0, args.rt_priority - 10)
 
-    from robodyn.tools.client import Client
+    from robodyn.daemon.client import Client
 
     work = Path(tempfile.mkdtemp(prefix="robodyn-bench-"))
     control, state = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"

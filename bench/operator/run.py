@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from robodyn.tools.client import DaemonError
-from robodyn.tools.local_daemon import cpu_seconds, free_port
+from robodyn.daemon.client import DaemonError
+from robodyn.tools.testing.local_daemon import cpu_seconds, free_port
 
 QUANTITIES = ("p50_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms")
 
@@ -104,7 +104,7 @@ def viewers_main(url: str, count: int, seconds: float, result_path: str) -> None
 
 
 def start_daemon(work: Path, rt_priority: int):
-    from robodyn.tools.client import Client
+    from robodyn.daemon.client import Client
 
     control, state = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     (work / "daemon.toml").write_text(

@@ -119,7 +119,7 @@ def bench_validation_live(work: Path, case: str) -> dict:
         rss_before = rss_kib(pid)
         import threading
 
-        from robodyn.tools.client import Client
+        from robodyn.daemon.client import Client
 
         result, latencies = {}, []
         t = threading.Thread(target=lambda: result.update(d.client.submit_run("panda", build(case))), daemon=True)

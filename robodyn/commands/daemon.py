@@ -1,4 +1,5 @@
-"""`robodyn daemon`: the acquisition daemon (robodyn.daemon.server); `robodyn worker`: the
+"""`robodyn daemon`: the acquisition daemon (robodyn.daemon.server) with the identification jobs
+(robodyn.identification.daemon_jobs) added to its commands; `robodyn worker`: the
 identification job runner; `robodyn keys NAME`: a CurveZMQ keypair for the daemon or a client.
 
 With ``--json`` the two services write their log as JSON lines (one object per record: time,
@@ -95,14 +96,15 @@ def cmd_daemon(args) -> int:
 
     from robodyn.daemon import server
     from robodyn.daemon.config import load_config
+    from robodyn.daemon.logs import setup_logging
+    from robodyn.identification import daemon_jobs
 
     cfg = load_config(args.config, overrides={"data_dir": args.data_dir, "control": args.control,
                                               "state": args.state})
-    if args.json:
-        # run_daemon sets up the daemon's logging itself; with --json that set-up is the JSON one
-        server.setup_logging = json_logging
     try:
-        return server.run_daemon(cfg)
+        # the identification jobs (identify, job_status, jobs, pull) are the daemon's one extension
+        return server.run_daemon(cfg, extensions=(daemon_jobs.register,),
+                                 log_setup=json_logging if args.json else setup_logging)
     except RuntimeError as exc:  # a worker could not start: one sentence, the cause inside
         raise ValueError(str(exc)) from None
     except zmq.ZMQError as exc:  # typically: the port is taken by another daemon

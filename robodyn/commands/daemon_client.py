@@ -169,7 +169,7 @@ def cmd_pull(args) -> int:
 
 def curve_keys(args):
     """The CurveZMQ key pair of --client-key / --server-key, or None for a plain loopback link."""
-    from robodyn.tools.client import CurveKeys
+    from robodyn.daemon.client import CurveKeys
 
     if not (args.client_key or args.server_key):
         return None
@@ -179,7 +179,7 @@ def curve_keys(args):
 
 
 def _client(args):
-    from robodyn.tools.client import Client
+    from robodyn.daemon.client import Client
 
     return Client(args.endpoint, timeout=args.timeout, curve=curve_keys(args))
 
@@ -213,7 +213,7 @@ def cmd_disarm(args) -> int:
 
 def _daemon_call(fn):
     """Run a client call, turning daemon errors into one-line user errors."""
-    from robodyn.tools.client import DaemonError
+    from robodyn.daemon.client import DaemonError
 
     try:
         return fn()

@@ -82,7 +82,7 @@ def _say(args, obj: dict, text: str) -> None:
 
 
 def _client_factory(args):
-    from robodyn.tools.readonly import ReadOnlyClient
+    from robodyn.daemon.readonly import ReadOnlyClient
 
     curve = curve_keys(args)
     return lambda: ReadOnlyClient(args.endpoint, timeout=args.timeout, curve=curve)
@@ -105,8 +105,8 @@ def cmd_bridge_foxglove(args) -> int:
         raise UserError("the Foxglove bridge needs the foxglove-sdk package: pip install 'robodyn[viz]'") from None
     from robodyn.robot.loader import load_model
 
-    from robodyn.tools.client import DaemonError
-    from robodyn.tools.foxglove_bridge import BridgeOptions, FoxgloveBridge, check_model_matches
+    from robodyn.daemon.client import DaemonError
+    from robodyn.tools.operator.foxglove_bridge import BridgeOptions, FoxgloveBridge, check_model_matches
 
     _check_port(args.port)
     _lower_priority(args)
@@ -149,7 +149,7 @@ def cmd_bridge_foxglove(args) -> int:
 
 
 def cmd_status_page(args) -> int:
-    from robodyn.tools.status_page import serve_status_page
+    from robodyn.tools.operator.status_page import serve_status_page
 
     _check_port(args.port)
     if args.period <= 0:

@@ -15,7 +15,7 @@ from robodyn.calibration.files import load_measurements
 from robodyn.calibration.seed004 import UR5_SEED004_MODEL
 from robodyn.calibration.simulation import TrackerNoise, seed004_cell
 from robodyn.cli import main
-from robodyn.tools.local_daemon import LocalDaemon
+from robodyn.tools.testing.local_daemon import LocalDaemon
 
 
 def test_file_source_waits_for_its_line_and_times_out(tmp_path):

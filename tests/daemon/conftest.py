@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from robodyn.tools.local_daemon import free_port, terminate_daemon
+from robodyn.tools.testing.local_daemon import free_port, terminate_daemon
 from tests.processes import die_with_parent
 
 READY_Q = np.array([0.0, -np.pi / 4, 0.0, -3 * np.pi / 4, 0.0, np.pi / 2, np.pi / 4])
@@ -37,7 +37,7 @@ class DaemonProcess:
         self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
                                      stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
                                      preexec_fn=die_with_parent)
-        from robodyn.tools.client import Client
+        from robodyn.daemon.client import Client
 
         self.client = Client(self.control, timeout=10.0)
         self.wait_ready()

@@ -12,7 +12,7 @@ import pytest
 from robodyn.cli import main as cli_main
 from robodyn.daemon import protocol as P
 from robodyn.daemon.recording import load_recording
-from robodyn.tools.client import DaemonError
+from robodyn.daemon.client import DaemonError
 
 from .conftest import READY_Q, excitation
 

@@ -186,7 +186,7 @@ def load_block(data):
 
 
 def test_repair_keeps_a_closed_summary_and_survives_a_failed_write(tmp_path, monkeypatch):
-    from robodyn.daemon import recording as R
+    from robodyn.daemon.recording import repair as R
 
     path = tmp_path / "r.mcap"
     w = write(path, np.arange(1, 501), close=False)

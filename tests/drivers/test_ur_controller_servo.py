@@ -8,8 +8,8 @@ with the current velocity. The controller integrates qdd = gain * (target - (q +
 import numpy as np
 import pytest
 
-from robodyn.tools.ur_controller.script import CMD_SERVOJ, ControlScript, JointMotion
-from robodyn.tools.ur_controller.server import MIN_SPACING, TickTiming, next_deadline
+from robodyn.tools.testing.ur_controller.script import CMD_SERVOJ, ControlScript, JointMotion
+from robodyn.tools.testing.ur_controller.ticks import MIN_SPACING, TickTiming, next_deadline
 
 DT = 0.002
 

@@ -56,7 +56,7 @@ def test_identification_job_on_daemon_recordings(daemon, tmp_path, capsys):
 
 
 def test_bad_jobs_are_refused_with_reasons(daemon):
-    from robodyn.tools.client import DaemonError
+    from robodyn.daemon.client import DaemonError
 
     with pytest.raises(DaemonError, match="no recording"):
         daemon.client.identify(["does-not-exist"])

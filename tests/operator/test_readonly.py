@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from robodyn.robot.loader import load_model
-from robodyn.tools.foxglove_bridge import LinkTransforms, check_model_matches, urdf_with_visuals
-from robodyn.tools.readonly import READ_ONLY_COMMANDS, ReadOnlyClient, run_progress
+from robodyn.tools.operator.foxglove_bridge import LinkTransforms, check_model_matches, urdf_with_visuals
+from robodyn.daemon.readonly import READ_ONLY_COMMANDS, ReadOnlyClient, run_progress
 
 WRITE_COMMANDS = ("submit_run", "arm", "disarm", "abort", "identify")
 

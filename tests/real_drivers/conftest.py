@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from robodyn.tools.local_daemon import free_port, terminate_daemon
+from robodyn.tools.testing.local_daemon import free_port, terminate_daemon
 from tests.processes import die_with_parent
 
 from .peers import free_loopback, start_franky_sim, start_ur_controller
@@ -32,7 +32,7 @@ class Daemon:
         self.log = open(tmp_path / f"daemon-{driver}.log", "w+")
         self.proc = subprocess.Popen([sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
                                      stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
-        from robodyn.tools.client import Client
+        from robodyn.daemon.client import Client
 
         self.client = Client(self.control, timeout=10.0)
         deadline = time.monotonic() + 60

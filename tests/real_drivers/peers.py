@@ -110,5 +110,5 @@ def start_franky_sim(tmp_path: Path, host: str | None = None) -> Peer:
 
 def start_ur_controller(tmp_path: Path, *extra: str, host: str | None = None) -> Peer:
     host = host or free_loopback((29999, 30003, 30004))
-    return Peer([sys.executable, "-m", "robodyn.tools.ur_controller", "--host", host, *extra], host, 30004,
+    return Peer([sys.executable, "-m", "robodyn.tools.testing.ur_controller", "--host", host, *extra], host, 30004,
                 tmp_path / f"ur-controller-{host}.log")

@@ -12,7 +12,7 @@ import pytest
 import zmq
 
 from robodyn.daemon.recording import load_recording
-from robodyn.tools.client import Client, DaemonError
+from robodyn.daemon.client import Client, DaemonError
 from tests.daemon.conftest import DaemonProcess, excitation
 
 from .scenarios import kill_daemon_mid_run, kill_mid_run, official_read, wait_state, wait_stopped
@@ -65,7 +65,7 @@ def test_client_loss_mid_run_does_not_wedge_the_daemon(daemon, figure):
         daemon.client.arm()
     script = (
         "import sys, time\n"
-        "from robodyn.tools.client import Client\n"
+        "from robodyn.daemon.client import Client\n"
         "from tests.daemon.conftest import excitation\n"
         "c = Client(sys.argv[1], timeout=60)\n"
         "a = c.submit_run('panda', excitation(6.0))\n"

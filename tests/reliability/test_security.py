@@ -9,7 +9,7 @@ import zmq
 
 from robodyn.daemon import security
 from robodyn.daemon.config import load_config
-from robodyn.tools.client import Client, CurveKeys, DaemonError, DaemonUnavailable
+from robodyn.daemon.client import Client, CurveKeys, DaemonError, DaemonUnavailable
 from tests.daemon.conftest import DaemonProcess, excitation
 
 from .scenarios import wait_state, wait_stopped

@@ -33,16 +33,16 @@ def test_short_soak_loses_nothing_and_memory_stays_flat(tmp_path, figure):
 # Every place that may read the wall clock, and why it is harmless there: labels and timestamps
 # for humans, never an order, a duration or a deadline.
 WALL_CLOCK_ALLOWED = {
-    ("daemon/recording.py", "_start"): "created_wall label in the file's metadata",
-    ("daemon/recording.py", "repair_recording"): "repaired_wall label and the torn-tail attachment's time stamp",
-    ("daemon/server.py", "_new_run_id"): "run id label; uniqueness by file existence, not by time",
+    ("daemon/recording/writer.py", "_start"): "created_wall label in the file's metadata",
+    ("daemon/recording/repair.py", "repair_recording"): "repaired_wall label and the torn-tail attachment's time stamp",
+    ("daemon/runs.py", "_new_run_id"): "run id label; uniqueness by file existence, not by time",
     ("identification/daemon_jobs.py", "run_job"): "started / finished timestamps shown to users",
     ("identification/daemon_jobs.py", "cmd_identify"): "job id label and submitted timestamp",
 }
 WALL_CALLS = {("time", "time"), ("time", "time_ns"), ("time", "strftime"), ("time", "localtime"),
               ("time", "gmtime"), ("time", "ctime"), ("datetime", "now"), ("datetime", "utcnow"),
               ("datetime", "today"), ("date", "today")}
-SCANNED = ["daemon", "drivers", "tools/client.py", "identification/daemon_jobs.py"]
+SCANNED = ["daemon", "drivers", "identification/daemon_jobs.py"]
 
 
 def wall_clock_uses(path: Path) -> list[tuple[str, int, str]]:

@@ -15,7 +15,7 @@ import pytest
 from robodyn.daemon.logs import DaemonFormatter, format_fields
 from robodyn.daemon.recording import load_recording
 from robodyn.daemon.sdnotify import notify_address, watchdog_interval_s
-from robodyn.tools.client import DaemonError
+from robodyn.daemon.client import DaemonError
 from tests.daemon.conftest import DaemonProcess, excitation
 from tests.system_tools import require_system_tool
 
@@ -147,7 +147,7 @@ def test_long_trajectory_validation_does_not_block_the_main_loop(notified, figur
 
 
 def _submit_expecting_cancel(d) -> None:
-    from robodyn.tools.client import Client
+    from robodyn.daemon.client import Client
 
     with Client(d.control, timeout=60) as c:
         try:

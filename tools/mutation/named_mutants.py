@@ -1,4 +1,4 @@
-"""The four mutants issue 16 found surviving `make test`, applied by hand and run against their tests.
+"""Four mutants once found surviving `make test`, applied by hand and run against their tests.
 
     python tools/mutation/named_mutants.py [--root DIR]
 

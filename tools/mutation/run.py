@@ -1,4 +1,4 @@
-"""Mutation testing of robodyn's math modules with cosmic-ray (issue 16 item 7).
+"""Mutation testing of robodyn's math modules with cosmic-ray.
 
     python tools/mutation/run.py [--module identification/friction.py ...] [--sample N] [--workdir DIR]
 

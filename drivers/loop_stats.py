@@ -1,4 +1,5 @@
-"""Allocation-free timing statistics for the real-time loop."""
+"""Allocation-free timing statistics of a real-time loop (loop period histogram), kept by the drivers
+and by the daemon's loop process."""
 
 from __future__ import annotations
 

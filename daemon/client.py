@@ -1,6 +1,6 @@
 """Python client of the acquisition daemon.
 
-    from robodyn.tools.client import Client
+    from robodyn.daemon.client import Client
 
     with Client() as c:                              # tcp://127.0.0.1:47770 by default
         print(c.status()["robot"])

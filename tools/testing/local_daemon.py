@@ -1,4 +1,5 @@
-"""Start a daemon as a child process on free loopback ports (demo, tutorials, scripts)."""
+"""Start a simulated daemon as a child process on free loopback ports, for the demo, the tests and
+the benchmarks."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ class LocalDaemon:
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen([sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
                                      stdout=self._log, stderr=subprocess.STDOUT)
-        from .client import Client, DaemonError
+        from robodyn.daemon.client import Client, DaemonError
 
         self.client = Client(self.control, timeout=30.0)
         deadline = time.monotonic() + startup_timeout

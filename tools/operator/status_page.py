@@ -27,7 +27,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from .readonly import ReadOnlyClient, run_progress
+from robodyn.daemon.readonly import ReadOnlyClient, run_progress
 
 DEFAULT_PORT = 47780
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")

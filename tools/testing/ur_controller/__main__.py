@@ -1,4 +1,4 @@
-"""``python -m robodyn.tools.ur_controller --host 127.0.0.7``: run the simulated UR controller."""
+"""``python -m robodyn.tools.testing.ur_controller --host 127.0.0.7``: run the simulated UR controller."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .server import ROBOT_MODES, ControllerConfig, URController
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m robodyn.tools.ur_controller",
+    p = argparse.ArgumentParser(prog="python -m robodyn.tools.testing.ur_controller",
                                 description="Simulated UR controller (RTDE 30004, dashboard 29999, script 30003)")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (127.x.y.z)")
     p.add_argument("--robot", default="ur5e")

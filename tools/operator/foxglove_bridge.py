@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .readonly import ReadOnlyClient, phase_name, run_progress
+from robodyn.daemon.readonly import ReadOnlyClient, phase_name, run_progress
 
 JOINT_STATES_TOPIC = "/joint_states"
 PHASE_TOPIC = "/robodyn/phase"

@@ -1,0 +1,337 @@
+"""Arming and the admission of runs: a ``submit_run`` is checked (robot, mode, trajectory, length,
+validation cost, arming, recorder, disk space) and its limits are validated on a thread while the
+loop keeps serving; when the check is done the run is accepted (recording opened, driver started)
+or refused with the violated limit, joint and time. Nothing reaches the driver before.
+
+A mixin of :class:`robodyn.daemon.server.Daemon`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robodyn.limits import validation_cost
+from robodyn.robot.urdf import model_to_urdf
+from robodyn.trajectory import trajectory_from_dict
+
+from . import protocol as P
+from . import security
+from .dispatch import DEFERRED
+from .motion import HOLD_TOLERANCE, RunRejected, move_to_start, plan_run
+from .runs import Run
+
+log = logging.getLogger("robodyn.daemon")
+
+# bytes per recorded sample besides the values: seq, robot_time, host_time_ns (8 each), phase (1)
+SAMPLE_OVERHEAD_BYTES = 25
+# Disk estimate: bytes per sample as the recorder measures them on the files it writes (zstd of
+# noisy float64 samples in 50 ms blocks barely compresses: 333 B/sample for the simulator's 42
+# columns, against 361 B raw; bench/reliability/run.py --only disk), times this margin. Until the
+# recorder has written DISK_MEASURE_MIN_SAMPLES, the raw (uncompressed) size is the estimate.
+DISK_MARGIN = 1.25
+DISK_MEASURE_MIN_SAMPLES = 5_000
+RECORDING_FIXED_BYTES = 64 * 1024  # self-description (16 KB for a Panda: URDF, trajectory, driver facts), summary, events
+MAX_VALIDATION_THREADS = 2  # the one being checked plus one withdrawn that is still finishing
+
+
+def run_in_thread(fn, *args) -> tuple[Future, threading.Thread]:
+    """``fn(*args)`` on a daemon thread (a validation left running never delays the exit).
+    The loop keeps its share of the GIL: the interpreter switches threads every 5 ms."""
+    future: Future = Future()
+
+    def work():
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # delivered to the loop, which answers the client
+            future.set_exception(exc)
+
+    thread = threading.Thread(target=work, name="robodyn-validate", daemon=True)
+    thread.start()
+    return future, thread
+
+
+def parse_trajectory(doc: dict):
+    """The submitted trajectory document parsed, or ``invalid_trajectory`` naming the field.
+
+    Any exception of the parser is the document's fault (the parser is the judge of what a
+    trajectory is), so none of them becomes ``internal``; unexpected exception types are logged
+    so a parser gap is still noticed."""
+    try:
+        return trajectory_from_dict(doc)
+    except Exception as exc:
+        if not isinstance(exc, (ValueError, TypeError, KeyError, IndexError)):
+            log.warning("trajectory parser raised %s on a submitted document: %s", type(exc).__name__, exc)
+        text = str(exc) or type(exc).__name__
+        raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {text}",
+                              field=trajectory_field(doc, text)) from None
+
+
+def trajectory_field(doc: dict, message: str) -> str:
+    """``args.trajectory`` refined by the parser's message prefix ("params.a: expected ..." names
+    the parameter ``a``): the dotted path of the field at fault, as far as it is known."""
+    head = message.split(":", 1)[0].strip() if ":" in message else ""
+    parts = head.split(".")
+    if not head or not all(p.isidentifier() for p in parts):
+        return "args.trajectory"
+    if parts[0] == "params":
+        return "args.trajectory." + ".".join(parts[:2])
+    params = doc.get("params") if isinstance(doc, dict) else None
+    if isinstance(params, dict) and parts[0] in params:
+        return f"args.trajectory.params.{parts[0]}"
+    if parts[0] in ("format", "version", "family", "dof", "params"):
+        return f"args.trajectory.{parts[0]}"
+    return "args.trajectory"
+
+
+def run_length_problem(duration: float, max_run_s: float) -> str | None:
+    """Why a trajectory is too long to accept, or None. The cap bounds validation time, memory
+    and file size; a non-finite duration would make every one of them unbounded."""
+    if not math.isfinite(duration) or duration <= 0:
+        return f"duration must be a positive finite number of seconds, got {duration}"
+    if duration > max_run_s:
+        return f"duration {duration:.0f} s exceeds the daemon's limit of {max_run_s:.0f} s ([safety].max_run_s)"
+    return None
+
+
+# the ROS 2 channels per sample before the recorder has measured: a JointState of 7 joints is
+# ~390 B of CDR; as written (zstd, the names repeated in every message) the simulator's cost
+# 49 B/sample (bench/reliability/ros2_channels.py: 336 -> 385 B/sample); 160 leaves room for
+# noisier data, the raw estimate staying an upper bound
+ROS2_BYTES_PER_SAMPLE = 160
+
+
+def raw_bytes_per_sample(width: int, ros2: bool = False) -> float:
+    """A recorded sample before the recorder has measured: the values plus seq, times and phase
+    uncompressed (these float64 samples barely compress), plus the ROS 2 channels."""
+    return width * 8 + SAMPLE_OVERHEAD_BYTES + (ROS2_BYTES_PER_SAMPLE if ros2 else 0)
+
+
+def measured_bytes_per_sample(throughput: dict | None, width: int, ros2: bool = False) -> tuple[float, float, str]:
+    """(bytes per sample, margin, where they come from): the recorder's own figure once it has
+    written enough samples (its compression on this robot's data) with DISK_MARGIN, else the
+    raw size plus 5 % for block framing (compression never makes these samples larger)."""
+    t = throughput or {}
+    samples, written = t.get("samples_written") or 0, t.get("bytes_written") or 0
+    if samples >= DISK_MEASURE_MIN_SAMPLES and written > 0:
+        return written / samples, DISK_MARGIN, f"measured by the recorder over {samples} samples"
+    return raw_bytes_per_sample(width, ros2), 1.05, "raw sample size (the recorder has not measured enough samples yet)"
+
+
+def estimated_recording_bytes(samples: int, bytes_per_sample: float, margin: float = DISK_MARGIN) -> float:
+    """A run's file: its samples at the measured size times the margin, plus the fixed part."""
+    return RECORDING_FIXED_BYTES + samples * bytes_per_sample * margin
+
+
+@dataclass
+class PendingSubmit:
+    """A submit_run whose limit check runs on the validation thread; answered when it is done."""
+
+    envelope: list
+    rid: object
+    args: dict
+    future: Future
+    started: float = field(default_factory=time.monotonic)
+    cancelled: str = ""
+    trajectory: object = None
+    current_q: object = None
+    rate: float = 0.0
+    disk_estimate: dict = field(default_factory=dict)
+
+
+class Admission:
+    """Arming, and the path of a submitted run to an accepted one."""
+
+    def _disarm(self, reason: str) -> None:
+        """Any fault: motion needs an operator's `arm` again."""
+        if self.armed:
+            log.warning("DISARMED: %s", reason, extra={"fields": {"event": "disarmed"}})
+        self.armed = False
+        self.armed_info = {}
+        self.disarm_reason = reason
+        self.notifier.status(self._status_line())
+    def cmd_submit_run(self, args) -> object:
+        """Quick checks here; the limit check of the trajectory runs on the validation thread and
+        the reply is sent by :meth:`_complete_submit` (the loop keeps serving meanwhile)."""
+        robot = args["robot"]
+        if robot != self.model.name:
+            raise P.ProtocolError(P.E_ROBOT, f"robot: this daemon drives {self.model.name!r}, not {robot!r}",
+                                  {"robot": self.model.name}, field="args.robot")
+        mode = args.get("mode", "position")
+        # a run commands the trajectory's q, qd, qdd every cycle: only in modes where the driver tracks
+        # them (Franka torque mode: its impedance law; the simulator's torque mode is raw torque)
+        modes = (self.description or {}).get("trajectory_modes", ["position"])
+        if mode not in modes:
+            raise P.ProtocolError(P.E_INVALID_ARGS, f"mode: {mode!r} is not a trajectory mode of the "
+                                                    f"{self.cfg.driver} driver; it runs trajectories in {modes}",
+                                  field="args.mode")
+        self._require_idle()
+        traj = parse_trajectory(args["trajectory"])
+        problem = run_length_problem(traj.duration, self.cfg.max_run_s)
+        if problem:
+            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {problem}", field="args.trajectory.duration")
+        self._require_affordable(traj)
+        self._require_armed()  # after the parse: a malformed document is named even when disarmed
+        if not self.recorder.alive or not self.recorder.ready:
+            raise P.ProtocolError(P.E_UNAVAILABLE, "the recorder process is not running; a run would not be recorded")
+        current_q = self._current_q()
+        rate = float(self.description["rate_hz"])
+        pend_estimate = self._require_disk_space(traj, current_q, rate)
+        future, thread = run_in_thread(plan_run, self.model, traj, current_q, rate)
+        self.validation_threads.append(thread)
+        self.pending = PendingSubmit(list(self._envelope), self._rid, dict(args, mode=mode), future)
+        self.pending.trajectory, self.pending.current_q, self.pending.rate = traj, current_q, rate
+        self.pending.disk_estimate = pend_estimate
+        log.info("validating a %.1f s %s trajectory", traj.duration, traj.family,
+                 extra={"fields": {"event": "validating", "peer": self._peer or "local"}})
+        return DEFERRED
+
+    def _require_idle(self) -> None:
+        if self.current is not None:
+            raise P.ProtocolError(P.E_BUSY, f"run {self.current.id} is in progress ({self.current.state}); "
+                                            "one run at a time per robot", {"run_id": self.current.id})
+        if self.pending is not None:
+            raise P.ProtocolError(P.E_BUSY, "another submission is being validated; one run at a time per robot")
+        # a withdrawn submission's check cannot be interrupted and finishes in the background;
+        # one such leftover is tolerated, more would let submit+abort loops pile up CPU work
+        self.validation_threads = [t for t in self.validation_threads if t.is_alive()]
+        if len(self.validation_threads) >= MAX_VALIDATION_THREADS:
+            raise P.ProtocolError(P.E_BUSY, "withdrawn submissions are still being checked; try again in a "
+                                            "few seconds")
+
+    def _require_affordable(self, traj) -> None:
+        """The validation's cost, known from the parameters before anything is evaluated, within
+        [safety].max_validation_cost; the check itself then runs in fixed-size windows."""
+        rate = float((self.description or {}).get("rate_hz") or 1000.0)
+        cost = validation_cost(traj, rate)
+        budget = self.cfg.max_validation_cost
+        if cost.evaluations > budget:
+            raise P.ProtocolError(
+                P.E_LIMIT, f"trajectory: checking it would evaluate {cost.evaluations:.3g} terms ({traj.duration:.0f} s "
+                           f"x {2 * rate:.0f} Hz x {cost.terms} terms per sample), above the daemon's budget of "
+                           f"{budget:.3g} ([safety].max_validation_cost); use a shorter run or fewer harmonics",
+                {"limit": "validation_cost", "value": cost.evaluations, "bound": budget, "duration_s": traj.duration,
+                 "rate_hz": rate, "terms_per_sample": cost.terms}, field="args.trajectory")
+
+    def _require_armed(self) -> None:
+        if self.cfg.arming_required and not self.armed:
+            raise P.ProtocolError(P.E_NOT_ARMED, f"the daemon is not armed ({self.disarm_reason}); an operator "
+                                                 "arms it with `robodyn arm` after checking the robot's workspace")
+
+    def _require_disk_space(self, traj, current_q: np.ndarray, rate_hz: float) -> dict:
+        """Refuse a run whose estimated file (+ [safety].min_free_mb) does not fit; the estimate:
+        samples of the move to the start (its real duration), the trajectory and the settle, at
+        the recorder's measured bytes per sample with a margin."""
+        width = len(self.columns) or 1
+        move = move_to_start(self.model, traj, current_q)
+        samples = int(math.ceil((move.duration + traj.duration + self.cfg.settle_s + 0.5) * rate_hz)) + 2
+        per_sample, margin, source = measured_bytes_per_sample(self.recorder.last.get("throughput"), width,
+                                                               self.cfg.ros2)
+        estimate = estimated_recording_bytes(samples, per_sample, margin)
+        need = estimate + self.cfg.min_free_mb * 1e6
+        free = shutil.disk_usage(self.recordings_dir).free
+        if free < need:
+            raise P.ProtocolError(P.E_UNAVAILABLE, f"not enough disk space for this run: {free / 1e6:.0f} MB free in "
+                                                   f"{self.recordings_dir}, {need / 1e6:.0f} MB needed (file estimate "
+                                                   f"{estimate / 1e6:.1f} MB: {samples} samples x {per_sample:.0f} B "
+                                                   f"x {margin}, {source}; + [safety].min_free_mb)",
+                                  {"free_bytes": free, "needed_bytes": need, "estimate_bytes": estimate})
+        return {"bytes": estimate, "samples": samples, "bytes_per_sample": per_sample, "margin": margin,
+                "source": source}
+
+    def _cancel_pending(self, reason: str) -> None:
+        if self.pending is not None and not self.pending.cancelled:
+            self.pending.cancelled = reason
+
+    def _complete_submit(self) -> None:
+        pend, self.pending = self.pending, None
+        try:
+            reply = P.ok_reply(pend.rid, self._accept_run(pend))
+        except P.ProtocolError as exc:
+            self._count_error(exc.code)
+            reply = P.error_reply(pend.rid, exc.code, exc.message, exc.details)
+        except Exception as exc:  # a bug in planning: answer, log, keep serving
+            self._count_error(P.E_INTERNAL)
+            log.exception("internal error while validating a run")
+            reply = P.error_reply(pend.rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+        self._reply_later(pend.envelope, reply)
+
+    def _accept_run(self, pend: PendingSubmit) -> dict:
+        if pend.cancelled:
+            raise P.ProtocolError(P.E_CANCELLED, f"submission withdrawn before any motion: {pend.cancelled}")
+        try:
+            plan = pend.future.result()
+        except RunRejected as exc:
+            raise P.ProtocolError(P.E_LIMIT, f"{exc.stage} rejected before any motion: {exc}",
+                                  {"stage": exc.stage, "report": exc.report.to_dict()},
+                                  field="args.trajectory") from None
+        except (ValueError, ArithmeticError) as exc:  # the trajectory evaluates to nonsense
+            raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: cannot be evaluated: {exc}",
+                                  field="args.trajectory") from None
+        # the world may have changed while the trajectory was checked
+        self._require_armed()
+        if not self.recorder.alive or not self.recorder.ready:
+            raise P.ProtocolError(P.E_UNAVAILABLE, "the recorder process is not running; a run would not be recorded")
+        if np.max(np.abs(self._current_q() - pend.current_q)) > HOLD_TOLERANCE:
+            raise P.ProtocolError(P.E_UNAVAILABLE, "the robot moved while the trajectory was validated; submit again")
+        args, traj, rate, robot, mode = pend.args, pend.trajectory, pend.rate, pend.args["robot"], pend.args["mode"]
+        self.run_counter += 1
+        run_id = self._new_run_id()
+        move_samples, traj_samples = plan.sample_counts(rate)
+        run = Run(id=run_id, number=self.run_counter, robot=robot, mode=mode, label=args.get("label", ""),
+                  trajectory=traj.to_dict(robot=robot), move=plan.move.to_dict(robot=robot),
+                  duration=traj.duration, move_duration=plan.move.duration, trajectory_samples=traj_samples,
+                  move_samples=move_samples, path=str(self.recordings_dir / f"{run_id}.mcap"))
+        meta = {"run_id": run_id, "robot": self.model.summary(), "model_urdf": model_to_urdf(self.model),
+                "model_inertial": self.model.inertial.tolist(), "model_rotor_inertia": self.model.rotor_inertia.tolist(),
+                "driver": self.description, "rate_hz": rate, "columns": self.columns,
+                "units": {s["name"]: s["unit"] for s in self.description["signals"]},
+                "trajectory": run.trajectory, "move_to_start": run.move, "mode": mode, "label": run.label,
+                "limit_utilisation": plan.report.utilisation, "protocol": P.PROTOCOL_VERSION,
+                "time_base": {"robot_time": "s, robot clock", "host_time_ns": "CLOCK_MONOTONIC ns at driver read"}}
+        self.recorder_pipe.send(P.packb({"type": "open", "run": run.number, "run_id": run_id, "path": run.path,
+                                         "meta": meta, "width": len(self.columns)}))
+        self.current = run
+        self._remember(run)
+        log.info("run %s accepted: %s, %.2f s (+ %.2f s move to start), validated in %.1f s", run_id, traj.family,
+                 traj.duration, plan.move.duration, time.monotonic() - pend.started,
+                 extra={"fields": {"run_id": run_id, "event": "run_accepted", "peer": self._peer or "local"}})
+        self.notifier.status(self._status_line())
+        return {"run_id": run_id, "duration_s": traj.duration, "move_duration_s": plan.move.duration,
+                "trajectory_samples": traj_samples, "move_samples": move_samples, "recording": run.path,
+                "limit_utilisation": plan.report.utilisation, "disk_estimate": pend.disk_estimate}
+
+    def cmd_arm(self, args) -> dict:
+        who = self._peer or "a local client"  # an operator: _authorise checked the role
+        if not security.token_matches(args.get("token"), self.cfg.arm_token_sha256):
+            log.warning("arming refused: wrong or missing token from %s", who,
+                        extra={"fields": {"event": "arm_refused"}})
+            raise P.ProtocolError(P.E_FORBIDDEN, "arming needs the operator token (robodyn arm --token-file FILE)",
+                                  field="args.token")
+        if not (self.driver.alive and self.driver.ready and self.recorder.alive and self.recorder.ready):
+            raise P.ProtocolError(P.E_UNAVAILABLE, "cannot arm: the driver or the recorder is not running")
+        self._current_q()  # fresh robot state, or `unavailable`
+        self.armed = True
+        self.armed_info = {"by": self._peer or "local", "since": time.monotonic()}
+        log.warning("ARMED by %s: motion is enabled", who, extra={"fields": {"event": "armed"}})
+        self.notifier.status(self._status_line())
+        return {"armed": True, "required": self.cfg.arming_required}
+
+    def cmd_disarm(self, args) -> dict:
+        reason = f"disarmed by {self._peer or 'a local client'}" + (f": {args['reason']}" if args.get("reason") else "")
+        was = self.armed
+        self._disarm(reason)
+        if not was:
+            log.info("%s (was not armed)", reason, extra={"fields": {"event": "disarmed"}})
+        self._cancel_pending(reason)
+        run = self.current
+        if run is not None:
+            self._abort_current(reason)
+        return {"armed": False, "aborted": None if run is None else run.id}

@@ -1,0 +1,195 @@
+"""Runs: their record (:class:`Run`), their course from the driver's and recorder's events to a
+finished summary, aborting the one in progress, and the history kept in memory (``run_status``,
+``runs``) beside the recordings on disk (``recordings``, ``recording_info``).
+
+A mixin of :class:`robodyn.daemon.server.Daemon`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from . import protocol as P
+from .recording.reader import load_recording, read_recording_info, recording_summary_line
+
+log = logging.getLogger("robodyn.daemon")
+
+FINISHED_STATES = ("completed", "aborted", "failed")
+MAX_RUN_HISTORY = 500  # runs kept in memory for `runs` / `run_status`; every run is in its recording
+
+
+@dataclass
+class Run:
+    id: str
+    number: int
+    robot: str
+    mode: str
+    label: str
+    trajectory: dict
+    move: dict
+    duration: float
+    move_duration: float
+    trajectory_samples: int
+    move_samples: int
+    path: str
+    submitted: float = field(default_factory=time.monotonic)
+    state: str = "opening"  # opening -> starting -> move_to_start/execute/settle/stopping -> finalizing -> done
+    abort_reason: str = ""
+    abort_requested: bool = False
+    done_event: dict | None = None
+    summary: dict | None = None
+    recorder_lost: bool = False
+    recorder_failed: str = ""  # the recorder could not write (e.g. disk full): why
+    progress: dict = field(default_factory=dict)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.id, "robot": self.robot, "mode": self.mode, "label": self.label, "state": self.state,
+                "duration_s": self.duration, "move_duration_s": self.move_duration,
+                "trajectory_samples": self.trajectory_samples, "move_samples": self.move_samples,
+                "elapsed_s": time.monotonic() - self.submitted, "recording": self.path,
+                "progress": self.progress, "abort_reason": self.abort_reason, "summary": self.summary}
+
+
+class RunHistory:
+    """The run in progress and the runs before it."""
+
+    def _on_run_event(self, msg: dict) -> None:
+        run = self.current
+        if run is None or msg.get("run") != run.number:
+            return
+        event = msg["event"]
+        if event == "started":
+            run.state = "move_to_start"
+            run.progress["first_seq"] = msg["first_seq"]
+        elif event == "phase":
+            run.state = msg["phase"]
+        elif event == "aborting":
+            run.state = "stopping"
+        elif event == "refused":
+            run.abort_reason = msg.get("reason", "driver refused the run")
+            self._disarm(f"the driver refused run {run.id}: {run.abort_reason}")
+            run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}
+            self._close_recording(run, "failed")
+        elif event == "done":
+            run.done_event = msg
+            if msg.get("aborted") and not run.abort_reason:
+                run.abort_reason = msg.get("reason", "")
+            self._close_recording(run, "aborted" if msg.get("aborted") else "completed")
+
+    def _close_recording(self, run: Run, status: str) -> None:
+        run.state = "finalizing"
+        run.progress["final_status"] = status
+        done = run.done_event or {}
+        summary = {"status": status, "reason": run.abort_reason, "run_id": run.id,
+                   "executed_samples": done.get("executed_samples", 0),
+                   "trajectory_samples": run.trajectory_samples, "tracking": done.get("tracking", {}),
+                   "loop": done.get("loop", {})}
+        if run.recorder_lost or run.recorder_failed or not self.recorder.alive:
+            self._finish_run(run, status, run.abort_reason or run.recorder_failed or "recorder unavailable")
+            return
+        self.recorder_pipe.send(P.packb({"type": "close", "run": run.number, "first_seq": done.get("first_seq", 1),
+                                         "last_seq": done.get("last_seq", 0), "summary": summary}))
+    def _finish_run(self, run: Run, status: str, reason: str = "", recorder_summary: dict | None = None) -> None:
+        done = run.done_event or {}
+        summary = {"status": status, "reason": reason, "recording": run.path,
+                   "samples": None, "expected_samples": None, "lost_samples": None,
+                   "executed_samples": done.get("executed_samples", 0), "trajectory_samples": run.trajectory_samples,
+                   "loop": done.get("loop", {}), "tracking": done.get("tracking", {})}
+        if recorder_summary is not None:
+            summary.update(samples=recorder_summary["recorded_samples"],
+                           expected_samples=recorder_summary["expected_samples"],
+                           lost_samples=recorder_summary["lost_samples"], gaps=recorder_summary["gaps"])
+        elif done.get("last_seq"):
+            summary["expected_samples"] = int(done["last_seq"]) - int(done.get("first_seq", 1)) + 1
+        run.summary = summary
+        run.state = status
+        if reason and not run.abort_reason:
+            run.abort_reason = reason
+        if self.current is run:
+            self.current = None
+        log.info("run %s %s%s", run.id, status, f": {reason}" if reason else "",
+                 extra={"fields": {"run_id": run.id, "event": "run_finished", "status": status,
+                                   "lost_samples": summary.get("lost_samples")}})
+        self.notifier.status(self._status_line())
+
+    def _remember(self, run: Run) -> None:
+        self.runs.append(run)
+        if len(self.runs) > MAX_RUN_HISTORY:  # months of unattended runs must not grow memory
+            del self.runs[:len(self.runs) - MAX_RUN_HISTORY]
+
+    def _new_run_id(self) -> str:
+        stamp = time.strftime("%Y%m%d-%H%M%S")  # wall time: a label only
+        run_id = f"{stamp}-{self.run_counter:03d}"
+        k = 1
+        while (self.recordings_dir / f"{run_id}.mcap").exists():
+            k += 1
+            run_id = f"{stamp}-{self.run_counter:03d}-{k}"
+        return run_id
+
+    def _find_run(self, run_id: str | None) -> Run:
+        if run_id is None:
+            if self.current is not None:
+                return self.current
+            if self.runs:
+                return self.runs[-1]
+            raise P.ProtocolError(P.E_NOT_FOUND, "no run has been submitted to this daemon yet")
+        for r in self.runs:
+            if r.id == run_id:
+                return r
+        raise P.ProtocolError(P.E_NOT_FOUND, f"no run {run_id!r} in this daemon's history", field="args.run_id")
+
+    def cmd_run_status(self, args) -> dict:
+        return self._find_run(args.get("run_id")).to_dict()
+
+    def cmd_runs(self, args) -> dict:
+        limit = args.get("limit", 50)
+        return {"runs": [r.to_dict() for r in self.runs[-limit:]]}
+
+    def _abort_current(self, reason: str) -> None:
+        run = self.current
+        if run is None or run.finished:
+            return
+        run.abort_requested = True
+        run.abort_reason = run.abort_reason or reason
+        if run.state in ("starting", "move_to_start", "execute", "settle", "stopping") and self.driver.alive:
+            self.driver_pipe.send(P.packb({"type": "abort", "reason": reason}))
+
+    def cmd_abort(self, args) -> dict:
+        run = self.current
+        if run is None:
+            if self.pending is not None:
+                self._cancel_pending(args.get("reason", "aborted by request"))
+                return {"aborted": None, "cancelled_submission": True, "message": "submission withdrawn"}
+            return {"aborted": None, "message": "no run in progress"}
+        if args.get("run_id") not in (None, run.id):
+            raise P.ProtocolError(P.E_NOT_FOUND, f"run {args['run_id']!r} is not the run in progress ({run.id})",
+                                  field="args.run_id")
+        self._abort_current(args.get("reason", "aborted by request"))
+        return {"aborted": run.id, "state": run.state}
+
+    def cmd_recordings(self, args) -> dict:
+        rows = []
+        for path in sorted(self.recordings_dir.glob("*.mcap")):
+            if self.current is not None and str(path) == self.current.path:
+                rows.append({"id": self.current.id, "path": str(path), "status": "recording"})
+                continue
+            try:
+                rows.append(read_recording_info(path))
+            except (ValueError, OSError) as exc:
+                rows.append({"id": path.stem, "path": str(path), "status": f"unreadable: {exc}"})
+        return {"recordings": rows}
+
+    def cmd_recording_info(self, args) -> dict:
+        rid = args["recording"]  # an id by schema (P.check_id): never a path
+        path = self.recordings_dir / f"{rid}.mcap"
+        if not path.exists():
+            raise P.ProtocolError(P.E_NOT_FOUND, f"no recording {rid!r}", field="args.recording")
+        rec = load_recording(path)
+        return {**recording_summary_line(rec), "summary": rec.summary, "gaps": rec.gaps(),
+                "truncated": rec.truncated, "columns": rec.meta.get("columns"), "units": rec.units}

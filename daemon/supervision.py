@@ -1,0 +1,327 @@
+"""Supervision of the daemon's three worker processes (driver, recorder, publisher): spawning them,
+waiting for them at start-up, the main loop that serves their pipes and the control socket, their
+health (a dead or a hung worker is restarted; losing the driver or the recorder disarms and ends
+the run in progress) and the messages they send.
+
+A mixin of :class:`robodyn.daemon.server.Daemon`, which owns the sockets and the state it reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import shutil
+import time
+from dataclasses import dataclass, field
+
+from . import protocol as P
+
+log = logging.getLogger("robodyn.daemon")
+
+STARTUP_TIMEOUT_S = 60.0
+HEALTH_CHECK_S = 0.2
+SHUTDOWN_TIMEOUT_S = 10.0
+# a worker that is alive but silent this long is wedged: killed and restarted like a dead one
+# (telemetry comes every 0.1 s, recorder statistics every 0.5 s)
+HANG_TIMEOUT_S = 5.0
+
+
+@dataclass
+class Component:
+    """A worker process and what we last heard from it."""
+
+    name: str
+    target: object
+    process: object = None
+    ready: bool = False
+    pid: int | None = None
+    last: dict = field(default_factory=dict)  # last telemetry / stats
+    last_time: float = 0.0
+    restarts: int = 0
+    exit_code: int | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+class Supervision:
+    """Worker processes: start, serve, watch, restart, stop."""
+
+    def _spawn(self, comp: Component) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        endpoints = dict(self.endpoints)
+        if comp is self.recorder:  # files of runs whose recorder died: repaired at once on start
+            endpoints["repair_now"] = list(self.orphaned_recordings)
+        comp.process = ctx.Process(target=comp.target, args=(self.cfg.to_dict(), endpoints),
+                                   name=f"robodyn-{comp.name}", daemon=False)
+        comp.ready = False
+        comp.process.start()
+        comp.pid = comp.process.pid
+        log.info("started %s process pid %d", comp.name, comp.pid)
+
+    def start(self) -> None:
+        """Spawn the workers and wait until both report ready (or one reports a fatal error)."""
+        self._spawn(self.driver)
+        self._spawn(self.recorder)
+        self._spawn(self.publisher)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        poller = self._poller()
+        while not (self.driver.ready and self.recorder.ready and self.publisher.ready):
+            if time.monotonic() > deadline:
+                raise RuntimeError("driver or recorder did not start within "
+                                   f"{STARTUP_TIMEOUT_S:.0f} s")
+            self.notifier.heartbeat()  # a slow robot connection is not a wedged daemon
+            for sock, _ in poller.poll(100):
+                if sock is self.driver_pipe:
+                    self._on_driver(P.unpackb(sock.recv()))
+                elif sock is self.recorder_pipe:
+                    self._on_recorder(P.unpackb(sock.recv()))
+                elif sock is self.publisher_pipe:
+                    self._on_publisher(P.unpackb(sock.recv()))
+                elif sock is getattr(self.zap, "socket", None):
+                    self.zap.serve_pending()
+            for comp in (self.driver, self.recorder, self.publisher):
+                if comp.process is not None and not comp.process.is_alive() and not comp.ready:
+                    reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
+                    raise RuntimeError(f"{comp.name} failed to start: {reason}")
+
+    def _poller(self):
+        poller = self.zmq.Poller()
+        poller.register(self.router, self.zmq.POLLIN)
+        poller.register(self.driver_pipe, self.zmq.POLLIN)
+        poller.register(self.recorder_pipe, self.zmq.POLLIN)
+        poller.register(self.publisher_pipe, self.zmq.POLLIN)
+        if self.zap is not None:
+            poller.register(self.zap.socket, self.zmq.POLLIN)
+            poller.register(self.handshakes.socket, self.zmq.POLLIN)
+        return poller
+
+    def serve_forever(self) -> None:
+        poller = self._poller()
+        next_health = time.monotonic()
+        shutdown_deadline = None
+        self.notifier.ready(self._status_line())
+        while True:
+            for sock, _ in poller.poll(50):
+                if sock is self.router:
+                    for _ in range(100):  # a burst of requests, without starving the pipes
+                        if not self.router.poll(0):
+                            break
+                        self._on_request()
+                elif sock is self.driver_pipe:
+                    while self.driver_pipe.poll(0):
+                        self._on_driver(P.unpackb(self.driver_pipe.recv()))
+                elif sock is self.recorder_pipe:
+                    while self.recorder_pipe.poll(0):
+                        self._on_recorder(P.unpackb(self.recorder_pipe.recv()))
+                elif sock is self.publisher_pipe:
+                    while self.publisher_pipe.poll(0):
+                        self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
+                elif self.zap is not None and sock is self.zap.socket:
+                    self.zap.serve_pending()
+                elif self.handshakes is not None and sock is self.handshakes.socket:
+                    self.handshakes.serve_pending()
+            if self.pending is not None and (self.pending.future.done() or self.pending.cancelled):
+                self._complete_submit()
+            now = time.monotonic()
+            if now >= next_health:
+                next_health = now + HEALTH_CHECK_S
+                self._check_health()
+                self.dropped.flush()
+            # the heartbeat comes from this loop only: if it wedges, systemd restarts the service
+            self.notifier.heartbeat()
+            if not self.running:
+                if shutdown_deadline is None:
+                    shutdown_deadline = now + SHUTDOWN_TIMEOUT_S
+                    self.notifier.stopping("stopping: bringing any motion to rest, finalizing the recording")
+                    log.info("shutting down", extra={"fields": {"run_id": getattr(self.current, "id", "-")}})
+                    self._cancel_pending("the daemon is shutting down")
+                    if self.current is not None:
+                        self._abort_current("daemon shutting down")
+                if self.current is None or now > shutdown_deadline:
+                    break
+        self.close()
+
+    def request_shutdown(self, *_args) -> None:
+        self.running = False
+
+    def _status_line(self) -> str:
+        run = self.current
+        return (f"{'ARMED' if self.armed else 'disarmed'}; robot {self.model.name} via {self.cfg.driver}; "
+                + (f"run {run.id} {run.state}" if run else "idle"))
+
+    def close(self) -> None:
+        if self.zap is not None:
+            self.zap.close()
+            self.handshakes.close()
+        for comp, pipe in ((self.driver, self.driver_pipe), (self.recorder, self.recorder_pipe),
+                           (self.publisher, self.publisher_pipe)):
+            if comp.alive:
+                pipe.send(P.packb({"type": "shutdown"}))
+        for comp in (self.driver, self.recorder, self.publisher):
+            if comp.process is not None:
+                comp.process.join(5.0)
+                if comp.process.is_alive():
+                    log.warning("%s did not stop in 5 s; terminating", comp.name)
+                    comp.process.terminate()
+                    comp.process.join(2.0)
+        self.ctx.destroy(linger=0)
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+
+    def _drain_pipes(self) -> None:
+        while self.driver_pipe.poll(0):
+            self._on_driver(P.unpackb(self.driver_pipe.recv()))
+        while self.recorder_pipe.poll(0):
+            self._on_recorder(P.unpackb(self.recorder_pipe.recv()))
+        while self.publisher_pipe.poll(0):
+            self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
+
+    def _check_health(self) -> None:
+        # judge silence only on what is really unread: a slow request handler must not make a
+        # healthy worker look hung
+        self._drain_pipes()
+        now = time.monotonic()
+        for comp in (self.driver, self.recorder, self.publisher):
+            if comp.process is None:
+                continue
+            if comp.process.is_alive():
+                if comp.ready and comp.last_time and now - comp.last_time > HANG_TIMEOUT_S:
+                    # alive but silent: wedged. SIGKILL, then the death path below restarts it
+                    log.error("%s process %d silent for %.1f s; killing it", comp.name, comp.pid,
+                              now - comp.last_time, extra={"fields": {"component": comp.name, "event": "hang"}})
+                    comp.process.kill()
+                    comp.process.join(2.0)
+                else:
+                    continue
+            if comp.process.is_alive():
+                continue
+            comp.exit_code = comp.process.exitcode
+            log.error("%s process %s died (exit code %s)", comp.name, comp.pid, comp.exit_code,
+                      extra={"fields": {"component": comp.name, "event": "died", "exit_code": comp.exit_code}})
+            comp.process = None
+            comp.ready = False
+            comp.last_time = 0.0
+            if comp is self.publisher:  # clients lose their stream for a moment; the robot nothing
+                if self.running:
+                    comp.restarts += 1
+                    self._spawn(comp)
+                continue
+            self._disarm(f"{comp.name} process died (exit code {comp.exit_code})")
+            if comp is self.recorder:
+                self._on_recorder_lost()
+            else:
+                self._on_driver_lost()
+            if self.running:
+                comp.restarts += 1
+                self._spawn(comp)
+
+    def _on_recorder_lost(self) -> None:
+        run = self.current
+        if run is None:
+            return
+        self.orphaned_recordings = (self.orphaned_recordings + [run.path])[-100:]
+        run.recorder_lost = True
+        reason = f"recorder process died (exit code {self.recorder.exit_code}); partial recording kept"
+        if run.state == "opening":
+            self._finish_run(run, "failed", reason)
+        elif run.state == "finalizing":
+            self._finish_run(run, "aborted" if run.abort_requested else "completed", reason)
+        else:
+            self._abort_current(reason)
+
+    def _on_driver_lost(self) -> None:
+        run = self.current
+        if run is None:
+            return
+        reason = f"driver process died (exit code {self.driver.exit_code}); the robot is no longer commanded"
+        seq = int(self.driver.last.get("seq", 0))
+        if run.state in ("opening",):
+            self._finish_run(run, "failed", reason)
+            return
+        run.abort_reason = reason
+        run.abort_requested = True
+        # the samples the dead driver published up to its last telemetry are what the recorder has
+        # at least; the recorder keeps any later ones it received too
+        run.done_event = {"first_seq": run.progress.get("first_seq", seq + 1), "last_seq": seq,
+                          "aborted": True, "reason": reason}
+        self._close_recording(run, "aborted")
+
+    # ----------------------------------------------------------------- worker messages
+
+    def _on_driver(self, msg: dict) -> None:
+        kind = msg.get("type")
+        if kind == "telemetry":
+            self.driver.last = msg
+            self.driver.last_time = time.monotonic()
+            if self.current is not None and msg["progress"].get("run_id") == self.current.id:
+                self.current.progress.update(msg["progress"])
+        elif kind == "ready":
+            self.driver.ready = True
+            self.driver.pid = msg["pid"]
+            self.description = msg["description"]
+            self.columns = msg["columns"]
+            self.layout = msg["layout"]
+            if self.description["joint_names"] and len(self.description["joint_names"]) != self.model.dof:
+                log.error("driver reports %d joints, model %s has %d", len(self.description["joint_names"]),
+                          self.model.name, self.model.dof)
+            log.info("driver ready: %s %s at %g Hz (%s)", self.description["driver"], self.description["robot"],
+                     self.description["rate_hz"], msg.get("scheduler"))
+        elif kind == "run_event":
+            self._on_run_event(msg)
+        elif kind in ("fatal", "driver_error"):
+            self.driver.last = dict(self.driver.last, fatal=msg.get("message"))
+            log.error("driver: %s", msg.get("message"), extra={"fields": {"component": "driver", "event": kind}})
+            self._disarm(f"driver error: {msg.get('message')}")
+    def _on_recorder(self, msg: dict) -> None:
+        kind = msg.get("type")
+        run = self.current
+        if kind == "stats":
+            self.recorder.last = msg
+            self.recorder.last_time = time.monotonic()
+        elif kind == "ready":
+            self.recorder.ready = True
+            self.recorder.pid = msg["pid"]
+            for path in msg.get("repaired", []):
+                log.warning("finalized an unfinished recording left by a crash: %s", path,
+                            extra={"fields": {"event": "recording_repaired", "component": "recorder"}})
+        elif kind == "opened" and run is not None and msg["run"] == run.number:
+            if run.abort_requested:
+                run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}
+                self._close_recording(run, "aborted")
+                return
+            run.state = "starting"
+            self.driver_pipe.send(P.packb({"type": "start_run", "run": run.number, "run_id": run.id,
+                                           "move": run.move, "trajectory": run.trajectory, "mode": run.mode}))
+        elif kind == "open_failed" and run is not None and msg["run"] == run.number:
+            self._disarm(f"could not open the recording of run {run.id}: {msg['reason']}")
+            self._finish_run(run, "failed", f"could not open the recording: {msg['reason']}")
+        elif kind == "closed" and run is not None and msg["run"] == run.number:
+            self._finish_run(run, run.progress.get("final_status", "completed"), run.abort_reason,
+                             msg["summary"])
+        elif kind == "close_failed" and run is not None and msg["run"] == run.number:
+            self._disarm(f"could not finalize the recording of run {run.id}: {msg['reason']}")
+            self._finish_run(run, "failed", f"could not finalize the recording: {msg['reason']}")
+        elif kind == "write_failed" and run is not None and msg["run"] == run.number:
+            # e.g. disk full: the recorder cut the file back to its last complete block; stop the
+            # robot, since an unrecorded run is a wasted and unaccounted motion
+            run.recorder_failed = f"recording failed: {msg['reason']}; file kept up to its last complete block"
+            log.error("run %s: %s", run.id, run.recorder_failed, extra={"fields": {"run_id": run.id,
+                                                                               "event": "write_failed"}})
+            self._disarm(run.recorder_failed)
+            if run.state == "opening":
+                self._finish_run(run, "failed", run.recorder_failed)
+            else:
+                self._abort_current(run.recorder_failed)
+
+    def _on_publisher(self, msg: dict) -> None:
+        kind = msg.get("type")
+        if kind == "stats":
+            self.publisher.last = msg
+            self.publisher.last_time = time.monotonic()
+        elif kind == "ready":
+            self.publisher.ready = True
+            self.publisher.pid = msg["pid"]
+        elif kind == "fatal":
+            self.publisher.last = dict(self.publisher.last, fatal=msg.get("message"))
+            log.error("publisher: %s", msg.get("message"), extra={"fields": {"component": "publisher",
+                                                                            "event": "fatal"}})
