@@ -716,7 +716,7 @@ def cmd_compensate(args) -> int:
 
 
 def cmd_export_urdf(args) -> int:
-    from robodyn.robot.joint_map import absorb_joint_map
+    from robodyn.robot.absorb import absorb_joint_map
     from robodyn.robot.urdf import model_to_urdf
 
     from robodyn.calibration.files import load_json, result_from_dict
