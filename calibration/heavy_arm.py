@@ -212,7 +212,7 @@ def single_axis_sweeps(home_deg, spans_deg, per_joint: int) -> np.ndarray:
 # --------------------------------------------------------------------------- the comparison
 
 SWEEP_HOME = (0.0, 0.0, 0.0, 0.0, -30.0, 0.0)  # controller deg
-SWEEP_SPANS = ((-40, 40), (-30, 34), (-35, 25), (-90, 90), (-80, 40), (-150, 150))  # J2 -30..+34 as in the issue
+SWEEP_SPANS = ((-40, 40), (-30, 34), (-35, 25), (-90, 90), (-80, 40), (-150, 150))  # J2 -30..+34: the range the heavy-arm case was specified with
 HELD_J2, HELD_J3 = (-35.0, 50.0), (-40.0, 30.0)  # held-out poses reach beyond the identification range
 HEAVY_LOAD = (100.0, (0.0, 0.0, 0.25))  # kg, m in the flange frame (assumed test weight)
 COMPARISON_METHODS = ("nominal", "geometric", "geometric-stiffness", "combined", "combined-gravity")

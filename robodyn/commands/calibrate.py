@@ -216,7 +216,7 @@ def _help(parser) -> int:
 
 
 def _free_names(gm, robot_ref: str, params: str | None, free: str | None, base: bool, tool: bool) -> list[str]:
-    from robodyn.calibration.files import calibration_metadata
+    from robodyn.calibration.robots import calibration_metadata
     from robodyn.calibration.parameters import BASE_NAMES, preset_free_names
 
     if free:
@@ -234,7 +234,7 @@ def _free_names(gm, robot_ref: str, params: str | None, free: str | None, base: 
 
 
 def _floor(robot_ref: str, given: float | None) -> float:
-    from robodyn.calibration.files import calibration_metadata
+    from robodyn.calibration.robots import calibration_metadata
 
     if given is not None:
         return float(given)
@@ -262,8 +262,7 @@ def read_identification_set(path, robot, *, tool=None, targets_text=None, orient
     """The model and the unloaded set of an identification: targets from the options or the CSV,
     the base frame (nominal, or fitted when the data are in tracker coordinates), the planes of any
     planar contacts. Returns (gm, measurements, info)."""
-    from robodyn.calibration.files import (_unit_choice, detect_units, joint_values_kind, load_measurements, measurement_frame,
-                        read_measurements_csv, targets_from_metadata)
+    from robodyn.calibration.measurement_csv import (_unit_choice, detect_units, joint_values_kind, load_measurements, measurement_frame, read_measurements_csv, targets_from_metadata)
     from robodyn.calibration.measurements import plane_from_points
     from robodyn.calibration.parameters import all_target_positions
 
@@ -315,7 +314,7 @@ def read_identification_set(path, robot, *, tool=None, targets_text=None, orient
 
 
 def _require_robot(args, meta: dict) -> str:
-    from robodyn.calibration.files import robot_reference
+    from robodyn.calibration.robots import robot_reference
 
     stated = meta.get("robot")
     if stated and robot_reference(stated) != robot_reference(args.robot) and Path(stated).name != Path(args.robot).name:
@@ -326,7 +325,7 @@ def _require_robot(args, meta: dict) -> str:
 
 def _fit_base_only(gm, meas):
     """The nominal model with only its base frame fitted to these measurements (paper-style 'before')."""
-    from robodyn.calibration.combined import nominal_result
+    from robodyn.calibration.methods import nominal_result
     from robodyn.calibration.geometric import fit_geometry
     from robodyn.calibration.parameters import BASE_NAMES
 
@@ -337,7 +336,7 @@ def _fit_base_only(gm, meas):
 
 
 def _evaluation(gm, result, meas) -> dict:
-    from robodyn.calibration.combined import error_stats, nominal_result
+    from robodyn.calibration.methods import error_stats, nominal_result
 
     out = {"before": error_stats(nominal_result(gm).errors(meas))}
     based = _fit_base_only(gm, meas)
@@ -358,12 +357,13 @@ def _evaluation_lines(ev: dict, method: str, base_source: str, prefix: str = "")
 
 
 def cmd_plan(args) -> int:
-    from robodyn.calibration.combined import usable_free_names
-    from robodyn.calibration.files import load_robot, robot_reference, save_json
+    from robodyn.calibration.methods import usable_free_names
+    from robodyn.calibration.result_file import save_json
+    from robodyn.calibration.robots import load_robot, robot_reference
     from robodyn.calibration.identifiability import analyse_identifiability, metric_columns
     from robodyn.calibration.parameters import geometric_model, parameter_jacobian
     from robodyn.calibration.planning import CellSetup, plan_measurements
-    from robodyn.calibration.replay import loaded_subset
+    from robodyn.calibration.paper_replay import loaded_subset
 
     robot = load_robot(args.robot)
     setup = CellSetup(tracker_position=tuple(_floats(args.tracker, 3, "--tracker")),
@@ -453,15 +453,15 @@ def _joint_ranges(robot, setup, specs) -> tuple[np.ndarray, np.ndarray]:
 
 def _sim_cell(robot_ref: str, setup_tool, tracker, noise, truth_seed: int, noise_seed: int):
     """The simulated cell for a robot: the paper's Table 3 UR5, or seeded random deviations."""
-    from robodyn.calibration.files import load_robot
+    from robodyn.calibration.robots import load_robot
     from robodyn.calibration.parameters import geometric_model
-    from robodyn.calibration.seed004 import TABLE3_STIFFNESS
-    from robodyn.calibration.simulation import SimulatedCell, SimulatedRobot, SimulatedTracker, seed004_true_parameters
+    from robodyn.calibration.li2023 import TABLE3_STIFFNESS
+    from robodyn.calibration.simulation import SimulatedCell, SimulatedRobot, SimulatedTracker, ur5_li2023_truth
 
     robot = load_robot(robot_ref)
     gm = geometric_model(robot, tool_offset=setup_tool)
     if robot.name == "ur5_li2023":
-        truth = seed004_true_parameters(gm)
+        truth = ur5_li2023_truth(gm)
         compliance = 1.0 / TABLE3_STIFFNESS
     else:
         rng = np.random.default_rng(truth_seed)
@@ -485,7 +485,8 @@ def _plan_subset(doc: dict, plan, load, subset: str | None):
 
 
 def cmd_measure(args) -> int:
-    from robodyn.calibration.files import load_json, write_measurements_csv
+    from robodyn.calibration.measurement_csv import write_measurements_csv
+    from robodyn.calibration.result_file import load_json
     from robodyn.calibration.planning import Plan
     from robodyn.calibration.simulation import TrackerNoise, measure_poses
 
@@ -520,9 +521,10 @@ def cmd_measure(args) -> int:
 
 def cmd_identify(args) -> int:
     from robodyn.calibration.checks import find_outliers, joint_ranges, outlier_warning, poorly_identifiable_warning
-    from robodyn.calibration.combined import calibrate
-    from robodyn.calibration.files import (load_measurements, load_robot, read_metadata, result_to_dict, robot_reference, save_json,
-                        stiffness_text)
+    from robodyn.calibration.methods import calibrate
+    from robodyn.calibration.measurement_csv import load_measurements, read_metadata
+    from robodyn.calibration.result_file import result_to_dict, save_json, stiffness_text
+    from robodyn.calibration.robots import load_robot, robot_reference
 
     meta = read_metadata(args.measurements)
     robot_ref = _require_robot(args, meta)
@@ -573,7 +575,7 @@ def cmd_identify(args) -> int:
     doc["warnings"] = warnings
     save_json(args.out, doc)
     if args.plot:
-        from robodyn.calibration.combined import nominal_result
+        from robodyn.calibration.methods import nominal_result
         from robodyn.calibration.plots import plot_errors_per_pose
 
         series = {}
@@ -615,7 +617,8 @@ def _short_base(text: str) -> str:
 
 def cmd_evaluate(args) -> int:
     from robodyn.calibration.checks import find_outliers, outlier_warning, range_warnings
-    from robodyn.calibration.files import load_json, load_measurements, result_from_dict
+    from robodyn.calibration.measurement_csv import load_measurements
+    from robodyn.calibration.result_file import load_json, result_from_dict
 
     doc = load_json(args.calibration, "calibration")
     result = result_from_dict(doc)
@@ -641,14 +644,14 @@ def cmd_evaluate(args) -> int:
               "units": {"position": info["position_unit"], "angle": info["angle_unit"],
                         "joint_values": info["joint_values"]}}
     if args.per_pose:
-        from robodyn.calibration.combined import nominal_result
+        from robodyn.calibration.methods import nominal_result
         from robodyn.calibration.measurements import Residual
 
         report["per_point_mm"] = {"points": Residual(gm, meas).point_labels(),
                                   "before": (nominal_result(gm).errors(meas) * 1000).tolist(),
                                   "after": (result.errors(meas) * 1000).tolist()}
     if args.plot:
-        from robodyn.calibration.combined import nominal_result
+        from robodyn.calibration.methods import nominal_result
         from robodyn.calibration.plots import plot_errors_per_pose
 
         plot_errors_per_pose(args.plot, {"before (nominal)": nominal_result(gm).errors(meas) * 1000,
@@ -671,7 +674,7 @@ def cmd_compensate(args) -> int:
     from scipy.spatial.transform import Rotation
 
     from robodyn.calibration.compensation import compensate
-    from robodyn.calibration.files import load_json, result_from_dict
+    from robodyn.calibration.result_file import load_json, result_from_dict
 
     result = result_from_dict(load_json(args.calibration, "calibration"))
     jm = result.gm.robot.joint_map
@@ -719,7 +722,7 @@ def cmd_export_urdf(args) -> int:
     from robodyn.robot.absorb import absorb_joint_map
     from robodyn.robot.urdf import model_to_urdf
 
-    from robodyn.calibration.files import load_json, result_from_dict
+    from robodyn.calibration.result_file import load_json, result_from_dict
     from robodyn.calibration.parameters import robot_for
 
     result = result_from_dict(load_json(args.calibration, "calibration"))
@@ -772,12 +775,13 @@ def cmd_export_urdf(args) -> int:
 
 
 def cmd_identifiability(args) -> int:
-    from robodyn.calibration.combined import usable_free_names
-    from robodyn.calibration.files import load_json, load_robot
+    from robodyn.calibration.methods import usable_free_names
+    from robodyn.calibration.result_file import load_json
+    from robodyn.calibration.robots import load_robot
     from robodyn.calibration.identifiability import analyse_identifiability, generic_configurations
     from robodyn.calibration.parameters import geometric_model, parallel_axis_rows
     from robodyn.calibration.planning import Plan
-    from robodyn.calibration.simulation import seed004_true_parameters
+    from robodyn.calibration.simulation import ur5_li2023_truth
 
     plan = Plan.from_dict(load_json(args.plan, "plan")) if args.plan else None
     if args.robot is None and plan is None:
@@ -792,7 +796,7 @@ def cmd_identifiability(args) -> int:
     if args.at == "li2023-truth":
         if gm.robot.name != "ur5_li2023":
             raise ValueError("--at: li2023-truth needs --robot ur5_li2023")
-        params = seed004_true_parameters(gm)
+        params = ur5_li2023_truth(gm)
     else:
         params = gm.nominal
     q = plan.q if plan else generic_configurations(gm, args.poses)
@@ -819,10 +823,10 @@ def cmd_identifiability(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from robodyn.calibration.replay import format_replay, run_seed004_replay
+    from robodyn.calibration.paper_replay import format_replay, run_paper_replay
     from robodyn.calibration.simulation import TrackerNoise
 
-    report = run_seed004_replay(seed=args.seed, noload_poses=args.poses, loaded_poses=args.loaded,
+    report = run_paper_replay(seed=args.seed, noload_poses=args.poses, loaded_poses=args.loaded,
                                 holdout=args.holdout, noise=TrackerNoise(args.noise_um * 1e-6, args.noise_um_per_m * 1e-6),
                                 identify_tool=args.identify_tool, identify_base=args.identify_base)
     per_pose = report.pop("_per_pose_mm")
@@ -864,7 +868,9 @@ def add_collect_arguments(a) -> None:
 
 def cmd_collect(args) -> int:
     from robodyn.calibration.collect import collect_plan, open_source
-    from robodyn.calibration.files import load_json, load_robot, targets_from_metadata, write_measurements_csv
+    from robodyn.calibration.measurement_csv import targets_from_metadata, write_measurements_csv
+    from robodyn.calibration.result_file import load_json
+    from robodyn.calibration.robots import load_robot
     from robodyn.calibration.measurements import MeasurementSet
     from robodyn.calibration.planning import Plan
     from robodyn.tools.client import Client
