@@ -224,8 +224,9 @@ def heavy_arm_comparison(seed: int = 0, *, holdout: int = 80, per_joint: int = 6
     in the tracker's frame; a 100 kg test weight on every second pose) and compare them on held-out
     poses that reach beyond the identification range, against the arm's true (noise-free) SMR
     positions, unloaded and loaded. Also combined-gravity on the unloaded sweeps alone."""
-    from .combined import calibrate, error_stats, nominal_result
-    from .files import load_robot, measurement_frame
+    from .methods import calibrate, error_stats, nominal_result
+    from .measurement_csv import measurement_frame
+    from .robots import load_robot
     from .measurements import MeasurementSet
     from .parameters import preset_free_names
 

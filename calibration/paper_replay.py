@@ -140,6 +140,22 @@ def run_paper_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loaded_
     }
 
 
+def replay_with_plots(plot_prefix=None, **kwargs) -> dict:
+    """:func:`run_paper_replay` without its per-pose series, which go to PREFIX_no_load.png and
+    PREFIX_loaded.png (held-out poses, true error) when ``plot_prefix`` is given."""
+    report = run_paper_replay(**kwargs)
+    per_pose = report.pop("_per_pose_mm")
+    if plot_prefix:
+        from robodyn.papers import cite
+
+        from .plots import plot_errors_per_pose
+
+        for cond, series in per_pose.items():
+            plot_errors_per_pose(f"{plot_prefix}_{cond}.png", series,
+                                 title=f"{cite('calibration')} replay, held-out poses, {cond.replace('_', ' ')} (true error)")
+    return report
+
+
 def format_replay(report: dict) -> str:
     """Li et al. 2023 Table 4/5-style text."""
     lines = []
