@@ -115,6 +115,11 @@ def save_json(path, obj) -> None:
     Path(path).write_text(json.dumps(obj, indent=2, default=_json_default) + "\n", encoding="utf-8")
 
 
+def json_ready(obj):
+    """``obj`` as :func:`save_json` writes it and :func:`load_json` reads it back (plain lists and numbers)."""
+    return json.loads(json.dumps(obj, default=_json_default))
+
+
 def load_json(path, what: str) -> dict:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))

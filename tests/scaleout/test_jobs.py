@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robodyn.identification.scaleout.jobs import (DUPLICATE, KEPT, KINDS, RETRY, JobResult, JobSpec, Ledger, Ref,
+from robodyn.scaleout.jobs import (DUPLICATE, KEPT, KINDS, RETRY, JobResult, JobSpec, Ledger, Ref,
                                                   ResultStore, RetryPolicy, digest)
-from robodyn.identification.scaleout.tasks import HANDLERS
+from robodyn.scaleout.tasks import HANDLERS
 
 
 def spec(x=1.0, **kw):
@@ -43,7 +43,7 @@ def test_every_kind_has_a_handler():
 
 
 def test_spec_and_result_round_trip_through_json_documents():
-    j = JobSpec("calibrate", {"measurements": "m.csv", "loaded": None, "args": ["--method", "geometric"]})
+    j = JobSpec("calibrate", {"measurements": "m.csv", "loaded": None, "options": {"method": "geometric"}})
     assert JobSpec.from_dict(j.to_dict()) == j
     r = JobResult(j.job_id, j.kind, True, {"rms": 1e-5}, None, 2, 0.5, "host:1")
     assert JobResult.from_dict(r.to_dict()) == r
