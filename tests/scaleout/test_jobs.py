@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from robodyn.scaleout.jobs import (DUPLICATE, KEPT, KINDS, RETRY, JobResult, JobSpec, Ledger, Ref,
-                                                  ResultStore, RetryPolicy, digest)
+                                   ResultStore, RetryPolicy, digest)
 from robodyn.scaleout.tasks import HANDLERS
 
 
@@ -102,3 +102,14 @@ def test_result_store_first_writer_wins(tmp_path):
     assert store.get(a.job_id).value == [1.0, 2.0]
     assert store.job_ids() == [a.job_id]
     assert store.get("absent") is None
+
+
+def test_calibrate_job_takes_library_options_not_command_line_arguments():
+    from robodyn.scaleout.tasks import run_calibrate
+
+    with pytest.raises(ValueError, match="'args'.*'options'"):
+        run_calibrate({"measurements": "m.csv", "loaded": None, "args": ["--robot", "ur5_li2023"]})
+    with pytest.raises(ValueError, match="options: unknown calibration option"):
+        run_calibrate({"measurements": "m.csv", "options": {"robot": "ur5_li2023", "plot": "x.png"}})
+    with pytest.raises(ValueError, match="options.robot: required"):
+        run_calibrate({"measurements": "m.csv", "options": {"method": "geometric"}})
