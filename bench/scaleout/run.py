@@ -1,4 +1,4 @@
-"""Scale-out benchmark (issue 10): multi-start excitation design, 16 starts, 1 worker vs 2 workers.
+"""Scale-out benchmark: multi-start excitation design, 16 starts, 1 worker vs 2 workers.
 
     .venv/bin/python bench/scaleout/run.py [--starts 16] [--ray] [--out bench/scaleout/result.json]
 
