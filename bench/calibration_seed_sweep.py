@@ -15,10 +15,10 @@ import time
 import numpy as np
 
 from robodyn.calibration.planning import largest_test_cube, reference_configuration
-from robodyn.calibration.replay import SEED004_FLOOR_Z, run_seed004_replay
+from robodyn.calibration.paper_replay import UR5_LI2023_FLOOR_Z, run_paper_replay
 from robodyn.calibration.planning import CellSetup
 from robodyn.calibration.simulation import (DEFAULT_TOOL_OFFSET, DEFAULT_TRACKER_POSITION, TrackerNoise,
-                                            load_seed004_robot)
+                                            load_ur5_li2023)
 
 NOISE_MODELS = {
     "+-15um+6um/m as 1 sigma per axis (default)": TrackerNoise(15e-6, 6e-6),
@@ -27,14 +27,14 @@ NOISE_MODELS = {
 
 
 def main(seeds: int) -> int:
-    robot = load_seed004_robot()
-    setup = CellSetup(tracker_position=DEFAULT_TRACKER_POSITION, tool_offset=DEFAULT_TOOL_OFFSET, floor_z=SEED004_FLOOR_Z)
+    robot = load_ur5_li2023()
+    setup = CellSetup(tracker_position=DEFAULT_TRACKER_POSITION, tool_offset=DEFAULT_TOOL_OFFSET, floor_z=UR5_LI2023_FLOOR_Z)
     cube = largest_test_cube(robot, setup, reference_configuration(robot, setup, np.array([0.5, 0.0, 0.0])))
     for label, noise in NOISE_MODELS.items():
         t0 = time.time()
         rows = []
         for seed in range(seeds):
-            r = run_seed004_replay(seed=seed, noise=noise, cube=cube)
+            r = run_paper_replay(seed=seed, noise=noise, cube=cube)
             row = []
             for cond in ("no_load", "loaded"):
                 for view in ("held_out_true", "held_out_measured"):

@@ -10,15 +10,19 @@ Modules, in the order a calibration uses them:
 * ``identifiability`` rank, singular values, condition number, redundant parameters
 * ``planning``        test cube, valid random poses, D-optimal selection, ISO 9283 points
 * ``simulation``      simulated robot (true deviations, elastic joints) and laser tracker
-* ``plant``           a heavy arm whose truth has effects the model lacks (bending links, ...)
+* ``heavy_arm``       a simulated heavy arm whose truth has effects the model lacks (bending links, ...)
 * ``collect``         measuring a plan on the real robot through the daemon and a tracker hook
 * ``geometric``       nonlinear least-squares identification of the geometry
 * ``stiffness``       gravity and payload deflection, joint compliance identification
-* ``combined``        the methods of Li et al. 2023 Table 4, including the iterative combined method
+* ``methods``         the identification methods (Li et al. 2023 Table 4, combined-gravity) and the result
 * ``ik``              closed-form UR inverse kinematics and the numeric fallback
 * ``compensation``    joint-space compensation
 * ``checks``          the warnings: poorly identifiable parameters, extrapolated poses, outliers
-* ``files``           robots, measurement CSV, result JSON
-* ``replay``          the Li et al. 2023 experiment end to end
-* ``cli``             ``robodyn calibrate ...``
+* ``robots``          the shipped calibration models and a model file's [calibration] table
+* ``measurement_csv`` the measurement CSV (units checked or detected) and the measurement frame
+* ``result_file``     the calibration result JSON
+* ``workflow``        the steps of ``robodyn calibrate`` (plan, measure, identify, evaluate, identifiability)
+* ``result_use``      compensated joint angles and URDF export of a result
+* ``li2023``          the numbers Li et al. 2023 publish
+* ``paper_replay``    the Li et al. 2023 experiment end to end on the simulated UR5
 """

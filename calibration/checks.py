@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .combined import CalibrationResult
+from .methods import CalibrationResult
 from .measurements import MeasurementSet
 
 OUTLIER_SIGMAS = 5.0  # robust standard deviations: a 3-D Gaussian point exceeds this with p ~ 1e-5

@@ -1,4 +1,5 @@
-"""Measure a calibration plan on the real robot (the library behind `robodyn calibrate collect`).
+"""Measure a calibration plan on the real robot (the library behind `robodyn calibrate collect`:
+:func:`collect_to_csv`).
 
 For every planned pose the robot is moved there through the acquisition daemon, with the same
 validation as every run (the daemon checks the trajectory and the move to its start against every
@@ -353,3 +354,65 @@ class SimulatedTrackerServer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def collect_to_csv(plan_path, out, *, daemon: str, source: str, request_file=None, source_units: str = "m",
+                   robot_ref: str | None = None, targets: str | None = None, load=None, subset: str | None = None,
+                   settle: float = 0.5, window: float = 0.5, timeout: float = 30.0, units: str = "m",
+                   progress=None) -> tuple[dict, Collection]:
+    """Visit a plan's poses (all, or its loaded subset) with the robot of the daemon at ``daemon``,
+    read a measurement per pose from ``source`` ('file:PATH' or 'tcp:HOST:PORT') and write the
+    poses collected as a measurement CSV ``out``. ``progress(pose, total)`` is called after every
+    pose. Returns the report and the collection."""
+    from robodyn.tools.client import Client
+
+    from .measurement_csv import targets_from_metadata, write_measurements_csv
+    from .measurements import MeasurementSet
+    from .planning import Plan
+    from .result_file import load_json
+    from .robots import load_robot
+    from .workflow import plan_subset
+
+    doc = load_json(plan_path, "plan")
+    plan = Plan.from_dict(doc)
+    robot_ref = robot_ref or plan.robot_name
+    robot = load_robot(robot_ref)
+    if plan.q.shape[1] != robot.dof:
+        raise ValueError(f"plan.poses: {plan.q.shape[1]} joint values per pose but robot {robot_ref!r} has {robot.dof} joints")
+    subset, index = plan_subset(doc, plan, load, subset)
+    meta = {"targets": targets} if targets else {"tool_offset_m": ",".join(map(str, plan.setup.tool_offset))}
+    target_list = targets_from_metadata(meta)
+    for name, value in (("settle", settle), ("window", window), ("timeout", timeout)):
+        if not value > 0:
+            raise ValueError(f"--{name}: must be > 0 s, got {value}")
+    q_controller = robot.joint_map.to_controller(plan.q[index])
+    ids = [plan.ids[i] for i in index]
+    client = Client(daemon, timeout=10.0)
+    reader = None
+    try:
+        status = client.status()
+        daemon_robot = status["robot"]["name"]
+        if int(status["robot"]["dof"]) != robot.dof:
+            raise UserError(f"--daemon: the daemon drives {daemon_robot!r} with {status['robot']['dof']} joints, the "
+                            f"plan's robot {robot_ref!r} has {robot.dof}")
+        reader = open_source(source, len(target_list), source_units, request_file)
+        step = None if progress is None else (lambda pose: progress(pose, len(ids)))
+        result = collect_plan(client, daemon_robot, q_controller, ids, reader, settle=settle, window=window,
+                              timeout=timeout, progress=step)
+    finally:
+        if reader is not None:
+            reader.close()
+        client.close()
+    got = result.collected
+    if got:
+        q_rest = np.array([p.q_rest for p in got])
+        meas = MeasurementSet(robot.joint_map.to_model(q_rest), np.array([p.points for p in got]),
+                              [p.pose_id for p in got], load, q_controller=q_rest)
+        write_measurements_csv(out, meas, robot=robot_ref, unit=units, targets=target_list,
+                               note=f"collect through the daemon at {daemon}, {subset} poses of "
+                                    f"{Path(plan_path).name}; joint values at rest over {window:g} s")
+    report = {"out": out if got else None, "planned": len(ids), "collected": len(got),
+              "skipped": [{"pose": p.pose_id, "reason": p.skipped} for p in result.skipped],
+              "stopped": result.stopped or None,
+              "runs": {p.pose_id: p.run_id for p in result.poses if p.run_id}}
+    return report, result

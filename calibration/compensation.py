@@ -20,7 +20,7 @@ import numpy as np
 
 from robodyn.robot.kinematics import geometric_jacobian, rotation_error, trans
 
-from .combined import CalibrationResult
+from .methods import CalibrationResult
 from .ik import nominal_ik
 from .parameters import base_transform, flange_poses, robot_for, tool_offset
 from .stiffness import Load

@@ -20,8 +20,9 @@ from robodyn.robot.kinematics import (chain_frames, chain_from_dh, forward_kinem
                                       inverse_kinematics, trans)
 from robodyn.robot.model import RobotModel
 
-SEED004_ALPHA = np.array([0.0, np.pi / 2, 0.0, 0.0, -np.pi / 2, -np.pi / 2])
-SEED004_THETA = np.array([0.0, np.pi, 0.0, 0.0, -np.pi, 0.0])
+# the Li et al. 2023 MDH frame assignment of a UR arm (their Table 2 structure)
+UR_MDH_ALPHA = np.array([0.0, np.pi / 2, 0.0, 0.0, -np.pi / 2, -np.pi / 2])
+UR_MDH_THETA = np.array([0.0, np.pi, 0.0, 0.0, -np.pi, 0.0])
 UR_DH_ALPHA = np.array([np.pi / 2, 0.0, 0.0, np.pi / 2, -np.pi / 2, 0.0])
 VERIFY_TOL = 1e-8
 BRANCHES = np.array(list(itertools.product((1.0, -1.0), repeat=3)))  # (shoulder, wrist, elbow) signs
@@ -37,8 +38,8 @@ class URGeometry:
     flange: np.ndarray  # robot flange in Li et al. 2023 frame 6
 
 
-def _seed004_chain(d2, a3, a4, d5):
-    return chain_from_dh("mdh", SEED004_ALPHA, [0, 0, a3, a4, 0, 0], [0, d2, 0, 0, d5, 0], SEED004_THETA,
+def _ur_mdh_chain(d2, a3, a4, d5):
+    return chain_from_dh("mdh", UR_MDH_ALPHA, [0, 0, a3, a4, 0, 0], [0, d2, 0, 0, d5, 0], UR_MDH_THETA,
                          ["revolute"] * 6)[0]
 
 
@@ -64,7 +65,7 @@ def _detect_ur_geometry(robot: RobotModel) -> URGeometry | None:
         return None
     al, a, d, th = (np.asarray(v, float) for v in (dh.alpha, dh.a, dh.d, dh.theta))
     close = lambda x, y: np.allclose(x, y, atol=1e-9)  # noqa: E731
-    if dh.convention == "mdh" and close(al, SEED004_ALPHA) and close(th, SEED004_THETA) \
+    if dh.convention == "mdh" and close(al, UR_MDH_ALPHA) and close(th, UR_MDH_THETA) \
             and close(a[[0, 1, 4, 5]], 0) and close(d[[2, 3, 5]], 0):
         d1, d2, a3, a4, d5 = d[0], d[1], a[2], a[3], d[4]
     elif dh.convention == "dh" and close(al, UR_DH_ALPHA) and close(th, 0) \
@@ -72,7 +73,7 @@ def _detect_ur_geometry(robot: RobotModel) -> URGeometry | None:
         d1, d2, a3, a4, d5 = d[0], d[3], -a[1], -a[2], d[4]
     else:
         return None
-    fixed = _seed004_chain(d2, a3, a4, d5)
+    fixed = _ur_mdh_chain(d2, a3, a4, d5)
     base = trans(z=d1)
     zero = np.zeros(6)
     flange = np.linalg.inv(base @ chain_frames(fixed, np.zeros(6, np.int8), zero)[-1]) @ forward_kinematics(robot, zero)
@@ -113,7 +114,7 @@ def _frame6_solutions(g: URGeometry, T06: np.ndarray) -> tuple[np.ndarray, np.nd
     t2 = np.arctan2(M2 * M3 - g.a4 * s3 * M4, M2 * M4 + g.a4 * s3 * M3)  # eq. 7
     t4 = np.arctan2(s234, c234) - t2 - t3  # eq. 8
     theta = np.stack([t1, t2, t3, t4, t5, t6], axis=-1)
-    q = _wrap(theta - SEED004_THETA)  # the equations give the DH angle; the joint angle excludes the offset
+    q = _wrap(theta - UR_MDH_THETA)  # the equations give the DH angle; the joint angle excludes the offset
     return q.reshape(M, 8, 6), ok.reshape(M, 8)
 
 

@@ -37,7 +37,6 @@ BASE_NAMES = ("base_x", "base_y", "base_z", "base_rx", "base_ry", "base_rz")
 TOOL_NAMES = ("tool_x", "tool_y", "tool_z")  # the first target's position
 ANGLE_PREFIXES = ("alpha", "theta", "beta", "base_r")
 ANGLE_SUFFIXES = ("_rx", "_ry", "_rz")
-PRESET_ALIASES = {"seed004": "li2023"}  # the old name of the paper's parameter set, still accepted
 
 
 def is_angle_name(name: str) -> bool:
@@ -490,13 +489,12 @@ def preset_free_names(gm: GeometricModel, preset: str, *, identify_base: bool = 
                       identify_tool: bool = False) -> list[str]:
     """Names of the parameters to identify.
 
-    ``li2023`` (formerly ``seed004``): the frame 0 is built on joint 1 and the end frame on joint 6 (Li et al. 2023 section
+    ``li2023``: the frame 0 is built on joint 1 and the end frame on joint 6 (Li et al. 2023 section
     1.1.1), so row 1 and d/theta of the last row are exact by construction; every other row value
     is identified (18 for a 6-axis arm). ``all``: every DH value. Hayati betas are always free.
     Structurally redundant parameters are removed later by the identifiability analysis.
     """
     n = gm.dof
-    preset = PRESET_ALIASES.get(preset, preset)
     if preset == "li2023":
         names = []
         for i in range(1, n):

@@ -2,7 +2,7 @@
 laser tracker that measures its target ball with AT960-class noise.
 
 Measuring goes through the small ``PoseMeasurer`` interface (move to q, read the tracker), so the
-simulated cell and a real robot + tracker (through the acquisition daemon, issue 3) are
+simulated cell and a real robot + tracker (through the acquisition daemon) are
 interchangeable for ``robodyn calibrate measure``.
 
 Noise model. Leica specifies the AT960 as U_xyz = +-(15 um + 6 um/m) maximum permissible error.
@@ -20,9 +20,10 @@ from typing import Protocol
 
 import numpy as np
 
-from .combined import MeasurementSet
+from .methods import MeasurementSet
 from .parameters import GeometricModel, geometric_model
-from .seed004 import TABLE3_COMBINED, TABLE3_STIFFNESS, UR5_SEED004_MODEL, table_to_si
+from .li2023 import TABLE3_COMBINED, TABLE3_STIFFNESS, table_to_si
+from .robots import UR5_LI2023_MODEL
 from .parameters import all_target_positions, robot_for
 from .stiffness import Load, deflected_positions, joint_deflection
 
@@ -100,13 +101,14 @@ def measure_poses(measurer: PoseMeasurer, q: np.ndarray, load: Load | None = Non
 # --------------------------------------------------------------------------- the Li et al. 2023 UR5
 
 
-def load_seed004_robot():
+def load_ur5_li2023():
+    """The UR5 in Li et al. 2023's frames (Table 2), the nominal model of the paper's experiment."""
     from robodyn.robot.loader import model_from_toml
 
-    return model_from_toml(UR5_SEED004_MODEL)
+    return model_from_toml(UR5_LI2023_MODEL)
 
 
-def seed004_true_parameters(gm: GeometricModel) -> np.ndarray:
+def ur5_li2023_truth(gm: GeometricModel) -> np.ndarray:
     """gm's nominal vector with the rows replaced by Li et al. 2023 Table 3 (combined identification).
 
     The deviations from Table 2 are the paper's own estimate of a real UR5: up to 0.53 mm and 0.34
@@ -119,18 +121,18 @@ def seed004_true_parameters(gm: GeometricModel) -> np.ndarray:
     return truth
 
 
-def seed004_cell(*, seed: int = 0, tool_offset=DEFAULT_TOOL_OFFSET, tracker_position=DEFAULT_TRACKER_POSITION,
-                 noise: TrackerNoise = TrackerNoise(), base_error=None, tool_error=None,
-                 hayati_rows=()) -> tuple[GeometricModel, SimulatedCell]:
+def ur5_li2023_cell(*, seed: int = 0, tool_offset=DEFAULT_TOOL_OFFSET, tracker_position=DEFAULT_TRACKER_POSITION,
+                    noise: TrackerNoise = TrackerNoise(), base_error=None, tool_error=None,
+                    hayati_rows=()) -> tuple[GeometricModel, SimulatedCell]:
     """The nominal calibration model and a simulated cell whose UR5 is Li et al.'s Table 3 robot.
 
     ``base_error`` (6: x y z m, rx ry rz rad) misaligns the true base against the nominal one and
     ``tool_error`` (3, m) displaces the true ball from its nominal offset: the errors of a real set-up
     that the base and tool parameters absorb.
     """
-    robot = load_seed004_robot()
+    robot = load_ur5_li2023()
     gm = geometric_model(robot, tool_offset=tool_offset, hayati_rows=hayati_rows)
-    truth = seed004_true_parameters(gm)
+    truth = ur5_li2023_truth(gm)
     if base_error is not None:
         truth[gm.indices(("base_x", "base_y", "base_z", "base_rx", "base_ry", "base_rz"))] += np.asarray(base_error, float)
     if tool_error is not None:

@@ -26,7 +26,11 @@ from robodyn.robot.model import RobotModel
 
 from .parameters import (GeometricModel, all_target_positions, base_transform, robot_for, target_positions,
                          tool_offset)
+from .planning import select_d_optimal
 
+# N·m/rad: the stiffness a joint keeps where the data cannot resolve it, and the scale of the
+# compliance fit; Li et al. 2023 start every joint from this value (their Table 3)
+PRIOR_STIFFNESS = 50000.0
 DEFLECTION_TOL = 1e-13  # rad: fixed-point stop, far below any measurable angle
 DEFLECTION_MAX_ITER = 50
 
@@ -227,3 +231,12 @@ def _refine_compliance(gm, params, q, seen, targets, delta_p, load, c0, ident) -
     c = c0.copy()
     c[idx] = sol.x * scale
     return c
+
+
+def loaded_subset(gm, q: np.ndarray, load: Load, count: int) -> np.ndarray:
+    """Indices of the ``count`` poses that best determine the joint compliances (D-optimal on the
+    eq. 20 regressor at the nominal geometry; joints the payload never twists are left out)."""
+    A = compliance_regressor(gm, gm.nominal, q, load).reshape(q.shape[0], 3, gm.dof)
+    norms = np.linalg.norm(A, axis=(0, 1))
+    excited = norms > 1e-3 * norms.max()
+    return np.sort(select_d_optimal(A[:, :, excited] / norms[excited], count))

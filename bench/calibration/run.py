@@ -6,7 +6,7 @@
    simulated robot has exactly the model's physics, so this case measures the algorithms, not the
    model: the paper's own numbers on the real UR5 are printed beside it.
 2. **A heavy arm with gravity sag** (``heavy6``, 165 kg class, FANUC-style coupled J2/J3): the
-   plant of ``calibration/plant.py`` has effects the calibration model lacks (bending links, true
+   plant of ``calibration/heavy_arm.py`` has effects the calibration model lacks (bending links, true
    link masses +-15 % off the model's, a joint-3 tilt no DH parameter expresses, nest errors), is
    measured with 3 SMRs per pose from single-axis sweeps in the tracker's frame, and is judged on
    held-out poses of which many lie beyond the identification joint ranges.
@@ -28,15 +28,15 @@ import time
 
 import numpy as np
 
-from robodyn.calibration.plant import format_comparison, heavy_arm_comparison
-from robodyn.calibration.replay import run_seed004_replay
-from robodyn.calibration.seed004 import TABLE4
+from robodyn.calibration.heavy_arm import format_comparison, heavy_arm_comparison
+from robodyn.calibration.paper_replay import run_paper_replay
+from robodyn.calibration.li2023 import TABLE4
 from robodyn.papers import cite
 
 
 def ur5_case(seed: int) -> dict:
     t0 = time.perf_counter()
-    rep = run_seed004_replay(seed=seed, extra_methods=("combined-gravity",))
+    rep = run_paper_replay(seed=seed, extra_methods=("combined-gravity",))
     rep.pop("_per_pose_mm")
     rows = {}
     for cond in ("no_load", "loaded"):

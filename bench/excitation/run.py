@@ -1,4 +1,4 @@
-"""Excitation design benchmarks (issue 4 "what must be shown"); prints JSON.
+"""Excitation design benchmarks (what the designer must show); prints JSON.
 
     .venv/bin/python bench/excitation/run.py [--case panda|twolink|scara|all] [--grid-points 400]
 

@@ -14,7 +14,7 @@ For each recording the identifying process reports:
   this is what must stay flat with duration;
 * ``recording_mapped_mb``: file pages of the recording resident at the end.
 
-Goals (issue 19): 1 h at 1 kHz on Panda in <= 10 s wall and <= 1 GB peak RSS; working memory flat
+Goals: 1 h at 1 kHz on Panda in <= 10 s wall and <= 1 GB peak RSS; working memory flat
 with duration. Recordings are cached in ``--data-dir`` (default: a temporary directory) so repeated
 runs time identification only; ``--identify-only DIR`` runs just the identifying child on a cached
 recording (for an external timer).

@@ -1,4 +1,4 @@
-"""File size and recorder CPU with and without the ROS 2 channels (issue 18, item 1), side by side.
+"""File size and recorder CPU with and without the ROS 2 channels, side by side.
 
     .venv/bin/python bench/reliability/ros2_channels.py [--seconds 30] [--repeats 3]
 

@@ -5,8 +5,8 @@
 CASE: ``fourier:DURATION:HARMONICS`` or ``sampled:DURATION:RATE``. Prints one JSON line: RSS
 after imports and parsing, peak RSS (VmHWM) after the daemon's validation (plan_run: the
 trajectory and the move to its start), the increase, seconds, the validation cost and the
-verdict. ``one-pass`` validates with the validator as it was before issue 17 (robodyn/limits.py
-at commit 6f94e21, read from git), the reference the windowed one is compared with.
+verdict. ``one-pass`` validates with the validator as it was before windowed validation
+(robodyn/limits.py at commit 6f94e21, read from git), the reference the windowed one is compared with.
 """
 
 from __future__ import annotations

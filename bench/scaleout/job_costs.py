@@ -27,8 +27,8 @@ from robodyn.cli import main as robodyn
 from robodyn.identification.base_params import base_parameters
 from robodyn.identification.metaheuristic import StribeckFitness, joint_major_data, simulated_recording
 from robodyn.identification.regressor import ColumnSpec
-from robodyn.identification.scaleout import calibrate_job
-from robodyn.identification.scaleout.tasks import execute
+from robodyn.scaleout import calibrate_job
+from robodyn.scaleout.tasks import execute
 from robodyn.robot.loader import load_model
 
 LOAD = "4.678,0,-0.03686,0.02985"
@@ -56,11 +56,11 @@ def stribeck_population(repeat: int = 3) -> dict:
 def calibrate_cost(repeat: int = 3) -> dict:
     with tempfile.TemporaryDirectory(prefix="robodyn-bench-") as tmp:
         d = Path(tmp)
-        assert robodyn(["calibrate", "plan", "--poses", "40", "--loaded", "16", "--seed", "2",
+        assert robodyn(["calibrate", "plan", "--robot", "ur5_li2023", "--poses", "40", "--loaded", "16", "--seed", "2",
                         "--out", str(d / "plan.json")]) == 0
         assert robodyn(["calibrate", "measure", str(d / "plan.json"), "--out", str(d / "m.csv")]) == 0
         assert robodyn(["calibrate", "measure", str(d / "plan.json"), "--load", LOAD, "--out", str(d / "l.csv")]) == 0
-        spec = calibrate_job(d / "m.csv", loaded=d / "l.csv", args=["--method", "combined"])
+        spec = calibrate_job(d / "m.csv", loaded=d / "l.csv", options={"robot": "ur5_li2023", "method": "combined"})
         runs = [execute(spec, 1) for _ in range(repeat)]
     assert all(r.ok for r in runs), [r.error for r in runs]
     return {"poses": 40, "loaded_poses": 16, "method": "combined", "seconds": [r.elapsed_s for r in runs],

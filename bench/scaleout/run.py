@@ -1,4 +1,4 @@
-"""Scale-out benchmark (issue 10): multi-start excitation design, 16 starts, 1 worker vs 2 workers.
+"""Scale-out benchmark: multi-start excitation design, 16 starts, 1 worker vs 2 workers.
 
     .venv/bin/python bench/scaleout/run.py [--starts 16] [--ray] [--out bench/scaleout/result.json]
 
@@ -34,8 +34,8 @@ from robodyn.identification import optimizers as opt
 from robodyn.identification.excitation import DesignRequest
 from robodyn.identification.excitation.designer import optimize_starts
 from robodyn.identification.metaheuristic import QuadraticFitness
-from robodyn.identification.scaleout import JobSpec, LocalExecutor, RayExecutor
-from robodyn.identification.scaleout.excitation import result_from_doc, start_jobs
+from robodyn.scaleout import JobSpec, LocalExecutor, RayExecutor
+from robodyn.scaleout.excitation import result_from_doc, start_jobs
 from robodyn.robot.loader import load_model
 
 

@@ -219,7 +219,7 @@ def design_excitation(model: RobotModel, request: DesignRequest | None = None, *
     """Design an excitation trajectory for ``model``. Raises InfeasibleDesign naming every
     constraint that cannot be met, ValueError for malformed requests.
 
-    ``executor`` (a :mod:`robodyn.identification.scaleout` executor) runs the ``starts`` on its
+    ``executor`` (a :mod:`robodyn.scaleout` executor) runs the ``starts`` on its
     workers, one task per start; the result equals the in-process one for the same seed (except
     under ``time_limit``, which then bounds each start instead of all of them together)."""
     req = request or DesignRequest()
@@ -231,9 +231,7 @@ def design_excitation(model: RobotModel, request: DesignRequest | None = None, *
     else:
         if callback is not None:
             raise ValueError("callback: progress callbacks run in-process only; pass either callback or executor")
-        from ..scaleout.excitation import run_starts
-
-        result = run_starts(executor, model, req)
+        result = executor.run_excitation_starts(model, req)  # a robodyn.scaleout executor
     z = result.x
     if not result.feasible:
         report = nonlinear_report(model, family, basis, z, req.cartesian, req.torque_limits, req.margin)

@@ -9,7 +9,7 @@ BATCH.json (see docs/scaling.md)::
      "jobs": [{"kind": "identify", "job_id": "arm07", "payload": {"robot": "panda",
                 "recordings": ["/data/arm07.mcap"], "config": {"method": "wls"}}},
               {"kind": "calibrate", "payload": {"measurements": "m.csv", "loaded": "l.csv",
-                "args": ["--method", "combined"]}}]}
+                "options": {"robot": "ur5_li2023", "method": "combined"}}}]}
 
 Results go to DIR/<job_id>.json (robodyn.scaleout.result); ids already there are skipped, so a
 batch interrupted at any point is finished by running the same command again.
@@ -17,9 +17,7 @@ batch interrupted at any point is finished by running the same command again.
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 from robodyn.cli import print_json
 
@@ -43,26 +41,15 @@ def register(sub) -> None:
 
 
 def cmd_run(args) -> int:
-    from robodyn.identification.scaleout.batch import job_specs, run_batch
-    from robodyn.identification.scaleout.executors import make_executor
-    from robodyn.identification.scaleout.jobs import ResultStore, RetryPolicy
+    from robodyn.scaleout.batch import run_batch_file
 
-    try:
-        doc = json.loads(Path(args.batch).read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{args.batch}: not JSON ({exc})") from None
-    specs = job_specs(doc)
-    store = ResultStore(args.out)
-    policy = RetryPolicy(max_attempts=args.max_attempts)
-    cluster = args.cluster or doc.get("cluster")
-    todo = sum(store.get(s.job_id) is None for s in specs)
-    with make_executor(cluster, args.workers or doc.get("workers"), policy) as executor, \
-            bars.bar(args, total=todo, desc="jobs", unit="job") as b:
-        results = run_batch(executor, specs, store, policy, on_result=lambda r: b.update(1))
-    summary = {"out": str(args.out), "cluster": cluster or "local", "jobs": len(results),
-               "ok": sum(r.ok for r in results),
-               "results": [{"job_id": r.job_id, "kind": r.kind, "ok": r.ok, "attempts": r.attempts,
-                            "elapsed_s": r.elapsed_s, "error": r.error} for r in results]}
+    with bars.bar(args, total=None, desc="jobs", unit="job") as b:
+        def progress(done, total):
+            b.total = total
+            b.update(1)
+
+        summary = run_batch_file(args.batch, args.out, cluster=args.cluster, workers=args.workers,
+                                 max_attempts=args.max_attempts, progress=progress)
     if args.json:
         print_json(summary)
     else:

@@ -6,9 +6,10 @@ import sys
 import numpy as np
 import pytest
 
-from robodyn.calibration.files import load_robot, result_from_dict
+from robodyn.calibration.result_file import result_from_dict
+from robodyn.calibration.robots import load_robot
 from robodyn.calibration.parameters import robot_for
-from robodyn.calibration.replay import format_replay
+from robodyn.calibration.paper_replay import format_replay
 from robodyn.cli import main
 from robodyn.robot.kinematics import forward_kinematics
 from robodyn.robot.urdf import model_from_urdf
@@ -94,7 +95,6 @@ def test_export_urdf_reproduces_the_calibrated_kinematics(calibrated, capsys):
     q = np.random.default_rng(0).uniform(-2, 2, size=(10, 6))
     assert np.allclose(forward_kinematics(model, q), forward_kinematics(robot_for(result.gm, result.params), q), atol=1e-12)
     assert not np.allclose(forward_kinematics(model, q), forward_kinematics(load_robot("ur5_li2023"), q), atol=1e-5)
-    assert load_robot("ur5_seed004").name == "ur5_li2023"  # the old name of the shipped model still loads
     assert "joint stiffness" in path.read_text()
 
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from robodyn.calibration.collect import FileSource, SimulatedTrackerServer, TcpSource
-from robodyn.calibration.files import load_measurements
-from robodyn.calibration.seed004 import UR5_SEED004_MODEL
-from robodyn.calibration.simulation import TrackerNoise, seed004_cell
+from robodyn.calibration.measurement_csv import load_measurements
+from robodyn.calibration.robots import UR5_LI2023_MODEL
+from robodyn.calibration.simulation import TrackerNoise, ur5_li2023_cell
 from robodyn.cli import main
 from robodyn.tools.testing.local_daemon import LocalDaemon
 
@@ -76,7 +76,7 @@ def test_tcp_source_skips_late_replies_and_reports_refusals():
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    d = LocalDaemon(tmp_path_factory.mktemp("collect"), robot=str(UR5_SEED004_MODEL), driver_options={"speed": 0.0})
+    d = LocalDaemon(tmp_path_factory.mktemp("collect"), robot=str(UR5_LI2023_MODEL), driver_options={"speed": 0.0})
     yield d
     d.stop()
 
@@ -84,7 +84,7 @@ def daemon(tmp_path_factory):
 def test_collect_through_the_daemon_with_a_dropped_measurement(daemon, tmp_path, capsys):
     plan = tmp_path / "plan.json"
     assert main(["calibrate", "plan", "--robot", "ur5_li2023", "--poses", "6", "--seed", "3", "--out", str(plan)]) == 0
-    gm, cell = seed004_cell(seed=4, noise=TrackerNoise(15e-6, 6e-6))
+    gm, cell = ur5_li2023_cell(seed=4, noise=TrackerNoise(15e-6, 6e-6))
     out = tmp_path / "collected.csv"
     capsys.readouterr()
     with SimulatedTrackerServer(daemon.control, cell.robot, cell.tracker, drop={"P003"}) as tracker:

@@ -1,20 +1,20 @@
 import numpy as np
 import pytest
 
-from robodyn.calibration.combined import MeasurementSet, calibrate
-from robodyn.calibration.files import (load_measurements, measurement_frame, result_from_dict, result_to_dict,
-                                       write_measurements_csv)
+from robodyn.calibration.methods import MeasurementSet, calibrate
+from robodyn.calibration.measurement_csv import load_measurements, measurement_frame, write_measurements_csv
+from robodyn.calibration.result_file import result_from_dict, result_to_dict
 from robodyn.calibration.planning import sample_poses
-from robodyn.calibration.simulation import measure_poses, seed004_cell
+from robodyn.calibration.simulation import measure_poses, ur5_li2023_cell
 from robodyn.calibration.stiffness import Load
 from robodyn.robot.kinematics import rot_z, trans
 
 
 @pytest.fixture(scope="module")
-def cell_and_meas(seed004_robot, seed004_setup, seed004_cube):
-    cube, q_ref = seed004_cube
-    q = sample_poses(seed004_robot, seed004_setup, cube, 30, q_ref, seed=31).q
-    gm, cell = seed004_cell(seed=2)
+def cell_and_meas(ur5_robot, ur5_setup, ur5_cube):
+    cube, q_ref = ur5_cube
+    q = sample_poses(ur5_robot, ur5_setup, cube, 30, q_ref, seed=31).q
+    gm, cell = ur5_li2023_cell(seed=2)
     return gm, cell, measure_poses(cell, q)
 
 

@@ -1,10 +1,10 @@
-"""The heavy arm with gravity sag (calibration/plant.py: bending links, true masses off the model's,
+"""The heavy arm with gravity sag (calibration/heavy_arm.py: bending links, true masses off the model's,
 a joint tilt no DH parameter expresses): methods that model the deflection under the links' own
 weight against those that do not, on held-out poses beyond the identification ranges, side by side."""
 
 import pytest
 
-from robodyn.calibration.plant import format_comparison, heavy_arm_comparison
+from robodyn.calibration.heavy_arm import format_comparison, heavy_arm_comparison
 
 WITH_LINK_GRAVITY = ("combined", "combined-gravity")
 WITHOUT_LINK_GRAVITY = ("geometric", "geometric-stiffness")

@@ -1,21 +1,21 @@
 import numpy as np
 import pytest
 
-from robodyn.calibration.combined import usable_free_names
+from robodyn.calibration.methods import usable_free_names
 from robodyn.calibration.identifiability import (analyse_identifiability, generic_configurations, metric_columns,
                                                  observability_indices, structural_redundancies)
 from robodyn.calibration.parameters import (geometric_model, parallel_axis_rows, parameter_jacobian,
                                             preset_free_names)
 from robodyn.calibration.planning import sample_poses, select_d_optimal
-from robodyn.calibration.simulation import seed004_true_parameters
+from robodyn.calibration.simulation import ur5_li2023_truth
 from robodyn.robot.loader import load_model
 
 NOISE = 27e-6  # AT960 15 um + 6 um/m at about 2 m
 
 
 @pytest.fixture(scope="module")
-def gm(seed004_robot):
-    return geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03))
+def gm(ur5_robot):
+    return geometric_model(ur5_robot, tool_offset=(0.04, 0.04, 0.03))
 
 
 def test_paper_claim_all_18_identifiable_fails_at_the_nominal_geometry(gm):
@@ -33,7 +33,7 @@ def test_paper_claim_all_18_identifiable_fails_at_the_nominal_geometry(gm):
 def test_at_the_true_geometry_all_18_have_full_rank_but_are_ill_conditioned(gm):
     # seed 004's argument: the tilts (alpha3 = 0.04 deg, alpha4 = -0.24 deg) separate d2, d3, d4 -- barely
     names = preset_free_names(gm, "li2023")
-    truth = seed004_true_parameters(gm)
+    truth = ur5_li2023_truth(gm)
     q = generic_configurations(gm, 50)
     rep = analyse_identifiability(gm, truth, q, names, NOISE)
     assert rep.rank == 18
@@ -57,9 +57,9 @@ def test_structural_redundancies_with_base_tool_and_standard_dh(gm):
     assert red_dh == {"d3", "d4", "theta6"}
 
 
-def test_hayati_betas_are_independent_where_the_d_columns_are_not(seed004_robot):
-    plain = geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03))
-    gm = geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03), hayati_rows=parallel_axis_rows(plain))
+def test_hayati_betas_are_independent_where_the_d_columns_are_not(ur5_robot):
+    plain = geometric_model(ur5_robot, tool_offset=(0.04, 0.04, 0.03))
+    gm = geometric_model(ur5_robot, tool_offset=(0.04, 0.04, 0.03), hayati_rows=parallel_axis_rows(plain))
     names = preset_free_names(gm, "li2023")
     assert {"beta3", "beta4"} <= set(names)
     usable, dropped, _ = usable_free_names(gm, names)
@@ -68,9 +68,9 @@ def test_hayati_betas_are_independent_where_the_d_columns_are_not(seed004_robot)
     assert rep.rank == len(usable) == 18 and rep.condition_number < 50
 
 
-def test_d_optimal_selection_beats_random_subsets(gm, seed004_robot, seed004_setup, seed004_cube):
-    cube, q_ref = seed004_cube
-    pool = sample_poses(seed004_robot, seed004_setup, cube, 150, q_ref, seed=4).q
+def test_d_optimal_selection_beats_random_subsets(gm, ur5_robot, ur5_setup, ur5_cube):
+    cube, q_ref = ur5_cube
+    pool = sample_poses(ur5_robot, ur5_setup, cube, 150, q_ref, seed=4).q
     usable, _, _ = usable_free_names(gm, preset_free_names(gm, "li2023"))
     idx = gm.indices(usable)
     blocks = metric_columns(parameter_jacobian(gm, gm.nominal, pool)[:, :, idx], gm.angle_mask[idx])

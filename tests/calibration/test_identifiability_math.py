@@ -21,9 +21,9 @@ from robodyn.calibration.parameters import (Target, geometric_model, numeric_par
 
 
 @pytest.fixture(scope="module")
-def two_targets(seed004_robot):
+def two_targets(ur5_robot):
     """A ball off the flange axis and an oriented probe (a 6-DOF target) elsewhere on the flange."""
-    return geometric_model(seed004_robot, targets=[Target("ball", (0.04, 0.04, 0.03)),
+    return geometric_model(ur5_robot, targets=[Target("ball", (0.04, 0.04, 0.03)),
                                                    Target("probe", (-0.03, 0.05, 0.12), oriented=True)])
 
 
@@ -69,9 +69,9 @@ def test_orientation_rows_are_the_finite_difference_of_the_rotation_vector_as_ar
     assert np.all(J[15:, FREE.index("tool_x")] == 0.0) and np.all(J[15:, FREE.index("tool2_y")] == 0.0)
 
 
-def test_contacts_with_a_floor_measure_only_the_height_so_horizontal_motions_are_unobservable(seed004_robot):
+def test_contacts_with_a_floor_measure_only_the_height_so_horizontal_motions_are_unobservable(ur5_robot):
     # one target touching one horizontal plane (index 0), nothing else measured
-    gm = geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03), planes=[("floor", np.eye(4))])
+    gm = geometric_model(ur5_robot, tool_offset=(0.04, 0.04, 0.03), planes=[("floor", np.eye(4))])
     floor_only = Structure(point_targets=(), plane_pairs=((0, 0),))
     q = generic_configurations(gm, 6, seed=5)
     names = ["theta1", "a2", "a3", "theta2", "base_x", "base_y", "base_z", "base_rx", "base_ry", "base_rz"]

@@ -3,23 +3,23 @@
 import numpy as np
 import pytest
 
-from robodyn.calibration.combined import MeasurementSet, calibrate, error_stats, pair_loaded
+from robodyn.calibration.methods import MeasurementSet, calibrate, error_stats, pair_loaded
 from robodyn.calibration.geometric import fit_geometry
 from robodyn.calibration.parameters import parallel_axis_rows, preset_free_names
 from robodyn.calibration.planning import sample_poses
-from robodyn.calibration.replay import loaded_subset
-from robodyn.calibration.seed004 import LOAD_COM, LOAD_MASS
-from robodyn.calibration.simulation import SimulatedTracker, TrackerNoise, measure_poses, seed004_cell
+from robodyn.calibration.stiffness import loaded_subset
+from robodyn.calibration.li2023 import LOAD_COM, LOAD_MASS
+from robodyn.calibration.simulation import SimulatedTracker, TrackerNoise, measure_poses, ur5_li2023_cell
 from robodyn.calibration.stiffness import Load
 
 LOAD = Load(LOAD_MASS, LOAD_COM)
 
 
 @pytest.fixture(scope="module")
-def poses(seed004_robot, seed004_setup, seed004_cube):
-    cube, q_ref = seed004_cube
-    ident = sample_poses(seed004_robot, seed004_setup, cube, 50, q_ref, seed=21).q
-    held = sample_poses(seed004_robot, seed004_setup, cube, 100, q_ref, seed=22).q
+def poses(ur5_robot, ur5_setup, ur5_cube):
+    cube, q_ref = ur5_cube
+    ident = sample_poses(ur5_robot, ur5_setup, cube, 50, q_ref, seed=21).q
+    held = sample_poses(ur5_robot, ur5_setup, cube, 100, q_ref, seed=22).q
     return ident, held
 
 
@@ -30,7 +30,7 @@ def _truth_set(cell, q, load=None):
 def test_base_and_tool_errors_need_their_parameters(poses):
     q, held = poses
     base_error = [3e-4, -2e-4, 1e-4, np.deg2rad(0.01), np.deg2rad(-0.02), np.deg2rad(0.03)]
-    gm, cell = seed004_cell(seed=5, base_error=base_error, tool_error=[2e-4, -1e-4, 3e-4])
+    gm, cell = ur5_li2023_cell(seed=5, base_error=base_error, tool_error=[2e-4, -1e-4, 3e-4])
     noload = measure_poses(cell, q)
     sub = loaded_subset(gm, q, LOAD, 20)
     loaded = measure_poses(cell, q[sub], LOAD)
@@ -45,8 +45,8 @@ def test_base_and_tool_errors_need_their_parameters(poses):
 
 def test_hayati_beta_captures_a_tilt_that_mdh_cannot(poses):
     q, held = poses
-    gm_plain, _ = seed004_cell()
-    gm, cell = seed004_cell(seed=3, hayati_rows=parallel_axis_rows(gm_plain))
+    gm_plain, _ = ur5_li2023_cell()
+    gm, cell = ur5_li2023_cell(seed=3, hayati_rows=parallel_axis_rows(gm_plain))
     cell.robot.params[gm.index("beta3")] = np.deg2rad(0.05)  # joint 3 leans out of the arm plane
     noload = measure_poses(cell, q)
     truth = _truth_set(cell, held)
@@ -60,7 +60,7 @@ def test_hayati_beta_captures_a_tilt_that_mdh_cannot(poses):
 
 def test_robust_loss_ignores_gross_outliers(poses):
     q, held = poses
-    gm, cell = seed004_cell(seed=4)
+    gm, cell = ur5_li2023_cell(seed=4)
     noload = measure_poses(cell, q)
     noload.p[[3, 17, 30]] += [[0.002, 0, 0], [0, -0.0015, 0.001], [0, 0, 0.003]]  # a lost beam, a bumped nest
     truth = _truth_set(cell, held)
@@ -74,7 +74,7 @@ def test_parameter_std_devs_match_the_actual_scatter(poses):
     # run the same identification on independent noise: the spread of the estimates should
     # match the reported standard deviations (within the sampling error of 12 repeats)
     q, _ = poses
-    gm, cell = seed004_cell(seed=0)
+    gm, cell = ur5_li2023_cell(seed=0)
     estimates, stds = [], []
     free = preset_free_names(gm, "li2023")
     free = [n for n in free if n not in ("d3", "d4")]
@@ -96,7 +96,7 @@ def _rigid(cell, q):
 
 def test_too_few_poses_is_refused(poses):
     q, _ = poses
-    gm, cell = seed004_cell()
+    gm, cell = ur5_li2023_cell()
     few = measure_poses(cell, q[:7])
     with pytest.raises(ValueError, match=r"poses: 7 poses give 21 equations for 16 parameters; at least 24 equations \(8 poses"):
         calibrate(gm, few, method="geometric")
@@ -104,7 +104,7 @@ def test_too_few_poses_is_refused(poses):
 
 def test_singular_pose_sets_are_refused(poses):
     q, _ = poses
-    gm, cell = seed004_cell()
+    gm, cell = ur5_li2023_cell()
     same = measure_poses(cell, np.repeat(q[:1], 20, axis=0))
     with pytest.raises(ValueError, match="poses: the identification Jacobian has rank"):
         calibrate(gm, same, method="geometric")
@@ -116,7 +116,7 @@ def test_singular_pose_sets_are_refused(poses):
 
 def test_loaded_set_must_pair_with_unloaded_poses(poses):
     q, _ = poses
-    gm, cell = seed004_cell()
+    gm, cell = ur5_li2023_cell()
     noload = measure_poses(cell, q)
     stray = measure_poses(cell, q[:10] + 0.01, LOAD)
     with pytest.raises(ValueError, match="loaded: pose 'P001' has no unloaded measurement"):
@@ -131,7 +131,7 @@ def test_loaded_set_must_pair_with_unloaded_poses(poses):
 
 def _one_more_pass(gm, result, noload, loaded):
     """Steps 3-6 of the combined method once more, starting from its result: (length, angle) change."""
-    from robodyn.calibration.combined import _change
+    from robodyn.calibration.methods import _change
     from robodyn.calibration.parameters import robot_for
     from robodyn.calibration.stiffness import identify_compliance, joint_deflection
 
@@ -147,7 +147,7 @@ def test_combined_method_iterates_to_its_fixed_point(poses):
     # section 2.1 step 7: the combined method stops where one more pass changes nothing. Cut short
     # (one iteration), the geometry still moves by micrometres and microradians on the next pass.
     q, _ = poses
-    gm, cell = seed004_cell(seed=8)
+    gm, cell = ur5_li2023_cell(seed=8)
     noload = measure_poses(cell, q)
     sub = loaded_subset(gm, q, LOAD, 20)
     loaded = measure_poses(cell, q[sub], LOAD)

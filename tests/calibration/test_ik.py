@@ -2,13 +2,13 @@ import numpy as np
 import pytest
 
 from robodyn.calibration.ik import nominal_ik, ur_geometry, ur_ik
-from robodyn.calibration.seed004 import UR5_SEED004_MODEL
+from robodyn.calibration.robots import UR5_LI2023_MODEL
 from robodyn.robot.kinematics import forward_kinematics
 from robodyn.robot.loader import load_model, model_from_toml
 
 
 def _robot(name):
-    return model_from_toml(UR5_SEED004_MODEL) if name == "ur5_li2023" else load_model(name)
+    return model_from_toml(UR5_LI2023_MODEL) if name == "ur5_li2023" else load_model(name)
 
 
 @pytest.mark.parametrize("name", ["ur5_li2023", "ur5", "ur10e"])

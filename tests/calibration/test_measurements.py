@@ -5,12 +5,12 @@ only the richer measurements make possible."""
 import numpy as np
 import pytest
 
-from robodyn.calibration.combined import calibrate, error_stats
+from robodyn.calibration.methods import calibrate, error_stats
 from robodyn.calibration.geometric import fit_geometry
 from robodyn.calibration.measurements import MeasurementSet, Residual, plane_from_points
 from robodyn.calibration.parameters import (Target, all_target_positions, geometric_model, measurement_jacobians,
                                             parallel_axis_rows, preset_free_names, target_rotations)
-from robodyn.calibration.simulation import load_seed004_robot, seed004_true_parameters
+from robodyn.calibration.simulation import load_ur5_li2023, ur5_li2023_truth
 from robodyn.robot.kinematics import rot_x, rot_y, rotation_error, trans
 from robodyn.robot.loader import load_model
 
@@ -22,7 +22,7 @@ NEST = [Target("A", (0.05, 0.0, 0.04)), Target("B", (-0.025, 0.043, 0.04), orien
 
 @pytest.mark.parametrize("name", ["ur5_li2023", "ur5"])
 def test_position_and_orientation_jacobians_of_every_target_match_finite_differences(name):
-    robot = load_seed004_robot() if name == "ur5_li2023" else load_model(name)
+    robot = load_ur5_li2023() if name == "ur5_li2023" else load_model(name)
     plain = geometric_model(robot, targets=NEST)
     gm = geometric_model(robot, targets=NEST, base=trans(0.4, -0.3, 0.2) @ rot_x(0.4),
                          hayati_rows=parallel_axis_rows(plain))
@@ -59,7 +59,7 @@ def _mixed_set(gm, params, q):
 
 
 def test_weighted_residual_jacobian_of_mixed_measurements_matches_finite_differences():
-    robot = load_seed004_robot()
+    robot = load_ur5_li2023()
     q = RNG.uniform(-2, 2, size=(8, 6))
     gm0 = geometric_model(robot, targets=NEST)
     plane = plane_from_points(all_target_positions(gm0, gm0.nominal, q)[5:, 0]) @ rot_x(0.1) @ trans(z=0.01)
@@ -82,9 +82,9 @@ def test_weighted_residual_jacobian_of_mixed_measurements_matches_finite_differe
 
 
 def test_three_smrs_per_pose_identify_the_nest_and_beat_one():
-    robot = load_seed004_robot()
+    robot = load_ur5_li2023()
     gm = geometric_model(robot, targets=[Target(t.name, t.offset) for t in NEST])
-    truth = seed004_true_parameters(gm)
+    truth = ur5_li2023_truth(gm)
     for k in range(3):
         truth[gm.indices(gm.tool_names(k))] += RNG.normal(scale=2e-4, size=3)
     q = RNG.uniform(-2.5, 2.5, size=(14, 6))
@@ -108,7 +108,7 @@ def test_three_smrs_per_pose_identify_the_nest_and_beat_one():
 
 
 def test_orientation_measurements_reach_what_a_point_on_the_last_axis_cannot():
-    robot = load_seed004_robot()
+    robot = load_ur5_li2023()
     on_axis = Target("probe", (0.0, 0.0, 0.1), oriented=True)
     gm = geometric_model(robot, targets=[on_axis])
     truth = gm.nominal.copy()
@@ -129,9 +129,9 @@ def test_orientation_measurements_reach_what_a_point_on_the_last_axis_cannot():
 
 def test_stated_noise_weights_the_fit():
     # a precise tracker target and a noisy second target: weighting by the stated noise beats equal weights
-    robot = load_seed004_robot()
+    robot = load_ur5_li2023()
     gm = geometric_model(robot, targets=[Target("precise", (0.05, 0.0, 0.04)), Target("coarse", (-0.05, 0.0, 0.04))])
-    truth = seed004_true_parameters(gm)
+    truth = ur5_li2023_truth(gm)
     q = RNG.uniform(-2.5, 2.5, size=(30, 6))
     held = RNG.uniform(-2.5, 2.5, size=(60, 6))
     p = all_target_positions(gm, truth, q)
@@ -147,9 +147,9 @@ def test_stated_noise_weights_the_fit():
 
 
 def test_planar_contacts_identify_the_geometry_without_an_external_sensor():
-    robot = load_seed004_robot()
+    robot = load_ur5_li2023()
     gm0 = geometric_model(robot, tool_offset=(0.0, 0.0, 0.05))
-    truth0 = seed004_true_parameters(gm0)
+    truth0 = ur5_li2023_truth(gm0)
     planes_true = [trans(0.45, 0.0, -0.05), trans(0.5, 0.3, 0.1) @ rot_x(-1.2), trans(0.55, -0.3, 0.1) @ rot_x(1.2)]
     # poses whose tip touches each true plane: numeric IK of the true robot onto points of the planes
     from robodyn.calibration.parameters import robot_for
@@ -182,7 +182,7 @@ def test_planar_contacts_identify_the_geometry_without_an_external_sensor():
     assert np.max(contact) < 1e-6  # every contact back on its plane
     held = RNG.uniform(-2.0, 2.0, size=(60, 6))
     truth_held = MeasurementSet(held, all_target_positions(gm, truth, held))
-    from robodyn.calibration.combined import nominal_result
+    from robodyn.calibration.methods import nominal_result
 
     # distances to the planes fix the geometry up to the rigid motion the planes cannot see
     assert error_stats(result.errors(truth_held))["mean_mm"] < 0.5 * error_stats(nominal_result(gm).errors(truth_held))["mean_mm"]
@@ -191,9 +191,9 @@ def test_planar_contacts_identify_the_geometry_without_an_external_sensor():
 def test_metric_jacobian_is_the_unweighted_residual_slope_with_angles_as_arc_length():
     # rows in metres: a point row is d(position residual)/dp, an orientation row is
     # ANGLE_LENGTH (0.5 m) x d(angle residual)/dp; checked against central differences of the raw residual
-    robot = load_seed004_robot()
+    robot = load_ur5_li2023()
     gm = geometric_model(robot, targets=[NEST[0], NEST[1]])
-    params = seed004_true_parameters(gm)
+    params = ur5_li2023_truth(gm)
     q = RNG.uniform(-2.5, 2.5, size=(4, 6))
     rotation = np.full((4, 2, 3, 3), np.nan)  # target B is the oriented one
     rotation[:, 1] = target_rotations(gm, params, q, target=1)

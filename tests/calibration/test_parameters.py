@@ -4,7 +4,7 @@ import pytest
 from robodyn.calibration.parameters import (geometric_model, numeric_parameter_jacobian, parallel_axis_rows,
                                             parameter_jacobian, preset_free_names, robot_for, rot_y,
                                             target_positions)
-from robodyn.calibration.seed004 import UR5_SEED004_MODEL
+from robodyn.calibration.robots import UR5_LI2023_MODEL
 from robodyn.robot.dynamics import gravity_torques
 from robodyn.robot.kinematics import forward_kinematics, rot_z, trans
 from robodyn.robot.loader import load_model, model_from_toml
@@ -12,7 +12,7 @@ from robodyn.robot.loader import load_model, model_from_toml
 
 def test_shipped_li2023_model_is_the_ur5_with_the_same_joint_angles():
     # Table 2 + flange d6 = UR's DH chain shifted down by d1; the re-expressed link data gives the same gravity
-    seed, ur = model_from_toml(UR5_SEED004_MODEL), load_model("ur5")
+    seed, ur = model_from_toml(UR5_LI2023_MODEL), load_model("ur5")
     q = np.random.default_rng(0).uniform(-3, 3, size=(40, 6))
     assert np.allclose(trans(z=0.089159) @ forward_kinematics(seed, q), forward_kinematics(ur, q), atol=1e-12)
     assert np.allclose(gravity_torques(seed, q), gravity_torques(ur, q), atol=1e-9)
@@ -22,7 +22,7 @@ def test_shipped_li2023_model_is_the_ur5_with_the_same_joint_angles():
 
 @pytest.mark.parametrize("name", ["ur5_li2023", "ur5", "scara", "panda"])
 def test_target_positions_are_the_shared_forward_kinematics(name):
-    robot = model_from_toml(UR5_SEED004_MODEL) if name == "ur5_li2023" else load_model(name)
+    robot = model_from_toml(UR5_LI2023_MODEL) if name == "ur5_li2023" else load_model(name)
     base = trans(1.0, -2.0, 0.3) @ rot_z(0.7)
     tool = np.array([0.03, -0.02, 0.05])
     gm = geometric_model(robot, tool_offset=tool, base=base)
@@ -35,7 +35,7 @@ def test_target_positions_are_the_shared_forward_kinematics(name):
 @pytest.mark.parametrize("name", ["ur5_li2023", "ur5", "scara"])
 def test_analytic_parameter_jacobian_matches_finite_differences(name):
     # seed 004 eqs. 10-13 for MDH, their standard-DH counterparts, prismatic joints, Hayati betas, base, tool
-    robot = model_from_toml(UR5_SEED004_MODEL) if name == "ur5_li2023" else load_model(name)
+    robot = model_from_toml(UR5_LI2023_MODEL) if name == "ur5_li2023" else load_model(name)
     plain = geometric_model(robot)
     gm = geometric_model(robot, tool_offset=(0.03, 0.04, 0.05), base=trans(0.5, 0.2, 0.1) @ rot_z(-1.0),
                          hayati_rows=parallel_axis_rows(plain))
@@ -46,7 +46,7 @@ def test_analytic_parameter_jacobian_matches_finite_differences(name):
 
 
 def test_hayati_beta_tilts_the_next_axis_about_y():
-    robot = model_from_toml(UR5_SEED004_MODEL)
+    robot = model_from_toml(UR5_LI2023_MODEL)
     gm = geometric_model(robot, hayati_rows=parallel_axis_rows(geometric_model(robot)))
     assert gm.hayati_rows == (2, 3)  # MDH rows 3 and 4: joints 3 and 4 are parallel to their predecessors
     p = gm.nominal.copy()
@@ -62,8 +62,8 @@ def test_hayati_beta_tilts_the_next_axis_about_y():
     assert not np.allclose(target_positions(gm, p, q), target_positions(gm, gm.nominal, q))
 
 
-def test_seed004_preset_is_the_papers_18_parameters():
-    gm = geometric_model(model_from_toml(UR5_SEED004_MODEL))
+def test_li2023_preset_is_the_papers_18_parameters():
+    gm = geometric_model(model_from_toml(UR5_LI2023_MODEL))
     names = preset_free_names(gm, "li2023")
     assert names == ["alpha2", "a2", "d2", "theta2", "alpha3", "a3", "d3", "theta3", "alpha4", "a4", "d4", "theta4",
                      "alpha5", "a5", "d5", "theta5", "alpha6", "a6"]
@@ -92,13 +92,13 @@ def test_bad_model_input_names_the_field():
         gm.index("d9")
 
 
-def test_shipped_seed004_file_is_what_its_generator_writes(capsys):
+def test_shipped_ur5_li2023_file_is_what_its_generator_writes(capsys):
     import runpy
     from pathlib import Path
 
     script = Path(__file__).parents[2] / "bench" / "calibration_make_ur5_li2023.py"
     runpy.run_path(str(script), run_name="not_main")["main"]()
-    assert capsys.readouterr().out == UR5_SEED004_MODEL.read_text()
+    assert capsys.readouterr().out == UR5_LI2023_MODEL.read_text()
 
 
 def test_oriented_target_frame_is_its_nominal_rotation_plus_zero_corrections():
@@ -106,7 +106,7 @@ def test_oriented_target_frame_is_its_nominal_rotation_plus_zero_corrections():
     from robodyn.robot.kinematics import rot_x
 
     R = rot_x(0.3)[:3, :3] @ rot_y(-0.2)[:3, :3]
-    robot = model_from_toml(UR5_SEED004_MODEL)
+    robot = model_from_toml(UR5_LI2023_MODEL)
     gm = geometric_model(robot, targets=[Target("B", (0.01, 0.02, 0.03), oriented=True, rotation=tuple(map(tuple, R)))])
     assert gm.nominal[gm.indices(gm.tool_rotation_names(0))].tolist() == [0.0, 0.0, 0.0]
     T = tool_transform(gm, gm.nominal, 0)

@@ -21,24 +21,24 @@ def test_segment_distance_matches_dense_sampling():
     assert np.isclose(segment_distance(np.zeros(3), np.zeros(3), np.array([0, 2.0, 0]), np.array([0, 3.0, 0])), 2.0)
 
 
-def test_test_cube_and_poses_pass_every_check(seed004_robot, seed004_setup, seed004_cube):
-    cube, q_ref = seed004_cube
+def test_test_cube_and_poses_pass_every_check(ur5_robot, ur5_setup, ur5_cube):
+    cube, q_ref = ur5_cube
     assert 0.2 < cube.edge < 0.8  # UR5 reach 850 mm (seed 004); the ball faces a tracker 2 m away
-    poses = sample_poses(seed004_robot, seed004_setup, cube, 40, q_ref, seed=3)
-    checks = check_configurations(seed004_robot, poses.q, seed004_setup)
+    poses = sample_poses(ur5_robot, ur5_setup, cube, 40, q_ref, seed=3)
+    checks = check_configurations(ur5_robot, poses.q, ur5_setup)
     assert checks["valid"].all()
     assert np.all(np.abs(poses.positions - cube.center) <= cube.edge / 2 + 1e-12)
-    T = forward_kinematics(seed004_robot, poses.q)
-    ball = T[:, :3, :3] @ np.array(seed004_setup.tool_offset) + T[:, :3, 3]
+    T = forward_kinematics(ur5_robot, poses.q)
+    ball = T[:, :3, :3] @ np.array(ur5_setup.tool_offset) + T[:, :3, 3]
     assert np.allclose(ball, poses.positions, atol=1e-9)
-    again = sample_poses(seed004_robot, seed004_setup, cube, 40, q_ref, seed=3)
+    again = sample_poses(ur5_robot, ur5_setup, cube, 40, q_ref, seed=3)
     assert np.array_equal(again.q, poses.q)  # deterministic by seed
-    assert not np.allclose(sample_poses(seed004_robot, seed004_setup, cube, 40, q_ref, seed=4).q, poses.q)
+    assert not np.allclose(sample_poses(ur5_robot, ur5_setup, cube, 40, q_ref, seed=4).q, poses.q)
 
 
-def test_checks_reject_singular_colliding_hidden_and_buried_configurations(seed004_robot, seed004_setup, seed004_cube):
-    _, q_ref = seed004_cube
-    assert check_configurations(seed004_robot, q_ref, seed004_setup)["valid"][0]
+def test_checks_reject_singular_colliding_hidden_and_buried_configurations(ur5_robot, ur5_setup, ur5_cube):
+    _, q_ref = ur5_cube
+    assert check_configurations(ur5_robot, q_ref, ur5_setup)["valid"][0]
     wrist = q_ref.copy()
     wrist[4] = 0.0  # joint 5 at zero: joints 4 and 6 line up
     elbow = q_ref.copy()
@@ -49,7 +49,7 @@ def test_checks_reject_singular_colliding_hidden_and_buried_configurations(seed0
     away[0] += np.pi  # the ball now faces away from the tracker
     down = q_ref.copy()
     down[1] += np.deg2rad(-100.0)  # upper arm into the table
-    checks = check_configurations(seed004_robot, np.array([wrist, elbow, folded, away, down]), seed004_setup)
+    checks = check_configurations(ur5_robot, np.array([wrist, elbow, folded, away, down]), ur5_setup)
     assert not checks["nonsingular"][0] and not checks["nonsingular"][1]
     assert not checks["collision_free"][2]
     assert not checks["line_of_sight"][3]
@@ -57,8 +57,8 @@ def test_checks_reject_singular_colliding_hidden_and_buried_configurations(seed0
     assert not checks["valid"].any()
 
 
-def test_iso9283_points_lie_on_the_diagonal_plane_at_ten_percent(seed004_cube):
-    cube, _ = seed004_cube
+def test_iso9283_points_lie_on_the_diagonal_plane_at_ten_percent(ur5_cube):
+    cube, _ = ur5_cube
     P = iso9283_points(cube)
     assert np.allclose(P[0], cube.center)
     h = cube.edge / 2
@@ -70,18 +70,18 @@ def test_iso9283_points_lie_on_the_diagonal_plane_at_ten_percent(seed004_cube):
     assert np.allclose((P[:, 1] - cube.center[1]) - (P[:, 2] - cube.center[2]), 0.0)
 
 
-def test_flange_targets_point_the_ball_at_the_tracker(seed004_setup):
+def test_flange_targets_point_the_ball_at_the_tracker(ur5_setup):
     p = np.array([[0.5, 0.1, 0.2], [0.4, -0.2, 0.3]])
-    T = flange_targets(seed004_setup, p, np.zeros(2), np.zeros(2), np.array([0.0, 1.0]))
-    opening = T[:, :3, :3] @ np.array(seed004_setup.smr_axis)
-    beam = np.array(seed004_setup.tracker_position) - p
+    T = flange_targets(ur5_setup, p, np.zeros(2), np.zeros(2), np.array([0.0, 1.0]))
+    opening = T[:, :3, :3] @ np.array(ur5_setup.smr_axis)
+    beam = np.array(ur5_setup.tracker_position) - p
     assert np.allclose(opening, beam / np.linalg.norm(beam, axis=1, keepdims=True))
-    assert np.allclose(T[:, :3, :3] @ np.array(seed004_setup.tool_offset) + T[:, :3, 3], p)
+    assert np.allclose(T[:, :3, :3] @ np.array(ur5_setup.tool_offset) + T[:, :3, 3], p)
 
 
-def test_plan_round_trips_through_json(seed004_robot, seed004_setup, seed004_cube):
-    cube, q_ref = seed004_cube
-    plan = plan_measurements(seed004_robot, seed004_setup, 12, seed=1, cube=cube, q_ref=q_ref)
+def test_plan_round_trips_through_json(ur5_robot, ur5_setup, ur5_cube):
+    cube, q_ref = ur5_cube
+    plan = plan_measurements(ur5_robot, ur5_setup, 12, seed=1, cube=cube, q_ref=q_ref)
     back = Plan.from_dict(plan.to_dict())
     assert np.array_equal(back.q, plan.q) and back.ids[0] == "P001" and back.setup == plan.setup
     with pytest.raises(ValueError, match="plan"):
@@ -109,7 +109,7 @@ def test_joint_space_plan_for_an_arm_without_closed_form_ik(tmp_path, capsys):
     # heavy6: coupled J2/J3, numeric IK only; the plan draws controller values in the given ranges
     import json
 
-    from robodyn.calibration.files import load_robot
+    from robodyn.calibration.robots import load_robot
     from robodyn.calibration.planning import CellSetup
     from robodyn.cli import main
 

@@ -1,6 +1,6 @@
 """Calibrating a real arm: a heavy arm with a FANUC-style coupled J2/J3 and reversed axes, measured
 with three SMRs per pose in the tracker's frame, goes through identify / evaluate / compensate /
-export-urdf without any hand conversion. The arm is the plant of calibration/plant.py (bending
+export-urdf without any hand conversion. The arm is the plant of calibration/heavy_arm.py (bending
 links, true masses, a joint tilt beyond the DH parameters): the model never matches it exactly."""
 
 import json
@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from robodyn.calibration.files import load_robot
-from robodyn.calibration.plant import (NEST, SWEEP_HOME, SWEEP_SPANS, HeavyArmPlant, HeavyArmTruth, heavy_arm_poses,
+from robodyn.calibration.robots import load_robot
+from robodyn.calibration.heavy_arm import (NEST, SWEEP_HOME, SWEEP_SPANS, HeavyArmPlant, HeavyArmTruth, heavy_arm_poses,
                                        single_axis_sweeps)
 from robodyn.cli import main
 from robodyn.robot.kinematics import forward_kinematics
@@ -125,7 +125,7 @@ def test_export_urdf_of_a_coupled_arm_keeps_the_joint_map_beside_it(arm, capsys,
     assert code == 0 and "arm.toml" in out
     exported = load_model(tmp_path / "arm.toml")
     assert exported.joint_map.describe()[2] == "q3 = -J2 - J3"
-    from robodyn.calibration.files import result_from_dict
+    from robodyn.calibration.result_file import result_from_dict
     from robodyn.calibration.parameters import robot_for
 
     result = result_from_dict(json.loads(calib.read_text()))

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from robodyn.calibration.parameters import geometric_model, robot_for, target_positions
-from robodyn.calibration.seed004 import LOAD_COM, LOAD_MASS, TABLE3_STIFFNESS
-from robodyn.calibration.simulation import seed004_true_parameters
+from robodyn.calibration.li2023 import LOAD_COM, LOAD_MASS, TABLE3_STIFFNESS
+from robodyn.calibration.simulation import ur5_li2023_truth
 from robodyn.calibration.stiffness import (Load, compliance_regressor, deflected_positions, holding_torques,
                                            identify_compliance, joint_deflection, joint_position_jacobian,
                                            payload_holding_torques)
@@ -12,8 +12,8 @@ from robodyn.robot.model import standard_parameters
 
 
 @pytest.fixture(scope="module")
-def gm(seed004_robot):
-    return geometric_model(seed004_robot, tool_offset=(0.04, 0.04, 0.03))
+def gm(ur5_robot):
+    return geometric_model(ur5_robot, tool_offset=(0.04, 0.04, 0.03))
 
 
 def test_payload_torque_by_force_jacobian_equals_rnea_with_the_payload_on_link_6(gm):
@@ -30,7 +30,7 @@ def test_payload_torque_by_force_jacobian_equals_rnea_with_the_payload_on_link_6
 
 
 def test_deflection_is_the_fixed_point_and_its_first_step_is_eq_25(gm):
-    robot = robot_for(gm, seed004_true_parameters(gm))
+    robot = robot_for(gm, ur5_li2023_truth(gm))
     c = 1.0 / TABLE3_STIFFNESS
     load = Load(LOAD_MASS, LOAD_COM)
     q = np.random.default_rng(1).uniform(-2.5, 2.5, size=(20, 6))
@@ -43,7 +43,7 @@ def test_deflection_is_the_fixed_point_and_its_first_step_is_eq_25(gm):
 
 
 def test_linear_deflection_of_eq_20_matches_the_position_change(gm):
-    params = seed004_true_parameters(gm)
+    params = ur5_li2023_truth(gm)
     c = 1.0 / TABLE3_STIFFNESS
     load = Load(LOAD_MASS, LOAD_COM)
     q = np.random.default_rng(2).uniform(-2.5, 2.5, size=(10, 6))
@@ -56,7 +56,7 @@ def test_linear_deflection_of_eq_20_matches_the_position_change(gm):
 
 
 def test_compliance_identification_recovers_the_excited_joints(gm):
-    params = seed004_true_parameters(gm)
+    params = ur5_li2023_truth(gm)
     c_true = 1.0 / TABLE3_STIFFNESS
     load = Load(LOAD_MASS, LOAD_COM)
     q = np.random.default_rng(3).uniform(-2.5, 2.5, size=(25, 6))
@@ -77,11 +77,11 @@ def test_load_given_in_millimetres_is_refused():
 
 def test_gear_play_is_fitted_where_the_data_support_it(gm):
     # a plant with a sharp gear play at joints 2 and 3: the link rests on the flank gravity pushes it to
-    from robodyn.calibration.combined import calibrate, error_stats
+    from robodyn.calibration.methods import calibrate, error_stats
     from robodyn.calibration.measurements import MeasurementSet
     from robodyn.calibration.parameters import preset_free_names
 
-    params = seed004_true_parameters(gm)
+    params = ur5_li2023_truth(gm)
     robot = robot_for(gm, params)
     c = 1.0 / TABLE3_STIFFNESS
     play = np.array([0.0, 4e-4, 3e-4, 0.0, 0.0, 0.0])  # rad

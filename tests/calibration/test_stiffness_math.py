@@ -12,7 +12,7 @@ import pytest
 from scipy.optimize import nnls
 
 from robodyn.calibration.parameters import Target, geometric_model
-from robodyn.calibration.seed004 import LOAD_COM, LOAD_MASS, TABLE3_STIFFNESS
+from robodyn.calibration.li2023 import LOAD_COM, LOAD_MASS, TABLE3_STIFFNESS
 from robodyn.calibration.stiffness import (ComplianceFit, Load, backlash_lean, compliance_regressor,
                                            deflected_positions, holding_torques, identify_compliance,
                                            joint_deflection, payload_holding_torques)
@@ -22,13 +22,13 @@ C_TABLE3 = 1.0 / TABLE3_STIFFNESS  # rad/(N m)
 
 
 @pytest.fixture(scope="module")
-def tilted(seed004_robot):
+def tilted(ur5_robot):
     """Two targets and a base turned and shifted in the measurement frame (as a tracker sees it)."""
     c, s = np.cos(0.7), np.sin(0.7)
     base = np.array([[c, -s, 0.0, 1.2], [s, c, 0.0, -0.4], [0.0, 0.0, 1.0, 0.1], [0.0, 0.0, 0.0, 1.0]])
     tilt = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, np.cos(0.2), -np.sin(0.2), 0.0],
                      [0.0, np.sin(0.2), np.cos(0.2), 0.0], [0.0, 0.0, 0.0, 1.0]])
-    return geometric_model(seed004_robot, base=base @ tilt,
+    return geometric_model(ur5_robot, base=base @ tilt,
                            targets=[Target("ball", (0.04, 0.04, 0.03)), Target("probe", (-0.05, 0.02, 0.15))])
 
 
@@ -46,8 +46,8 @@ def test_gear_play_lean_is_half_the_play_against_the_holding_torque():
     assert not backlash_lean(tau, None, 1.0).any() and not backlash_lean(tau, [0, 0, 0, 0], 1.0).any()
 
 
-def test_deflection_with_gear_play_solves_its_fixed_point_equation(seed004_robot):
-    robot = seed004_robot
+def test_deflection_with_gear_play_solves_its_fixed_point_equation(ur5_robot):
+    robot = ur5_robot
     q = np.random.default_rng(11).uniform(-2.5, 2.5, size=(12, 6))
     load = Load(LOAD_MASS, LOAD_COM)
     play, width = np.array([0.0, 4e-4, 3e-4, 2e-4, 0.0, 0.0]), np.full(6, 0.8)
@@ -57,8 +57,8 @@ def test_deflection_with_gear_play_solves_its_fixed_point_equation(seed004_robot
     assert np.max(np.abs(d[:, 1] + C_TABLE3[1] * tau[:, 1])) > 1e-4  # the play moved joint 2 visibly
 
 
-def test_deflection_by_the_payload_alone_and_by_nothing(seed004_robot):
-    robot = seed004_robot
+def test_deflection_by_the_payload_alone_and_by_nothing(ur5_robot):
+    robot = ur5_robot
     q = np.random.default_rng(12).uniform(-2.5, 2.5, size=(10, 6))
     load = Load(LOAD_MASS, LOAD_COM)
     d = joint_deflection(robot, q, C_TABLE3, load, links=False)

@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from robodyn.calibration.files import write_measurements_csv
+from robodyn.calibration.measurement_csv import write_measurements_csv
 from robodyn.calibration.measurements import MeasurementSet
 from robodyn.calibration.planning import sample_poses
-from robodyn.calibration.simulation import measure_poses, seed004_cell
+from robodyn.calibration.simulation import measure_poses, ur5_li2023_cell
 from robodyn.cli import main
 
 
@@ -22,11 +22,11 @@ def run(capsys, *argv):
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory, seed004_robot, seed004_setup, seed004_cube):
+def files(tmp_path_factory, ur5_robot, ur5_setup, ur5_cube):
     d = tmp_path_factory.mktemp("warnings")
-    cube, q_ref = seed004_cube
-    q = sample_poses(seed004_robot, seed004_setup, cube, 40, q_ref, seed=41).q
-    gm, cell = seed004_cell(seed=6)
+    cube, q_ref = ur5_cube
+    q = sample_poses(ur5_robot, ur5_setup, cube, 40, q_ref, seed=41).q
+    gm, cell = ur5_li2023_cell(seed=6)
     meas = measure_poses(cell, q)
     write_measurements_csv(d / "clean.csv", meas, robot="ur5_li2023", tool=np.array(gm.targets[0].offset))
     bad = MeasurementSet(meas.q, meas.p.copy(), meas.ids)

@@ -4,8 +4,9 @@ identification: round trips, power conservation, the chain rule, model files and
 import numpy as np
 import pytest
 
+from robodyn.robot.absorb import absorb_joint_map
 from robodyn.robot.dynamics import gravity_torques
-from robodyn.robot.joint_map import JointMap, absorb_joint_map
+from robodyn.robot.joint_map import JointMap
 from robodyn.robot.kinematics import forward_kinematics, geometric_jacobian
 from robodyn.robot.loader import load_model, model_from_dict, model_from_toml
 from robodyn.robot.urdf import model_to_urdf

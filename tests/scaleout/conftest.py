@@ -8,7 +8,7 @@ import pytest
 
 from robodyn.cli import main
 from robodyn.identification.metaheuristic import simulated_recording
-from robodyn.identification.scaleout import LocalExecutor
+from robodyn.scaleout import LocalExecutor
 from robodyn.robot.loader import load_model
 
 LOAD = "4.678,0,-0.03686,0.02985"
@@ -90,7 +90,7 @@ def design_request(starts=4):
 
 def identify_specs(executor, recordings):
     """One job per recording (data through the store) and one that must fail (a 6-joint robot)."""
-    from robodyn.identification.scaleout import identify_job
+    from robodyn.scaleout import identify_job
 
     specs = [identify_job("scara", data=executor.put([rec]), config={"method": "ols", "rotor_inertia": False},
                           preprocessed=True, sources=[f"sim-{k}"]) for k, rec in enumerate(recordings)]
@@ -117,7 +117,7 @@ def stribeck_problem(scara, recordings):
 
 def pso_on(executor, problem):
     from robodyn.identification import optimizers as opt
-    from robodyn.identification.scaleout import DistributedFitness
+    from robodyn.scaleout import DistributedFitness
 
     fitness, bounds = problem
     return opt.minimize(DistributedFitness(executor, fitness), bounds, "pso", seed=3,
@@ -125,9 +125,9 @@ def pso_on(executor, problem):
 
 
 def calibrate_specs(fleet):
-    from robodyn.identification.scaleout import calibrate_job
+    from robodyn.scaleout import calibrate_job
 
-    return [calibrate_job(meas, loaded=loaded, args=["--robot", "ur5_li2023", "--method", "combined"])
+    return [calibrate_job(meas, loaded=loaded, options={"robot": "ur5_li2023", "method": "combined"})
             for meas, loaded in fleet]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from robodyn.identification.scaleout.tasks import execute
+from robodyn.scaleout.tasks import execute
 
 
 class CrashAfterWork:

@@ -31,7 +31,7 @@ def batch(tmp_path, recordings, fleet):
                                                      "config": {"method": "ols"}}},
                     {"kind": "calibrate", "job_id": "cell-1",
                      "payload": {"measurements": str(meas), "loaded": str(loaded),
-                                 "args": ["--robot", "ur5_li2023", "--method", "geometric"]}},
+                                 "options": {"robot": "ur5_li2023", "method": "geometric"}}},
                     {"kind": "identify", "job_id": "missing-robot",
                      "payload": {"robot": "no-such-robot", "recordings": [str(npz)]}}]}
     path = tmp_path / "batch.json"

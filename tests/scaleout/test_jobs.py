@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robodyn.identification.scaleout.jobs import (DUPLICATE, KEPT, KINDS, RETRY, JobResult, JobSpec, Ledger, Ref,
-                                                  ResultStore, RetryPolicy, digest)
-from robodyn.identification.scaleout.tasks import HANDLERS
+from robodyn.scaleout.jobs import (DUPLICATE, KEPT, KINDS, RETRY, JobResult, JobSpec, Ledger, Ref,
+                                   ResultStore, RetryPolicy, digest)
+from robodyn.scaleout.tasks import HANDLERS
 
 
 def spec(x=1.0, **kw):
@@ -43,7 +43,7 @@ def test_every_kind_has_a_handler():
 
 
 def test_spec_and_result_round_trip_through_json_documents():
-    j = JobSpec("calibrate", {"measurements": "m.csv", "loaded": None, "args": ["--method", "geometric"]})
+    j = JobSpec("calibrate", {"measurements": "m.csv", "loaded": None, "options": {"method": "geometric"}})
     assert JobSpec.from_dict(j.to_dict()) == j
     r = JobResult(j.job_id, j.kind, True, {"rms": 1e-5}, None, 2, 0.5, "host:1")
     assert JobResult.from_dict(r.to_dict()) == r
@@ -102,3 +102,14 @@ def test_result_store_first_writer_wins(tmp_path):
     assert store.get(a.job_id).value == [1.0, 2.0]
     assert store.job_ids() == [a.job_id]
     assert store.get("absent") is None
+
+
+def test_calibrate_job_takes_library_options_not_command_line_arguments():
+    from robodyn.scaleout.tasks import run_calibrate
+
+    with pytest.raises(ValueError, match="'args'.*'options'"):
+        run_calibrate({"measurements": "m.csv", "loaded": None, "args": ["--robot", "ur5_li2023"]})
+    with pytest.raises(ValueError, match="options: unknown calibration option"):
+        run_calibrate({"measurements": "m.csv", "options": {"robot": "ur5_li2023", "plot": "x.png"}})
+    with pytest.raises(ValueError, match="options.robot: required"):
+        run_calibrate({"measurements": "m.csv", "options": {"method": "geometric"}})

@@ -9,8 +9,8 @@ import numpy as np
 from robodyn.cli import main
 from robodyn.identification.excitation import design_excitation
 from robodyn.identification.pipeline import identify
-from robodyn.identification.scaleout import InlineExecutor, ResultStore, run_batch
-from robodyn.identification.scaleout.jobs import RetryPolicy
+from robodyn.scaleout import InlineExecutor, ResultStore, run_batch
+from robodyn.scaleout.jobs import RetryPolicy
 from robodyn.robot.loader import load_model
 
 from .conftest import assert_close_docs, design_request, identify_specs, same_values, without_volatile
@@ -93,7 +93,7 @@ class _CountingExecutor:
 
 
 def test_distributed_fitness_evaluates_in_row_order(local, stribeck_problem):
-    from robodyn.identification.scaleout import DistributedFitness
+    from robodyn.scaleout import DistributedFitness
 
     fitness, bounds = stribeck_problem
     X = bounds.sample(np.random.default_rng(0), 7)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(240)
 
 @pytest.fixture(scope="module")
 def ray_executor():
-    from robodyn.identification.scaleout import RayExecutor
+    from robodyn.scaleout import RayExecutor
 
     if ray.is_initialized():  # someone else's instance: its CPU count is not ours to assume
         pytest.skip("a Ray instance is already running in this process")

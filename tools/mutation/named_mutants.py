@@ -34,7 +34,7 @@ MUTANTS = [
      'if variant == "icpso" and opts.chaos_steps > 0 and is_premature(',
      'if False and variant == "icpso" and opts.chaos_steps > 0 and is_premature(',
      ["tests/excitation/test_icpso_paper.py", "tests/excitation/test_optimizers.py"]),
-    ("combined calibration cut to one iteration", "calibration/combined.py",
+    ("combined calibration cut to one iteration", "calibration/methods.py",
      "for iterations in range(1, max_iterations + 1):",
      "for iterations in range(1, 2):",
      ["tests/calibration/test_identification.py"]),

@@ -212,7 +212,7 @@ def single_axis_sweeps(home_deg, spans_deg, per_joint: int) -> np.ndarray:
 # --------------------------------------------------------------------------- the comparison
 
 SWEEP_HOME = (0.0, 0.0, 0.0, 0.0, -30.0, 0.0)  # controller deg
-SWEEP_SPANS = ((-40, 40), (-30, 34), (-35, 25), (-90, 90), (-80, 40), (-150, 150))  # J2 -30..+34 as in the issue
+SWEEP_SPANS = ((-40, 40), (-30, 34), (-35, 25), (-90, 90), (-80, 40), (-150, 150))  # J2 -30..+34: the range the heavy-arm case was specified with
 HELD_J2, HELD_J3 = (-35.0, 50.0), (-40.0, 30.0)  # held-out poses reach beyond the identification range
 HEAVY_LOAD = (100.0, (0.0, 0.0, 0.25))  # kg, m in the flange frame (assumed test weight)
 COMPARISON_METHODS = ("nominal", "geometric", "geometric-stiffness", "combined", "combined-gravity")
@@ -224,8 +224,9 @@ def heavy_arm_comparison(seed: int = 0, *, holdout: int = 80, per_joint: int = 6
     in the tracker's frame; a 100 kg test weight on every second pose) and compare them on held-out
     poses that reach beyond the identification range, against the arm's true (noise-free) SMR
     positions, unloaded and loaded. Also combined-gravity on the unloaded sweeps alone."""
-    from .combined import calibrate, error_stats, nominal_result
-    from .files import load_robot, measurement_frame
+    from .methods import calibrate, error_stats, nominal_result
+    from .measurement_csv import measurement_frame
+    from .robots import load_robot
     from .measurements import MeasurementSet
     from .parameters import preset_free_names
 

@@ -1,5 +1,6 @@
-"""Scale-out (issue 10): identification, excitation design and calibration jobs on a local process
-pool or on Ray. See docs/scaling.md.
+"""Scale-out: identification, excitation design and calibration jobs on a local process pool or on
+Ray, calling the identification and calibration library functions (it sits above both). See
+docs/scaling.md.
 
 - ``jobs``        the job specification, the result format, retry policy, ledger, result store
 - ``tasks``       what a worker runs for each job kind

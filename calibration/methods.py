@@ -33,8 +33,7 @@ from .geometric import LOSSES, ROBUST_SCALE, fit_geometry, minimum_equations, re
 from .identifiability import Redundancy, analyse_identifiability, structural_redundancies
 from .measurements import MeasurementSet, Residual, Structure
 from .parameters import GeometricModel, preset_free_names, robot_for, target_positions
-from .seed004 import INITIAL_STIFFNESS
-from .stiffness import Load, holding_torques, identify_compliance, joint_deflection
+from .stiffness import PRIOR_STIFFNESS, Load, holding_torques, identify_compliance, joint_deflection
 
 METHODS = ("nominal", "geometric", "geometric-stiffness", "combined", "combined-gravity")
 CONVERGENCE_LENGTH = 1e-7  # m: step 7's e for lengths
@@ -180,7 +179,7 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
     n = gm.dof
     names = list(free_names) if free_names is not None else preset_free_names(gm, preset)
     free, dropped, notes = usable_free_names(gm, names, noload.structure())
-    prior = np.full(n, 1.0 / INITIAL_STIFFNESS) if prior_compliance is None else np.asarray(prior_compliance, float)
+    prior = np.full(n, 1.0 / PRIOR_STIFFNESS) if prior_compliance is None else np.asarray(prior_compliance, float)
     if prior.shape != (n,) or np.any(prior < 0):
         raise ValueError(f"prior_compliance: expected {n} values >= 0")
     if method == "combined-gravity":
@@ -325,7 +324,7 @@ def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: Measur
     if total < minimum_equations(nx):
         raise ValueError(f"poses: {total} equations for {nx} parameters (geometry and joint compliances); at least "
                          f"{minimum_equations(nx)} are needed")
-    c_scale = 1.0 / INITIAL_STIFFNESS  # compliances in units of the prior: numbers near 1 for the solver
+    c_scale = 1.0 / PRIOR_STIFFNESS  # compliances in units of the prior: numbers near 1 for the solver
 
     def unpack(x):
         params = gm.nominal.copy()

@@ -9,21 +9,16 @@ JSON-ready document:
                       -> the optimizer result of those starts (designer.optimize_starts)
     population        fitness (Ref to a population fitness), X (candidates, rows)
                       -> fitness of each row
-    calibrate         measurements, loaded (CSV files), args (more `robodyn calibrate identify` options)
+    calibrate         measurements, loaded (CSV files), options (robot, method, ...: the options of
+                      `robodyn calibrate identify` as JSON, see calibration.workflow.IdentifyOptions)
                       -> the calibration result document `robodyn calibrate identify` writes
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
-import json
 import pickle
-import tempfile
 import time
 from collections import OrderedDict
-from pathlib import Path
 
 import numpy as np
 
@@ -72,9 +67,9 @@ def _model(ref_or_name):
 
 
 def run_identify(p: dict) -> dict:
-    from ..daemon_jobs import _config_from_dict  # the daemon's parser of the same JSON config
-    from ..data import load_dataset
-    from ..pipeline import identify
+    from robodyn.identification.daemon_jobs import _config_from_dict  # the daemon's parser of the same JSON config
+    from robodyn.identification.data import load_dataset
+    from robodyn.identification.pipeline import identify
 
     model = _model(p["robot"])
     if ("data" in p) == ("recordings" in p):
@@ -95,7 +90,7 @@ def optimize_result_doc(res) -> dict:
 
 
 def run_excitation_start(p: dict) -> dict:
-    from ..excitation.designer import optimize_starts
+    from robodyn.identification.excitation.designer import optimize_starts
 
     return optimize_result_doc(optimize_starts(_model(p["model"]), p["request"], list(p["runs"])))
 
@@ -107,25 +102,16 @@ def run_population(p: dict) -> list:
 
 
 def run_calibrate(p: dict) -> dict:
-    """The fleet's calibration is exactly `robodyn calibrate identify` per robot: the handler parses
-    the same options with the same parser and reads back the file the command writes."""
-    from robodyn.commands import calibrate as cli
+    """The fleet's calibration is `robodyn calibrate identify` per robot: the same library call with
+    the same options, and the document the command writes (through JSON, as the file holds it)."""
+    from robodyn.calibration.result_file import json_ready
+    from robodyn.calibration.workflow import IdentifyOptions, identify_calibration
 
-    parser = argparse.ArgumentParser(prog="robodyn")
-    cli.register(parser.add_subparsers(dest="command"))
-    with tempfile.TemporaryDirectory(prefix="robodyn-calibrate-") as tmp:
-        out = Path(tmp) / "result.json"
-        argv = ["calibrate", "identify", str(p["measurements"]), "--out", str(out)]
-        if p.get("loaded"):
-            argv += ["--loaded", str(p["loaded"])]
-        args = parser.parse_args(argv + [str(a) for a in p.get("args", [])])
-        if args.plot or args.json:
-            raise ValueError("calibrate: --plot and --json are not job options (the result document is returned)")
-        with contextlib.redirect_stdout(io.StringIO()):  # the command's table is for a terminal
-            code = args.handler(args)
-        if code != 0:
-            raise RuntimeError(f"calibrate identify exited with {code}")
-        return json.loads(out.read_text())
+    if "args" in p:
+        raise ValueError("calibrate: 'args' (command-line options) is no longer read; give 'options', a JSON object "
+                         'such as {"robot": "ur5_li2023", "method": "combined"}')
+    opts = IdentifyOptions.from_dict({**(p.get("options") or {}), "loaded": p.get("loaded")})
+    return json_ready(identify_calibration(p["measurements"], opts).doc)
 
 
 HANDLERS = {"identify": run_identify, "excitation-start": run_excitation_start, "population": run_population,

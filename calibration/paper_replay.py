@@ -13,31 +13,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from .combined import MeasurementSet, calibrate, error_stats, nominal_result
-from .compensation import compensate
-from .files import result_to_dict, stiffness_text
-from .identifiability import analyse_identifiability, generic_configurations
 from robodyn.robot.kinematics import trans
 
+from .compensation import compensate
+from .identifiability import analyse_identifiability, generic_configurations
+from .li2023 import (LOAD_COM, LOAD_MASS, LOADED_POSES, NOLOAD_POSES, TABLE3_STIFFNESS, TABLE4, TABLE5,
+                     TABLE5_MAX_REDUCTION)
+from .methods import MeasurementSet, calibrate, error_stats, nominal_result
 from .parameters import preset_free_names
-from .planning import CellSetup, flange_targets, plan_measurements, sample_poses, select_d_optimal
-from .seed004 import (LOAD_COM, LOAD_MASS, LOADED_POSES, NOLOAD_POSES, TABLE3_STIFFNESS, TABLE4, TABLE5,
-                      TABLE5_MAX_REDUCTION)
+from .planning import CellSetup, flange_targets, plan_measurements, sample_poses
+from .result_file import result_to_dict, stiffness_text
 from .simulation import (DEFAULT_TOOL_OFFSET, DEFAULT_TRACKER_POSITION, TrackerNoise, measure_poses,
-                         seed004_cell)
-from .stiffness import Load, compliance_regressor
+                         ur5_li2023_cell)
+from .stiffness import Load, loaded_subset
 
 TABLE4_METHODS = ("nominal", "geometric", "geometric-stiffness", "combined")
-SEED004_FLOOR_Z = -0.089159  # the UR5 mounting plane in Li et al.'s frame 0 (UR d1)
-
-
-def loaded_subset(gm, q: np.ndarray, load: Load, count: int) -> np.ndarray:
-    """Indices of the ``count`` poses that best determine the joint compliances (D-optimal on the
-    eq. 20 regressor at the nominal geometry; joints the payload never twists are left out)."""
-    A = compliance_regressor(gm, gm.nominal, q, load).reshape(q.shape[0], 3, gm.dof)
-    norms = np.linalg.norm(A, axis=(0, 1))
-    excited = norms > 1e-3 * norms.max()
-    return np.sort(select_d_optimal(A[:, :, excited] / norms[excited], count))
+UR5_LI2023_FLOOR_Z = -0.089159  # the UR5 mounting plane in Li et al.'s frame 0 (UR d1)
 
 
 def iso_targets(setup: CellSetup, points: np.ndarray) -> np.ndarray:
@@ -50,16 +41,16 @@ def _rows(results: dict, sets) -> dict:
     return {m: error_stats(r.errors(sets)) for m, r in results.items()}
 
 
-def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loaded_poses: int = LOADED_POSES,
+def run_paper_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loaded_poses: int = LOADED_POSES,
                        holdout: int = 200, noise: TrackerNoise = TrackerNoise(), identify_tool: bool = False,
                        identify_base: bool = False, base_error=None, tool_error=None, cube=None,
                        extra_methods=()) -> dict:
     """Run the whole replay; returns a JSON-ready report (errors in mm)."""
-    gm, cell = seed004_cell(seed=seed, noise=noise, base_error=base_error, tool_error=tool_error)
+    gm, cell = ur5_li2023_cell(seed=seed, noise=noise, base_error=base_error, tool_error=tool_error)
     robot = gm.robot
     load = Load(LOAD_MASS, LOAD_COM)
     setup = CellSetup(tracker_position=DEFAULT_TRACKER_POSITION, tool_offset=DEFAULT_TOOL_OFFSET,
-                      floor_z=SEED004_FLOOR_Z)
+                      floor_z=UR5_LI2023_FLOOR_Z)
     plan = plan_measurements(robot, setup, noload_poses, seed=seed, cube=cube)
     held = sample_poses(robot, setup, plan.cube, holdout, plan.q_ref, seed=seed + 7919)
     sub = loaded_subset(gm, plan.q, load, loaded_poses)
@@ -147,6 +138,22 @@ def run_seed004_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loade
             cond: {m: (results[m].errors(truth[cond]) * 1000).tolist() for m in results}
             for cond in ("no_load", "loaded")},
     }
+
+
+def replay_with_plots(plot_prefix=None, **kwargs) -> dict:
+    """:func:`run_paper_replay` without its per-pose series, which go to PREFIX_no_load.png and
+    PREFIX_loaded.png (held-out poses, true error) when ``plot_prefix`` is given."""
+    report = run_paper_replay(**kwargs)
+    per_pose = report.pop("_per_pose_mm")
+    if plot_prefix:
+        from robodyn.papers import cite
+
+        from .plots import plot_errors_per_pose
+
+        for cond, series in per_pose.items():
+            plot_errors_per_pose(f"{plot_prefix}_{cond}.png", series,
+                                 title=f"{cite('calibration')} replay, held-out poses, {cond.replace('_', ' ')} (true error)")
+    return report
 
 
 def format_replay(report: dict) -> str:

@@ -2,17 +2,13 @@
 method of collaborative robot", J. Univ. Chinese Academy of Sciences 2023, 40(4):555-565).
 
 Only facts from the paper live here (converted to SI where stated); how they are used is in
-simulation.py and replay.py.
+simulation.py and paper_replay.py. The paper's UR5 model (its Table 2 frames) is
+calibration/data/ur5_li2023.toml.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-
-DATA_DIR = Path(__file__).parent / "data"
-UR5_SEED004_MODEL = DATA_DIR / "ur5_li2023.toml"
 
 # Table 3, "combined identification" (综合辨识) rows 1..6: alpha deg, a mm, d mm, theta deg.
 TABLE3_COMBINED = np.array([

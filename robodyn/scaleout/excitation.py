@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import optimizers as opt
+from robodyn.identification import optimizers as opt
+
 from .jobs import JobSpec
 
 

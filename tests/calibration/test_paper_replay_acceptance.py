@@ -1,8 +1,8 @@
-"""The issue's acceptance scenario (what must be shown), on the simulated seed-004 UR5."""
+"""The calibration's acceptance scenario (what must be shown), on the simulated UR5 of Li et al. 2023."""
 
 import pytest
 
-from robodyn.calibration.seed004 import TABLE3_STIFFNESS
+from robodyn.calibration.li2023 import TABLE3_STIFFNESS
 
 METHODS = ("nominal", "geometric", "geometric-stiffness", "combined")
 

@@ -37,10 +37,12 @@ def identify_job(robot, *, recordings: Sequence | None = None, data=None, config
     return JobSpec("identify", payload, job_id)
 
 
-def calibrate_job(measurements, *, loaded=None, args: Sequence[str] = (), job_id: str = "") -> JobSpec:
-    """A ``calibrate`` job: `robodyn calibrate identify MEASUREMENTS [--loaded LOADED] ARGS...`."""
+def calibrate_job(measurements, *, loaded=None, options: dict | None = None, job_id: str = "") -> JobSpec:
+    """A ``calibrate`` job: what `robodyn calibrate identify MEASUREMENTS [--loaded LOADED]` does, with
+    ``options`` the identification options by name (robot is required; see
+    robodyn.calibration.workflow.IdentifyOptions), e.g. {"robot": "ur5_li2023", "method": "combined"}."""
     payload = {"measurements": str(measurements), "loaded": None if loaded is None else str(loaded),
-               "args": [str(a) for a in args]}
+               "options": dict(options or {})}
     if not job_id:
         job_id = file_job_id("calibrate", payload, [p for p in (measurements, loaded) if p is not None])
     return JobSpec("calibrate", payload, job_id)
@@ -122,3 +124,37 @@ def job_specs(doc: dict) -> list[JobSpec]:
 
 def _as_list(v) -> list:
     return [] if v is None else ([v] if isinstance(v, str) else list(v))
+
+
+def run_batch_file(batch, out, *, cluster: str | None = None, workers: int | None = None, max_attempts: int = 3,
+                   progress=None) -> dict:
+    """Run a batch file's jobs (format robodyn.scaleout.batch) with results in the directory ``out``,
+    skipping ids already there. ``cluster`` and ``workers`` override the file's. ``progress(done,
+    total)`` is called as each job of this run finishes. Returns the summary (one row per job)."""
+    import json
+    from pathlib import Path
+
+    from .executors import make_executor
+
+    try:
+        doc = json.loads(Path(batch).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{batch}: not JSON ({exc})") from None
+    specs = job_specs(doc)
+    store = ResultStore(out)
+    policy = RetryPolicy(max_attempts=max_attempts)
+    cluster = cluster or doc.get("cluster")
+    todo = sum(store.get(s.job_id) is None for s in specs)
+    done = []
+
+    def finished(r: JobResult) -> None:
+        done.append(r.job_id)
+        if progress is not None:
+            progress(len(done), todo)
+
+    with make_executor(cluster, workers or doc.get("workers"), policy) as executor:
+        results = run_batch(executor, specs, store, policy, on_result=finished)
+    return {"out": str(out), "cluster": cluster or "local", "jobs": len(results),
+            "ok": sum(r.ok for r in results),
+            "results": [{"job_id": r.job_id, "kind": r.kind, "ok": r.ok, "attempts": r.attempts,
+                         "elapsed_s": r.elapsed_s, "error": r.error} for r in results]}
