@@ -238,7 +238,7 @@ def collect_plan(client, robot_name: str, q_plan: np.ndarray, ids: list[str], so
                  settle: float = 0.5, window: float = 0.5, samples: int = 10, timeout: float = 30.0,
                  run_timeout: float = 600.0, progress=None) -> Collection:
     """Visit the poses (controller joint values) and pair each with a measurement from ``source``."""
-    from robodyn.tools.client import DaemonError
+    from robodyn.daemon.client import DaemonError
     from robodyn.trajectory import PointToPointTrajectory
 
     out = Collection()
@@ -305,7 +305,7 @@ class SimulatedTrackerServer:
     """
 
     def __init__(self, endpoint: str, robot, tracker, *, load=None, drop=(), units: str = "m"):
-        from robodyn.tools.client import Client
+        from robodyn.daemon.client import Client
 
         self.robot = robot
         self.tracker = tracker
@@ -364,7 +364,7 @@ def collect_to_csv(plan_path, out, *, daemon: str, source: str, request_file=Non
     read a measurement per pose from ``source`` ('file:PATH' or 'tcp:HOST:PORT') and write the
     poses collected as a measurement CSV ``out``. ``progress(pose, total)`` is called after every
     pose. Returns the report and the collection."""
-    from robodyn.tools.client import Client
+    from robodyn.daemon.client import Client
 
     from .measurement_csv import targets_from_metadata, write_measurements_csv
     from .measurements import MeasurementSet
