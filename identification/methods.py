@@ -11,7 +11,7 @@
 - stepwise identification of flexible joints, Chen et al. 2021 (stepwise, :func:`identify_stepwise`):
   it reads flexible-joint recordings (link and motor encoders, joint torque sensor, motor current;
   :data:`.data.FLEXIBLE_COLUMNS`) and writes its own sub-system by sub-system result, but takes the
-  same processing options and runs the same :func:`.signals.process` on them.
+  same processing options and runs the same :func:`.processing.process` on them.
 
 All of them start from the same :func:`.pipeline.prepare` (the same processing, cut-off choice,
 friction columns, Stribeck / sigmoid velocity scales and base parameters), so the result has the
@@ -196,13 +196,12 @@ def identify_method(model: RobotModel, datasets: Sequence[SampledData], config: 
 
 def identify_stepwise(model: RobotModel, sources: Sequence, config: IdentificationConfig,
                       options: MethodOptions | None = None) -> dict:
-    """Chen et al. 2021's stepwise identification of a flexible-joint arm (identification.stepwise.
-    identify_recorded) with the shared options: ``config.processing`` is the one processing every
+    """Chen et al. 2021's stepwise identification of a flexible-joint arm (identification.
+    stepwise_recorded.identify_recorded) with the shared options: ``config.processing`` is the one processing every
     method gets; ``options.held_out`` recordings validate the result against what their sensors
     measured. Options that have no meaning for the method are refused, not ignored."""
-    from . import stepwise
+    from .stepwise_recorded import identify_recorded
 
-    identify_recorded = stepwise.identify_recorded
     options = options or MethodOptions()
     if config.friction != "coulomb-viscous" or config.friction_model is not None:
         raise ValueError(f"friction: stepwise identification uses Chen et al. 2021's viscous + Coulomb friction on "

@@ -56,7 +56,7 @@ def add_processing_arguments(p) -> None:
 
 
 def processing_from_args(args):
-    from robodyn.identification.signals import ProcessingConfig
+    from robodyn.identification.processing import ProcessingConfig
 
     return ProcessingConfig(resample=args.resample, cutoff_hz=_cutoff(args.cutoff), velocity=args.velocity,
                             rloess_span=args.rloess_span, decimation=args.decimate, trim_s=args.trim,
@@ -459,65 +459,15 @@ def cmd_predict(args) -> int:
     return 0
 
 
-def _current_run(path: str, model, payload: dict | None) -> dict:
-    """The trajectory phase of a daemon recording as a drive-gain run (needs the motor current)."""
-    from robodyn.daemon.recording import load_recording
-
-    import numpy as np
-
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{'loaded' if payload else 'unloaded'} recording {path}: no such file")
-    rec = load_recording(path)
-    if "current" not in rec.signals:
-        raise ValueError(f"{path}: no 'current' signal (it has {list(rec.signals)}); drive gains need motor "
-                         f"currents, which the UR driver records")
-    mask = rec.phase_mask("execute")
-    if not mask.any():
-        raise ValueError(f"{path}: no samples in the execute phase")
-    qd = rec.signal("qd")[mask]
-    run = {"t": rec.robot_time[mask], "q": rec.signal("q")[mask], "qd": qd, "current": rec.signal("current")[mask]}
-    # the difference method takes accelerations as given; by the timestamps, so a lost sample
-    # (a longer step) does not distort them
-    run["qdd"] = np.gradient(qd, run["t"], axis=0)
-    if rec.signal("q").shape[1] != model.dof:
-        raise ValueError(f"{path}: {rec.signal('q').shape[1]} joints, but {model.name} has {model.dof}")
-    if payload:
-        run["payload"] = payload
-    run["trajectory"] = rec.meta.get("trajectory")
-    return run
-
-
 def cmd_drive_gains(args) -> int:
+    from robodyn.identification.drive_gains import drive_gains_from_recordings
     from robodyn.robot.loader import load_model
 
-    from robodyn.identification.drive_gains import difference_drive_gains, global_drive_gains
-
     model = load_model(args.robot)
-    com = _floats(args.payload_com, "payload-com")
-    payload = {"mass": args.payload_mass, "com": com}
-    unloaded = [_current_run(p, model, None) for p in args.unloaded]
-    loaded = [_current_run(p, model, payload) for p in args.loaded]
-    if args.method == "difference":
-        if len(unloaded) != 1 or len(loaded) != 1:
-            raise ValueError("--method difference takes exactly one --unloaded and one --loaded recording "
-                             "(of the same trajectory)")
-        u, lo = unloaded[0], loaded[0]
-        if u["trajectory"] != lo["trajectory"]:
-            raise ValueError("--method difference: the two recordings ran different trajectories; it needs the "
-                             "same trajectory with and without the payload (or use --method global)")
-        n = min(u["t"].shape[0], lo["t"].shape[0])
-        if abs(u["t"].shape[0] - lo["t"].shape[0]) > 1:
-            raise ValueError(f"--method difference: the recordings differ in length ({u['t'].shape[0]} vs "
-                             f"{lo['t'].shape[0]} samples); it needs the same trajectory twice, sample for sample")
-        cut = lambda r: {k: r[k][:n] for k in ("q", "qd", "qdd", "current")}  # noqa: E731
-        result = difference_drive_gains(model, cut(u), cut(lo), args.payload_mass, com)
-    else:
-        result = global_drive_gains(model, unloaded + loaded, max_relative_std=args.max_relative_std)
-        result.pop("base_parameters")
+    result = drive_gains_from_recordings(model, args.unloaded, args.loaded, args.payload_mass,
+                                         _floats(args.payload_com, "payload-com"), args.method,
+                                         args.max_relative_std)
     gains = result["gains"]
-    # only a complete set belongs in a daemon configuration
-    result["driver_config"] = ("[driver]\ndrive_gains = [" + ", ".join(f"{g:.5g}" for g in gains) + "]"
-                               if all(g == g for g in gains) else None)
     if args.json:
         print_json(result)
     else:

@@ -1,4 +1,4 @@
-"""The optimizers' math against hand-evaluated values and the papers' definitions (issue 16 item 7).
+"""The optimizers' math against hand-evaluated values and the papers' definitions.
 
 Expected values are written out from the formulas (Zhong et al. 2023 Table 1 and eqs. 11-16;
 Ni et al. 2024 eq. 15; Deb's feasibility rules), never produced by the code under test.
