@@ -24,7 +24,6 @@ import json
 import sys
 from pathlib import Path
 
-
 from robodyn.cli import UserError, _strict, print_json
 from robodyn.identification.comparison import COMPARABLE
 
@@ -32,7 +31,6 @@ from . import progress as bars
 from .common import add_json
 from .identify import (_floats, _load, add_method_options, add_model_arguments, add_processing_arguments,
                        config_from_args, method_options)
-
 
 
 def register(sub) -> None:
