@@ -194,6 +194,35 @@ def identify_method(model: RobotModel, datasets: Sequence[SampledData], config: 
     return MethodResult(result_from(model, prep, est, ne, sources, method=method), details, summary)
 
 
+def identification_document(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
+                            method: str, *, options: MethodOptions | None = None, select: bool = False,
+                            holdout: float | None = None, sources: Sequence[str] = (), preprocessed: bool = False,
+                            progress: Callable[[str, float], None] | None = None,
+                            iteration_callback: Callable | None = None) -> tuple[dict, dict, str]:
+    """The result document of one identification, the method's own section of it (also merged into
+    the document) and a one-line summary: ``method`` (or, with
+    ``select``, the least-squares model selection of :mod:`.selection` on a ``holdout`` fraction),
+    the method's own section, and for raw data the fit against what the sensor measured, processed
+    exactly as validation will process it."""
+    from .pipeline import validate
+
+    details, summary = {}, ""
+    if select:
+        from .selection import select as select_model
+
+        result = select_model(model, datasets, config, holdout=holdout, sources=list(sources), progress=progress)
+    else:
+        outcome = identify_method(model, datasets, config, method, options=options, sources=sources,
+                                  preprocessed=preprocessed, progress=progress, iteration_callback=iteration_callback)
+        result, details, summary = outcome.result, outcome.details, outcome.summary
+    doc = result.to_dict()
+    doc.update(details)
+    if not preprocessed:
+        measured = validate(model, doc, datasets)
+        doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
+    return doc, details, summary
+
+
 def identify_stepwise(model: RobotModel, sources: Sequence, config: IdentificationConfig,
                       options: MethodOptions | None = None) -> dict:
     """Chen et al. 2021's stepwise identification of a flexible-joint arm (identification.

@@ -275,8 +275,7 @@ def selection_lines(sel: dict, limit: int = 12) -> list[str]:
 
 
 def cmd_identify(args) -> int:
-    from robodyn.identification.methods import identify_method, iteration_budget
-    from robodyn.identification.pipeline import validate
+    from robodyn.identification.methods import identification_document, iteration_budget
     from robodyn.robot.loader import load_model
 
     if args.select and args.method not in (None, "ols", "wls", "irls", "ridge", "tls"):
@@ -290,29 +289,15 @@ def cmd_identify(args) -> int:
     config = config_from_args(args, model, method)
     options = method_options(args, method)
     datasets = _load(args.data, model, gains)
-    sources = [str(p) for p in args.data]
-    details, method_line = {}, ""
     budget = iteration_budget(method, options) if method in ("wso", "pso", "ga", "icpso") else None
     with bars.bar(args, total=100, desc="identify", unit="%") as stage_bar, \
             (bars.bar(args, total=budget, desc=method, unit="it") if budget else bars.none()) as it_bar:
-        progress = bars.stages(stage_bar)
-        if args.select:
-            from robodyn.identification.selection import select
-
-            result = select(model, datasets, config, holdout=args.holdout, sources=sources, progress=progress)
-        else:
-            outcome = identify_method(model, datasets, config, method, options=options, sources=sources,
-                                      preprocessed=args.preprocessed, progress=progress,
-                                      iteration_callback=bars.iterations(it_bar, fitness_label="J"))
-            result, details, method_line = outcome.result, outcome.details, outcome.summary
-    doc = result.to_dict()
-    doc.update(details)
+        doc, details, method_line = identification_document(
+            model, datasets, config, method, options=options, select=args.select, holdout=args.holdout,
+            sources=[str(p) for p in args.data], preprocessed=args.preprocessed, progress=bars.stages(stage_bar),
+            iteration_callback=bars.iterations(it_bar, fitness_label="J"))
     # where the model came from, so validate and predict load the same one (a file, or a built-in)
     doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
-    if not args.preprocessed:
-        # the fit against what the sensor measured, processed exactly as validation will be
-        measured = validate(model, doc, datasets)
-        doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
     Path(args.out).write_text(json.dumps(_strict(doc), indent=1, allow_nan=False))
     if args.report:
         from robodyn.identification.report import write_html_report
