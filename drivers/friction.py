@@ -1,5 +1,5 @@
 """Joint friction of the simulated plant: the Ni et al. 2024 eq. 2 Stribeck model of
-:mod:`robodyn.identification.friction` (one implementation, shared with identification) plus
+:mod:`robodyn.robot.friction` (one implementation, shared with identification) plus
 viscous friction, arranged for the simulator's integrator.
 
 The paper's Table 2 unit row is garbled by OCR; fc and fs are read as N.m and vs as rad/s. The
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robodyn.identification.friction import DEFAULT_LINEAR_ZONE as DEFAULT_QD0
-from robodyn.identification.friction import SEED000_STRIBECK, stribeck, stribeck_magnitude
+from robodyn.robot.friction import DEFAULT_LINEAR_ZONE as DEFAULT_QD0
+from robodyn.robot.friction import FRANKA_STRIBECK, stribeck, stribeck_magnitude
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,9 @@ class StribeckFriction:
         return cls(**arrays)
 
     @classmethod
-    def franka_seed000(cls, fv=0.0, qd0=DEFAULT_QD0) -> "StribeckFriction":
-        t = SEED000_STRIBECK
+    def franka(cls, fv=0.0, qd0=DEFAULT_QD0) -> "StribeckFriction":
+        """The Franka's friction of Ni et al. 2024 Table 2 (robot.friction.FRANKA_STRIBECK)."""
+        t = FRANKA_STRIBECK
         return cls.create(7, t["fc"], t["fs"], t["vs"], fv, qd0)
 
     @classmethod

@@ -169,7 +169,7 @@ def default_friction(model: RobotModel, cfg: SimConfig) -> StribeckFriction:
         fv = np.asarray(f.pop("fv", 0.0), float) + viscous
         return StribeckFriction.create(model.dof, fv=fv, **f)
     if model.name in FRANKA_MODELS and model.dof == 7:
-        return StribeckFriction.franka_seed000(fv=viscous)
+        return StribeckFriction.franka(fv=viscous)
     return StribeckFriction.create(model.dof, 0.0, 0.0, 1.0, viscous)
 
 

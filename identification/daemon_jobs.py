@@ -68,7 +68,7 @@ def _write_json_atomic(path: Path, doc: dict) -> None:
 
 def _config_from_dict(d: dict):
     from .pipeline import IdentificationConfig
-    from .signals import ProcessingConfig
+    from .processing import ProcessingConfig
 
     d = dict(d or {})
     known = {"method", "friction", "rotor_inertia", "friction_model", "processing", "chunk_samples", "motor_couplings"}

@@ -173,7 +173,7 @@ def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, mode
 
 # --------------------------------------------------------------------------- flexible-joint recordings
 #
-# Chen et al. 2021's stepwise identification (identification.stepwise.identify_recorded) needs more
+# Chen et al. 2021's stepwise identification (identification.stepwise_recorded.identify_recorded) needs more
 # than one torque per joint: the link encoder, the joint torque sensor and, where the arm has them,
 # the motor encoder and the motor current. The same three containers carry them:
 #
@@ -410,3 +410,31 @@ def _numeric_rows(path, header: list) -> np.ndarray:
     if data.shape[1] != len(header):
         raise ValueError(f"{path}: rows have {data.shape[1]} values but the header names {len(header)} columns")
     return data
+
+
+def drive_gain_run(path: str | Path, model, payload: dict | None = None) -> dict:
+    """The trajectory phase of a daemon recording as a drive-gain run (needs the motor current):
+    t, q, qd, qdd (by the timestamps), current, the payload it carried and the trajectory it ran."""
+    from robodyn.daemon.recording import load_recording
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{'loaded' if payload else 'unloaded'} recording {path}: no such file")
+    rec = load_recording(path)
+    if "current" not in rec.signals:
+        raise ValueError(f"{path}: no 'current' signal (it has {list(rec.signals)}); drive gains need motor "
+                         f"currents, which the UR driver records")
+    mask = rec.phase_mask("execute")
+    if not mask.any():
+        raise ValueError(f"{path}: no samples in the execute phase")
+    qd = rec.signal("qd")[mask]
+    run = {"t": rec.robot_time[mask], "q": rec.signal("q")[mask], "qd": qd, "current": rec.signal("current")[mask]}
+    # the difference method takes accelerations as given; by the timestamps, so a lost sample
+    # (a longer step) does not distort them
+    run["qdd"] = np.gradient(qd, run["t"], axis=0)
+    if rec.signal("q").shape[1] != model.dof:
+        raise ValueError(f"{path}: {rec.signal('q').shape[1]} joints, but {model.name} has {model.dof}")
+    if payload:
+        run["payload"] = payload
+    run["trajectory"] = rec.meta.get("trajectory")
+    return run
+

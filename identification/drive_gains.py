@@ -25,7 +25,7 @@ every run,
 with the arm's base parameters and friction theta unknown alongside the gains. The arm's own
 torque is modelled at each run's own states, so the runs need not match sample for sample; the
 known payload fixes the scale that k and theta otherwise share. The runs first go through the
-identification chain (``signals.process``) with the current in the torque's place: states,
+identification chain (``processing.process``) with the current in the torque's place: states,
 current and sgn(qd) filtered alike, acceleration from the filtered velocity, then decimated.
 Solved by weighted least squares
 (per-joint weights from the residuals of a first pass); a gain's standard deviation comes from
@@ -46,7 +46,8 @@ from robodyn.robot.model import RobotModel, standard_parameters
 from .base_params import base_parameters
 from .pipeline import base_rows
 from .regressor import ColumnSpec
-from .signals import ProcessingConfig, SampledData, process
+from .signals import SampledData
+from .processing import ProcessingConfig, process
 
 GLOBAL_SPEC = ColumnSpec(friction=("viscous", "coulomb", "offset"))
 # Without filtering, the noise in the differentiated acceleration biases every gain low (errors in
@@ -232,3 +233,42 @@ def estimate_drive_gains(model: RobotModel, unload: dict, load: dict, mass: floa
         return difference_drive_gains(model, unload, load, mass, com, **options)
     return global_drive_gains(model, [dict(unload), {**load, "payload": {"mass": mass, "com": list(com)}}],
                               **options)
+
+
+def drive_gains_from_recordings(model: RobotModel, unloaded, loaded, payload_mass: float, payload_com,
+                                method: str = "global", max_relative_std: float | None = None) -> dict:
+    """Drive gains from daemon recordings without (``unloaded``) and with the payload (``loaded``):
+    ``difference`` (one recording each, the same trajectory sample for sample) or ``global``.
+    The result carries ``driver_config``, the daemon configuration line, when every gain is known."""
+    from .data import drive_gain_run
+
+    payload = {"mass": payload_mass, "com": payload_com}
+    unloaded = [drive_gain_run(p, model, None) for p in unloaded]
+    loaded = [drive_gain_run(p, model, payload) for p in loaded]
+    if method == "difference":
+        if len(unloaded) != 1 or len(loaded) != 1:
+            raise ValueError("--method difference takes exactly one --unloaded and one --loaded recording "
+                             "(of the same trajectory)")
+        u, lo = unloaded[0], loaded[0]
+        if u["trajectory"] != lo["trajectory"]:
+            raise ValueError("--method difference: the two recordings ran different trajectories; it needs the "
+                             "same trajectory with and without the payload (or use --method global)")
+        n = min(u["t"].shape[0], lo["t"].shape[0])
+        if abs(u["t"].shape[0] - lo["t"].shape[0]) > 1:
+            raise ValueError(f"--method difference: the recordings differ in length ({u['t'].shape[0]} vs "
+                             f"{lo['t'].shape[0]} samples); it needs the same trajectory twice, sample for sample")
+
+        def cut(r):
+            return {k: r[k][:n] for k in ("q", "qd", "qdd", "current")}
+
+        result = difference_drive_gains(model, cut(u), cut(lo), payload_mass, payload_com)
+    else:
+        kw = {} if max_relative_std is None else {"max_relative_std": max_relative_std}
+        result = global_drive_gains(model, unloaded + loaded, **kw)
+        result.pop("base_parameters")
+    gains = result["gains"]
+    # only a complete set belongs in a daemon configuration
+    result["driver_config"] = ("[driver]\ndrive_gains = [" + ", ".join(f"{g:.5g}" for g in gains) + "]"
+                               if all(g == g for g in gains) else None)
+    return result
+

@@ -1,12 +1,6 @@
-"""Joint friction: models, the Ni et al. 2024 constant-velocity experiment, extraction and fitting.
-
-Models (torque opposing motion as a function of joint velocity qd):
-
-- ``coulomb-viscous``: fc sgn(qd) + fv qd + fo                         (linear in its parameters)
-- ``stribeck`` (Ni et al. 2024 eq. 2): for |qd| >= qd0, (fc + (fs - fc) exp(-(qd/vs)^2)) sgn(qd) + fv qd;
-  for |qd| < qd0 the straight line F(qd0)/qd0 * qd through zero, which keeps the model continuous
-  (and a simulation stable) near standstill.
-- ``sigmoid``: fc tanh(qd / vt) + fv qd + fo                            (smooth Coulomb)
+"""Joint friction identified: friction columns with the dynamics, the Ni et al. 2024 constant-velocity
+experiment, extraction and fitting. The laws themselves (evaluation, :class:`FrictionModel`) live in
+the core, :mod:`robodyn.robot.friction`, shared with the simulated plant.
 
 The experiment (Ni et al. 2024 §2.1): one joint at a time moves at constant speed forward, then
 backward over the same angle range; at an equal position gravity and inertia are equal in both
@@ -21,105 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 
+from robodyn.robot.friction import DEFAULT_LINEAR_ZONE, DEFAULT_SIGMOID_VELOCITY, MODELS, FrictionModel, sigmoid, stribeck
+
 # Ni et al. 2024 §4.1: 37 speeds, rad/s
-SEED000_SPEEDS = (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08,
-                  0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.23, 0.26, 0.29, 0.32, 0.36, 0.4, 0.45, 0.5, 0.56,
-                  0.62, 0.7, 0.8, 1.0, 1.2, 1.5, 1.8)
-
-# Ni et al. 2024 Table 2, Franka joints 1..7: fc, fs (N.m) and vs (rad/s; the sign is immaterial since vs
-# enters squared, so magnitudes are kept). Viscous friction is neglected in the paper.
-SEED000_STRIBECK = {
-    "fc": (0.2153, 0.1691, 0.2195, 0.1056, 0.6047, 0.2996, 0.1883),
-    "fs": (0.3834, 0.2567, 0.3760, 0.0790, 0.3062, 0.3823, 0.3854),
-    "vs": (0.0729, 0.0603, 0.0474, 0.0892, 6.0463e-4, 0.0510, 0.0938),
-}
-
-MODELS = ("coulomb-viscous", "stribeck", "sigmoid")
-# qd0 of eq. 2 (the paper gives none): 0.01 rad/s. A simulator that applies friction explicitly sees
-# the linear zone's slope F(qd0)/qd0 as a damper; at 0.01 rad/s it stays stable for the Panda's
-# lightest joint at a 0.25 ms physics step, and identification must use the same zone as the plant.
-DEFAULT_LINEAR_ZONE = 1e-2
-DEFAULT_SIGMOID_VELOCITY = 0.01  # vt of the tanh model, rad/s
-
-
-def stribeck_magnitude(speed, fc, fs, vs):
-    """|F| of Ni et al. 2024 eq. 2 outside the linear zone, for speeds >= 0 (vs enters squared)."""
-    vs = np.where(np.abs(vs) > 0, np.abs(vs), 1e-12)
-    return fc + (fs - fc) * np.exp(-(np.asarray(speed, float) / vs) ** 2)
-
-
-def stribeck(qd, fc, fs, vs, fv=0.0, qd0=DEFAULT_LINEAR_ZONE):
-    """Ni et al. 2024 eq. 2 (plus optional viscous fv); parameters broadcast per joint, qd0 too."""
-    qd = np.asarray(qd, float)
-    qd0 = np.asarray(qd0, float)
-    speed = np.abs(qd)
-    outside = stribeck_magnitude(speed, fc, fs, vs) * np.sign(qd)
-    inside = stribeck_magnitude(qd0, fc, fs, vs) / qd0 * qd
-    return np.where(speed >= qd0, outside, inside) + fv * qd
-
-
-def coulomb_viscous(qd, fc, fv, fo=0.0):
-    qd = np.asarray(qd, float)
-    return fc * np.sign(qd) + fv * qd + fo
-
-
-def sigmoid(qd, fc, fv=0.0, fo=0.0, vt=DEFAULT_SIGMOID_VELOCITY):
-    qd = np.asarray(qd, float)
-    return fc * np.tanh(qd / vt) + fv * qd + fo
-
-
-@dataclass
-class FrictionModel:
-    """Per-joint friction of one model kind. ``params`` maps parameter name to (n,) arrays."""
-
-    kind: str
-    params: dict[str, np.ndarray]
-    qd0: float = DEFAULT_LINEAR_ZONE
-    vt: float = DEFAULT_SIGMOID_VELOCITY
-
-    def __post_init__(self):
-        if self.kind not in MODELS:
-            raise ValueError(f"friction: unknown model {self.kind!r}; expected one of {list(MODELS)}")
-        self.params = {k: np.asarray(v, float) for k, v in self.params.items()}
-        need = {"coulomb-viscous": ("fc", "fv", "fo"), "stribeck": ("fc", "fs", "vs", "fv"),
-                "sigmoid": ("fc", "fv", "fo")}[self.kind]
-        n = None
-        for k in need:
-            if k not in self.params:
-                self.params[k] = np.zeros(n or len(next(iter(self.params.values()))))
-            arr = self.params[k]
-            if not np.all(np.isfinite(arr)):
-                raise ValueError(f"friction.{k}: non-finite value")
-            n = arr.shape[0] if n is None else n
-            if arr.shape != (n,):
-                raise ValueError(f"friction.{k}: expected {n} values, got shape {arr.shape}")
-
-    @property
-    def dof(self) -> int:
-        return int(next(iter(self.params.values())).shape[0])
-
-    def torque(self, qd: np.ndarray) -> np.ndarray:
-        """Friction torque (N, n) for velocities (N, n)."""
-        p = self.params
-        if self.kind == "coulomb-viscous":
-            return coulomb_viscous(qd, p["fc"], p["fv"], p["fo"])
-        if self.kind == "stribeck":
-            return stribeck(qd, p["fc"], p["fs"], p["vs"], p["fv"], self.qd0)
-        return sigmoid(qd, p["fc"], p["fv"], p["fo"], self.vt)
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "params": {k: v.tolist() for k, v in self.params.items()},
-                "qd0": self.qd0, "vt": self.vt}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "FrictionModel":
-        return cls(d["kind"], d["params"], d.get("qd0", DEFAULT_LINEAR_ZONE), d.get("vt", DEFAULT_SIGMOID_VELOCITY))
-
-    @classmethod
-    def franka_seed000(cls, viscous=None) -> "FrictionModel":
-        p = {k: np.array(v) for k, v in SEED000_STRIBECK.items()}
-        p["fv"] = np.zeros(7) if viscous is None else np.asarray(viscous, float)
-        return cls("stribeck", p)
+FRICTION_SWEEP_SPEEDS = (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
+                         0.08, 0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.23, 0.26, 0.29, 0.32, 0.36, 0.4, 0.45, 0.5, 0.56,
+                         0.62, 0.7, 0.8, 1.0, 1.2, 1.5, 1.8)
 
 
 # --------------------------------------------------------------------------- identified with the dynamics
@@ -211,7 +112,7 @@ def choose_friction_scales(kind: str, qd: np.ndarray, residual: np.ndarray, grid
 # --------------------------------------------------------------------------- experiment
 
 
-def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=SEED000_SPEEDS, scale: float = 0.5,
+def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=FRICTION_SWEEP_SPEEDS, scale: float = 0.5,
                settle: float = 0.3):
     """The Ni et al. 2024 experiment for one joint: one :class:`SweepTrajectory` per speed, all over the
     same angle window [low, high], ramps within ``scale`` of the joint's acceleration/jerk limits,
@@ -229,7 +130,7 @@ def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=SEED00
                                           scale, settle=settle) for v in speeds]
 
 
-def experiment_trajectory(model, q_hold, joint: int, low: float, high: float, speeds=SEED000_SPEEDS,
+def experiment_trajectory(model, q_hold, joint: int, low: float, high: float, speeds=FRICTION_SWEEP_SPEEDS,
                           scale: float = 0.5, settle: float = 0.3):
     """One run for one joint: every sweep of :func:`sweep_plan`, joined by rest-to-rest moves, as a
     single SequenceTrajectory (one validation, one move to the start, one recording). Returns the

@@ -11,7 +11,7 @@
 - stepwise identification of flexible joints, Chen et al. 2021 (stepwise, :func:`identify_stepwise`):
   it reads flexible-joint recordings (link and motor encoders, joint torque sensor, motor current;
   :data:`.data.FLEXIBLE_COLUMNS`) and writes its own sub-system by sub-system result, but takes the
-  same processing options and runs the same :func:`.signals.process` on them.
+  same processing options and runs the same :func:`.processing.process` on them.
 
 All of them start from the same :func:`.pipeline.prepare` (the same processing, cut-off choice,
 friction columns, Stribeck / sigmoid velocity scales and base parameters), so the result has the
@@ -194,15 +194,43 @@ def identify_method(model: RobotModel, datasets: Sequence[SampledData], config: 
     return MethodResult(result_from(model, prep, est, ne, sources, method=method), details, summary)
 
 
+def identification_document(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
+                            method: str, *, options: MethodOptions | None = None, select: bool = False,
+                            holdout: float | None = None, sources: Sequence[str] = (), preprocessed: bool = False,
+                            progress: Callable[[str, float], None] | None = None,
+                            iteration_callback: Callable | None = None) -> tuple[dict, dict, str]:
+    """The result document of one identification, the method's own section of it (also merged into
+    the document) and a one-line summary: ``method`` (or, with
+    ``select``, the least-squares model selection of :mod:`.selection` on a ``holdout`` fraction),
+    the method's own section, and for raw data the fit against what the sensor measured, processed
+    exactly as validation will process it."""
+    from .pipeline import validate
+
+    details, summary = {}, ""
+    if select:
+        from .selection import select as select_model
+
+        result = select_model(model, datasets, config, holdout=holdout, sources=list(sources), progress=progress)
+    else:
+        outcome = identify_method(model, datasets, config, method, options=options, sources=sources,
+                                  preprocessed=preprocessed, progress=progress, iteration_callback=iteration_callback)
+        result, details, summary = outcome.result, outcome.details, outcome.summary
+    doc = result.to_dict()
+    doc.update(details)
+    if not preprocessed:
+        measured = validate(model, doc, datasets)
+        doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
+    return doc, details, summary
+
+
 def identify_stepwise(model: RobotModel, sources: Sequence, config: IdentificationConfig,
                       options: MethodOptions | None = None) -> dict:
-    """Chen et al. 2021's stepwise identification of a flexible-joint arm (identification.stepwise.
-    identify_recorded) with the shared options: ``config.processing`` is the one processing every
+    """Chen et al. 2021's stepwise identification of a flexible-joint arm (identification.
+    stepwise_recorded.identify_recorded) with the shared options: ``config.processing`` is the one processing every
     method gets; ``options.held_out`` recordings validate the result against what their sensors
     measured. Options that have no meaning for the method are refused, not ignored."""
-    from . import stepwise
+    from .stepwise_recorded import identify_recorded
 
-    identify_recorded = stepwise.identify_recorded
     options = options or MethodOptions()
     if config.friction != "coulomb-viscous" or config.friction_model is not None:
         raise ValueError(f"friction: stepwise identification uses Chen et al. 2021's viscous + Coulomb friction on "

@@ -1,6 +1,6 @@
 """Recordings in, a dynamic model out: processing, friction handling, estimation, validation.
 
-Data flow. Each raw dataset (t, q, [qd], tau) is processed (signals.process) into uniform q, qd,
+Data flow. Each raw dataset (t, q, [qd], tau) is processed (processing.process) into uniform q, qd,
 qdd, tau. The regressor is evaluated chunk by chunk (``chunk_samples`` rows at a time, into one
 reused buffer) and reduced to the base columns, and only per-joint normal equations survive a
 chunk (estimators.NormalEquations). The result is a JSON-ready :class:`IdentificationResult` that
@@ -19,14 +19,16 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from robodyn import __version__
+from robodyn.robot.friction import MODELS as FRICTION_MODELS
+from robodyn.robot.friction import FrictionModel
 from robodyn.robot.model import RobotModel
 
 from .base_params import BaseParameters, base_parameters
 from .estimators import Estimate, estimate
-from .friction import MODELS as FRICTION_MODELS
-from .friction import FrictionColumns, FrictionModel, choose_friction_scales
+from .friction import FrictionColumns, choose_friction_scales
+from .processing import ProcessingConfig, process_windows, resolve_processing
 from .regressor import ColumnSpec, regressor
-from .signals import ProcessingConfig, SampledData, process_windows, resolve_processing
+from .signals import SampledData
 from .streaming import RegressorChunks, coulomb_signal
 
 RESULT_FORMAT = "robodyn.identification"

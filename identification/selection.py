@@ -27,7 +27,8 @@ from robodyn.robot.model import RobotModel
 
 from .estimators import accumulate, estimate
 from .pipeline import IdentificationConfig, IdentificationResult, identify, prepare, validate_many
-from .signals import SampledData, resolve_processing
+from .signals import SampledData
+from .processing import resolve_processing
 
 FRICTIONS = ("coulomb-viscous", "sigmoid", "stribeck")
 CUTOFF_FACTORS = (0.5, 1.0, 2.0)

@@ -70,7 +70,8 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
     from robodyn.identification.pipeline import base_rows, predict_processed, validate
     from robodyn.identification.regressor import standard_parameter_vector
     from robodyn.identification.report import torque_plot_png, write_html_report
-    from robodyn.identification.signals import ProcessingConfig, SampledData, process
+    from robodyn.identification.signals import SampledData
+    from robodyn.identification.processing import ProcessingConfig, process
     from robodyn.robot.loader import load_model
     from robodyn.tools.testing.local_daemon import LocalDaemon
 
@@ -191,7 +192,7 @@ def _sensitivity_std(speeds: np.ndarray, torques: np.ndarray, params: dict, qd0:
     points: sigma^2 (J^T J)^-1 with J the curve's derivatives at the measured speeds and sigma the
     fit's residual. A parameter the measured speeds do not constrain (its column of J vanishes or
     repeats another) gets an infinite one."""
-    from robodyn.identification.friction import stribeck
+    from robodyn.robot.friction import stribeck
 
     v = np.abs(np.asarray(speeds, float))
     y = np.abs(np.asarray(torques, float))
@@ -237,7 +238,7 @@ def friction_errors(fitted: dict, truth: dict, points: list) -> list[dict]:
 
     ``level_error`` is always defined: the RMS difference between the fitted and the true friction
     curve over the measured speeds, relative to the true curve's RMS there."""
-    from robodyn.identification.friction import stribeck
+    from robodyn.robot.friction import stribeck
 
     qd0_all = np.asarray(truth["qd0"], float) * np.ones(len(points))
     fv_all = np.asarray(truth.get("fv", 0.0), float) * np.ones(len(points))  # a scalar or one per joint

@@ -55,13 +55,13 @@ def panda():
 
 
 def twolink(grid_points: int = 400):
-    from robodyn.identification.reproduce import chen_table3
+    from robodyn.reproduce.chen2021 import chen_table3
 
     return {"case": "twolink_chen_table3", **chen_table3(grid_points=grid_points, run_ga=True)}
 
 
 def scara(seeds=(0, 1, 2)):
-    from robodyn.identification.reproduce import ZHONG_COND, table2_options, zhong_request
+    from robodyn.reproduce.zhong2023 import ZHONG_COND, table2_options, zhong_request
 
     model = load_model("scara")
     out = {"case": "scara_zhong", "paper_cond_joints_12": ZHONG_COND["joints 1-2"], "methods": {}}

@@ -23,7 +23,7 @@ import argparse
 import json
 import time
 
-from robodyn.identification import reproduce
+from robodyn.reproduce import zhong2023
 from robodyn.papers import cite
 
 
@@ -41,11 +41,11 @@ def main() -> None:
     result = {"paper": cite("icpso"),
               "settings": {"dim": 30, "population": 50, "iterations": 100, "runs": a.runs, "C": 10.0, "delta": 1.0,
                            "chaos_steps": 10, "seed": a.seed},
-              "table2": reproduce.icpso_table2(a.runs, a.seed)}
+              "table2": zhong2023.icpso_table2(a.runs, a.seed)}
     if a.equal_budget:
-        result["equal_evaluations"] = reproduce.icpso_equal_budget(a.runs, a.seed)
+        result["equal_evaluations"] = zhong2023.icpso_equal_budget(a.runs, a.seed)
     if a.ablation:
-        result["chaos_ablation"] = reproduce.icpso_ablation(a.runs, a.seed)
+        result["chaos_ablation"] = zhong2023.icpso_ablation(a.runs, a.seed)
     result["seconds"] = time.perf_counter() - t0
     text = json.dumps(result, indent=1)
     print(text)

@@ -80,7 +80,8 @@ threading.Thread(target=watch, daemon=True).start()
 import numpy as np
 from robodyn.robot.loader import load_model
 from robodyn.identification.pipeline import IdentificationConfig, identify
-from robodyn.identification.signals import ProcessingConfig, SampledData
+from robodyn.identification.signals import SampledData
+from robodyn.identification.processing import ProcessingConfig
 d, robot = sys.argv[1], sys.argv[2]
 data = SampledData(np.load(d + "/t.npy", mmap_mode="r"), np.load(d + "/q.npy", mmap_mode="r"),
                    np.load(d + "/tau.npy", mmap_mode="r"))

@@ -14,8 +14,8 @@ import numpy as np
 
 from robodyn.identification.consistent import identify_consistent, nominal_reference
 from robodyn.identification.datasets import tx40
-from robodyn.identification.metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, normal_equations_of,
-                                                  simulated_recording)
+from robodyn.identification.metaheuristic import normal_equations_of
+from robodyn.identification.comparison_data import ASSUMED_PANDA_ROTOR_INERTIA, simulated_recording
 from robodyn.identification.pipeline import IdentificationConfig
 from robodyn.identification.regressor import sample_states
 from robodyn.identification.urdf_export import export_urdf, verify_urdf

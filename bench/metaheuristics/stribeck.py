@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from robodyn.identification.estimators import ols
-from robodyn.identification.friction import FrictionModel
-from robodyn.identification.metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, StribeckFitness, joint_major_data,
-                                                  normal_equations_of, run_metaheuristic, ni2024_options,
-                                                  simulated_recording, stribeck_box)
+from robodyn.robot.friction import FrictionModel
+from robodyn.identification.metaheuristic import (StribeckFitness, joint_major_data, normal_equations_of,
+                                                  run_metaheuristic, ni2024_options, stribeck_box)
+from robodyn.identification.comparison_data import ASSUMED_PANDA_ROTOR_INERTIA, simulated_recording
 from robodyn.identification.pipeline import IdentificationConfig
 from robodyn.robot.loader import load_model
 
@@ -38,7 +38,7 @@ def main() -> None:
     args = ap.parse_args()
 
     model = load_model("panda")
-    friction = FrictionModel.franka_seed000()
+    friction = FrictionModel.franka_stribeck()
     rotor = np.array(ASSUMED_PANDA_ROTOR_INERTIA)
     rec = [simulated_recording(model, seed=s, seconds=60.0, rate_hz=100.0, noise=0.5, rotor_inertia=rotor,
                                stribeck=friction) for s in (args.seed, args.seed + 1)]

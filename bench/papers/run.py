@@ -20,7 +20,7 @@ import platform
 import time
 from pathlib import Path
 
-from robodyn.identification import reproduce
+from robodyn import reproduce
 
 
 def main() -> None:
@@ -48,7 +48,7 @@ def main() -> None:
                               "command": f".venv/bin/python bench/papers/run.py --papers {key}"
                                          + (" --quick" if a.quick else "")}
     out["seconds"] = sum(p.get("elapsed_s", 0.0) for p in out["papers"].values())
-    Path(a.out).write_text(json.dumps(out, indent=1, default=reproduce._json_default) + "\n")
+    Path(a.out).write_text(json.dumps(out, indent=1, default=reproduce.json_default) + "\n")
     print(f"wrote {a.out} ({out['seconds']:.0f} s)")
 
 

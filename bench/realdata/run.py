@@ -16,7 +16,7 @@ Data sets:
 - ``panda`` (optional, ``--panda-log DIR``): a real 1 kHz Franka Panda log, e.g. the excitation
   log of Gaz et al. 2019 (github.com/marcocognetti/FrankaEmikaPandaDynModel, GPL-3.0, not shipped
   here): DIR holds exciting_traj_{time,positions,velocity,torques}.txt;
-- ``franka_like`` / ``ur_like`` (``--sims``): realistic simulated logs (identification/realistic.py).
+- ``franka_like`` / ``ur_like`` (``--sims``): realistic simulated logs (identification/realistic_logs.py).
 
     .venv/bin/python bench/realdata/run.py [--panda-log DIR] [--sims] [--out bench/realdata/result.json]
 """
@@ -102,7 +102,7 @@ def main() -> int:
         results["datasets"].append(evaluate("panda (real, Franka Panda, 1 kHz)", load_model("panda"),
                                             load_panda_log(args.panda_log), (), select))
     if args.sims:
-        from robodyn.identification.realistic import realistic_log
+        from robodyn.identification.realistic_logs import realistic_log
 
         for sensor, robot in (("franka", "panda"), ("ur", "ur5e")):
             log = realistic_log(sensor, 1, duration=20.0)

@@ -25,7 +25,8 @@ import numpy as np
 
 from robodyn.cli import main as robodyn
 from robodyn.identification.base_params import base_parameters
-from robodyn.identification.metaheuristic import StribeckFitness, joint_major_data, simulated_recording
+from robodyn.identification.metaheuristic import StribeckFitness, joint_major_data
+from robodyn.identification.comparison_data import simulated_recording
 from robodyn.identification.regressor import ColumnSpec
 from robodyn.scaleout import calibrate_job
 from robodyn.scaleout.tasks import execute

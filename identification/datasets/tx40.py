@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from robodyn.identification.signals import ProcessingConfig, SampledData
+from robodyn.identification.signals import SampledData
+from robodyn.identification.processing import ProcessingConfig
 
 REDUCTION = np.array([32.0, 32.0, 45.0, -48.0, 45.0, 32.0])
 SAMPLE_PERIOD = 0.0002  # s

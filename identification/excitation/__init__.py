@@ -1,4 +1,4 @@
-"""Excitation trajectory design (issue 4): families, constraints, criteria and the designer.
+"""Excitation trajectory design: families, constraints, criteria and the designer.
 
 See docs/excitation.md. The optimizers live in robodyn.identification.optimizers, shared with
 metaheuristic parameter identification.

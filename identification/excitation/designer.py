@@ -215,23 +215,25 @@ def optimize_starts(model: RobotModel, request: DesignRequest, runs) -> opt.Opti
 
 
 def design_excitation(model: RobotModel, request: DesignRequest | None = None, *, callback=None,
-                      executor=None) -> DesignResult:
+                      run_starts=None) -> DesignResult:
     """Design an excitation trajectory for ``model``. Raises InfeasibleDesign naming every
     constraint that cannot be met, ValueError for malformed requests.
 
-    ``executor`` (a :mod:`robodyn.scaleout` executor) runs the ``starts`` on its
-    workers, one task per start; the result equals the in-process one for the same seed (except
-    under ``time_limit``, which then bounds each start instead of all of them together)."""
+    ``run_starts(model, request)`` runs the ``starts`` elsewhere and returns their combined
+    OptimizeResult (the scale-out layer binds it to an executor: one task per start, each with
+    :func:`optimize_starts`); the result equals the in-process one for the same seed (except under
+    ``time_limit``, which then bounds each start instead of all of them together). The scale-out
+    layer sits above this one, so it is passed in, never imported."""
     req = request or DesignRequest()
     t0 = time.perf_counter()
     p = _problem(model, req)
     family, basis, crit, start = p.family, p.basis, p.crit, p.start
-    if executor is None:
+    if run_starts is None:
         result = _optimize(p, req, callback)
     else:
         if callback is not None:
-            raise ValueError("callback: progress callbacks run in-process only; pass either callback or executor")
-        result = executor.run_excitation_starts(model, req)  # a robodyn.scaleout executor
+            raise ValueError("callback: progress callbacks run in-process only; pass either callback or run_starts")
+        result = run_starts(model, req)
     z = result.x
     if not result.feasible:
         report = nonlinear_report(model, family, basis, z, req.cartesian, req.torque_limits, req.margin)

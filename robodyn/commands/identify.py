@@ -56,7 +56,7 @@ def add_processing_arguments(p) -> None:
 
 
 def processing_from_args(args):
-    from robodyn.identification.signals import ProcessingConfig
+    from robodyn.identification.processing import ProcessingConfig
 
     return ProcessingConfig(resample=args.resample, cutoff_hz=_cutoff(args.cutoff), velocity=args.velocity,
                             rloess_span=args.rloess_span, decimation=args.decimate, trim_s=args.trim,
@@ -275,8 +275,7 @@ def selection_lines(sel: dict, limit: int = 12) -> list[str]:
 
 
 def cmd_identify(args) -> int:
-    from robodyn.identification.methods import identify_method, iteration_budget
-    from robodyn.identification.pipeline import validate
+    from robodyn.identification.methods import identification_document, iteration_budget
     from robodyn.robot.loader import load_model
 
     if args.select and args.method not in (None, "ols", "wls", "irls", "ridge", "tls"):
@@ -290,29 +289,15 @@ def cmd_identify(args) -> int:
     config = config_from_args(args, model, method)
     options = method_options(args, method)
     datasets = _load(args.data, model, gains)
-    sources = [str(p) for p in args.data]
-    details, method_line = {}, ""
     budget = iteration_budget(method, options) if method in ("wso", "pso", "ga", "icpso") else None
     with bars.bar(args, total=100, desc="identify", unit="%") as stage_bar, \
             (bars.bar(args, total=budget, desc=method, unit="it") if budget else bars.none()) as it_bar:
-        progress = bars.stages(stage_bar)
-        if args.select:
-            from robodyn.identification.selection import select
-
-            result = select(model, datasets, config, holdout=args.holdout, sources=sources, progress=progress)
-        else:
-            outcome = identify_method(model, datasets, config, method, options=options, sources=sources,
-                                      preprocessed=args.preprocessed, progress=progress,
-                                      iteration_callback=bars.iterations(it_bar, fitness_label="J"))
-            result, details, method_line = outcome.result, outcome.details, outcome.summary
-    doc = result.to_dict()
-    doc.update(details)
+        doc, details, method_line = identification_document(
+            model, datasets, config, method, options=options, select=args.select, holdout=args.holdout,
+            sources=[str(p) for p in args.data], preprocessed=args.preprocessed, progress=bars.stages(stage_bar),
+            iteration_callback=bars.iterations(it_bar, fitness_label="J"))
     # where the model came from, so validate and predict load the same one (a file, or a built-in)
     doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
-    if not args.preprocessed:
-        # the fit against what the sensor measured, processed exactly as validation will be
-        measured = validate(model, doc, datasets)
-        doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
     Path(args.out).write_text(json.dumps(_strict(doc), indent=1, allow_nan=False))
     if args.report:
         from robodyn.identification.report import write_html_report
@@ -459,65 +444,15 @@ def cmd_predict(args) -> int:
     return 0
 
 
-def _current_run(path: str, model, payload: dict | None) -> dict:
-    """The trajectory phase of a daemon recording as a drive-gain run (needs the motor current)."""
-    from robodyn.daemon.recording import load_recording
-
-    import numpy as np
-
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{'loaded' if payload else 'unloaded'} recording {path}: no such file")
-    rec = load_recording(path)
-    if "current" not in rec.signals:
-        raise ValueError(f"{path}: no 'current' signal (it has {list(rec.signals)}); drive gains need motor "
-                         f"currents, which the UR driver records")
-    mask = rec.phase_mask("execute")
-    if not mask.any():
-        raise ValueError(f"{path}: no samples in the execute phase")
-    qd = rec.signal("qd")[mask]
-    run = {"t": rec.robot_time[mask], "q": rec.signal("q")[mask], "qd": qd, "current": rec.signal("current")[mask]}
-    # the difference method takes accelerations as given; by the timestamps, so a lost sample
-    # (a longer step) does not distort them
-    run["qdd"] = np.gradient(qd, run["t"], axis=0)
-    if rec.signal("q").shape[1] != model.dof:
-        raise ValueError(f"{path}: {rec.signal('q').shape[1]} joints, but {model.name} has {model.dof}")
-    if payload:
-        run["payload"] = payload
-    run["trajectory"] = rec.meta.get("trajectory")
-    return run
-
-
 def cmd_drive_gains(args) -> int:
+    from robodyn.identification.drive_gains import drive_gains_from_recordings
     from robodyn.robot.loader import load_model
 
-    from robodyn.identification.drive_gains import difference_drive_gains, global_drive_gains
-
     model = load_model(args.robot)
-    com = _floats(args.payload_com, "payload-com")
-    payload = {"mass": args.payload_mass, "com": com}
-    unloaded = [_current_run(p, model, None) for p in args.unloaded]
-    loaded = [_current_run(p, model, payload) for p in args.loaded]
-    if args.method == "difference":
-        if len(unloaded) != 1 or len(loaded) != 1:
-            raise ValueError("--method difference takes exactly one --unloaded and one --loaded recording "
-                             "(of the same trajectory)")
-        u, lo = unloaded[0], loaded[0]
-        if u["trajectory"] != lo["trajectory"]:
-            raise ValueError("--method difference: the two recordings ran different trajectories; it needs the "
-                             "same trajectory with and without the payload (or use --method global)")
-        n = min(u["t"].shape[0], lo["t"].shape[0])
-        if abs(u["t"].shape[0] - lo["t"].shape[0]) > 1:
-            raise ValueError(f"--method difference: the recordings differ in length ({u['t'].shape[0]} vs "
-                             f"{lo['t'].shape[0]} samples); it needs the same trajectory twice, sample for sample")
-        cut = lambda r: {k: r[k][:n] for k in ("q", "qd", "qdd", "current")}  # noqa: E731
-        result = difference_drive_gains(model, cut(u), cut(lo), args.payload_mass, com)
-    else:
-        result = global_drive_gains(model, unloaded + loaded, max_relative_std=args.max_relative_std)
-        result.pop("base_parameters")
+    result = drive_gains_from_recordings(model, args.unloaded, args.loaded, args.payload_mass,
+                                         _floats(args.payload_com, "payload-com"), args.method,
+                                         args.max_relative_std)
     gains = result["gains"]
-    # only a complete set belongs in a daemon configuration
-    result["driver_config"] = ("[driver]\ndrive_gains = [" + ", ".join(f"{g:.5g}" for g in gains) + "]"
-                               if all(g == g for g in gains) else None)
     if args.json:
         print_json(result)
     else:

@@ -1,5 +1,5 @@
 """`robodyn reproduce PAPER`: a source paper's headline table beside robodyn's, on the paper's setup
-(robodyn.identification.reproduce). `robodyn stepwise-flexible` is the old name of
+(robodyn.reproduce). `robodyn stepwise-flexible` is the old name of
 `robodyn reproduce stepwise --part flexible`."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .common import add_json, deprecated
 
 
 def register(sub) -> None:
-    from robodyn.identification.reproduce import PAPER_KEYS, PARTS
+    from robodyn.reproduce import PAPER_KEYS, PARTS
 
     lines = "\n".join(f"  {k:<12} {cite(k)}" + (f" (parts: {', '.join(PARTS[k])})" if k in PARTS else "")
                       for k in PAPER_KEYS)
@@ -46,13 +46,13 @@ def register(sub) -> None:
 
 
 def cmd_reproduce(args) -> int:
-    from robodyn.identification.reproduce import _json_default, reproduce
+    from robodyn.reproduce import json_default, reproduce
 
     rep = reproduce(args.paper, quick=args.quick, part=args.part)
     doc = rep.to_dict()
     if args.out:
         with open(args.out, "w") as f:
-            json.dump(doc, f, indent=1, default=_json_default)
+            json.dump(doc, f, indent=1, default=json_default)
     if args.json:
         print_json(doc)
     else:
@@ -61,7 +61,7 @@ def cmd_reproduce(args) -> int:
 
 
 def cmd_stepwise_flexible(args) -> int:
-    from robodyn.identification.reproduce import stepwise_flexible
+    from robodyn.reproduce import stepwise_flexible
 
     res = stepwise_flexible(args.robot, seed=args.seed, sensor_noise=args.sensor_noise, motor_noise=args.motor_noise)
     doc = res.to_dict()

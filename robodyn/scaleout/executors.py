@@ -93,13 +93,6 @@ class Executor(abc.ABC):
                     on_result(ledger.results[job_id])
         return ledger.ordered(specs)
 
-    def run_excitation_starts(self, model, request):
-        """The starts of an excitation design, one job each, combined as in one process: what
-        ``design_excitation(..., executor=...)`` calls, so the designer needs no import of this layer."""
-        from .excitation import run_starts
-
-        return run_starts(self, model, request)
-
 
 def _describe(outcome) -> str:
     if isinstance(outcome, BaseException):

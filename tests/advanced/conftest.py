@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from robodyn.identification.metaheuristic import (ASSUMED_PANDA_ROTOR_INERTIA, normal_equations_of,
-                                                  simulated_recording)
+from robodyn.identification.metaheuristic import normal_equations_of
+from robodyn.identification.comparison_data import ASSUMED_PANDA_ROTOR_INERTIA, simulated_recording
 from robodyn.identification.pipeline import IdentificationConfig
 from robodyn.robot.loader import load_model
 

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from robodyn.identification.estimators import ols
-from robodyn.identification.friction import stribeck
-from robodyn.identification.metaheuristic import (QuadraticFitness, StribeckFitness, compare_linear, format_table,
-                                                  identify_linear, joint_major_data, naive_fitness, search_box,
-                                                  ni2024_options)
+from robodyn.robot.friction import stribeck
+from robodyn.identification.metaheuristic import (QuadraticFitness, StribeckFitness, identify_linear,
+                                                  joint_major_data, naive_fitness, search_box, ni2024_options)
+from robodyn.identification.comparison import compare_linear, format_table
 
 
 def test_base_count_is_ni_2024s_48(panda_statistics):

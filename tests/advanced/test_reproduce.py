@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robodyn.identification import metaheuristic as mh
-from robodyn.identification import reproduce as R
+from robodyn import reproduce as R
+from robodyn.identification import comparison
+from robodyn.identification import comparison_data as cd
 from robodyn.papers import cite
 
 TX40 = Path(__file__).resolve().parents[1] / "data" / "staubli_tx40"
@@ -39,11 +40,11 @@ def test_every_paper_is_reproducible_and_cited_by_authors():
     assert cite("icpso").split(",")[0] in rep.to_dict()["paper"]
     assert "Not reached, and why:" in text and "unstated parameter" in text
     with pytest.raises(ValueError, match="paper"):
-        R.reproduce("seed002")
+        R.reproduce("no_such_paper")
 
 
 def test_table4_comparison_on_real_tx40_data():
-    table = mh.tx40_comparison(TX40, population=60, iteration_scale=0.2)
+    table = comparison.tx40_comparison(TX40, population=60, iteration_scale=0.2)
     assert table["inverse_crime"] is False and table["base_parameters"] == 61
     rows = {r["method"]: r for r in table["rows"]}
     assert set(rows) == {"ols", "wls", "wso", "pso", "ga"}
@@ -58,15 +59,15 @@ def test_compare_runs_on_a_registered_plant_and_labels_the_inverse_crime(tmp_pat
     from robodyn.cli import main
 
     def with_unmodelled_friction(model, *, seed, seconds, rate_hz, noise, rotor_inertia):
-        data = mh.simulated_recording(model, seed=seed, seconds=seconds, rate_hz=rate_hz, noise=noise,
+        data = cd.simulated_recording(model, seed=seed, seconds=seconds, rate_hz=rate_hz, noise=noise,
                                       rotor_inertia=rotor_inertia)
         data.tau = data.tau + 0.3 * np.tanh(data.qd / 0.01)  # Coulomb friction the identifier does not model
         return data
 
-    monkeypatch.setitem(mh.PLANTS, "test-friction", mh.Plant("test-friction", with_unmodelled_friction, True,
+    monkeypatch.setitem(cd.PLANTS, "test-friction", cd.Plant("test-friction", with_unmodelled_friction, True,
                                                              "RNEA + unmodelled Coulomb friction"))
     with pytest.raises(ValueError, match="already registered"):
-        mh.register_plant(mh.PLANTS["test-friction"])
+        cd.register_plant(cd.PLANTS["test-friction"])
     args = ["compare", "--simulate", "twolink", "--seconds", "10", "--rate", "50", "--population", "20",
             "--iteration-scale", "0.02"]
     out = tmp_path / "a.json"

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from robodyn.identification.base_params import base_parameters
-from robodyn.identification.flexible import demonstrate
+from robodyn.identification.flexible_joints import demonstrate
 from robodyn.identification.regressor import ColumnSpec
 from robodyn.identification.stepwise import column_groups, propose_order, rank_and_cond, subsystem_analysis
 from robodyn.robot.loader import load_model

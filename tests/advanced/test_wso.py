@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from robodyn.identification import optimizers as opt
+from robodyn.identification.optimizers import wso
 
 
 def test_coefficients_follow_ni_2024():
@@ -86,8 +87,8 @@ def test_wso_uses_eq_15_and_eq_28(monkeypatch):
         calls["school"] += 1
         return school(*args, **kwargs)
 
-    monkeypatch.setattr(opt, "wso_velocity", counting_velocity)
-    monkeypatch.setattr(opt, "wso_school", counting_school)
+    monkeypatch.setattr(wso, "wso_velocity", counting_velocity)
+    monkeypatch.setattr(wso, "wso_school", counting_school)
     # K = 200 with a2 = 0.5: the school strength S_s reaches 0.39 so eq. 28 runs in most iterations
     opt.minimize(sphere, opt.Bounds(-np.ones(3), np.ones(3)), "wso", seed=0,
                  options=opt.WSOOptions(population=10, iterations=200, school_a2=0.5))

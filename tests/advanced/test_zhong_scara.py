@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from robodyn.identification import reproduce as R
+from robodyn.reproduce import zhong2023 as R
 from robodyn.identification.base_params import base_parameters
 from robodyn.identification.estimators import NormalEquations, ols
 from robodyn.identification.regressor import ColumnSpec, regressor, sample_states

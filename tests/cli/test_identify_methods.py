@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from robodyn.cli import main
-from robodyn.identification.friction import stribeck
+from robodyn.robot.friction import stribeck
 from robodyn.robot.dynamics import inverse_dynamics
 from robodyn.robot.loader import load_model
 from tests.identification.conftest import rest_to_rest_fourier

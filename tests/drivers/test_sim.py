@@ -222,7 +222,7 @@ def test_friction_of_the_plant_opposes_a_small_torque():
             robot.write(cmd)
         return abs(float(st.qd[6]))
 
-    f = StribeckFriction.franka_seed000()
+    f = StribeckFriction.franka()
     slope = float(friction_torque(np.full(7, f.qd0[0]), f)[6] / f.qd0[6])
     creep = joint7_speed(0.1)
     assert creep == pytest.approx(0.1 / slope, rel=0.3)
@@ -230,7 +230,7 @@ def test_friction_of_the_plant_opposes_a_small_torque():
 
 
 def test_stribeck_model_matches_seed_000_eq_2():
-    f = StribeckFriction.franka_seed000()
+    f = StribeckFriction.franka()
     fast = friction_torque(np.full(7, 1.8), f)
     assert np.allclose(fast, f.fc, atol=1e-6)  # far above vs: Coulomb level
     outside = f.vs > f.qd0  # joint 5's vs (6e-4 rad/s) lies inside the linear zone

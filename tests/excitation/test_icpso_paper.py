@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from robodyn.identification import optimizers as opt
-from robodyn.identification import reproduce
+from robodyn.identification.optimizers import swarm
+from robodyn.reproduce import zhong2023
 
 RUNS = 20  # the paper's 20 runs per function
 
@@ -17,13 +18,13 @@ RUNS = 20  # the paper's 20 runs per function
 @pytest.fixture(scope="module")
 def table2():
     methods = {"ICPSO": "icpso", "APSO": "apso", "LPSO": "lpso", "PSO": "pso"}
-    return {f: {label: reproduce.run_benchmark(f, m, RUNS) for label, m in methods.items()}
-            for f in reproduce.ZHONG_ICPSO_BETTER}
+    return {f: {label: zhong2023.run_benchmark(f, m, RUNS) for label, m in methods.items()}
+            for f in zhong2023.ZHONG_ICPSO_BETTER}
 
 
 def test_icpso_beats_pso_apso_and_lpso_where_the_paper_says_it_should(table2):
     # section 3.1: ICPSO is better than APSO and LPSO on F1-F4; plain PSO is robodyn's extra baseline
-    for f in reproduce.ZHONG_ICPSO_BETTER:
+    for f in zhong2023.ZHONG_ICPSO_BETTER:
         row = table2[f]
         for rival in ("PSO", "APSO", "LPSO"):
             assert row["ICPSO"]["mean"] < row[rival]["mean"], (f, rival, row["ICPSO"]["mean"], row[rival]["mean"])
@@ -55,9 +56,9 @@ def test_the_printed_reading_of_the_chaotic_search_harms_and_the_fix_does_not():
     # Printed literally (eq. 18 over the whole domain, the best chaotic point always replaces the
     # particle) the search restarts the worst quarter of the swarm at random points; measured on F1:
     # ICPSO 6.57 against 4.78 without chaos. The "improve" acceptance can never make a particle worse.
-    printed = reproduce.table2_options("icpso", chaos_region="box", chaos_acceptance="always")
-    a = reproduce.run_benchmark("F1", "icpso", RUNS, options=printed)
-    b = reproduce.run_benchmark("F1", "apso", RUNS)
+    printed = zhong2023.table2_options("icpso", chaos_region="box", chaos_acceptance="always")
+    a = zhong2023.run_benchmark("F1", "icpso", RUNS, options=printed)
+    b = zhong2023.run_benchmark("F1", "apso", RUNS)
     assert a["mean"] > b["mean"]
 
 
@@ -77,7 +78,7 @@ def test_chaotic_search_never_worsens_a_particle_and_searches_near_the_best():
     seen = []
     inner = ev.fitness
     ev.fitness = lambda Z: (seen.append(Z.copy()), inner(Z))[1]
-    X2, F2, improved, considered = opt._chaotic_search(ev, X, F, best, options, rng)
+    X2, F2, improved, considered = swarm._chaotic_search(ev, X, F, best, options, rng)
     worst = np.flatnonzero(F > np.quantile(F, 0.75))
     assert considered == worst.size == 3 and improved == 3
     assert np.all(F2 <= F) and np.all(F2[worst] < F[worst])

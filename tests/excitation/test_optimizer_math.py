@@ -1,4 +1,4 @@
-"""The optimizers' math against hand-evaluated values and the papers' definitions (issue 16 item 7).
+"""The optimizers' math against hand-evaluated values and the papers' definitions.
 
 Expected values are written out from the formulas (Zhong et al. 2023 Table 1 and eqs. 11-16;
 Ni et al. 2024 eq. 15; Deb's feasibility rules), never produced by the code under test.
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import robodyn.identification.optimizers as opt
+from robodyn.identification.optimizers import wso
 
 
 def test_table1_functions_equal_their_definitions_at_hand_evaluated_points():
@@ -141,7 +142,7 @@ def test_wso_pulls_each_shark_towards_a_remembered_best_not_its_own_position(mon
         calls.append((X.copy(), gbest.copy(), np.array(remembered, copy=True)))
         return velocity(V, X, gbest, remembered, *args, **kwargs)
 
-    monkeypatch.setattr(opt, "wso_velocity", recording)
+    monkeypatch.setattr(wso, "wso_velocity", recording)
     opt.minimize(fitness, opt.Bounds(-np.ones(4), np.ones(4)), "wso", seed=3,
                  options=opt.WSOOptions(population=12, iterations=40))
     assert len(calls) == 40

@@ -1,5 +1,5 @@
 """Base parameters of a regressor whose column dependencies are known by construction
-(Gautier 1991 QR reduction; issue 16 item 7). The expected grouping, beta, names and expressions
+(Gautier 1991 QR reduction). The expected grouping, beta, names and expressions
 are written out by hand from how the columns were built, not computed by the code under test."""
 import numpy as np
 import pytest

@@ -15,4 +15,4 @@ def test_every_paper_cites_by_author_and_title():
         assert p.authors[0] in full and p.title in full and str(p.year) in full
         assert "seed" not in full.lower()
     with pytest.raises(KeyError, match="known"):
-        cite("seed000")
+        cite("no_such_paper")

@@ -16,8 +16,8 @@ import pytest
 
 from robodyn.cli import build_parser
 from robodyn.commands.compare import compare
-from robodyn.identification import metaheuristic as mh
-from robodyn.identification import pipeline
+from robodyn.identification import comparison, pipeline
+from robodyn.identification import comparison_data as cd
 
 TX40_DIR = Path(__file__).parents[1] / "data" / "staubli_tx40"
 FAST = ["--methods", "ols,wso,pso,ga", "--population", "20", "--iterations", "15"]
@@ -39,16 +39,16 @@ def spy(monkeypatch):
         seen["validate"].append((list(datasets), out))
         return out
 
-    monkeypatch.setattr(pipeline, "validate_many", validate_many)
+    monkeypatch.setattr(comparison, "validate_many", validate_many)
     for name in ("ur_like", "franka_like"):
-        plant = mh.PLANTS[name]
+        plant = cd.PLANTS[name]
 
         def record(model, _record=plant.record, **kw):
             log = _record(model, **kw)
             seen["logs"].append(log)
             return log
 
-        monkeypatch.setitem(mh.PLANTS, name, dataclasses.replace(plant, record=record))
+        monkeypatch.setitem(cd.PLANTS, name, dataclasses.replace(plant, record=record))
     return seen
 
 
@@ -104,7 +104,7 @@ def test_real_tx40_figures_are_against_the_measured_torque_of_the_later_segment(
     full = tx40.load(TX40_DIR)
     # the raw 5 kHz samples from the first held-out instant to the end, untouched (the split is at half
     # the processed samples; the processing drops slow ones, so it falls at 3.76 s of the 9 s run)
-    _, _, _, held = mh.tx40_split(TX40_DIR, 0.5)
+    _, _, _, held = cd.tx40_split(TX40_DIR, 0.5)
     assert raw.t[0] == pytest.approx(held.t[0], abs=2e-4) and raw.t[0] > 2.0 and raw.t[-1] == full.t[-1]
     np.testing.assert_array_equal(raw.tau, full.tau[-raw.count:])
     assert table["inverse_crime"] is False and "measured" in table["against"]
@@ -119,7 +119,7 @@ def test_real_tx40_figures_are_against_the_measured_torque_of_the_later_segment(
 def test_realistic_plants_are_registered_and_refuse_a_rate_or_noise_their_sensor_fixes():
     from robodyn.cli import main
 
-    assert {"rnea", "franka_like", "ur_like"} <= set(mh.PLANTS)
-    assert all(mh.PLANTS[p].differs_from_model and not mh.PLANTS[p].exact_derivatives
+    assert {"rnea", "franka_like", "ur_like"} <= set(cd.PLANTS)
+    assert all(cd.PLANTS[p].differs_from_model and not cd.PLANTS[p].exact_derivatives
                for p in ("franka_like", "ur_like"))
     assert main(["compare", "--simulate", "ur5e", "--plant", "ur_like", "--rate", "100"]) == 2

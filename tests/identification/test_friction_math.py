@@ -1,4 +1,4 @@
-"""Friction laws, columns, extraction and fits against hand-derived values (issue 16 item 7).
+"""Friction laws, columns, extraction and fits against hand-derived values.
 
 Every expected number here is written out from the formula in the docstring of
 identification/friction.py (Stribeck: Ni et al. 2024, eq. 2), not computed by the code under test, so
@@ -9,11 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from robodyn.identification.friction import (DEFAULT_LINEAR_ZONE, DEFAULT_SIGMOID_VELOCITY, SEED000_SPEEDS,
-                                             SEED000_STRIBECK,
-                                             FrictionColumns, FrictionFit, FrictionModel, choose_friction_scales,
-                                             coulomb_viscous, extract_friction, fit_friction, model_from_fits,
-                                             sigmoid, stribeck, stribeck_magnitude)
+from robodyn.identification.friction import (FRICTION_SWEEP_SPEEDS, FrictionColumns, FrictionFit, choose_friction_scales,
+                                             extract_friction, fit_friction, model_from_fits)
+from robodyn.robot.friction import (DEFAULT_LINEAR_ZONE, DEFAULT_SIGMOID_VELOCITY, FRANKA_STRIBECK, FrictionModel,
+                                    coulomb_viscous, sigmoid, stribeck, stribeck_magnitude)
 
 
 def test_stribeck_law_equals_hand_evaluated_values_on_both_sides_of_the_linear_zone():
@@ -80,14 +79,14 @@ def test_friction_model_round_trips_and_refuses_bad_parameters():
 
 def test_the_experiment_speeds_are_the_published_37():
     # Ni et al. 2024 section 4.1, rad/s
-    assert SEED000_SPEEDS == (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
+    assert FRICTION_SWEEP_SPEEDS == (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
                               0.08, 0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.23, 0.26, 0.29, 0.32, 0.36, 0.4,
                               0.45, 0.5, 0.56, 0.62, 0.7, 0.8, 1.0, 1.2, 1.5, 1.8)
 
 
 def test_franka_preset_is_the_published_table():
     # Ni et al. 2024 Table 2 (Franka Panda joints 1..7), as printed
-    m = FrictionModel.franka_seed000()
+    m = FrictionModel.franka_stribeck()
     assert m.kind == "stribeck" and m.dof == 7
     assert m.params["fc"][4] == 0.6047 and m.params["fs"][0] == 0.3834 and m.params["vs"][4] == 6.0463e-4
     assert m.params["fv"].tolist() == [0.0] * 7
@@ -95,7 +94,7 @@ def test_franka_preset_is_the_published_table():
                "fs": [0.3834, 0.2567, 0.3760, 0.0790, 0.3062, 0.3823, 0.3854],
                "vs": [0.0729, 0.0603, 0.0474, 0.0892, 6.0463e-4, 0.0510, 0.0938]}
     assert {k: m.params[k].tolist() for k in printed} == printed
-    assert FrictionModel.franka_seed000(viscous=np.arange(7)).params["fv"].tolist() == list(range(7))
+    assert FrictionModel.franka_stribeck(viscous=np.arange(7)).params["fv"].tolist() == list(range(7))
 
 
 def test_friction_columns_equal_the_linear_in_parameters_form():
@@ -222,7 +221,7 @@ def test_linear_fit_recovers_coulomb_viscous_and_reports_rmse_and_r2_by_their_de
 
 
 def test_stribeck_and_sigmoid_fits_recover_the_published_curve_from_both_directions():
-    p = {k: SEED000_STRIBECK[k][0] for k in ("fc", "fs", "vs")}  # Franka joint 1, Ni et al. 2024 Table 2
+    p = {k: FRANKA_STRIBECK[k][0] for k in ("fc", "fs", "vs")}  # Franka joint 1, Ni et al. 2024 Table 2
     v = np.array([0.005, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.8])
     v = np.concatenate([v, -v[::2]])
     f = stribeck(v, p["fc"], p["fs"], p["vs"], 0.0, 0.004)

@@ -13,7 +13,8 @@ from robodyn.identification.datasets import tx40
 from robodyn.identification.estimators import NormalEquations
 from robodyn.identification.pipeline import IdentificationConfig, identify
 from robodyn.identification.regressor import ColumnSpec, gram_blocks, regressor
-from robodyn.identification.signals import ProcessingConfig, SampledData, process_windows
+from robodyn.identification.signals import SampledData
+from robodyn.identification.processing import ProcessingConfig, process_windows
 from robodyn.identification.streaming import PART_SAMPLES, RegressorChunks
 from robodyn.robot.dynamics import inverse_dynamics
 from robodyn.robot.loader import load_model

@@ -7,7 +7,8 @@ from robodyn.cli import main
 from robodyn.identification.estimators import NormalEquations, ols
 from robodyn.identification.pipeline import IdentificationConfig, identify, validate
 from robodyn.identification.regressor import standard_parameter_vector
-from robodyn.identification.signals import ProcessingConfig, SampledData
+from robodyn.identification.signals import SampledData
+from robodyn.identification.processing import ProcessingConfig
 
 from .conftest import FRICTION, rest_to_rest_fourier, simulate
 

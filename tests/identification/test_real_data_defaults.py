@@ -2,7 +2,7 @@
 
 - the real Stäubli TX40 log (tests/data/staubli_tx40), split by time: the first 60 % identifies,
   the last 40 % is held out;
-- realistic simulated Franka-like and UR-like logs (identification/realistic.py) whose plant has
+- realistic simulated Franka-like and UR-like logs (identification/realistic_logs.py) whose plant has
   effects the identifier's model lacks (perturbed parameters, rippling and load-dependent Stribeck
   friction, an elastic joint) and whose sensors misbehave as real ones do.
 
@@ -18,7 +18,7 @@ import pytest
 from robodyn.identification.baseline import plain_ols
 from robodyn.identification.datasets import tx40
 from robodyn.identification.pipeline import IdentificationConfig, identify, validate
-from robodyn.identification.realistic import realistic_log
+from robodyn.identification.realistic_logs import realistic_log
 from robodyn.identification.selection import split_by_time
 from robodyn.robot.loader import load_model
 from robodyn.robot.urdf import model_from_urdf

@@ -1,10 +1,11 @@
 import numpy as np
 import pytest
 
-from robodyn.identification.friction import (SEED000_SPEEDS, FrictionModel, extract_friction, fit_friction,
-                                             model_from_fits, sweep_plan)
-from robodyn.identification.signals import (SampledData, average_periods, central_difference, decimate,
-                                            is_irregular, process, ProcessingConfig, resample_uniform, rloess)
+from robodyn.identification.friction import FRICTION_SWEEP_SPEEDS, extract_friction, fit_friction, model_from_fits, sweep_plan
+from robodyn.robot.friction import FrictionModel
+from robodyn.identification.signals import (SampledData, average_periods, central_difference, decimate, is_irregular,
+                                            resample_uniform, rloess)
+from robodyn.identification.processing import process, ProcessingConfig
 from robodyn.robot.dynamics import gravity_torques
 from robodyn.robot.loader import load_model
 
@@ -68,9 +69,9 @@ def test_differences_decimation_and_period_averaging():
         average_periods(noisy, 2.0005)
 
 
-def test_friction_experiment_recovers_seed000_stribeck_within_5_percent():
+def test_friction_experiment_recovers_the_franka_stribeck_within_5_percent():
     model = load_model("panda")
-    truth = FrictionModel.franka_seed000()
+    truth = FrictionModel.franka_stribeck()
     rng = np.random.default_rng(3)
     home = np.array([0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0])
     fits = []
@@ -78,7 +79,7 @@ def test_friction_experiment_recovers_seed000_stribeck_within_5_percent():
         speeds, torques = [], []
         low, high = -0.15, 0.15
         # 0.005 .. 1.5 rad/s; 0.001 alone would take 10 minutes
-        for sweep in sweep_plan(model, home, joint, low, high, SEED000_SPEEDS[1::2]):
+        for sweep in sweep_plan(model, home, joint, low, high, FRICTION_SWEEP_SPEEDS[1::2]):
             v = sweep.speed
             _, q, qd, _, _ = sweep.sample(1000.0 if v > 0.05 else 100.0)
             tau = gravity_torques(model, q) + truth.torque(qd)
@@ -134,7 +135,7 @@ def test_friction_models_and_bad_input():
 
 
 def test_windowed_processing_equals_whole_recording_processing():
-    from robodyn.identification.signals import process_windows
+    from robodyn.identification.processing import process_windows
 
     rng = np.random.default_rng(5)
     t = np.arange(30000) / 1000.0
@@ -161,7 +162,7 @@ def test_experiment_run_is_one_validated_sequence_and_extraction_finds_every_swe
     from robodyn.trajectory import trajectory_from_dict
 
     model = load_model("panda")
-    truth = FrictionModel.franka_seed000()
+    truth = FrictionModel.franka_stribeck()
     home = np.array([0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0])
     traj, spans = experiment_trajectory(model, home, 1, -0.2, 0.2, (0.02, 0.08, 0.3))
     assert [s[0] for s in spans] == [0.02, 0.08, 0.3]

@@ -1,6 +1,6 @@
 """Stepwise identification of flexible joints (Chen et al. 2021) from recordings.
 
-The recordings come from identification.flexible.FlexiblePlant, a plant unlike the identifier's
+The recordings come from identification.flexible_joints.FlexiblePlant, a plant unlike the identifier's
 model: a hardening spring (the identifier fits a linear K), Stribeck friction with position ripple
 and load-dependent Coulomb friction (the identifier fits viscous + Coulomb), a torque-sensor zero
 that drifts (the identifier fits a constant M0), quantised encoders with different zeros, a noisy
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from robodyn.cli import main
-from robodyn.identification import flexible
+from robodyn.identification import flexible_joints
 from robodyn.identification.base_params import base_parameters
 from robodyn.identification.data import FlexibleLog, load_flexible, save_flexible
 from robodyn.identification.regressor import ColumnSpec, standard_parameter_vector
-from robodyn.identification.stepwise import identify_recorded
+from robodyn.identification.stepwise_recorded import identify_recorded
 from robodyn.robot.loader import load_model
 
 # short enough for the suite: three sweep speeds, four static poses, two excitation periods
@@ -33,13 +33,13 @@ def twolink():
 
 @pytest.fixture(scope="module")
 def plant(twolink):
-    return flexible.chen2021_plant(twolink, seed=0)
+    return flexible_joints.chen2021_plant(twolink, seed=0)
 
 
 @pytest.fixture(scope="module")
 def recordings(twolink, plant):
-    ident = flexible.record_plant(plant, flexible.chen2021_experiment(twolink, seed=0, **EXPERIMENT), seed=0)
-    held = flexible.record_plant(plant, flexible.chen2021_experiment(twolink, seed=5, **EXPERIMENT), seed=1)
+    ident = flexible_joints.record_plant(plant, flexible_joints.chen2021_experiment(twolink, seed=0, **EXPERIMENT), seed=0)
+    held = flexible_joints.record_plant(plant, flexible_joints.chen2021_experiment(twolink, seed=5, **EXPERIMENT), seed=1)
     return ident, held
 
 

@@ -3,11 +3,13 @@ to start on this 2-core machine), small simulated recordings and a two-robot cal
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 from robodyn.cli import main
-from robodyn.identification.metaheuristic import simulated_recording
+from robodyn.identification.comparison_data import simulated_recording
 from robodyn.scaleout import LocalExecutor
 from robodyn.robot.loader import load_model
 
@@ -135,8 +137,9 @@ def calibrate_specs(fleet):
 def local_runs(local, scara, recordings, stribeck_problem, fleet):
     """Every workload once on the local pool: the reference the Ray tests must reproduce exactly."""
     from robodyn.identification.excitation import design_excitation
+    from robodyn.scaleout.excitation import run_starts
 
-    return {"design": design_excitation(load_model("ur5"), design_request(), executor=local),
+    return {"design": design_excitation(load_model("ur5"), design_request(), run_starts=partial(run_starts, local)),
             "identify": local.run(identify_specs(local, recordings)),
             "pso": pso_on(local, stribeck_problem),
             "calibrate": local.run(calibrate_specs(fleet))}

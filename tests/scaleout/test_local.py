@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import json
 
 import numpy as np
 
 from robodyn.cli import main
 from robodyn.identification.excitation import design_excitation
+from robodyn.scaleout.excitation import run_starts
 from robodyn.identification.pipeline import identify
 from robodyn.scaleout import InlineExecutor, ResultStore, run_batch
 from robodyn.scaleout.jobs import RetryPolicy
@@ -21,7 +24,7 @@ def test_starts_run_as_jobs_combine_to_the_one_process_design():
     # same process, same threads: splitting the starts into jobs must not change a single bit
     ur5, req = load_model("ur5"), design_request(starts=2)
     whole = design_excitation(ur5, req).to_dict()
-    split = design_excitation(ur5, req, executor=InlineExecutor()).to_dict()
+    split = design_excitation(ur5, req, run_starts=partial(run_starts, InlineExecutor())).to_dict()
     assert without_volatile(split) == without_volatile(whole)
     assert [r["run"] for r in split["optimizer"]["runs"]] == [0, 1]
 

@@ -3,10 +3,13 @@ bit, for every workload, and keeps results exactly-once when a worker is killed.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 from robodyn.identification.excitation import design_excitation
+from robodyn.scaleout.excitation import run_starts
 from robodyn.robot.loader import load_model
 
 from . import faults
@@ -36,7 +39,7 @@ def test_ray_uses_two_local_cpus(ray_executor):
 
 
 def test_multistart_design_identical_to_local(ray_executor, local_runs):
-    on_ray = design_excitation(load_model("ur5"), design_request(), executor=ray_executor)
+    on_ray = design_excitation(load_model("ur5"), design_request(), run_starts=partial(run_starts, ray_executor))
     assert without_volatile(on_ray.to_dict()) == without_volatile(local_runs["design"].to_dict())
 
 

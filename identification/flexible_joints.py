@@ -13,7 +13,7 @@ motor equation gives tau_m. qm's derivatives come from differentiating the sampl
 pipeline differentiates encoders), so eqs. 1-3 hold to the differencing error at 1 kHz.
 
 Stepwise identification of the simulated arm, in Chen et al. 2021's order (section 2); recorded data go
-through :func:`.stepwise.identify_recorded` (the recording format is :class:`.data.FlexibleLog`):
+through :func:`.stepwise_recorded.identify_recorded` (the recording format is :class:`.data.FlexibleLog`):
 
 1. friction: constant-speed sweeps; the half difference at equal positions cancels gravity, inertia
    and the sensor offset, leaving M_lf v + B_lf (link) and, from tau_m, the motor friction plus the
@@ -318,7 +318,7 @@ def demonstrate(model: RobotModel, *, seed: int = 0, sensor_noise: float = 0.02,
 
 @dataclass(frozen=True)
 class FlexiblePlant:
-    """A flexible-joint arm with what :func:`.stepwise.identify_recorded` does NOT assume, so that
+    """A flexible-joint arm with what :func:`.stepwise_recorded.identify_recorded` does NOT assume, so that
     accuracy measured on its recordings is not an inverse crime:
 
     - a hardening spring, tau = k1 d + k3 d^3 (harmonic drives stiffen with load), against the
@@ -372,7 +372,7 @@ class FlexiblePlant:
 
     def friction(self, side: str, qd: np.ndarray, q: np.ndarray, transmitted: np.ndarray) -> np.ndarray:
         """The plant's friction torque on the ``side`` ('link' or 'motor')."""
-        from .friction import stribeck
+        from robodyn.robot.friction import stribeck
 
         p, effects = (self.link_friction, self.link_effects) if side == "link" else (self.motor_friction,
                                                                                      self.motor_effects)

@@ -1,0 +1,138 @@
+"""Ni et al. 2024, white shark optimizer identification of a Franka arm: Table 4 (torque RMSE of
+WSO / PSO / GA) on the paper's setup (a simulated Panda), on realistic plants unlike the model and
+on the real Staubli TX40, through the library's comparison of identification methods."""
+
+from __future__ import annotations
+
+from .report import Finding, Reproduction, Row, Table
+
+NI_TABLE_4 = {"wso": (0.78, 1.04, 0.94, 1.39, 0.79, 0.53, 0.18), "pso": (0.71, 1.11, 1.21, 1.33, 0.88, 0.59, 0.29),
+              "ga": (0.97, 1.60, 1.69, 1.44, 0.88, 0.60, 0.23)}
+NI_TABLE_4_SUM = {"wso": 5.66, "pso": 6.12, "ga": 7.41}
+NI_TABLE_5_MOTOR_INERTIA = {"IA3": -0.1830, "IA4": -1.1123, "IA5": -0.0015, "IA6": -0.0685, "IA7": -0.0021}
+
+
+# The methods of every setup: the closed forms and the paper's three metaheuristics
+METHODS = ("ols", "wls", "wso", "pso", "ga")
+
+
+def compare_setup(source: str, *, robot: str | None = None, plant: str = "rnea", seconds: float = 60.0,
+                  iteration_scale: float = 1.0) -> dict:
+    """One setup of the comparison through the library (identification.comparison): ``source``
+    "simulate" (``robot`` through ``plant``) or "tx40" (the real data set, split in halves). The
+    other settings are the comparison's defaults (population 150, seed 0, the default processing)."""
+    from robodyn.identification.comparison import compare_methods, simulated_data, tx40_data
+    from robodyn.identification.methods import MethodOptions
+    from robodyn.identification.pipeline import IdentificationConfig
+    from robodyn.robot.loader import load_model
+
+    if source == "tx40":
+        data = tx40_data()
+    else:
+        model = load_model(robot)
+        config = IdentificationConfig(method="ols", motor_couplings=model.motor_couplings)
+        data = simulated_data(model, config, plant, seconds=seconds)
+    return compare_methods(data, METHODS, MethodOptions(population=150), iteration_scale=iteration_scale)
+
+
+# The setups of the comparison: (label, kind, (command, settings), (quick command, settings)). kind
+# says what the rows are: the paper's own setup on the identifier's model (an inverse crime), a
+# realistic plant unlike the model, or real data. The command prints the same table.
+WSO_SETUPS = (
+    ("Panda, paper's setup", "paper's setup: the identifier's own model + 0.5 N.m noise (INVERSE CRIME)",
+     ("robodyn compare --simulate panda", {"source": "simulate", "robot": "panda"}),
+     ("robodyn compare --simulate panda --iteration-scale 0.05 --seconds 20",
+      {"source": "simulate", "robot": "panda", "iteration_scale": 0.05, "seconds": 20.0})),
+    ("Panda, Franka-like sim", "realistic plant: a MuJoCo arm unlike the model, Franka-like sensor log",
+     ("robodyn compare --simulate panda --plant franka_like --seconds 20",
+      {"source": "simulate", "robot": "panda", "plant": "franka_like", "seconds": 20.0}),
+     ("robodyn compare --simulate panda --plant franka_like --seconds 6 --iteration-scale 0.05",
+      {"source": "simulate", "robot": "panda", "plant": "franka_like", "seconds": 6.0, "iteration_scale": 0.05})),
+    ("UR5e, UR-like sim", "realistic plant: a MuJoCo arm unlike the model, UR-like sensor log",
+     ("robodyn compare --simulate ur5e --plant ur_like --seconds 20",
+      {"source": "simulate", "robot": "ur5e", "plant": "ur_like", "seconds": 20.0}),
+     ("robodyn compare --simulate ur5e --plant ur_like --seconds 6 --iteration-scale 0.05",
+      {"source": "simulate", "robot": "ur5e", "plant": "ur_like", "seconds": 6.0, "iteration_scale": 0.05})),
+    ("TX40, real data", "real data: Staubli TX40 (LS2N), motor-side torques, coupled wrist",
+     ("robodyn compare --dataset tx40", {"source": "tx40"}),
+     ("robodyn compare --dataset tx40 --iteration-scale 0.05", {"source": "tx40", "iteration_scale": 0.05})),
+)
+
+
+def reproduce_wso(quick: bool = False) -> Reproduction:
+    rep = Reproduction("wso", "Franka Panda, 48 base parameters (10 inertial + rotor inertia per link, no friction), "
+                              "eq. 14 fitness with psi_j = 1 in the box OLS +- 5|p|, WSO 150 x 3000, PSO 800 and GA "
+                              "460 iterations (population 150 for all). The paper's recordings of its real Franka are "
+                              "not public; robodyn runs the same comparison on the paper's setup (a simulated Panda "
+                              "whose torques come from the identifier's own model: an inverse crime), on two "
+                              "realistic plants unlike the model (Franka-like and UR-like logs of the realistic "
+                              "simulator) and on the real Staubli TX40 data set.")
+    results, commands = {}, {}
+    for label, kind, full, short in WSO_SETUPS:
+        commands[label], settings = short if quick else full
+        results[label] = compare_setup(**settings)
+    paper_label, sim_cmd = WSO_SETUPS[0][0], commands[WSO_SETUPS[0][0]]
+    by_method = {r["method"]: r for r in results[paper_label]["rows"]}
+    rows = []
+    for method in ("wso", "pso", "ga"):
+        for j in range(7):
+            rows.append(Row(f"{method.upper()} joint {j + 1} RMSE (N.m)", NI_TABLE_4[method][j],
+                            by_method[method]["heldout_rmse"][j], sim_cmd, "simulated Panda, held-out trajectory"))
+        rows.append(Row(f"{method.upper()} sum (N.m)", NI_TABLE_4_SUM[method], by_method[method]["heldout_sum"],
+                        sim_cmd, "simulated Panda, held-out trajectory"))
+    rows.append(Row("OLS sum (N.m)", None, by_method["ols"]["heldout_sum"], sim_cmd, "the closed form the paper omits"))
+    rep.tables.append(Table("Table 4: torque RMSE, WSO / PSO / GA (paper: real Franka; robodyn: simulated Panda in "
+                            "the paper's configuration, torques from the identifier's own model + 0.5 N.m noise: an "
+                            "inverse crime, shown for the optimisers' behaviour only)", rows))
+    side = []
+    for label, kind, _, _ in WSO_SETUPS:
+        table = results[label]
+        by = {r["method"]: r for r in table["rows"]}
+        floor = table.get("noise_floor")
+        for m in ("ols", "wso", "pso", "ga"):
+            note = f"{kind}; held-out against {table['against']}"
+            if floor:
+                note += f"; noise floor {floor['rmse_sum']:.4f} (ratio {by[m]['heldout_sum'] / floor['rmse_sum']:.2f})"
+            note += f"; J = {by[m]['fitness']:.6g}"
+            side.append(Row(f"{m.upper()} held-out sum (N.m), {label}", NI_TABLE_4_SUM.get(m), by[m]["heldout_sum"],
+                            commands[label], note))
+    rep.tables.append(Table("Table 4 without the inverse crime: held-out torque RMSE sum of WSO / PSO / GA / OLS on "
+                            "the paper's setup (inverse crime, labelled), on realistic plants whose effects the model "
+                            "lacks and on real data. Realistic plants and real data are scored against the MEASURED "
+                            "(noisy, unfiltered) torque of a later run or segment; the paper column is its real "
+                            "Franka (not comparable joint for joint with other arms)", side))
+    real_label = WSO_SETUPS[3][0]
+    real_by = {r["method"]: r for r in results[real_label]["rows"]}
+    real_cmd = commands[real_label]
+    gap = {m: real_by[m]["fitness"] / real_by["ols"]["fitness"] - 1.0 for m in ("wso", "pso", "ga")}
+    rep.findings.append(Finding(
+        "Table 4 (WSO 5.66, PSO 6.12, GA 7.41 N.m on the real Franka)", "data not public",
+        "The paper's Franka recordings are not published, so its absolute RMSE cannot be re-measured. Eq. 14 with "
+        "fixed weights is a convex quadratic whose global minimum is the closed-form OLS/WLS estimate: on the real "
+        f"TX40 the metaheuristics end above it by WSO {gap['wso']:+.3%}, PSO {gap['pso']:+.3%}, GA {gap['ga']:+.3%} in J, "
+        "so the paper's 'avoids local optima' cannot apply to this objective", real_cmd))
+    realistic = [label for label, kind, _, _ in WSO_SETUPS if kind.startswith("realistic")]
+    ranking = "; ".join(
+        f"{label}: " + ", ".join(f"{r['method'].upper()} {r['heldout_sum']:.3f}"
+                                 for r in sorted(results[label]["rows"], key=lambda r: r["heldout_sum"]))
+        + f" (noise floor {results[label]['noise_floor']['rmse_sum']:.3f})" for label in realistic)
+    beaten = [f"{label}: {r['method'].upper()}" for label in realistic for r in results[label]["rows"]
+              if r["method"] in ("wso", "pso", "ga")
+              and r["heldout_sum"] < min(q["heldout_sum"] for q in results[label]["rows"] if q["method"] == "ols")]
+    rep.findings.append(Finding(
+        "WSO's lower torque error than PSO and GA (Table 4)", "measured on plants unlike the identifier's model",
+        "Held-out RMSE sum against the measured torque, best first: " + ranking + ". "
+        + ("No metaheuristic beats the closed-form OLS there: all minimise the same quadratic eq. 14 in the "
+           "OLS box, and OLS is its minimum" if not beaten else
+           "Below OLS on held-out data (while above it in J, the fitted objective): " + ", ".join(beaten)),
+        "; ".join(commands[label] for label in realistic)))
+    rep.findings.append(Finding(
+        "Table 5 motor inertias " + ", ".join(f"{k} = {v}" for k, v in NI_TABLE_5_MOTOR_INERTIA.items()),
+        "physically impossible", "A rotor inertia is a positive kinetic-energy coefficient; all five identifiable motor "
+        "inertias of Table 5 are negative. robodyn's physically consistent identification (semidefinite program) keeps "
+        "IA >= 0 and every link's pseudo-inertia positive definite", "robodyn identify DATA --robot R --method "
+        "consistent (numbers: .venv/bin/python bench/metaheuristics/consistent.py)"))
+    rep.details = {"simulated_panda": results[paper_label], "real_tx40": results[real_label],
+                   "setups": {label: {"kind": kind, "command": commands[label], "table": results[label]}
+                              for label, kind, _, _ in WSO_SETUPS}}
+    return rep
