@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.real_drivers.peers import start_franky_sim, start_ur_controller  # noqa: E402
+from tests.drivers.peers.peers import start_franky_sim, start_ur_controller  # noqa: E402
 
 from robodyn.drivers.base import JointCommand  # noqa: E402
 from robodyn.drivers.pacing import realtime  # noqa: E402

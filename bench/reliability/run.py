@@ -13,7 +13,7 @@ robodyn's loader), ``subscribers`` (driver RSS and loop period with 50 stalled s
 10 minutes, against the same daemon without them), ``disk`` (estimate vs file), ``soak``.
 
 Writes bench/reliability/result.json (figures quoted in docs/reliability.md). The same scenarios
-run with small counts in tests/reliability (CI).
+run with small counts in tests/daemon/reliability (CI).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from robodyn.daemon.recording import load_recording  # noqa: E402
 from tests.daemon.conftest import DaemonProcess, excitation  # noqa: E402
-from tests.reliability.schema_fuzz import ARM_TOKEN  # noqa: E402
-from tests.reliability.scenarios import (fuzz, kill_daemon_mid_run, kill_mid_run, official_read, rss_kib,  # noqa: E402
+from tests.daemon.reliability.schema_fuzz import ARM_TOKEN  # noqa: E402
+from tests.daemon.reliability.scenarios import (fuzz, kill_daemon_mid_run, kill_mid_run, official_read, rss_kib,  # noqa: E402
                                         soak, stalled_subscribers, wait_state)
 
 
@@ -55,7 +55,7 @@ def bench_fuzz(work: Path, frames: int) -> dict:
 
 def bench_schema_fuzz(work: Path, examples: int) -> dict:
     from robodyn.daemon import security
-    from tests.reliability.schema_fuzz import run_property
+    from tests.daemon.reliability.schema_fuzz import run_property
 
     d = DaemonProcess(work, arm=False, extra_config=f'[safety]\nrequire_arm = true\n'
                                                      f'arm_token_sha256 = "{security.token_hash(ARM_TOKEN)}"\n')

@@ -159,7 +159,7 @@ def _stepwise_table3(rep: Reproduction, quick: bool) -> None:
         "friction model 3.2883 / 3.2901 / 3.3003", "reached",
         "The friction sub-system [qd, sgn qd] of this one-shape family has the analytic minimum sqrt((1+rho)/(1-rho)) "
         "= 3.2888 on 250 samples over [0, T] (3.3061 on k/50 s, k < 250: the paper's grid includes t = T); the "
-        "paper's values are within 0.4 % of it", "tests/excitation/test_stepwise_design.py"))
+        "paper's values are within 0.4 % of it", "tests/identification/excitation/test_stepwise_design.py"))
     rep.details["table3"] = data
 
 

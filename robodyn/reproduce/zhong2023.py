@@ -330,7 +330,7 @@ def reproduce_icpso(quick: bool = False, runs: int = 20) -> Reproduction:
         "assumes link 2's centre of mass on the line through axes 2 and 3 (MY2R = MY2 - MY3 = 0). A general link has "
         "MY2R, so robodyn keeps it; on the built-in SCARA (COM on that line) the paper's 4-column regressor equals "
         f"robodyn's RNEA to {regressor_check:.1e} N.m, and the other four span the same space "
-        "(p3 = l1 (m2 c2 + m3 l2) etc., a linear regrouping)", "tests/advanced/test_zhong_scara.py"))
+        "(p3 = l1 (m2 c2 + m3 l2) etc., a linear regrouping)", "tests/identification/methods/test_zhong_scara.py"))
     rep.details = {"table2": table, "design": design.meta(), "identification": ident,
                    "paper_parameters_implied_rms": rms_implied.tolist()}
     return rep

@@ -8,7 +8,7 @@ purpose="${1:-test}"
 # command  package  why
 needs=()
 if [ "$purpose" = test ]; then
-    needs+=("chromium chromium the status page is tested in Debian's Chromium (tests/operator)")
+    needs+=("chromium chromium the status page is tested in Debian's Chromium (tests/tools/operator)")
     needs+=("systemd-analyze systemd the unit files in systemd/ are checked with systemd-analyze verify")
 fi
 missing=()

@@ -80,7 +80,7 @@ def test_viewers_say_when_no_daemon_answers(tmp_path, capsys):
 
     from robodyn.cli import main
     from tests.daemon.conftest import free_port
-    from tests.operator.conftest import ViewerProcess
+    from tests.tools.operator.conftest import ViewerProcess
 
     nobody = f"tcp://127.0.0.1:{free_port()}"
     assert main(["bridge", "foxglove", "--endpoint", nobody, "--timeout", "0.5", "--port", "0", "--nice", "0"]) == 2

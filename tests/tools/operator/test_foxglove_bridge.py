@@ -16,7 +16,7 @@ import websockets
 from robodyn.daemon.recording import load_recording
 from robodyn.robot.kinematics import forward_kinematics
 from robodyn.robot.loader import load_model
-from tests.operator.conftest import ViewerProcess, excitation
+from tests.tools.operator.conftest import ViewerProcess, excitation
 
 TOPICS = ("/joint_states", "/robodyn/phase", "/robodyn/events", "/robodyn/status", "/robot_description", "/tf")
 RUN_S = 2.0

@@ -28,7 +28,7 @@ from robodyn.drivers.registry import create_driver  # noqa: E402
 from .conftest import Daemon, disconnect_mid_run, execute_npz, fourier_excitation, run_identify  # noqa: E402
 from .peers import free_loopback, start_franky_sim  # noqa: E402
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.hardware_peer]
 
 
 @pytest.fixture(scope="module")

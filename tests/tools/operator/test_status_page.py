@@ -13,8 +13,10 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
-from tests.operator.conftest import ViewerProcess, excitation
+from tests.tools.operator.conftest import ViewerProcess, excitation
 from tests.system_tools import require_system_tool
+
+pytestmark = pytest.mark.browser
 
 RUN_S = 4.0
 # headless, no sandbox (root in a container), and nothing that reaches out to the network

@@ -31,7 +31,7 @@ from .peers import free_loopback, start_ur_controller  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "excitation"
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.hardware_peer]
 RT = ("--rt-priority", "20")
 READER_PRIORITY = 10
 

@@ -7,7 +7,7 @@ well-formed error reply (``v``, the request's id when it is a legal id, ``ok`` f
 code that is never ``internal``, a message, ``details.field``) whose ``details.field`` names the
 mutated field or the argument that contains it.
 
-Used by tests/reliability/test_fuzz.py (a small count in CI) and bench/reliability/run.py
+Used by tests/daemon/reliability/test_fuzz.py (a small count in CI) and bench/reliability/run.py
 (100 000 examples).
 """
 

@@ -71,7 +71,7 @@ def test_json_means_json_on_stdout(tmp_path, capsys):
 
 
 def test_old_names_print_one_deprecation_line(tmp_path, capsys):
-    from tests.cli.test_identify_methods import write_recordings
+    from tests.commands.test_identify_methods import write_recordings
 
     ident, _ = write_recordings(tmp_path)
     out = tmp_path / "r.json"

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOAK_SAMPLES = 60_000
 
 
+@pytest.mark.soak
 def test_short_soak_loses_nothing_and_memory_stays_flat(tmp_path, figure):
     d = DaemonProcess(tmp_path)
     try:

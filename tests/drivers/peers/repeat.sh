@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Run tests/real_drivers N times in a row and print one line per run and a total (docs/testing.md).
-#   tests/real_drivers/repeat.sh 10            # on an idle host
-#   tests/real_drivers/repeat.sh 10 --stress   # with `stress-ng --cpu 2` running beside each run
+# Run tests/drivers/peers N times in a row and print one line per run and a total (docs/testing.md).
+#   tests/drivers/peers/repeat.sh 10            # on an idle host
+#   tests/drivers/peers/repeat.sh 10 --stress   # with `stress-ng --cpu 2` running beside each run
 # Stops nothing on failure: every run is counted. Each run's pytest output: $OUT/run-K.txt.
 set -u
 cd "$(dirname "$0")/../.."
@@ -16,7 +16,7 @@ for k in $(seq 1 "$runs"); do
         hog=$!
     fi
     start=$(date +%s)
-    if timeout 1800 .venv/bin/python -m pytest -q -p no:cacheprovider tests/real_drivers >"$OUT/run-$k.txt" 2>&1; then
+    if timeout 1800 .venv/bin/python -m pytest -q -p no:cacheprovider tests/drivers/peers >"$OUT/run-$k.txt" 2>&1; then
         verdict=pass; pass=$((pass + 1))
     else
         verdict=FAIL
