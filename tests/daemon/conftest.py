@@ -76,6 +76,21 @@ class DaemonProcess:
         self.log.close()
 
 
+def recorder_flushed(client, recording: str, timeout: float = 60.0) -> tuple[dict, int]:
+    """The daemon's status once its recorder reports samples of ``recording`` written to the file
+    (not just buffered), and that count: everything the recorder has written survives any crash
+    after this status (the crash-loss guarantee the code controls, counted in samples, not ms)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = client.status()
+        rec = st["recorder"].get("recording") or {}
+        buffered = st["metrics"]["queues"]["recorder_buffered_samples"] or 0
+        if str(rec.get("path")) == str(recording) and rec.get("samples", 0) - buffered > 0:
+            return st, int(rec["samples"] - buffered)
+        assert time.monotonic() < deadline, f"the recorder wrote nothing of {recording} in {timeout:.0f} s: {rec}"
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     d = DaemonProcess(tmp_path_factory.mktemp("daemon"))
