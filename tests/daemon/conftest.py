@@ -40,12 +40,17 @@ class DaemonProcess:
         from robodyn.tools.client import Client
 
         self.client = Client(self.control, timeout=10.0)
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:  # a daemon that never got ready must not run on beside the next tests
+            self.stop()
+            raise
         if arm:
             self.client.arm()
 
-    def wait_ready(self, timeout: float = 60.0, old_pids: tuple = ()) -> dict:
-        """Until driver and recorder are up with fresh state (and, after a kill, replaced)."""
+    def wait_ready(self, timeout: float = 180.0, old_pids: tuple = ()) -> dict:
+        """Until driver and recorder are up with fresh state (and, after a kill, replaced). The
+        time-out is an outer one only: at a load average of 16-20 on 2 cores, start-up took over 60 s."""
         deadline = time.monotonic() + timeout
         while True:
             assert self.proc.poll() is None, self.log_text()

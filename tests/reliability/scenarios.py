@@ -167,7 +167,7 @@ def kill_daemon_mid_run(work: Path, data_dir: Path, trajectory: dict, settle_s: 
         time.sleep(settle_s)
         d.proc.kill()
         t0 = time.monotonic()
-        while any(_alive(p) for p in workers) and time.monotonic() - t0 < 20:
+        while any(_alive(p) for p in workers) and time.monotonic() - t0 < 60:  # outer time-out only
             time.sleep(0.05)
         gone_s = time.monotonic() - t0
         workers_left = [p for p in workers if _alive(p)]
