@@ -93,7 +93,7 @@ def test_heartbeat_is_due_once_per_half_watchdog_period(monkeypatch):
         n.heartbeat()
     times = np.array([t for t, _ in sent]) - 1000.0
     assert all(fields == ("WATCHDOG=1",) for _, fields in sent)
-    assert np.allclose(times, np.arange(10) * WATCHDOG_S / 2, atol=0.011), times
+    assert times.shape == (10,) and np.allclose(times, np.arange(10) * WATCHDOG_S / 2, atol=0.011), times
     clock[0] += 0.75  # the loop was late: it beats at once on its next turn ...
     n.heartbeat()
     clock[0] += 0.5  # ... and not again before a half period has passed since that beat
