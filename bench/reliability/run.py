@@ -184,7 +184,7 @@ def bench_heartbeat(work: Path, idle_s: float, watchdog_s: float = 2.0) -> dict:
 
         sub = threading.Thread(target=submit, daemon=True)
         sub.start()
-        seen, latencies, t_first, t_last = 0, [], None, None
+        seen, latencies, t_first, t_last, st = 0, [], None, None, {}
         with Client(d.control, timeout=60.0) as watcher:
             while sub.is_alive() and time.monotonic() - t0 < idle_s + 600:
                 s0 = time.monotonic()
@@ -198,7 +198,10 @@ def bench_heartbeat(work: Path, idle_s: float, watchdog_s: float = 2.0) -> dict:
                     break
                 time.sleep(0.05)
             if st.get("run") or sub.is_alive():
-                watcher.abort(reason="bench: heartbeat measured")
+                try:
+                    watcher.abort(reason="bench: heartbeat measured")
+                except DaemonError:
+                    pass
         validating = gaps(t_first, t_last) if t_first else None
         lat = sorted(latencies)
         return {"watchdog_s": watchdog_s, "heartbeat_period_s": watchdog_s / 2, "idle_s": idle_s, "idle": idle,
