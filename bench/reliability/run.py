@@ -7,7 +7,8 @@
 Sections: ``fuzz`` (random frames), ``schema_fuzz`` (100 000 hypothesis frames from the protocol
 schema: 0 `internal`), ``validation`` (peak RSS of validating the largest accepted requests, in a
 fresh process, windowed against the one-pass validator of before; and live in the daemon, with
-the control endpoint's latency meanwhile), ``kills`` (SIGKILLs of the recorder, the driver and
+the control endpoint's latency meanwhile), ``heartbeat`` (the watchdog heartbeat's gaps idle and
+while a 10-minute trajectory is validated), ``kills`` (SIGKILLs of the recorder, the driver and
 the whole daemon; every file opened with the official `mcap` reader's default call and with
 robodyn's loader), ``subscribers`` (driver RSS and loop period with 50 stalled subscribers for
 10 minutes, against the same daemon without them), ``disk`` (estimate vs file), ``soak``.
@@ -149,6 +150,69 @@ def bench_validation_live(work: Path, case: str) -> dict:
         d.stop()
 
 
+def bench_heartbeat(work: Path, idle_s: float, watchdog_s: float = 2.0) -> dict:
+    """The watchdog heartbeat's gaps as systemd would see them (a fake NOTIFY_SOCKET), idle for
+    ``idle_s`` and then while a 10-minute trajectory is validated (status polled meanwhile, as in
+    tests/daemon/reliability/test_systemd.py, which asserts the schedule and counts, not these gaps)."""
+    import threading
+
+    import numpy as np
+
+    from robodyn.daemon.client import Client, DaemonError
+    from tests.daemon.reliability.scenarios import NotifySocket
+
+    ns = NotifySocket(work / "notify")
+    d = DaemonProcess(work, env={"NOTIFY_SOCKET": str(work / "notify"), "WATCHDOG_USEC": str(int(watchdog_s * 1e6))})
+
+    def gaps(t0: float, t1: float) -> dict:
+        beats = [t for t in ns.times_of("WATCHDOG=1") if t0 <= t <= t1]
+        g = np.diff(beats)
+        return {"beats": len(beats), "mean_gap_s": float(g.mean()) if g.size else None,
+                "max_gap_s": float(g.max()) if g.size else None}
+
+    try:
+        t0 = time.monotonic()
+        time.sleep(idle_s)
+        idle = gaps(t0, time.monotonic())
+
+        def submit():
+            with Client(d.control, timeout=600) as c:
+                try:
+                    c.submit_run("panda", excitation(600.0))
+                except DaemonError:
+                    pass
+
+        sub = threading.Thread(target=submit, daemon=True)
+        sub.start()
+        seen, latencies, t_first, t_last, st = 0, [], None, None, {}
+        with Client(d.control, timeout=60.0) as watcher:
+            while sub.is_alive() and time.monotonic() - t0 < idle_s + 600:
+                s0 = time.monotonic()
+                st = watcher.status()
+                latencies.append(time.monotonic() - s0)
+                if st["control"]["validating_s"] is not None:
+                    seen += 1
+                    t_first = t_first or s0
+                    t_last = time.monotonic()
+                elif seen:
+                    break
+                time.sleep(0.05)
+            if st.get("run") or sub.is_alive():
+                try:
+                    watcher.abort(reason="bench: heartbeat measured")
+                except DaemonError:
+                    pass
+        validating = gaps(t_first, t_last) if t_first else None
+        lat = sorted(latencies)
+        return {"watchdog_s": watchdog_s, "heartbeat_period_s": watchdog_s / 2, "idle_s": idle_s, "idle": idle,
+                "while_validating": validating, "validating_s": (t_last - t_first) if t_first else None,
+                "status_replies_while_validating": seen,
+                "status_latency_ms": {"p50": 1000 * lat[len(lat) // 2], "max": 1000 * lat[-1]} if lat else None}
+    finally:
+        d.stop()
+        ns.closed = True
+
+
 def bench_kills(work: Path, kills: int) -> dict:
     (work / "workers").mkdir(parents=True, exist_ok=True)
     d = DaemonProcess(work / "workers")
@@ -277,7 +341,8 @@ def main() -> None:
     ap.add_argument("--baseline-seconds", type=float, default=120.0)
     ap.add_argument("--soak-samples", type=float, default=10e6)
     ap.add_argument("--validation-cases", help="comma-separated cases to (re)run, e.g. fourier:7200:5")
-    sections = ("fuzz", "schema_fuzz", "validation", "kills", "subscribers", "disk", "soak")
+    ap.add_argument("--heartbeat-idle-seconds", type=float, default=60.0)
+    sections = ("fuzz", "schema_fuzz", "validation", "heartbeat", "kills", "subscribers", "disk", "soak")
     ap.add_argument("--only", choices=sections, action="append", help="run only these sections (repeatable)")
     ap.add_argument("--out", default=str(Path(__file__).with_name("result.json")))
     args = ap.parse_args()
@@ -291,6 +356,7 @@ def main() -> None:
                "schema_fuzz": lambda w: bench_schema_fuzz(w, args.schema_examples),
                "validation": lambda w: bench_validation(
                    w, args.validation_cases.split(",") if args.validation_cases else None, result.get("validation")),
+               "heartbeat": lambda w: bench_heartbeat(w, args.heartbeat_idle_seconds),
                "kills": lambda w: bench_kills(w, args.kills),
                "subscribers": lambda w: bench_subscribers(w, args.stalled, args.stalled_seconds, args.baseline_seconds),
                "disk": bench_disk, "soak": lambda w: bench_soak(w, int(args.soak_samples))}

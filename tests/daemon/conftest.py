@@ -40,12 +40,17 @@ class DaemonProcess:
         from robodyn.daemon.client import Client
 
         self.client = Client(self.control, timeout=10.0)
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:  # a daemon that never got ready must not run on beside the next tests
+            self.stop()
+            raise
         if arm:
             self.client.arm()
 
-    def wait_ready(self, timeout: float = 60.0, old_pids: tuple = ()) -> dict:
-        """Until driver and recorder are up with fresh state (and, after a kill, replaced)."""
+    def wait_ready(self, timeout: float = 180.0, old_pids: tuple = ()) -> dict:
+        """Until driver and recorder are up with fresh state (and, after a kill, replaced). The
+        time-out is an outer one only: at a load average of 16-20 on 2 cores, start-up took over 60 s."""
         deadline = time.monotonic() + timeout
         while True:
             assert self.proc.poll() is None, self.log_text()
@@ -74,6 +79,21 @@ class DaemonProcess:
         self.client.close()
         terminate_daemon(self.proc, 20)
         self.log.close()
+
+
+def recorder_flushed(client, recording: str, timeout: float = 60.0) -> tuple[dict, int]:
+    """The daemon's status once its recorder reports samples of ``recording`` written to the file
+    (not just buffered), and that count: everything the recorder has written survives any crash
+    after this status (the crash-loss guarantee the code controls, counted in samples, not ms)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = client.status()
+        rec = st["recorder"].get("recording") or {}
+        buffered = st["metrics"]["queues"]["recorder_buffered_samples"] or 0
+        if str(rec.get("path")) == str(recording) and rec.get("samples", 0) - buffered > 0:
+            return st, int(rec["samples"] - buffered)
+        assert time.monotonic() < deadline, f"the recorder wrote nothing of {recording} in {timeout:.0f} s: {rec}"
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from robodyn.daemon import protocol as P
 from robodyn.daemon.recording import load_recording
 from robodyn.daemon.client import DaemonError
 
-from .conftest import READY_Q, excitation
+from .conftest import READY_Q, excitation, recorder_flushed
 
 RATE = 1000
 
@@ -145,8 +145,8 @@ def test_recorder_sigkill_mid_run_leaves_a_readable_file(daemon):
     accepted = c.submit_run("panda", excitation(60.0))
     wait_state(c, accepted["run_id"], ("execute",))
     time.sleep(0.5)
+    _, flushed = recorder_flushed(c, accepted["recording"])  # the recorder's own count, just before the kill
     os.kill(old_pid, signal.SIGKILL)
-    killed_ns = time.monotonic_ns()
     final = c.wait_run(accepted["run_id"], timeout=30)
     assert final["state"] == "aborted" and "recorder process died" in final["abort_reason"]
 
@@ -163,8 +163,9 @@ def test_recorder_sigkill_mid_run_leaves_a_readable_file(daemon):
     assert not rec.truncated and rec.summary["repaired"] and rec.samples > 0 and rec.gaps() == []
     assert rec.summary["recorded_samples"] == rec.samples and rec.summary["status"] == "aborted"
     assert rec.meta["run_id"] == accepted["run_id"]
-    # at most 100 ms of samples read before the kill are missing from the file
-    assert rec.host_time_ns[-1] >= killed_ns - 100_000_000
+    # every sample the recorder had written before the kill is in the file (what a loaded host lets
+    # it fall behind by is a figure: bench/reliability/run.py --only kills)
+    assert rec.samples >= flushed > 0
     from mcap.reader import make_reader
 
     with open(accepted["recording"], "rb") as fh:  # and the official reader's default call opens it

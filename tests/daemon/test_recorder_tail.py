@@ -87,7 +87,10 @@ def test_a_silent_stream_ends_the_wait(recorder, tmp_path):
 def test_a_recorder_with_a_backlog_keeps_its_heartbeat(tmp_path, monkeypatch):
     """A starved recorder working through a queue of batches must still report within STATS_S: the
     main process kills a recorder that is silent for HANG_TIMEOUT_S (5 s), and with it the run's
-    recording. Here every batch costs 10 ms and 300 are queued (3 s of work, drained at once before)."""
+    recording. Here every batch costs at least 10 ms and 300 are queued (3 s of work, drained at once
+    before). Counted in work, not time: a report comes at least every STATS_S + DRAIN_SLICE_S of
+    draining, i.e. after at most that many 10 ms batches (fewer on a loaded host, never more); the
+    drain-everything recorder of before sent one report after all 300."""
     import threading
 
     import zmq
@@ -114,18 +117,19 @@ def test_a_recorder_with_a_backlog_keeps_its_heartbeat(tmp_path, monkeypatch):
         time.sleep(0.3)  # the subscription reaches the publisher
         for k in range(300):  # sent in milliseconds, worked through in 3 s: a backlog
             pub.send_multipart([P.TOPIC_STATE, batch(1 + 10 * k, 10, 0)])
-        stats_times = []
-        deadline = time.monotonic() + 20
-        received = 0
-        while received < 3000 and time.monotonic() < deadline:
+        reported = [0]  # samples received, as each stats report says
+        deadline = time.monotonic() + 120  # generous outer time-out only
+        while reported[-1] < 3000 and time.monotonic() < deadline:
             if pipe.poll(100):
                 msg = P.unpackb(pipe.recv())
                 if msg["type"] == "stats":
-                    stats_times.append(time.monotonic())
-                    received = msg["stream"]["received"]
-        assert received == 3000
-        gaps = np.diff(stats_times)
-        assert gaps.max() < 1.0, gaps  # STATS_S 0.5 s plus one drain slice, never the whole backlog
+                    reported.append(msg["stream"]["received"])
+        assert reported[-1] == 3000, reported
+        per_report = np.diff(reported)
+        # a slice may overrun by the batch in hand: two batches of slack (10 samples each)
+        most = 10 * (int(np.ceil((R.STATS_S + R.DRAIN_SLICE_S) / 0.01)) + 2)
+        assert per_report.max() <= most, reported
+        assert np.count_nonzero((np.array(reported) > 0) & (np.array(reported) < 3000)) >= 3, reported
     finally:
         pipe.send(P.packb({"type": "shutdown"}))
         loop.join(5)

@@ -245,3 +245,33 @@ def test_a_file_that_may_still_have_a_writer_is_not_repaired_under_it(tmp_path):
     assert files.due(124.0) == [] and [p.rsplit("/", 1)[1] for p, _ in files.due(125.5)] == ["written.mcap"]
     files.failed(str(tmp_path / "written.mcap"), now=125.5)  # e.g. no space: retried 5 s later
     assert files.due(128.0) == [] and len(files.due(130.6)) == 1
+
+
+def test_a_block_is_written_block_ms_after_its_first_sample_and_survives_a_crash(tmp_path, monkeypatch):
+    """The crash-loss bound the code controls, on a fake clock: a block is due [recorder].block_ms
+    after its first sample (the recorder loop writes it on its next turn), and a written block is
+    in the file before close (a SIGKILL right after loses nothing of it). What a loaded host adds by
+    turning the loop late is a figure: bench/reliability/run.py --only kills."""
+    import time
+
+    from robodyn.daemon import recording
+
+    clock = [10_000_000_000]
+
+    class FakeTime:  # the writer's clock only; everything else as it is
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+        def monotonic_ns(self):
+            return clock[0]
+
+    monkeypatch.setattr(recording, "time", FakeTime())
+    meta = {"run_id": "r1", "driver": DESC, "rate_hz": 1000.0, "robot": {"name": "panda"}}
+    w = RecordingWriter(tmp_path / "r1.mcap", meta, WIDTH, "zstd", block_ms=20.0)
+    seq = np.arange(1, 11, dtype=np.uint64)
+    w.append(seq, seq * 1e-3, seq.astype(np.int64), np.full(10, 2, np.uint8), np.zeros((10, WIDTH)))
+    assert w.buffered == 10 and not w.block_due(clock[0] + 19_999_999) and w.block_due(clock[0] + 20_000_000)
+    w.flush_block()
+    assert w.buffered == 0 and not w.block_due(clock[0] + 10 ** 12)  # nothing buffered: nothing due
+    crashed = load_recording(tmp_path / "r1.mcap")  # never closed, as after a SIGKILL
+    assert crashed.truncated and crashed.samples == 10 and crashed.seq.tolist() == seq.tolist()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import random
 import signal
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import numpy as np
 
 from robodyn.daemon import protocol as P
 from robodyn.daemon.recording import load_recording
+from tests.daemon.conftest import recorder_flushed
 
 TERMINAL = ("completed", "aborted", "failed")
 
@@ -36,14 +39,44 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def wait_stopped(client, timeout: float = 3.0) -> dict:
-    """Status once the driver reports its robot braked (telemetry lags by up to 0.1 s)."""
+def wait_stopped(client, timeout: float = 60.0) -> dict:
+    """Status once the driver reports its robot braked (telemetry lags by up to 0.1 s; the ramp to
+    rest is in robot time, so a loaded host only delays it: a generous outer time-out)."""
     deadline = time.monotonic() + timeout
     while True:
         st = client.status()
         if st["driver"]["lifecycle"] == "connected" or time.monotonic() > deadline:
             return st
         time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------- systemd notify
+
+
+class NotifySocket:
+    """systemd's side of the notify protocol: a datagram socket read by a thread, so each
+    message is stamped when it arrives."""
+
+    def __init__(self, path: Path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.1)
+        self.messages: list[tuple[float, str]] = []
+        self.closed = False
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while not self.closed:
+            try:
+                self.messages.append((time.monotonic(), self.sock.recv(4096).decode()))
+            except (TimeoutError, socket.timeout):
+                continue
+
+    def drain(self) -> list[tuple[float, str]]:
+        return list(self.messages)
+
+    def times_of(self, field: str) -> list[float]:
+        return [t for t, m in self.drain() if field in m.split("\n")]
 
 
 # --------------------------------------------------------------------------- SIGKILL
@@ -60,6 +93,9 @@ def kill_mid_run(daemon, component: str, trajectory: dict, settle_s: float = 0.3
     accepted = client.submit_run("panda", trajectory, label=f"kill {component}")
     wait_state(client, accepted["run_id"], ("execute",))
     time.sleep(settle_s)
+    # the daemon's own counts just before the kill: samples the recorder has written to the file,
+    # and the driver's sequence number at its last telemetry (published up to one batch before)
+    last, flushed = recorder_flushed(client, accepted["recording"])
     os.kill(pid, signal.SIGKILL)
     killed_ns = time.monotonic_ns()
     final = client.wait_run(accepted["run_id"], timeout=60, poll_s=0.05)
@@ -75,6 +111,8 @@ def kill_mid_run(daemon, component: str, trajectory: dict, settle_s: float = 0.3
         "component": component, "state": final["state"], "reason": final["abort_reason"],
         "samples": rec.samples, "truncated": rec.truncated, "gaps": rec.gaps(),
         "loss_ms": (killed_ns - int(rec.host_time_ns[-1])) / 1e6 if rec.samples else float("inf"),
+        "flushed_before_kill": flushed, "driver_seq_before_kill": int(last["state"]["seq"]),
+        "first_seq": int(rec.seq[0]) if rec.samples else None, "last_seq": int(rec.seq[-1]) if rec.samples else None,
         "noticed_s": noticed_s, "restart_s": restart_s, "restarts": st[component]["restarts"],
         # the driver ramped to rest and braked only at standstill (a killed driver is replaced by
         # a fresh, braked one; its counters restart)
@@ -129,7 +167,7 @@ def kill_daemon_mid_run(work: Path, data_dir: Path, trajectory: dict, settle_s: 
         time.sleep(settle_s)
         d.proc.kill()
         t0 = time.monotonic()
-        while any(_alive(p) for p in workers) and time.monotonic() - t0 < 20:
+        while any(_alive(p) for p in workers) and time.monotonic() - t0 < 60:  # outer time-out only
             time.sleep(0.05)
         gone_s = time.monotonic() - t0
         workers_left = [p for p in workers if _alive(p)]
@@ -347,10 +385,12 @@ def stalled_subscribers(daemon, count: int, seconds: float, sample_every_s: floa
         reader.setsockopt(zmq.LINGER, 0)
         reader.setsockopt(zmq.SUBSCRIBE, P.TOPIC_STATE)
         reader.connect(daemon.state)
-        client.call("status")
+        seq_start = int(client.call("status")["state"]["seq"])  # the driver's own sequence number
         t0 = time.monotonic()
-        points, last_seq, gaps, lost, received, next_sample = [], 0, 0, 0, 0, t0 + 1.0
-        while time.monotonic() - t0 < seconds:
+        points, first_seq, last_seq, gaps, lost, received, next_sample = [], 0, 0, 0, 0, 0, t0 + 1.0
+
+        def read() -> None:
+            nonlocal first_seq, last_seq, gaps, lost, received
             if reader.poll(50):
                 while True:
                     try:
@@ -361,8 +401,12 @@ def stalled_subscribers(daemon, count: int, seconds: float, sample_every_s: floa
                     if last_seq and int(seq[0]) != last_seq + 1:
                         gaps += 1
                         lost += int(seq[0]) - last_seq - 1
+                    first_seq = first_seq or int(seq[0])
                     last_seq = int(seq[-1])
                     received += int(seq.shape[0])
+
+        while time.monotonic() - t0 < seconds:
+            read()
             now = time.monotonic()
             if now >= next_sample:
                 next_sample = now + sample_every_s
@@ -373,6 +417,12 @@ def stalled_subscribers(daemon, count: int, seconds: float, sample_every_s: floa
                 if progress:
                     progress(points[-1])
         st = client.status()
+        # the reader then catches up with the driver's sequence number at the window's end (how fast
+        # it got there is the host's; that it got every sample is the code's)
+        seq_end = int(st["state"]["seq"])
+        caught_up = time.monotonic() + 60
+        while last_seq < seq_end and time.monotonic() < caught_up:
+            read()
     finally:
         for s in stalled:
             s.close(linger=0)
@@ -382,5 +432,7 @@ def stalled_subscribers(daemon, count: int, seconds: float, sample_every_s: floa
             "driver_rss_kib": {"first": settled[0]["driver"], "last": settled[-1]["driver"],
                                "max": max(p["driver"] for p in settled), "min": min(p["driver"] for p in settled)},
             "publisher_rss_kib": {"first": settled[0]["publisher"], "max": max(p["publisher"] for p in settled)},
-            "loop": st["driver"]["loop"], "reader": {"received": received, "gaps": gaps, "lost": lost},
+            "loop": st["driver"]["loop"], "reader": {"received": received, "gaps": gaps, "lost": lost,
+                                                        "first_seq": first_seq, "last_seq": last_seq},
+            "driver_seq": {"start": seq_start, "end": seq_end},
             "subscribers_seen": st["publisher"].get("subscribers")}

@@ -12,13 +12,13 @@ import pytest
 import zmq
 
 from robodyn.daemon.recording import load_recording
+from robodyn.daemon.rtloop import BATCH_CAPACITY
 from robodyn.daemon.client import Client, DaemonError
-from tests.daemon.conftest import DaemonProcess, excitation
+from tests.daemon.conftest import DaemonProcess, excitation, recorder_flushed
 
 from .scenarios import kill_daemon_mid_run, kill_mid_run, official_read, wait_state, wait_stopped
 
 KILLS_EACH = 3
-MAX_LOSS_MS = 100.0
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,15 @@ def test_sigkill_driver_and_recorder_mid_run(daemon, figure):
             # and any MCAP tool opens it: the official reader's default call, every sample
             assert r["official_ok"] and r["official_samples"] == r["samples"], r
             assert r["repaired"] == (component == "recorder"), r  # only a killed recorder leaves it unfinished
-            assert r["loss_ms"] <= MAX_LOSS_MS, r
+            # loss counted in samples against what the code is responsible for (the time lost
+            # before a kill depends on how far behind a loaded host lets the recorder fall; it is
+            # a figure: bench/reliability/run.py --only kills): every sample the recorder had
+            # written before the kill is in the file ...
+            assert r["samples"] >= r["flushed_before_kill"] > 0, r
+            if component == "driver":
+                # ... and, with the recorder alive, every sample the dead driver had published at its
+                # last telemetry (its unpublished batch, at most BATCH_CAPACITY samples, dies with it)
+                assert r["last_seq"] >= r["driver_seq_before_kill"] - BATCH_CAPACITY, r
             assert r["stopped"] and r["hard_brakes"] == 0, r  # motion stopped; brakes only at rest
             assert r["armed_after"] is False, r  # a fault disarms
             daemon.client.arm()  # the operator's decision, again
@@ -140,6 +148,8 @@ def test_disk_full_mid_run_aborts_safely_and_keeps_a_readable_file(tmp_path, fig
 
         accepted = d.client.submit_run("panda", excitation(30.0))
         wait_state(d.client, accepted["run_id"], ("execute",))
+        # the recorder's path is the one inside the daemon's namespace, as the run reported it
+        _, flushed = recorder_flushed(d.client, accepted["recording"])
         free = shutil.disk_usage(view).free
         with open(view / "filler", "wb") as fh:  # someone else fills the disk
             try:
@@ -157,7 +167,7 @@ def test_disk_full_mid_run_aborts_safely_and_keeps_a_readable_file(tmp_path, fig
         rec = load_recording(path)
         # the file was cut back to its last complete block: no torn record
         assert rec.samples > 0 and rec.gaps() == [], rec.read_error
-        assert rec.host_time_ns[-1] >= filled_ns - 2_000_000_000  # kept everything up to the fill
+        assert rec.samples >= flushed  # kept everything the recorder had written before the fill
         assert rec.meta["run_id"] == accepted["run_id"]
         assert np.all(np.diff(rec.seq.astype(np.int64)) == 1)
         # space is back: the recorder finalizes the cut file (at once if its few KB fitted), so

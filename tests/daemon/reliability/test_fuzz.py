@@ -13,6 +13,10 @@ from .scenarios import fuzz
 from .schema_fuzz import ARM_TOKEN
 
 FRAMES = 10_000
+# the daemon's rate limit on dropped-message warnings (daemon/server.py: RateLimitedLog(log, window_s=5.0),
+# burst 5): at most 5 lines one by one per window of at least 5 s, the rest in one summary line
+DROPPED_LOG_WINDOW_S = 5.0
+DROPPED_LOG_BURST = 5
 
 
 @pytest.fixture(scope="module")
@@ -34,16 +38,20 @@ def dropped_in_log(text: str) -> int:
 
 def test_fuzzing_the_control_endpoint(daemon, figure):
     before = daemon.commands()
+    t0 = time.monotonic()
     result = fuzz(daemon.control, FRAMES)  # raises if any frame goes unanswered
     assert daemon.proc.poll() is None
     assert "internal" not in result["error_codes"], result  # no handler crashed on any input
     st = daemon.client.status()
     assert st["control"]["dropped"] == result["multi_frame"]
-    deadline = time.monotonic() + 15  # the rate-limited summary line comes at the end of its window
+    deadline = time.monotonic() + 60  # the rate-limited summary line comes at the end of its window
     while dropped_in_log(daemon.log_text()) < result["multi_frame"] and time.monotonic() < deadline:
         time.sleep(0.2)
     assert dropped_in_log(daemon.log_text()) == result["multi_frame"]
-    assert daemon.log_text().count("dropped a control message with") <= 60  # no journal flood
+    # no journal flood: at most `burst` lines one by one per window of the rate limit, counted against
+    # the windows this test spanned (a loaded host takes longer and so may log a few more windows)
+    windows = int((time.monotonic() - t0) // DROPPED_LOG_WINDOW_S) + 2
+    assert daemon.log_text().count("dropped a control message with") <= DROPPED_LOG_BURST * windows
     after = daemon.commands()
     assert after["starts"] == before["starts"] and after["writes"] == before["writes"]
     assert st["safety"]["armed"] is False

@@ -27,7 +27,15 @@ def test_stalled_subscribers_do_not_grow_the_driver_and_are_capped(tmp_path, fig
         pub_mib = (r["publisher_rss_kib"]["max"] - r["publisher_rss_kib"]["first"]) / 1024
         assert growth_mib < 3.0, r["points"]  # was +64 MiB in 60 s with ten of them
         assert pub_mib < 60.0, r["points"]  # bounded by the high-water mark: 2000 messages each
-        assert r["reader"]["received"] > 0.8 * SECONDS * 1000 * 0.9 and r["reader"]["gaps"] == 0, r["reader"]
+        # a live reader loses nothing, counted by the driver's sequence numbers (how many samples a
+        # loaded host lets the driver make in SECONDS is the host's figure, not asserted): every sample
+        # from the reader's first to the driver's sequence number at the window's end reached it ...
+        reader, drv = r["reader"], r["driver_seq"]
+        assert drv["end"] > drv["start"] and reader["gaps"] == 0 and reader["lost"] == 0, (reader, drv)
+        assert reader["last_seq"] >= drv["end"], (reader, drv)
+        assert reader["received"] == reader["last_seq"] - reader["first_seq"] + 1, reader
+        # ... and it was subscribed for most of the window, while the stalled ones filled their queues
+        assert 0 < reader["first_seq"] <= drv["start"] + (drv["end"] - drv["start"]) // 2, (reader, drv)
         figure(f"{STALLED} stalled subscribers for {SECONDS:.0f} s at 1 kHz: driver RSS flat, a live reader loses nothing",
                driver_growth_mib=round(growth_mib, 2), publisher_growth_mib=round(pub_mib, 1),
                loop_p99_ms=r["loop"].get("p99_ms"), reader=r["reader"])

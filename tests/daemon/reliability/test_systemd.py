@@ -4,7 +4,6 @@ validated; SIGTERM ramps motion to rest, finalizes the recording and exits 0."""
 
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from robodyn.daemon.client import DaemonError
 from tests.daemon.conftest import DaemonProcess, excitation
 from tests.system_tools import require_system_tool
 
-from .scenarios import wait_state
+from .scenarios import NotifySocket, wait_state
 
 ROOT = Path(__file__).resolve().parents[2]
 UNITS = sorted((ROOT / "systemd").glob("*.service"))
@@ -63,34 +62,6 @@ def test_notify_helpers_and_journald_format():
     assert format_fields({"a": 'x"y'}) == 'a="x\\"y"'
 
 
-class NotifySocket:
-    """systemd's side of the notify protocol: a datagram socket read by a thread, so each
-    message is stamped when it arrives."""
-
-    def __init__(self, path: Path):
-        import threading
-
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(str(path))
-        self.sock.settimeout(0.1)
-        self.messages: list[tuple[float, str]] = []
-        self.closed = False
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        while not self.closed:
-            try:
-                self.messages.append((time.monotonic(), self.sock.recv(4096).decode()))
-            except (TimeoutError, socket.timeout):
-                continue
-
-    def drain(self) -> list[tuple[float, str]]:
-        return list(self.messages)
-
-    def times_of(self, field: str) -> list[float]:
-        return [t for t, m in self.drain() if field in m.split("\n")]
-
-
 @pytest.fixture(scope="module")
 def notified(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("notify")
@@ -102,6 +73,34 @@ def notified(tmp_path_factory):
     ns.closed = True
 
 
+def test_heartbeat_is_due_once_per_half_watchdog_period(monkeypatch):
+    """The heartbeat schedule the code controls, on a fake clock: one WATCHDOG=1 per half period
+    however often the loop calls, the next one due a half period after the last one sent (a late
+    loop beats at once, then on its own schedule). How far a loaded host stretches the gaps is a
+    figure: bench/reliability/run.py --only heartbeat."""
+    import types
+
+    from robodyn.daemon import sdnotify
+
+    clock = [1000.0]
+    monkeypatch.setattr(sdnotify, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    n = sdnotify.Notifier({"NOTIFY_SOCKET": "/nonexistent/notify", "WATCHDOG_USEC": str(int(WATCHDOG_S * 1e6))})
+    sent = []
+    monkeypatch.setattr(n, "send", lambda *fields: sent.append((clock[0], fields)))
+    assert n.watchdog_s == WATCHDOG_S / 2
+    for k in range(1000):  # a loop turning every 10 ms for 10 s
+        clock[0] = 1000.0 + k * 0.01
+        n.heartbeat()
+    times = np.array([t for t, _ in sent]) - 1000.0
+    assert all(fields == ("WATCHDOG=1",) for _, fields in sent)
+    assert times.shape == (10,) and np.allclose(times, np.arange(10) * WATCHDOG_S / 2, atol=0.011), times
+    clock[0] += 0.75  # the loop was late: it beats at once on its next turn ...
+    n.heartbeat()
+    clock[0] += 0.5  # ... and not again before a half period has passed since that beat
+    n.heartbeat()
+    assert len(sent) == 11
+
+
 def test_ready_once_bound_and_connected_then_a_steady_heartbeat(notified, figure):
     ns = notified.notify
     ready = [m for _, m in ns.drain() if "READY=1" in m.split("\n")]
@@ -109,41 +108,61 @@ def test_ready_once_bound_and_connected_then_a_steady_heartbeat(notified, figure
     # READY is sent only after start-up finished: by then the driver had connected and reported
     st = notified.client.status()
     assert st["driver"]["ready"] and st["recorder"]["ready"]
+    # the loop keeps beating on its own, with nobody talking to it (generous outer time-out only)
     t0 = time.monotonic()
-    time.sleep(3 * WATCHDOG_S)
-    beats = [t for t in ns.times_of("WATCHDOG=1") if t >= t0]
+    while len(beats := [t for t in ns.times_of("WATCHDOG=1") if t >= t0]) < 5:
+        assert time.monotonic() - t0 < 60, beats
+        time.sleep(0.1)
     gaps = np.diff(beats)
-    assert len(beats) >= 5 and gaps.max() < WATCHDOG_S * 0.75, gaps
     figure("READY=1 after bind + driver connect; WATCHDOG=1 every half period",
            heartbeat_mean_s=round(float(gaps.mean()), 3), heartbeat_max_gap_s=round(float(gaps.max()), 3))
 
 
 def test_long_trajectory_validation_does_not_block_the_main_loop(notified, figure):
     """The known issue: a 10-minute trajectory took ~12 s to validate on the main loop. Now the
-    check runs on a thread; status, abort and the heartbeat keep going meanwhile."""
+    check runs on a thread; status, abort and the heartbeat keep going meanwhile. Asserted by
+    counting, not timing: status replies in which the daemon itself reports the validation still
+    running (each a separate request by its own counter), and heartbeats that arrived between two
+    such replies. The latencies are figures (bench/reliability/run.py --only validation)."""
     c = notified.client
     ns = notified.notify
-    t_submit = time.monotonic()
     sub = __import__("threading").Thread(target=lambda: _submit_expecting_cancel(notified))
+    t_submit = time.monotonic()
     sub.start()
+    during = []  # (sent, received, the daemon's request counter, validating_s) of replies made while validating
     latencies = []
-    while time.monotonic() - t_submit < 3.0:
-        t0 = time.monotonic()
+
+    def beats_between_replies() -> list:
+        # validation ran from before the first such reply was received until after the last one was asked for
+        return [t for t in ns.times_of("WATCHDOG=1") if during and during[0][1] < t < during[-1][0]]
+
+    while len(during) < 10 or len(beats_between_replies()) < 3:
+        assert time.monotonic() - t_submit < 300, ("validation still not seen with the loop live", during)
+        sent = time.monotonic()
         st = c.status()
-        latencies.append(time.monotonic() - t0)
+        received = time.monotonic()
+        latencies.append(received - sent)
+        if st["control"]["validating_s"] is not None:
+            during.append((sent, received, st["control"]["requests"], st["control"]["validating_s"]))
+        else:
+            # before the submission arrived, or (a broken loop) only answered once validation ended
+            assert not during and sub.is_alive(), ("status answered only outside the validation", during)
         time.sleep(0.05)
-    assert st["control"]["validating_s"] is not None  # still validating the 10-minute trajectory
+    counters = [d[2] for d in during]
+    validating = [d[3] for d in during]
+    assert all(np.diff(counters) > 0) and all(np.diff(validating) > 0), during  # separate answers, clock moving
     with pytest.raises(DaemonError) as e:
         c.submit_run("panda", excitation(2.0))
     assert e.value.code == "busy"
     assert c.abort(reason="operator changed their mind")["cancelled_submission"] is True
-    sub.join(30)
+    sub.join(60)
     assert not sub.is_alive() and notified.cancel_reply.code == "cancelled"
     beats = [t for t in ns.times_of("WATCHDOG=1") if t >= t_submit]
-    gap = float(np.diff([t_submit] + beats).max())
-    assert max(latencies) < 0.5 and gap < WATCHDOG_S * 0.75, (max(latencies), gap)
-    figure("10-min trajectory validating: loop stays live", status_max_latency_ms=round(1000 * max(latencies), 1),
-           status_p50_latency_ms=round(1000 * float(np.median(latencies)), 1), heartbeat_max_gap_s=round(gap, 3))
+    figure("10-min trajectory validating: loop stays live", status_replies_while_validating=len(during),
+           heartbeats_while_validating=len(beats_between_replies()),
+           status_max_latency_ms=round(1000 * max(latencies), 1),
+           status_p50_latency_ms=round(1000 * float(np.median(latencies)), 1),
+           heartbeat_max_gap_s=round(float(np.diff([t_submit] + beats).max()), 3))
 
 
 def _submit_expecting_cancel(d) -> None:
