@@ -11,7 +11,6 @@ import re
 import numpy as np
 import pytest
 
-from robodyn.calibration.geometric import ROBUST_SCALE, robust_scale
 from robodyn.calibration.heavy_arm import SWEEP_HOME, SWEEP_SPANS, HeavyArmPlant, HeavyArmTruth, single_axis_sweeps
 from robodyn.calibration.robots import DATA_DIR, load_robot
 from robodyn.cli import main
@@ -66,6 +65,8 @@ def test_a_diverging_fit_is_reported_failed_marked_failed_and_refused(sweeps, ca
 
 
 def test_a_robust_loss_takes_its_scale_from_the_start_residual(sweeps, capsys):
+    from robodyn.calibration.geometric import ROBUST_SCALE, robust_scale
+
     r = np.random.default_rng(0).normal(scale=40.0, size=20000)  # residuals in stated-noise units
     r[:50] = 1e4  # outliers do not move a median
     assert robust_scale(r) == pytest.approx(ROBUST_SCALE * 40.0, rel=0.03)
