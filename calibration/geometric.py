@@ -5,7 +5,10 @@ analytic Jacobian of eqs. 10-13.
 Every observation is weighted by its stated noise (``measurements.py``). Levenberg-Marquardt
 ('lm') is used for the plain squared loss; a robust loss ('huber', 'soft_l1', 'cauchy', 'arctan')
 switches to the trust-region reflective method, which scipy requires for robust losses. Its scale
-is 3 stated noise levels: a residual beyond that counts as an outlier. Parameter standard
+is ROBUST_SCALE times the spread of the residuals the robust fit starts from (the least-squares
+fit's, 1.4826 times their median absolute deviation, never below the stated noise): a fixed
+multiple of the stated noise would call every point an outlier when the model misses the arm by
+more than the tracker's noise (a heavy arm's sag), and the fit then follows a few points anywhere. Parameter standard
 deviations come from the residual variance and the Jacobian at the solution:
 cov = s^2 (J^T J)^-1 with s^2 = RSS_w / (M - P) on the weighted residual (s^2 near 1 says that
 the stated noise was right).
@@ -24,7 +27,25 @@ from .parameters import GeometricModel
 
 LOSSES = ("linear", "huber", "soft_l1", "cauchy", "arctan")
 MIN_EQUATION_MARGIN = 1.5  # demand 50 % more equations than unknowns: a bare square system fits noise
-ROBUST_SCALE = 3.0  # stated noise levels at which a robust loss starts to down-weight a residual
+ROBUST_SCALE = 3.0  # residual spreads (1.4826 MAD of the start) at which a robust loss starts to down-weight
+MAD_TO_SIGMA = 1.4826  # median absolute deviation of a normal distribution -> its standard deviation
+
+
+def robust_scale(start_residual: np.ndarray) -> float:
+    """A robust loss's scale, in stated-noise units (the residuals are weighted by the stated noise):
+    ROBUST_SCALE robust standard deviations of the residuals it starts from, at least ROBUST_SCALE."""
+    r = np.asarray(start_residual, float)
+    r = r[np.isfinite(r)]
+    spread = MAD_TO_SIGMA * float(np.median(np.abs(r - np.median(r)))) if r.size else 1.0
+    return ROBUST_SCALE * max(spread, 1.0)
+
+
+def robust_cost(r: np.ndarray, loss: str, f_scale: float) -> float:
+    """The objective scipy's least_squares minimises: 0.5 sum f_scale^2 rho((r / f_scale)^2)."""
+    z = (np.asarray(r, float) / f_scale) ** 2
+    rho = {"linear": lambda z: z, "huber": lambda z: np.where(z <= 1, z, 2 * np.sqrt(z) - 1),
+           "soft_l1": lambda z: 2 * (np.sqrt(1 + z) - 1), "cauchy": np.log1p, "arctan": np.arctan}[loss](z)
+    return 0.5 * f_scale ** 2 * float(np.sum(rho))
 
 
 @dataclass
@@ -39,6 +60,19 @@ class GeometricFit:
     success: bool
     message: str
     point_errors: np.ndarray  # distance model - measured of every point, m
+    cost: float = float("nan")  # the objective (with the loss) at the solution
+    start_cost: float = float("nan")  # the same objective where the fit started
+    f_scale: float | None = None  # the robust loss's scale, stated-noise units (None: squared loss)
+
+    @property
+    def failure(self) -> str | None:
+        """Why this fit is not a result (None when it is): not converged, or worse than its start."""
+        if not self.success:
+            return f"the geometric fit did not converge ({self.message})"
+        if self.cost > self.start_cost * (1 + 1e-9):
+            return (f"the geometric fit ended worse than it started (objective {self.cost:.4g} > "
+                    f"{self.start_cost:.4g})")
+        return None
 
 
 def check_positions(q: np.ndarray, p: np.ndarray, dof: int, label: str = "measurements") -> tuple[np.ndarray, np.ndarray]:
@@ -78,7 +112,9 @@ def fit_geometry(gm: GeometricModel, q, observations, free_names, *, initial: np
     """Identify the free parameters so that the model reproduces the measurements.
 
     ``q`` are the joint angles the model is evaluated at (the measured ones, or those corrected
-    for the elastic deflection); ``observations`` is a MeasurementSet or positions.
+    for the elastic deflection); ``observations`` is a MeasurementSet or positions. A robust loss
+    starts from the least-squares fit and takes its scale from that fit's residuals
+    (:func:`robust_scale`) unless ``f_scale`` (stated-noise units) is given.
     """
     meas = as_measurements(gm, q, observations)
     if loss not in LOSSES:
@@ -106,9 +142,19 @@ def fit_geometry(gm: GeometricModel, q, observations, free_names, *, initial: np
         return res.jacobian(full(x))[:, idx]
 
     require_excitation(jacobian(x0_full[idx]), [gm.names[i] for i in idx])
+    x_start = x0_full[idx]
+    kwargs = {}
+    if loss != "linear":
+        ls = least_squares(residual, x_start, jac=jacobian, method="lm", x_scale="jac", max_nfev=max_nfev,
+                           xtol=1e-12, ftol=1e-12, gtol=1e-12)
+        x_start = ls.x
+        f_scale = robust_scale(ls.fun) if f_scale is None else float(f_scale)
+        kwargs = {"loss": loss, "f_scale": f_scale}
+    else:
+        f_scale = None
+    start_cost = robust_cost(residual(x_start), loss, f_scale or 1.0)
     method = "lm" if loss == "linear" else "trf"
-    kwargs = {} if loss == "linear" else {"loss": loss, "f_scale": ROBUST_SCALE if f_scale is None else f_scale}
-    sol = least_squares(residual, x0_full[idx], jac=jacobian, method=method, x_scale="jac",
+    sol = least_squares(residual, x_start, jac=jacobian, method=method, x_scale="jac",
                         max_nfev=max_nfev, xtol=1e-12, ftol=1e-12, gtol=1e-12, **kwargs)
     params = full(sol.x)
     r = residual(sol.x)
@@ -122,7 +168,7 @@ def fit_geometry(gm: GeometricModel, q, observations, free_names, *, initial: np
     npts = 3 * len(res.points)
     sigma = float(np.sqrt(np.mean(raw[:npts] ** 2) * r.size / max(r.size - idx.size, 1))) if npts else float("nan")
     return GeometricFit(params, std, free, r, sigma, chi2, int(sol.nfev), bool(sol.success), str(sol.message),
-                        res.point_errors(params))
+                        res.point_errors(params), robust_cost(r, loss, f_scale or 1.0), start_cost, f_scale)
 
 
 def require_excitation(J: np.ndarray, names: list[str]) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
-from .geometric import LOSSES, ROBUST_SCALE, fit_geometry, minimum_equations, require_excitation
+from .geometric import LOSSES, fit_geometry, minimum_equations, require_excitation, robust_cost, robust_scale
 from .identifiability import Redundancy, analyse_identifiability, structural_redundancies
 from .measurements import MeasurementSet, Residual, Structure
 from .parameters import GeometricModel, preset_free_names, robot_for, target_positions
@@ -81,6 +81,7 @@ class CalibrationResult:
     backlash_std: np.ndarray | None = None
     backlash_scale: np.ndarray | None = None  # N·m: where the lean changes flank
     chi2: float = float("nan")
+    failure: str | None = None  # why the fit is not a result (not converged, worse than its start); None: ok
 
     def __post_init__(self):
         n = self.gm.dof
@@ -95,6 +96,16 @@ class CalibrationResult:
     def stiffness(self) -> np.ndarray:
         with np.errstate(divide="ignore"):
             return np.where(self.compliance > 0, 1.0 / self.compliance, np.inf)
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+    @property
+    def parameter_count(self) -> int:
+        """Everything the fit identified: geometry, joint compliances and gear play."""
+        play = int(np.sum(np.isfinite(self.backlash_std) | (self.backlash != 0)))
+        return len(self.free_names) + int(np.sum(self.compliance_identified)) + play
 
     @property
     def models_link_gravity(self) -> bool:
@@ -158,14 +169,19 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
               method: str = "combined", free_names=None, preset: str = "li2023",
               prior_compliance=None, known_compliance=None, loss: str = "linear",
               max_iterations: int = MAX_ITERATIONS, noise_sigma: float = 15e-6, backlash=(),
-              progress=None) -> CalibrationResult:
+              f_scale: float | None = None, progress=None) -> CalibrationResult:
     """Identify the geometry (and the joint stiffness) by one of the methods (module docstring).
 
     ``prior_compliance`` is the value kept for joints the data do not excite (Li et al. 2023 starts
     every joint at K = 50 000 N·m/rad); ``known_compliance`` skips stiffness identification (the
     combined method then needs no loaded set). ``backlash`` (combined-gravity only) lists the
     0-based joints whose gear play is fitted, or is "auto" for every joint whose holding torque
-    changes sign in the data. ``progress(stage, fraction)`` is told each step (a progress display).
+    changes sign in the data. ``f_scale`` is a robust loss's scale in stated-noise units (default:
+    from the start residual, :func:`.geometric.robust_scale`). ``progress(stage, fraction)`` is told
+    each step (a progress display).
+
+    A fit that did not converge, or ended worse than it started on its own objective, comes back
+    with ``failure`` saying why: it is not a result (the caller reports it and refuses to use it).
     """
     report = progress or (lambda stage, fraction: None)
     if method not in METHODS[1:]:
@@ -184,7 +200,7 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
         raise ValueError(f"prior_compliance: expected {n} values >= 0")
     if method == "combined-gravity":
         report("combined-gravity: geometry, joint stiffness and gravity deflection", 0.05)
-        result = _combined_gravity(gm, noload, loaded, free, dropped, notes, prior, loss, backlash)
+        result = _combined_gravity(gm, noload, loaded, free, dropped, notes, prior, loss, backlash, f_scale)
         report("identifiability", 0.9)
         _report_identifiability(result, gm, noload, names, noise_sigma)
         return result
@@ -206,7 +222,8 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
             raise ValueError("loaded: no target was measured both with and without the payload at the same pose")
     # step 2: geometry from the unloaded measurements
     report("geometry from the unloaded measurements", 0.05)
-    fit = fit_geometry(gm, noload.q, noload, free, loss=loss)
+    fit = fit_geometry(gm, noload.q, noload, free, loss=loss, f_scale=f_scale)
+    failure = fit.failure
     compliance = prior.copy() if known_compliance is None else np.asarray(known_compliance, float)
     c_ident = np.zeros(n, bool)
     c_std = np.full(n, np.nan)
@@ -227,7 +244,8 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
                 compliance, c_ident, c_std = cf.compliance, cf.identified, cf.std
             # steps 4-5: the links' gravity deflection, as corrected joint angles
             q_link = noload.q + joint_deflection(robot_for(gm, C_tem), noload.q, compliance, None, links=True)
-            fit = fit_geometry(gm, q_link, noload, free, initial=C_tem, loss=loss)  # step 6
+            fit = fit_geometry(gm, q_link, noload, free, initial=C_tem, loss=loss, f_scale=f_scale)  # step 6
+            failure = failure or fit.failure
             dl, da = _change(gm, fit.params, C_tem)  # step 7
             history.append({"iteration": iterations, "rms_residual_m": fit.sigma,
                             "max_length_change_m": dl, "max_angle_change_rad": da})
@@ -236,13 +254,14 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
                 converged = True
                 break
         if not converged:
-            notes.append(f"combined method stopped after {max_iterations} iterations without meeting "
-                         f"|C - C_tem| <= {CONVERGENCE_LENGTH} m / {CONVERGENCE_ANGLE} rad")
+            failure = failure or (f"the combined method stopped after {max_iterations} iterations without meeting "
+                                  f"|C - C_tem| <= {CONVERGENCE_LENGTH} m / {CONVERGENCE_ANGLE} rad")
         if need_stiffness:
             notes += _stiffness_notes(c_ident, "the payload does not twist them at these poses "
                                                "(a vertical load never loads a vertical axis)")
     result = CalibrationResult(gm, method, fit.params, fit.std, free, dropped, compliance, c_ident, c_std,
-                               iterations, converged, history, notes, fit.sigma, chi2=fit.chi2)
+                               iterations, converged and fit.success, history, notes, fit.sigma, chi2=fit.chi2,
+                               failure=failure)
     report("identifiability", 0.9)
     _report_identifiability(result, gm, noload, names, noise_sigma)
     return result
@@ -301,9 +320,39 @@ def backlash_support(tau: np.ndarray, joints) -> tuple[list[int], list[str], np.
     return ok, notes, scale
 
 
+def massless_links(robot) -> list[int]:
+    """0-based links whose model gives them no mass (absent or zero inertials)."""
+    return [j for j in range(robot.dof) if not robot.inertial[j, 9] > 0]
+
+
+def _link_list(links: list[int]) -> str:
+    """1-based link numbers, runs as ranges: [1, 2, 3, 5] -> '2-4, 6'."""
+    runs, start = [], None
+    for k, j in enumerate(links):
+        start = j if start is None else start
+        if k + 1 == len(links) or links[k + 1] != j + 1:
+            runs.append(f"{start + 1}" if start == j else f"{start + 1}-{j + 1}")
+            start = None
+    return ", ".join(runs)
+
+
+def require_link_masses(gm: GeometricModel, model_ref: str | None = None) -> list[int]:
+    """Refuse combined-gravity when no link of the model has a mass (its gravity torques are all
+    zero, so the fit would silently be the geometric one); return the links without a mass."""
+    robot = gm.robot
+    missing = massless_links(robot)
+    if len(missing) == robot.dof:
+        source = model_ref or "its model"
+        raise ValueError(f"combined-gravity needs link masses: links {_link_list(missing)} of {robot.name} have none "
+                         f"in {source}; add each link's mass and centre of mass ([joints.link] mass, com) or use "
+                         "--method geometric")
+    return missing
+
+
 def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet | None, free, dropped,
-                      notes, prior, loss, backlash) -> CalibrationResult:
+                      notes, prior, loss, backlash, f_scale=None) -> CalibrationResult:
     n = gm.dof
+    massless = require_link_masses(gm)
     sets = [noload] + ([loaded] if loaded is not None and len(loaded) else [])
     for s in sets[1:]:
         if s.load is None or s.load.mass <= 0:
@@ -357,17 +406,26 @@ def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: Measur
             blocks.append(np.hstack([Jg[:, idx], Jc, Jb]))
         return np.vstack(blocks)
 
-    # start from the geometric fit: its geometry is close, the compliances start at the prior
-    start = fit_geometry(gm, noload.q, noload, free, loss=loss)
+    # start from the least-squares geometric fit: its geometry is close, the compliances start at
+    # the prior; a robust loss takes its scale from the residuals there
+    start = fit_geometry(gm, noload.q, noload, free)
     x0 = np.concatenate([start.params[idx], prior[cj] / c_scale, np.zeros(len(bj))])
     require_excitation(jacobian(x0), [gm.names[i] for i in idx] + [f"compliance{j + 1}" for j in cj]
                        + [f"backlash{j + 1}" for j in bj])
     lower = np.concatenate([np.full(idx.size, -np.inf), np.zeros(cj.size + len(bj))])
-    kwargs = {} if loss == "linear" else {"loss": loss, "f_scale": ROBUST_SCALE}
+    r0 = residual(x0)
+    scale = 1.0 if loss == "linear" else (robust_scale(r0) if f_scale is None else float(f_scale))
+    kwargs = {} if loss == "linear" else {"loss": loss, "f_scale": scale}
     sol = least_squares(residual, x0, jac=jacobian, method="trf", bounds=(lower, np.inf), x_scale="jac",
                         max_nfev=200, xtol=1e-12, ftol=1e-12, gtol=1e-12, **kwargs)
     params, c, b = unpack(sol.x)
     r = residual(sol.x)
+    cost0, cost = robust_cost(r0, loss, scale), robust_cost(r, loss, scale)
+    failure = None
+    if not sol.success:
+        failure = f"the combined-gravity fit did not converge ({sol.message})"
+    elif cost > cost0 * (1 + 1e-9):
+        failure = f"the combined-gravity fit ended worse than it started (objective {cost:.4g} > {cost0:.4g})"
     chi2 = float(r @ r) / max(r.size - nx, 1)
     J = jacobian(sol.x)
     cov = chi2 * np.linalg.pinv(J.T @ J)
@@ -380,7 +438,11 @@ def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: Measur
     b_std[bj] = sd[idx.size + cj.size:]
     c_ident = np.zeros(n, bool)
     c_ident[cj] = True
-    notes += _stiffness_notes(c_ident, "the links' weight (and the payload) do not load them at these poses")
+    why = "the links' weight (and the payload) do not load them at these poses"
+    if massless:
+        why = (f"the model gives link(s) {_link_list(massless)} no mass, so their weight does not load the joints in "
+               "the fit; where the rest does not either, the data cannot show the stiffness")
+    notes += _stiffness_notes(c_ident, why)
     for j in bj:
         notes.append(f"backlash of joint {j + 1}: {np.rad2deg(b[j]) * 3600:.1f} arcsec "
                      f"(±{np.rad2deg(b_std[j]) * 3600:.1f} arcsec, 1σ)")
@@ -395,4 +457,4 @@ def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: Measur
     history[-1]["_compliance_columns"] = {f"compliance{j + 1}": Jn[:, idx.size + m] / c_scale for m, j in enumerate(cj)}
     return CalibrationResult(gm, "combined-gravity", params, std, list(free), dropped, c, c_ident, c_std, 1,
                              bool(sol.success), history, notes, sigma, backlash=b, backlash_std=b_std,
-                             backlash_scale=b_scale, chi2=chi2)
+                             backlash_scale=b_scale, chi2=chi2, failure=failure)

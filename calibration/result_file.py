@@ -31,6 +31,11 @@ def result_to_dict(result: CalibrationResult, robot_ref: str) -> dict:
         "robot": robot_ref,
         "convention": gm.convention,
         "method": result.method,
+        # a failed fit (not converged, or worse than its start) is written so that it can be examined,
+        # but evaluate, compensate and export-urdf refuse it unless forced
+        "status": "failed" if result.failed else "ok",
+        "failure": result.failure,
+        "parameter_count": result.parameter_count,
         "hayati_rows": [r + 1 for r in gm.hayati_rows],
         "base_nominal": gm.base_nominal.tolist(),
         "targets": [t.to_dict() for t in gm.targets],
@@ -108,7 +113,23 @@ def result_from_dict(d: dict) -> CalibrationResult:
                              list(d.get("history", [])), list(d.get("notes", [])),
                              float(d["fit_sigma_m"]) if d.get("fit_sigma_m") is not None else float("nan"),
                              dict(d.get("identifiability", {})), backlash, b_std, b_scale,
-                             float(d["chi2"]) if d.get("chi2") is not None else float("nan"))
+                             float(d["chi2"]) if d.get("chi2") is not None else float("nan"),
+                             failure=_failure(d))
+
+
+def _failure(d: dict) -> str | None:
+    if d.get("status", "ok") == "ok":
+        return None
+    return str(d.get("failure") or f"status {d.get('status')!r}")
+
+
+def load_result(path, *, force: bool = False) -> tuple[dict, CalibrationResult]:
+    """A calibration file and its result, refused when the fit failed (unless ``force``)."""
+    doc = load_json(path, "calibration")
+    if _failure(doc) is not None and not force:
+        raise ValueError(f"calibration: {path} is a failed calibration ({_failure(doc)}); it is not a result "
+                         "(pass --force to use it anyway)")
+    return doc, result_from_dict(doc)
 
 
 def save_json(path, obj) -> None:

@@ -13,20 +13,20 @@ from robodyn.robot.urdf import model_to_urdf
 
 from .compensation import compensate
 from .parameters import robot_for
-from .result_file import load_json, result_from_dict
+from .result_file import load_result
 from .stiffness import Load
 from .workflow import parse_numbers
 
 
 def compensate_target(calibration, target, *, point: str | None = None, q0=None,
-                      load: Load | None = None) -> tuple[dict, bool]:
+                      load: Load | None = None, force: bool = False) -> tuple[dict, bool]:
     """Compensated controller joint angles that put the tool point on ``target`` (X,Y,Z in m, or
     X,Y,Z,RX,RY,RZ with a rotation vector in rad; numbers or their comma text). ``q0``: controller
     joint angles near the wanted solution (required for a position-only target). Returns the report
-    and whether the robot's joint map is the identity."""
+    and whether the robot's joint map is the identity. A failed calibration is refused unless ``force``."""
     from scipy.spatial.transform import Rotation
 
-    result = result_from_dict(load_json(calibration, "calibration"))
+    _, result = load_result(calibration, force=force)
     jm = result.gm.robot.joint_map
     v = parse_numbers(target, None, "--target") if isinstance(target, str) else np.asarray(target, float)
     if v.size == 3:
@@ -62,11 +62,12 @@ def compensate_target(calibration, target, *, point: str | None = None, q0=None,
     return report, bool(jm.is_identity)
 
 
-def export_calibrated_urdf(calibration, out=None, *, name: str | None = None) -> dict:
+def export_calibrated_urdf(calibration, out=None, *, name: str | None = None, force: bool = False) -> dict:
     """The calibrated model as URDF, written to ``out`` (with ``out``.toml holding the joint map
     when the map has a coupling or a scale). Returns {out, urdf, joint_map_file, joints}: the URDF
-    text when there is no ``out``, and what the joint values of the URDF mean."""
-    result = result_from_dict(load_json(calibration, "calibration"))
+    text when there is no ``out``, and what the joint values of the URDF mean. A failed calibration
+    is refused unless ``force``."""
+    _, result = load_result(calibration, force=force)
     model = robot_for(result.gm, result.params)
     jm = model.joint_map
     name = name or f"{model.name}_calibrated"

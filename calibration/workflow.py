@@ -11,7 +11,7 @@ because that is where a user sets them; the scale-out calibration jobs pass the 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,12 +22,12 @@ from .li2023 import TABLE3_STIFFNESS
 from .measurement_csv import (_unit_choice, detect_units, joint_values_kind, load_measurements, measurement_frame,
                               read_measurements_csv, read_metadata, targets_from_metadata, write_measurements_csv)
 from .measurements import Residual, plane_from_points
-from .methods import calibrate, error_stats, nominal_result, usable_free_names
-from .geometric import fit_geometry
+from .methods import calibrate, error_stats, nominal_result, require_link_masses, usable_free_names
+from .geometric import ROBUST_SCALE, fit_geometry
 from .parameters import (BASE_NAMES, all_target_positions, geometric_model, parallel_axis_rows, parameter_jacobian,
                          preset_free_names)
 from .planning import CellSetup, Plan, plan_measurements
-from .result_file import load_json, result_from_dict, result_to_dict, save_json
+from .result_file import load_json, load_result, result_to_dict, save_json
 from .robots import calibration_metadata, load_robot, robot_reference
 from .simulation import SimulatedCell, SimulatedRobot, SimulatedTracker, TrackerNoise, measure_poses, ur5_li2023_truth
 from .stiffness import PRIOR_STIFFNESS, Load, loaded_subset
@@ -322,6 +322,7 @@ class IdentifyOptions:
     backlash: object = ()  # "auto" or 0-based joints
     joint_values: str | None = None
     loss: str = "linear"
+    noise_um: float | None = None  # stated measurement noise a robust loss's scale is taken from (3x)
     stiffness: str | None = None  # known joint stiffness K1,..,Kn, N·m/rad
     prior_stiffness: float = PRIOR_STIFFNESS
     units: str | None = None
@@ -377,13 +378,22 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
         if loaded.load is None:
             raise ValueError("--load: the loaded CSV has no payload in its metadata; give --load KG,CX,CY,CZ")
     method = opts.method or ("combined" if loaded is not None else "geometric")
+    if method == "combined-gravity":
+        require_link_masses(gm, robot_ref)
+    f_scale = None
+    if opts.noise_um is not None:
+        if not opts.noise_um > 0:
+            raise ValueError(f"--noise-um: expected a noise > 0 um, got {opts.noise_um}")
+        stated = float(np.median(noload.sigma[noload.point_mask])) if noload.point_mask.any() else 15e-6
+        f_scale = ROBUST_SCALE * opts.noise_um * 1e-6 / stated  # in the stated-noise units of the residual
     free = free_parameter_names(gm, robot_ref, opts.params, opts.free, opts.identify_base, opts.identify_tool)
     prior = np.full(gm.dof, 1.0 / opts.prior_stiffness)
     known = None
     if opts.stiffness:
         known = 1.0 / parse_numbers(opts.stiffness, gm.dof, "--stiffness")
     result = calibrate(gm, noload, loaded, method=method, free_names=free, prior_compliance=prior,
-                       known_compliance=known, loss=opts.loss, backlash=opts.backlash or (), progress=progress)
+                       known_compliance=known, loss=opts.loss, backlash=opts.backlash or (), f_scale=f_scale,
+                       progress=progress)
     doc = result_to_dict(result, robot_reference(robot_ref))
     sets = {"no_load": noload} | ({"loaded": loaded} if loaded is not None else {})
     doc["evaluation"] = {k: evaluation(gm, result, m) for k, m in sets.items()}
@@ -420,14 +430,58 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
 # --------------------------------------------------------------------------- evaluate
 
 
+TARGET_OFFSET_TOLERANCE = 5e-4  # m: a CSV's stated target and the calibration's are the same one within this
+
+
+def _target_columns(raw, gm, label: str):
+    """The CSV's target columns moved to the calibration's targets they state (by name, else by offset):
+    the CSV's '# targets' / '# tool_offset_m' decide which target each column measured. A stated offset
+    that no calibration target has within TARGET_OFFSET_TOLERANCE is refused."""
+    stated = targets_from_metadata(raw.meta)
+    if stated is None:
+        return raw
+    own = gm.targets
+    where = []
+    for k, t in enumerate(stated[:raw.target_count]):
+        named = [m for m, o in enumerate(own) if o.name == t.name]
+        near = sorted(range(len(own)), key=lambda m: np.linalg.norm(np.subtract(own[m].offset, t.offset)))
+        m = named[0] if named else near[0]
+        miss = float(np.linalg.norm(np.subtract(own[m].offset, t.offset)))
+        if miss > TARGET_OFFSET_TOLERANCE:
+            listed = "; ".join(f"{o.name}: {', '.join(f'{v:.4f}' for v in o.offset)}" for o in own)
+            raise ValueError(f"targets: {label} states target {t.name!r} at {', '.join(f'{v:.4f}' for v in t.offset)} m "
+                             f"in the flange frame, {miss * 1000:.1f} mm from the calibration's "
+                             f"(limit {TARGET_OFFSET_TOLERANCE * 1000:g} mm; calibration: {listed})")
+        where.append(m)
+    if where == list(range(len(where))):
+        return raw
+    if len(set(where)) < len(where):
+        raise ValueError(f"targets: {label} states {len(where)} targets but they match only {len(set(where))} of the "
+                         "calibration's")
+    K, N = len(own), raw.points.shape[0]
+
+    def move(a, fill):
+        if a is None:
+            return None
+        out = np.full((N, K) + a.shape[2:], fill, dtype=a.dtype)
+        out[:, where] = a[:, :len(where)]
+        return out
+
+    return replace(raw, points=move(raw.points, np.nan), rotvec=move(raw.rotvec, np.nan),
+                               plane=move(raw.plane, ""), sigma=move(raw.sigma, np.nan),
+                               sigma_rot=move(raw.sigma_rot, np.nan))
+
+
 def evaluate_calibration(calibration, measurements, *, load: Load | None = None, joint_values=None, units=None,
-                         angles=None, per_pose: bool = False, plot=None) -> dict:
+                         angles=None, per_pose: bool = False, plot=None, force: bool = False) -> dict:
     """Errors of a calibration result on a measurement CSV, before and after, with the warnings:
-    poses outside the identification's joint ranges and outliers."""
-    doc = load_json(calibration, "calibration")
-    result = result_from_dict(doc)
+    poses outside the identification's joint ranges and outliers. The CSV's stated targets pick the
+    calibration's targets its columns measured; a failed calibration is refused unless ``force``."""
+    doc, result = load_result(calibration, force=force)
     gm = result.gm
-    meas, info = load_measurements(measurements, gm, units=units, angles=angles, load=load, joint_values=joint_values)
+    raw = _target_columns(read_measurements_csv(measurements, gm.dof), gm, Path(measurements).name)
+    meas, info = load_measurements(measurements, gm, units=units, angles=angles, load=load, joint_values=joint_values,
+                                   raw=raw)
     ev = evaluation(gm, result, meas)
     sb, sa = ev["before"], ev["after"]
     findings, warnings = range_warnings(doc.get("identification_joint_ranges"), meas, gm.robot.joint_types)

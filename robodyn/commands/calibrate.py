@@ -19,6 +19,11 @@ files and on the command line are the controller's; the robot's joint map (its m
 
 Each action parses its options, calls one function of robodyn.calibration (workflow, result_use,
 collect, paper_replay) and prints what it returns.
+
+Exit codes: 0 done; 2 a user-fixable error (one line on stderr); 3 (identify) the fit failed (did
+not converge, or ended worse than it started): the first line of the output says so, the result
+file is written with "status": "failed" and evaluate, compensate and export-urdf refuse it unless
+given --force.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from .common import add_json
 
 PAPER = cite("calibration")
 METHOD_CHOICES = ("geometric", "geometric-stiffness", "combined", "combined-gravity")
+EXIT_FIT_FAILED = 3  # identify: the fit is not a result (the file is written, marked failed)
+FORCE_HELP = "use the calibration even if its fit failed (the file's status is 'failed')"
 
 
 def parse_numbers(text, count, field):
@@ -131,7 +138,11 @@ def register(sub) -> None:
     a.add_argument("--joint-values", choices=("controller", "model"), default=None,
                    help="what the q columns hold (default: the CSV's joint_values metadata, else controller)")
     a.add_argument("--loss", choices=("linear", "huber", "soft_l1", "cauchy", "arctan"), default="linear",
-                   help="robust losses down-weight residuals beyond 3 stated noise levels")
+                   help="robust losses down-weight residuals beyond 3 robust standard deviations of the "
+                        "least-squares fit's residuals (or 3 x --noise-um)")
+    a.add_argument("--noise-um", type=float, default=None,
+                   help="measurement noise per axis, um: a robust loss's scale is 3 times this instead of the "
+                        "spread of the least-squares residuals")
     a.add_argument("--stiffness", default=None, metavar="K1,..,Kn", help="known joint stiffness, N·m/rad (skips its identification)")
     a.add_argument("--prior-stiffness", type=float, default=50000.0, help="stiffness kept for unexcited joints, N·m/rad")
     a.add_argument("--units", choices=("m", "mm"), default=None, help="position unit of the CSVs (default: detect)")
@@ -149,6 +160,7 @@ def register(sub) -> None:
     a.add_argument("--angles", choices=("rad", "deg"), default=None)
     a.add_argument("--plot", default=None, help="PNG of the error per pose before and after")
     a.add_argument("--per-pose", action="store_true", help="include every point's error in --json output")
+    a.add_argument("--force", action="store_true", help=FORCE_HELP)
     add_json(a)
 
     a = add("compensate", cmd_compensate, help="compensated controller joint angles for a target pose")
@@ -158,12 +170,14 @@ def register(sub) -> None:
     a.add_argument("--point", default=None, help="which target is the tool point (default: the first)")
     a.add_argument("--q0", default=None, help="controller joint angles (rad) near the wanted solution (required for a position-only target)")
     a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ")
+    a.add_argument("--force", action="store_true", help=FORCE_HELP)
     add_json(a)
 
     a = add("export-urdf", cmd_export_urdf, help="the calibrated joint origins as URDF")
     a.add_argument("calibration")
     a.add_argument("--out", default=None, help="URDF file (default: print)")
     a.add_argument("--name", default=None)
+    a.add_argument("--force", action="store_true", help=FORCE_HELP)
     add_json(a, "print {out, urdf, joint_map_file} as JSON (the URDF text inside when there is no --out)")
 
     a = add("identifiability", cmd_identifiability, help="rank, singular values and redundant parameters of the model")
@@ -287,7 +301,7 @@ def _identify_options(args):
         free=args.free, identify_base=args.identify_base, identify_tool=args.identify_tool, hayati=args.hayati,
         tool=None if args.tool is None else tuple(parse_numbers(args.tool, 3, "--tool")), targets=args.targets,
         oriented=[n.strip() for n in args.oriented.split(",")] if args.oriented else None, backlash=backlash,
-        joint_values=args.joint_values, loss=args.loss, stiffness=args.stiffness,
+        joint_values=args.joint_values, loss=args.loss, noise_um=args.noise_um, stiffness=args.stiffness,
         prior_stiffness=args.prior_stiffness, units=args.units, angles=args.angles)
 
 
@@ -300,13 +314,16 @@ def cmd_identify(args) -> int:
     with bars.bar(args, total=100, desc=f"calibrate ({label})", unit="%") as b:
         ident = identify_calibration(args.measurements, opts, args.out, plot=args.plot, progress=bars.stages(b))
     doc, result, gm, method = ident.doc, ident.result, ident.gm, ident.method
+    code = EXIT_FIT_FAILED if result.failed else 0
     if args.json:
-        print_json({k: doc[k] for k in ("method", "free_parameters", "dropped", "joint_stiffness", "iterations",
+        print_json({k: doc[k] for k in ("status", "failure", "parameter_count", "method", "free_parameters", "dropped", "joint_stiffness", "iterations",
                                         "converged", "notes", "evaluation", "units", "warnings", "outliers",
                                         "backlash", "chi2", "data", "base_frame")}
                    | {"parameters": {n: doc["parameters"][n] for n in result.free_names}, "out": args.out})
-        return 0
-    print(f"{method} identification of {len(result.free_names)} parameters from {doc['data']['no_load']}"
+        return code
+    if result.failed:
+        print(f"calibration FAILED: {result.failure}; {args.out} is marked failed and is not a result")
+    print(f"{method} identification of {_parameter_count_text(result)} from {doc['data']['no_load']}"
           + (f"; loaded: {doc['data']['loaded']}" if "loaded" in doc["data"] else "") + f" -> {args.out}")
     for k, ev in doc["evaluation"].items():
         for line in _evaluation_lines(ev, method, _short_base(ident.info["base_frame"]), f"{k.replace('_', '-')} "):
@@ -325,7 +342,15 @@ def cmd_identify(args) -> int:
         print(f"note: {note}")
     for w in ident.warnings:
         print(w)
-    return 0
+    return code
+
+
+def _parameter_count_text(result) -> str:
+    """'26 parameters (20 geometric, 6 joint compliances)': every number the fit identified."""
+    geo, comp = len(result.free_names), int(np.sum(result.compliance_identified))
+    play = result.parameter_count - geo - comp
+    parts = [f"{geo} geometric"] + [f"{comp} joint compliances"] * (comp > 0) + [f"{play} backlash"] * (play > 0)
+    return f"{result.parameter_count} parameters" + (f" ({', '.join(parts)})" if len(parts) > 1 else "")
 
 
 def cmd_evaluate(args) -> int:
@@ -333,7 +358,7 @@ def cmd_evaluate(args) -> int:
 
     report = evaluate_calibration(args.calibration, args.measurements, load=parse_load(args.load),
                                   joint_values=args.joint_values, units=args.units, angles=args.angles,
-                                  per_pose=args.per_pose, plot=args.plot)
+                                  per_pose=args.per_pose, plot=args.plot, force=args.force)
     if args.json:
         print_json(report)
         return 0
@@ -351,7 +376,7 @@ def cmd_compensate(args) -> int:
     from robodyn.calibration.result_use import compensate_target
 
     report, identity = compensate_target(args.calibration, args.target, point=args.point, q0=args.q0,
-                                         load=parse_load(args.load))
+                                         load=parse_load(args.load), force=args.force)
     if args.json:
         print_json(report)
         return 0
@@ -367,7 +392,7 @@ def cmd_compensate(args) -> int:
 def cmd_export_urdf(args) -> int:
     from robodyn.calibration.result_use import export_calibrated_urdf
 
-    report = export_calibrated_urdf(args.calibration, args.out, name=args.name)
+    report = export_calibrated_urdf(args.calibration, args.out, name=args.name, force=args.force)
     if args.json:
         print_json(report)
     elif args.out:
