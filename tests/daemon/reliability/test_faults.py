@@ -82,7 +82,7 @@ def test_client_loss_mid_run_does_not_wedge_the_daemon(daemon, figure):
         "    c.run_status(a['run_id'])\n"
     )
     child = subprocess.Popen([sys.executable, "-c", script, daemon.control], stdout=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).resolve().parents[2])
+                             cwd=Path(__file__).resolve().parents[3])
     run_id = child.stdout.readline().strip()
     wait_state(daemon.client, run_id, ("execute",))
     child.kill()  # vanishes mid-run, mid-request

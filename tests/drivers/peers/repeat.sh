@@ -4,7 +4,7 @@
 #   tests/drivers/peers/repeat.sh 10 --stress   # with `stress-ng --cpu 2` running beside each run
 # Stops nothing on failure: every run is counted. Each run's pytest output: $OUT/run-K.txt.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 runs=${1:?usage: repeat.sh N [--stress]}
 stress=${2:-}
 OUT=${OUT:-$(mktemp -d)}

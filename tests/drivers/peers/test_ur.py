@@ -29,7 +29,7 @@ from robodyn.identification.drive_gains import estimate_drive_gains  # noqa: E40
 from .conftest import Daemon, disconnect_mid_run, execute_npz, fourier_excitation, run_identify  # noqa: E402
 from .peers import free_loopback, start_ur_controller  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "excitation"
+DATA = Path(__file__).resolve().parents[2] / "data" / "excitation"
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.hardware_peer]
 RT = ("--rt-priority", "20")
