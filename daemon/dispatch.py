@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 
+from . import access
 from . import protocol as P
 
 log = logging.getLogger("robodyn.daemon")
@@ -108,6 +109,7 @@ class Dispatch:
             if handler is None:
                 raise P.ProtocolError(P.E_UNKNOWN_COMMAND, f"command {req.cmd!r} is not available in this daemon")
             self._rid = rid
+            self._authenticate(req)
             self._authorise(req.cmd)
             result = handler(req.args)
             return None if result is DEFERRED else P.ok_reply(rid, result)
@@ -120,6 +122,18 @@ class Dispatch:
             self._count_error(P.E_INTERNAL)
             log.exception("internal error while handling a request")
             return P.error_reply(rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+
+    def _authenticate(self, req: P.Request) -> None:
+        """Without CurveZMQ, every command but abort, disarm and ping needs the daemon's token
+        (daemon/access.py): another account on the machine can stop the robot, nothing else."""
+        if self.token is None or req.cmd in access.OPEN_COMMANDS:
+            return
+        if req.auth is not None and access.token_ok(req.auth, self.token):
+            return
+        self.refused_auth.warning("%s refused: %s access token", req.cmd, "wrong" if req.auth else "no")
+        raise P.ProtocolError(P.E_UNAUTHORISED, f"unauthorised: this daemon needs its token ({self.token_path}); "
+                                                "run as the daemon's user or set ROBODYN_TOKEN_FILE",
+                              {"token_file": str(self.token_path)}, field="auth")
 
     def role_of(self, peer: str) -> str:
         """The role of an authenticated client (everyone is an operator without roles)."""
