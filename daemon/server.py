@@ -156,7 +156,8 @@ def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]]
         daemon.close()
         raise
     log.info("ready: control %s, state %s, robot %s (%s), recordings in %s, %s", cfg.control, cfg.state, cfg.robot,
-             cfg.driver, daemon.recordings_dir, "CurveZMQ" if cfg.curve else "loopback only",
+             cfg.driver, daemon.recordings_dir,
+             "CurveZMQ" if cfg.curve else f"loopback, access token in {daemon.token_path}",
              extra={"fields": {"event": "ready", "arming_required": cfg.arming_required}})
     print(f"robodyn daemon ready: control {cfg.control}, state {cfg.state}, robot {cfg.robot} "
           f"({cfg.driver}), recordings in {daemon.recordings_dir}", flush=True)

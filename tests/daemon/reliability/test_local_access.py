@@ -184,3 +184,20 @@ def test_a_second_unix_user_can_stop_but_not_move(tmp_path, monkeypatch, other_u
     finally:
         d.stop()
     assert not path.exists()
+
+
+def test_token_file_options_are_checked(tmp_path):
+    from robodyn.daemon.config import load_config
+
+    cfg = tmp_path / "d.toml"
+    cfg.write_text('[security]\ntoken_file = "/run/robodyn/token"\ntoken_file_mode = 0o640\n')
+    loaded = load_config(cfg)
+    assert loaded.token_file == "/run/robodyn/token" and loaded.token_file_mode == 0o640
+    assert access.token_path("tcp://127.0.0.1:1", loaded.token_file) == access.Path("/run/robodyn/token")
+    assert load_config(None).token_file_mode == 0o600
+    cfg.write_text('[security]\ntoken_file_mode = 0o644\n')
+    with pytest.raises(ValueError, match=r"token_file_mode must be 0o600 or 0o640, got 0o644"):
+        load_config(cfg)
+    cfg.write_text('[security]\ntoken_file = "token"\n')
+    with pytest.raises(ValueError, match="token_file must be an absolute path"):
+        load_config(cfg)
