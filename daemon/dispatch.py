@@ -30,8 +30,9 @@ class RateLimitedLog:
     in one summary line, so a flood of garbage cannot flood the journal but every frame is
     accounted for in a log line."""
 
-    def __init__(self, logger: logging.Logger, window_s: float = 10.0, burst: int = 5):
-        self.logger, self.window_s, self.burst = logger, window_s, burst
+    def __init__(self, logger: logging.Logger, window_s: float = 10.0, burst: int = 5,
+                 what: str = "dropped control messages"):
+        self.logger, self.window_s, self.burst, self.what = logger, window_s, burst, what
         self.window_start = time.monotonic()
         self.in_window = 0
         self.suppressed = 0
@@ -51,8 +52,8 @@ class RateLimitedLog:
         if not force and now - self.window_start < self.window_s:
             return
         if self.suppressed:
-            self.logger.warning("%d more dropped control messages in the last %.0f s (not logged one by one)",
-                                self.suppressed, now - self.window_start)
+            self.logger.warning("%d more %s in the last %.0f s (not logged one by one)",
+                                self.suppressed, self.what, now - self.window_start)
         self.window_start, self.in_window, self.suppressed = now, 0, 0
 
 

@@ -95,7 +95,7 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory):
                 self.ctx.destroy(linger=0)
                 shutil.rmtree(self.runtime_dir, ignore_errors=True)
                 raise
-        self.refused_auth = RateLimitedLog(log, window_s=10.0)
+        self.refused_auth = RateLimitedLog(log, window_s=10.0, what="requests refused for no or a wrong access token")
         self.driver_pipe = self.ctx.socket(zmq.PAIR)
         self.driver_pipe.bind(self.endpoints["driver_pipe"])
         self.recorder_pipe = self.ctx.socket(zmq.PAIR)

@@ -74,7 +74,7 @@ def test_client_loss_mid_run_does_not_wedge_the_daemon(daemon, figure):
         "    c.run_status(a['run_id'])\n"
     )
     child = subprocess.Popen([sys.executable, "-c", script, daemon.control], stdout=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).resolve().parents[2])
+                             cwd=Path(__file__).resolve().parents[3])
     run_id = child.stdout.readline().strip()
     wait_state(daemon.client, run_id, ("execute",))
     child.kill()  # vanishes mid-run, mid-request
@@ -84,10 +84,11 @@ def test_client_loss_mid_run_does_not_wedge_the_daemon(daemon, figure):
     rude = ctx.socket(zmq.DEALER)
     rude.setsockopt(zmq.LINGER, 0)
     rude.connect(daemon.control)
+    from robodyn.daemon import access
     from robodyn.daemon import protocol as P
 
     for i in range(2000):
-        rude.send(P.make_request("status", rid=i))
+        rude.send(P.make_request("status", rid=i, auth=access.client_token(daemon.control)))
     latencies = []
     with Client(daemon.control, timeout=5.0) as watcher:
         while True:

@@ -12,7 +12,7 @@ from tests.daemon.conftest import DaemonProcess, excitation
 
 from .scenarios import soak
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOAK_SAMPLES = 60_000
 
 

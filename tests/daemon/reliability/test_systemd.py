@@ -21,7 +21,7 @@ from tests.system_tools import require_system_tool
 
 from .scenarios import wait_state
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 UNITS = sorted((ROOT / "systemd").glob("*.service"))
 WATCHDOG_S = 2.0
 
