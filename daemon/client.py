@@ -9,6 +9,9 @@
         for batch in c.stream(max_batches=10):       # the live state stream
             print(batch["seq"][-1], batch["values"][-1])
 
+Without CurveZMQ the client sends the daemon's access token, read from $ROBODYN_TOKEN, the file
+$ROBODYN_TOKEN_FILE or the file the daemon wrote for its endpoint (daemon/access.py).
+
 Errors from the daemon raise :class:`DaemonError` with the daemon's code and message; no reply
 within the timeout raises :class:`DaemonUnavailable`.
 """
@@ -21,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from robodyn.daemon import access
 from robodyn.daemon import protocol as P
 from robodyn.daemon.config import DEFAULT_CONTROL
 
@@ -78,18 +82,38 @@ class CurveKeys:
         sock.setsockopt(zmq.CURVE_SERVERKEY, self.server.encode())
 
 
+def _with_auth(payload: bytes, token: str | None) -> bytes:
+    """``payload`` with an ``auth`` entry appended when it is a msgpack map (header patched in
+    place, the original bytes kept: malformed-input tests stay what they are)."""
+    if not token or not payload or b"auth" in payload:
+        return payload
+    entry = P.packb("auth") + P.packb(token)
+    head = payload[0]
+    if 0x80 <= head < 0x8F:
+        return bytes([head + 1]) + payload[1:] + entry
+    if head == 0xDE and len(payload) >= 3:
+        n = int.from_bytes(payload[1:3], "big")
+        if n < 0xFFFF:
+            return b"\xde" + (n + 1).to_bytes(2, "big") + payload[3:] + entry
+    return payload
+
+
 # a submission is answered once its limit check is done: seconds for a long trajectory
 SUBMIT_TIMEOUT_S = 600.0
 
 
 class Client:
-    def __init__(self, endpoint: str | None = None, timeout: float = 5.0, curve: CurveKeys | None = None):
+    def __init__(self, endpoint: str | None = None, timeout: float = 5.0, curve: CurveKeys | None = None,
+                 token: str | None = None):
+        """``token``: the daemon's access token; default: found anew for every request (a
+        restarted daemon has a new one), see daemon/access.py client_token."""
         import zmq
 
         self.zmq = zmq
         self.endpoint = endpoint or default_endpoint()
         self.timeout = timeout
         self.curve = curve if curve is not None else CurveKeys.from_env()
+        self.token = token
         self._ctx = zmq.Context()
         self._sock = None
         self._ids = itertools.count(1)
@@ -132,11 +156,17 @@ class Client:
     def call(self, cmd: str, timeout: float | None = None, **args) -> dict:
         """Send one request; return its result or raise DaemonError."""
         rid = next(self._ids)
-        return self._exchange(P.make_request(cmd, args, rid), rid, timeout)
+        return self._exchange(P.make_request(cmd, args, rid, self._auth()), rid, timeout)
+
+    def _auth(self) -> str | None:
+        if self.curve is not None:  # CurveZMQ keys and roles decide; the token is not used
+            return None
+        return self.token if self.token is not None else access.client_token(self.endpoint)
 
     def call_raw(self, payload: bytes, timeout: float | None = None) -> dict:
-        """Send arbitrary bytes (for tests of malformed input); return the decoded reply map."""
-        self._sock.send(payload)
+        """Send arbitrary bytes (for tests of malformed input); return the decoded reply map.
+        A payload that is a msgpack map gets the access token appended, its bytes otherwise kept."""
+        self._sock.send(_with_auth(payload, self._auth()))
         return self._receive(None, timeout, raw=True)
 
     def _exchange(self, payload: bytes, rid, timeout: float | None) -> dict:

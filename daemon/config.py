@@ -33,6 +33,10 @@ Example (every key optional)::
     clients = { alice = "<40-char Z85 public key>" }       # allow-list: name -> public key
     operators = ["alice"]  # optional: only these clients may arm and submit (default: any allowed client)
     submitters = ["bob"]   # optional: these clients may also submit runs and identification jobs
+    # without curve_secret_key: every request but abort/disarm/ping needs the daemon's access token
+    # (daemon/access.py), written at start to $XDG_RUNTIME_DIR/robodyn/<endpoint>.token (0600)
+    token_file = "/run/robodyn/token"  # optional: elsewhere (its directory must exist, be ours)
+    token_file_mode = 0o640            # 0o600 (default: this user only) or 0o640 (its group too)
 
     [jobs]
     runner = "daemon"     # "service": robodyn-worker.service runs identification jobs (own cgroup)
@@ -84,6 +88,8 @@ class DaemonConfig:
     clients: dict = field(default_factory=dict)
     operators: list = field(default_factory=list)
     submitters: list = field(default_factory=list)
+    token_file: str = ""  # "" -> daemon/access.py default_token_dir()
+    token_file_mode: int = 0o600
     require_arm: bool | None = None  # None: required (an operator arms even a simulator: same habits)
     arm_token_sha256: str = ""
     max_run_s: float = 7200.0
@@ -120,7 +126,8 @@ _SECTIONS = {
     "robot": {"name": str, "driver": str},
     "loop": {"rt_priority": int, "publish_interval_ms": (int, float), "settle_s": (int, float)},
     "recorder": {"block_ms": (int, float), "compression": str, "ros2": bool},
-    "security": {"curve_secret_key": str, "clients": dict, "operators": list, "submitters": list},
+    "security": {"curve_secret_key": str, "clients": dict, "operators": list, "submitters": list,
+                 "token_file": str, "token_file_mode": int},
     "jobs": {"runner": str},
     "safety": {"require_arm": bool, "arm_token_sha256": str, "max_run_s": (int, float), "min_free_mb": (int, float),
                "max_validation_cost": (int, float)},
@@ -226,6 +233,10 @@ def check_security(cfg: DaemonConfig) -> None:
             raise ValueError(f"config: [security].{role} {unknown} are not in [security].clients")
         if names and not cfg.curve:
             raise ValueError(f"config: [security].{role} needs CurveZMQ (clients are identified by their key)")
+    if cfg.token_file_mode not in (0o600, 0o640):
+        raise ValueError(f"config: [security].token_file_mode must be 0o600 or 0o640, got {cfg.token_file_mode:#o}")
+    if cfg.token_file and not Path(cfg.token_file).expanduser().is_absolute():
+        raise ValueError(f"config: [security].token_file must be an absolute path, got {cfg.token_file!r}")
     if cfg.submitters and not cfg.operators:
         raise ValueError("config: [security].submitters needs [security].operators (without operators every "
                          "allowed client may arm and submit)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 
+from . import access
 from . import protocol as P
 
 log = logging.getLogger("robodyn.daemon")
@@ -29,8 +30,9 @@ class RateLimitedLog:
     in one summary line, so a flood of garbage cannot flood the journal but every frame is
     accounted for in a log line."""
 
-    def __init__(self, logger: logging.Logger, window_s: float = 10.0, burst: int = 5):
-        self.logger, self.window_s, self.burst = logger, window_s, burst
+    def __init__(self, logger: logging.Logger, window_s: float = 10.0, burst: int = 5,
+                 what: str = "dropped control messages"):
+        self.logger, self.window_s, self.burst, self.what = logger, window_s, burst, what
         self.window_start = time.monotonic()
         self.in_window = 0
         self.suppressed = 0
@@ -50,8 +52,8 @@ class RateLimitedLog:
         if not force and now - self.window_start < self.window_s:
             return
         if self.suppressed:
-            self.logger.warning("%d more dropped control messages in the last %.0f s (not logged one by one)",
-                                self.suppressed, now - self.window_start)
+            self.logger.warning("%d more %s in the last %.0f s (not logged one by one)",
+                                self.suppressed, self.what, now - self.window_start)
         self.window_start, self.in_window, self.suppressed = now, 0, 0
 
 
@@ -108,6 +110,7 @@ class Dispatch:
             if handler is None:
                 raise P.ProtocolError(P.E_UNKNOWN_COMMAND, f"command {req.cmd!r} is not available in this daemon")
             self._rid = rid
+            self._authenticate(req)
             self._authorise(req.cmd)
             result = handler(req.args)
             return None if result is DEFERRED else P.ok_reply(rid, result)
@@ -120,6 +123,18 @@ class Dispatch:
             self._count_error(P.E_INTERNAL)
             log.exception("internal error while handling a request")
             return P.error_reply(rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+
+    def _authenticate(self, req: P.Request) -> None:
+        """Without CurveZMQ, every command but abort, disarm and ping needs the daemon's token
+        (daemon/access.py): another account on the machine can stop the robot, nothing else."""
+        if self.token is None or req.cmd in access.OPEN_COMMANDS:
+            return
+        if req.auth is not None and access.token_ok(req.auth, self.token):
+            return
+        self.refused_auth.warning("%s refused: %s access token", req.cmd, "wrong" if req.auth else "no")
+        raise P.ProtocolError(P.E_UNAUTHORISED, f"unauthorised: this daemon needs its token ({self.token_path}); "
+                                                "run as the daemon's user or set ROBODYN_TOKEN_FILE",
+                              {"token_file": str(self.token_path)}, field="auth")
 
     def role_of(self, peer: str) -> str:
         """The role of an authenticated client (everyone is an operator without roles)."""

@@ -6,7 +6,7 @@ Everything on the wire is msgpack. NumPy arrays are never pickled: an array is t
 
 Control (ZeroMQ ROUTER, request / reply)::
 
-    request  {"v": 1, "id": any, "cmd": str, "args": {...}}
+    request  {"v": 1, "id": any, "cmd": str, "args": {...}, "auth": str}   (auth: daemon/access.py)
     reply    {"v": 1, "id": same, "ok": true,  "result": {...}}
              {"v": 1, "id": same, "ok": false, "error": {"code": str, "message": str, "details": {...}}}
 
@@ -42,6 +42,7 @@ E_UNAVAILABLE = "unavailable"  # a component (driver, recorder) is down
 E_NOT_ARMED = "not_armed"  # motion needs an operator to arm the daemon first
 E_FORBIDDEN = "forbidden"  # arming refused: wrong token or not an operator's key
 E_CANCELLED = "cancelled"  # a submission withdrawn (abort, disarm, shutdown) before any motion
+E_UNAUTHORISED = "unauthorised"  # no or wrong access token (daemon/access.py)
 E_INTERNAL = "internal"
 
 MAX_TEXT = 1024  # labels, reasons, tokens: free text is short
@@ -214,6 +215,7 @@ class Request:
     cmd: str
     args: dict
     id: Any = None
+    auth: str | None = None
 
 
 def register_command(name: str, args: dict[str, Arg]) -> None:
@@ -255,7 +257,10 @@ def parse_request(obj: Any) -> Request:
         if type(rid) is str and len(rid) > MAX_ID_TEXT:
             raise ProtocolError(E_MALFORMED, f"request field 'id' is longer than {MAX_ID_TEXT} characters",
                                 field="id")
-    extra = sorted(str(k) for k in set(obj) - {"v", "id", "cmd", "args"})
+    if "auth" in obj and not (type(obj["auth"]) is str and len(obj["auth"]) <= MAX_TEXT):
+        raise ProtocolError(E_MALFORMED, f"request field 'auth' must be a string of at most {MAX_TEXT} "
+                                         "characters (the daemon's access token)", field="auth")
+    extra = sorted(str(k) for k in set(obj) - {"v", "id", "cmd", "args", "auth"})
     if extra:
         raise ProtocolError(E_MALFORMED, f"unknown request field(s) {[e[:64] for e in extra[:5]]}",
                             field=extra[0][:64])
@@ -290,7 +295,7 @@ def parse_request(obj: Any) -> Request:
             problem = spec.check(value)
             if problem:
                 raise ProtocolError(E_INVALID_ARGS, f"{cmd}: argument {name!r} {problem}", field=f"args.{name}")
-    return Request(cmd, args, obj.get("id"))
+    return Request(cmd, args, obj.get("id"), obj.get("auth"))
 
 
 def _type_name(value) -> str:
@@ -315,8 +320,11 @@ def error_reply(rid, code: str, message: str, details: dict | None = None) -> by
                   "error": {"code": code, "message": message, "details": details or {}}})
 
 
-def make_request(cmd: str, args: dict | None = None, rid=None) -> bytes:
-    return packb({"v": PROTOCOL_VERSION, "id": rid, "cmd": cmd, "args": args or {}})
+def make_request(cmd: str, args: dict | None = None, rid=None, auth: str | None = None) -> bytes:
+    req = {"v": PROTOCOL_VERSION, "id": rid, "cmd": cmd, "args": args or {}}
+    if auth is not None:
+        req["auth"] = auth
+    return packb(req)
 
 
 # --------------------------------------------------------------------------- state stream

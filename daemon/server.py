@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from collections.abc import Callable, Iterable
 
 from robodyn.robot.loader import load_model
 
-from . import security
+from . import access, security
 from .admission import Admission, PendingSubmit
 from .config import DaemonConfig
 from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, RateLimitedLog
@@ -83,6 +84,18 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory):
             security.make_curve_server(self.router, secret)
             self.handshakes = security.HandshakeMonitor(self.router, "control")
         self.router.bind(cfg.control)
+        # bound first: a daemon that cannot bind never overwrites the token of the one that did
+        self.token, self.token_path = None, None
+        if not cfg.curve:
+            self.token_path = access.token_path(cfg.control, cfg.token_file)
+            self.token = access.new_token()
+            try:
+                access.write_token(self.token_path, self.token, cfg.token_file_mode, private_dir=not cfg.token_file)
+            except Exception:
+                self.ctx.destroy(linger=0)
+                shutil.rmtree(self.runtime_dir, ignore_errors=True)
+                raise
+        self.refused_auth = RateLimitedLog(log, window_s=10.0, what="requests refused for no or a wrong access token")
         self.driver_pipe = self.ctx.socket(zmq.PAIR)
         self.driver_pipe.bind(self.endpoints["driver_pipe"])
         self.recorder_pipe = self.ctx.socket(zmq.PAIR)
@@ -143,7 +156,8 @@ def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]]
         daemon.close()
         raise
     log.info("ready: control %s, state %s, robot %s (%s), recordings in %s, %s", cfg.control, cfg.state, cfg.robot,
-             cfg.driver, daemon.recordings_dir, "CurveZMQ" if cfg.curve else "loopback only",
+             cfg.driver, daemon.recordings_dir,
+             "CurveZMQ" if cfg.curve else f"loopback, access token in {daemon.token_path}",
              extra={"fields": {"event": "ready", "arming_required": cfg.arming_required}})
     print(f"robodyn daemon ready: control {cfg.control}, state {cfg.state}, robot {cfg.robot} "
           f"({cfg.driver}), recordings in {daemon.recordings_dir}", flush=True)

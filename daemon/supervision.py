@@ -14,6 +14,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
+from . import access
 from . import protocol as P
 
 log = logging.getLogger("robodyn.daemon")
@@ -167,6 +168,8 @@ class Supervision:
                     comp.process.join(2.0)
         self.ctx.destroy(linger=0)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        if self.token is not None:
+            access.remove_token(self.token_path, self.token)
 
     def _drain_pipes(self) -> None:
         while self.driver_pipe.poll(0):

@@ -124,7 +124,10 @@ def _run(argv: list[str] | None) -> int:
 
         if not isinstance(exc, DaemonError):
             raise
-        print(f"robodyn {args.command}: daemon refused: {exc}", file=sys.stderr)
+        if exc.code == "unauthorised":  # the message says what to do: no "refused" prefix
+            print(f"robodyn {args.command}: error: {exc}", file=sys.stderr)
+        else:
+            print(f"robodyn {args.command}: daemon refused: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"robodyn {args.command}: interrupted", file=sys.stderr)

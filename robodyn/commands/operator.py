@@ -13,6 +13,7 @@ import sys
 import threading
 
 from robodyn.cli import UserError
+from robodyn.tools.operator.listen import check_listen_host
 
 from .daemon_client import _endpoint_arg, curve_keys
 
@@ -23,8 +24,8 @@ def register(sub) -> None:
     f = kinds.add_parser("foxglove", help="joint states, run phases, status and the robot model over Foxglove's "
                                           "WebSocket protocol (connect Foxglove to ws://HOST:PORT)")
     _endpoint_arg(f)
-    f.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
-                                                       "only; 0.0.0.0 serves the lab network, unauthenticated)")
+    f.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
+                                                       "bridge has no login, so other addresses are refused)")
     f.add_argument("--port", type=int, default=8765, help="WebSocket port (default 8765, Foxglove's default; "
                                                           "0 picks a free one)")
     f.add_argument("--rate", type=float, default=0.0, metavar="HZ",
@@ -42,8 +43,8 @@ def register(sub) -> None:
     s = sub.add_parser("status-page", help="a read-only web page: arm state, driver health, loop statistics, "
                                            "the run in progress, recordings, identification jobs")
     _endpoint_arg(s)
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
-                                                       "only; the page has no login)")
+    s.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
+                                                       "page has no login, so other addresses are refused)")
     s.add_argument("--port", type=int, default=47780, help="HTTP port (default 47780; 0 picks a free one)")
     s.add_argument("--period", type=float, default=0.5, metavar="S", help="how often the daemon is polled "
                                                                           "(default 0.5 s)")
@@ -109,6 +110,7 @@ def cmd_bridge_foxglove(args) -> int:
     from robodyn.tools.operator.foxglove_bridge import BridgeOptions, FoxgloveBridge, check_model_matches
 
     _check_port(args.port)
+    check_listen_host(args.host, "Foxglove bridge")
     _lower_priority(args)
     for name in ("rate", "tf_rate"):
         if getattr(args, name) < 0:
@@ -152,6 +154,7 @@ def cmd_status_page(args) -> int:
     from robodyn.tools.operator.status_page import serve_status_page
 
     _check_port(args.port)
+    check_listen_host(args.host, "status page")
     if args.period <= 0:
         raise UserError(f"--period must be > 0 s, got {args.period}")
     _lower_priority(args)

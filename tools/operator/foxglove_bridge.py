@@ -31,6 +31,8 @@ import numpy as np
 
 from robodyn.daemon.readonly import ReadOnlyClient, phase_name, run_progress
 
+from .listen import check_listen_host
+
 JOINT_STATES_TOPIC = "/joint_states"
 PHASE_TOPIC = "/robodyn/phase"
 EVENTS_TOPIC = "/robodyn/events"
@@ -231,6 +233,7 @@ class FoxgloveBridge:
                  status_client: ReadOnlyClient | None = None):
         import foxglove
 
+        check_listen_host(options.host, "Foxglove bridge")
         self.client = client
         self.status_client = status_client
         self.model = model

@@ -29,6 +29,8 @@ from pathlib import Path
 
 from robodyn.daemon.readonly import ReadOnlyClient, run_progress
 
+from .listen import check_listen_host
+
 DEFAULT_PORT = 47780
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 FINISHED = ("completed", "aborted", "failed")
@@ -357,6 +359,7 @@ class StatusPageHandler(BaseHTTPRequestHandler):
 def serve_status_page(client_factory, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
                       period_s: float = 0.5) -> tuple[StatusPageServer, StatusPoller]:
     """Start polling and listening; the caller runs ``server.serve_forever()``."""
+    check_listen_host(host, "status page")
     poller = StatusPoller(client_factory, period_s=period_s)
     poller.start()
     server = StatusPageServer((host, port), poller, JobReports(client_factory))

@@ -21,13 +21,14 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from robodyn.daemon import access
 from robodyn.daemon import protocol as P
 from robodyn.identification.daemon_jobs import ARGS as JOB_ARGS
 
 SCHEMA = {**P.COMMANDS, **JOB_ARGS}
 ERROR_CODES = {P.E_MALFORMED, P.E_VERSION, P.E_UNKNOWN_COMMAND, P.E_INVALID_ARGS, P.E_INVALID_TRAJECTORY,
                P.E_LIMIT, P.E_BUSY, P.E_NOT_FOUND, P.E_ROBOT, P.E_UNAVAILABLE, P.E_NOT_ARMED, P.E_FORBIDDEN,
-               P.E_CANCELLED}
+               P.E_CANCELLED, P.E_UNAUTHORISED}
 READY_Q = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 # the fuzzed daemon's arming token: every token the fuzzer sends is a wrong one
 ARM_TOKEN = "the-operator-token-7c1e5a90d4b2"
@@ -293,9 +294,14 @@ class Endpoint:
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.connect(endpoint)
         self.timeout_ms = int(timeout_s * 1000)
+        # the daemon's access token, as its own user's clients send it: the fuzzed fields reach
+        # the handlers' validation instead of stopping at `unauthorised`
+        self.token = access.client_token(endpoint)
 
     def exchange(self, payload: bytes):
-        self.sock.send(payload)
+        from robodyn.daemon.client import _with_auth
+
+        self.sock.send(_with_auth(payload, self.token))
         if not self.sock.poll(self.timeout_ms):
             raise AssertionError(f"no reply within {self.timeout_ms} ms to a {len(payload)}-byte frame")
         return msgpack.unpackb(self.sock.recv(), raw=False)

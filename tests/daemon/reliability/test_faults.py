@@ -92,10 +92,11 @@ def test_client_loss_mid_run_does_not_wedge_the_daemon(daemon, figure):
     rude = ctx.socket(zmq.DEALER)
     rude.setsockopt(zmq.LINGER, 0)
     rude.connect(daemon.control)
+    from robodyn.daemon import access
     from robodyn.daemon import protocol as P
 
     for i in range(2000):
-        rude.send(P.make_request("status", rid=i))
+        rude.send(P.make_request("status", rid=i, auth=access.client_token(daemon.control)))
     latencies = []
     with Client(daemon.control, timeout=5.0) as watcher:
         while True:

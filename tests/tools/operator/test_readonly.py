@@ -93,3 +93,28 @@ def test_viewers_say_when_no_daemon_answers(tmp_path, capsys):
         assert snap["connected"] is False and "no reply from the daemon" in snap["error"]
     finally:
         page.stop()
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::", ""])
+def test_views_refuse_a_non_loopback_host_with_one_line(host, capsys):
+    """The views have no login: another address than loopback is refused before anything is
+    served or any daemon asked (the endpoint here answers nothing: the refusal comes first)."""
+    from robodyn.cli import main
+    from robodyn.errors import UserError
+    from robodyn.tools.operator.listen import check_listen_host, is_loopback_host
+    from robodyn.tools.operator.status_page import serve_status_page
+    from tests.daemon.conftest import free_port
+
+    nobody = f"tcp://127.0.0.1:{free_port()}"
+    for view in (["status-page"], ["bridge", "foxglove"]):
+        assert main([*view, "--endpoint", nobody, "--timeout", "0.5", "--host", host, "--port", "0",
+                     "--nice", "0"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "refused: the" in err and "has no authentication" in err, err
+        assert "no reply from the daemon" not in err
+    with pytest.raises(UserError, match="serves this machine only"):  # the library refuses too
+        serve_status_page(lambda: None, host, 0)
+    for local in ("127.0.0.1", "127.0.1.1", "::1", "localhost"):
+        assert is_loopback_host(local)
+        check_listen_host(local, "status page")
+    assert not is_loopback_host(host)
