@@ -105,11 +105,13 @@ def method_options(args, method: str):
     from robodyn.identification.methods import MethodOptions
 
     kt = getattr(args, "torque_constant", None)
+    held = getattr(args, "holdout", None)  # recordings (identify); compare's --holdout is still a fraction
+    held = held if isinstance(held, (list, tuple)) else ()
     return MethodOptions(weights=args.weights, population=args.population,
                          iterations=args.epochs if method == "nn" else args.iterations, seed=args.seed,
                          reference_weight=args.reference_weight, cad_reference=not args.no_cad,
                          torque_constant=_floats(kt, "torque-constant") if kt else None,
-                         held_out=[str(p) for p in getattr(args, "holdout", None) or ()])
+                         held_out=[str(p) for p in held])
 
 
 def config_from_args(args, model, method: str = "ols"):
