@@ -27,18 +27,24 @@ MIN_OUTSIDE = 0.001  # fractions outside the range below this (isolated noisy sa
 
 
 def coverage_of(pieces: Iterable[SampledData], joint_names: Sequence[str]) -> dict:
-    """The per-joint record of processed ``pieces`` (each with q, qd, qdd, tau)."""
-    pieces = list(pieces)
-    if not pieces:
+    """The per-joint record of processed ``pieces`` (each with q, qd, qdd, tau), streamed: only the
+    ranges and the velocities (for the stillness threshold, known at the end) are kept."""
+    lo = hi = None
+    velocities = []
+    for p in pieces:
+        plo = {k: np.min(getattr(p, k), axis=0) for k in QUANTITIES}
+        phi = {k: np.max(getattr(p, k), axis=0) for k in QUANTITIES}
+        lo = plo if lo is None else {k: np.minimum(lo[k], plo[k]) for k in QUANTITIES}
+        hi = phi if hi is None else {k: np.maximum(hi[k], phi[k]) for k in QUANTITIES}
+        velocities.append(np.asarray(p.qd, np.float32))
+    if lo is None:
         raise ValueError("coverage: no processed samples")
-    lo = {k: np.min([np.min(getattr(p, k), axis=0) for p in pieces], axis=0) for k in QUANTITIES}
-    hi = {k: np.max([np.max(getattr(p, k), axis=0) for p in pieces], axis=0) for k in QUANTITIES}
-    speed = np.max(np.abs(np.stack([lo["qd"], hi["qd"]])), axis=0)
+    speed = np.maximum(np.abs(lo["qd"]), np.abs(hi["qd"]))
     threshold = STILL_RELATIVE * speed
-    n = sum(p.count for p in pieces)
-    still = sum((np.abs(p.qd) <= threshold).sum(0) for p in pieces) / n
-    pos = sum((p.qd > threshold).sum(0) for p in pieces) / n
-    neg = sum((p.qd < -threshold).sum(0) for p in pieces) / n
+    n = sum(v.shape[0] for v in velocities)
+    still = sum((np.abs(v) <= threshold).sum(0) for v in velocities) / n
+    pos = sum((v > threshold).sum(0) for v in velocities) / n
+    neg = sum((v < -threshold).sum(0) for v in velocities) / n
     joints = []
     for j, name in enumerate(joint_names):
         joints.append({"joint": name, **{k: [float(lo[k][j]), float(hi[k][j])] for k in QUANTITIES},
@@ -67,55 +73,58 @@ def identification_coverage(datasets, processing: ProcessingConfig, joint_names,
 def extrapolation_warnings(coverage: dict | None, pieces: Iterable[SampledData]) -> list[dict]:
     """One warning per joint whose evaluated samples leave ``coverage``: the fraction of samples with
     any of q, qd, qdd, tau outside the identified range (and per quantity), near-zero velocity far
-    more often than in the fit, or motion in a direction the fit never saw. [] without a record."""
+    more often than in the fit, or motion in a direction the fit never saw. [] without a record.
+    Streamed: counts and extremes only, piece by piece."""
     if not coverage:
         return []
-    pieces = list(pieces)
-    n = sum(p.count for p in pieces)
+    recs = coverage["joints"]
+    dof = len(recs)
+    lo = {k: np.array([r[k][0] for r in recs]) for k in QUANTITIES}
+    hi = {k: np.array([r[k][1] for r in recs]) for k in QUANTITIES}
+    thr = np.array([r["still_below"] for r in recs])
+    count = {k: np.zeros(dof, int) for k in QUANTITIES}
+    ev_lo = {k: np.full(dof, np.inf) for k in QUANTITIES}
+    ev_hi = {k: np.full(dof, -np.inf) for k in QUANTITIES}
+    any_out, still, pos, neg = (np.zeros(dof, int) for _ in range(4))
+    n = 0
+    for p in pieces:
+        bad_any = np.zeros((p.count, dof), bool)
+        for k in QUANTITIES:
+            x = getattr(p, k)
+            bad = (x < lo[k]) | (x > hi[k])
+            count[k] += bad.sum(0)
+            bad_any |= bad
+            ev_lo[k] = np.minimum(ev_lo[k], x.min(0))
+            ev_hi[k] = np.maximum(ev_hi[k], x.max(0))
+        any_out += bad_any.sum(0)
+        still += (np.abs(p.qd) <= thr).sum(0)
+        pos += (p.qd > thr).sum(0)
+        neg += (p.qd < -thr).sum(0)
+        n += p.count
     if n == 0:
         return []
     out = []
-    for j, rec in enumerate(coverage["joints"]):
-        outside_any = 0
-        per = {}
-        for k in QUANTITIES:
-            lo, hi = rec[k]
-            count = 0
-            ev_lo, ev_hi = np.inf, -np.inf
-            for p in pieces:
-                x = getattr(p, k)[:, j]
-                bad = (x < lo) | (x > hi)
-                count += int(bad.sum())
-                ev_lo, ev_hi = min(ev_lo, float(x.min())), max(ev_hi, float(x.max()))
-            per[k] = {"fraction": count / n, "identified": [lo, hi], "evaluated": [ev_lo, ev_hi]}
-        for p in pieces:
-            bad = np.zeros(p.count, bool)
-            for k in QUANTITIES:
-                x = getattr(p, k)[:, j]
-                bad |= (x < rec[k][0]) | (x > rec[k][1])
-            outside_any += int(bad.sum())
-        fraction = outside_any / n
-        thr = rec["still_below"]
-        still = sum(int((np.abs(p.qd[:, j]) <= thr).sum()) for p in pieces) / n
-        pos = sum(int((p.qd[:, j] > thr).sum()) for p in pieces) / n
-        neg = sum(int((p.qd[:, j] < -thr).sum()) for p in pieces) / n
+    for j, rec in enumerate(recs):
+        per = {k: {"fraction": float(count[k][j] / n), "identified": rec[k],
+                   "evaluated": [float(ev_lo[k][j]), float(ev_hi[k][j])]} for k in QUANTITIES}
+        fraction = float(any_out[j] / n)
         reasons = []
         if fraction >= MIN_OUTSIDE:
             worst = [f"{k} {v['fraction']:.1%} (to [{v['evaluated'][0]:.3g}, {v['evaluated'][1]:.3g}], identified "
                      f"[{v['identified'][0]:.3g}, {v['identified'][1]:.3g}])" for k, v in per.items()
                      if v["fraction"] >= MIN_OUTSIDE]
             reasons.append(f"{fraction:.1%} of samples outside the identified range: " + "; ".join(worst))
-        still_flag = still > rec["still_fraction"] + STILL_EXCESS
-        if still_flag:
-            reasons.append(f"near zero velocity {still:.0%} of the time (identified {rec['still_fraction']:.0%})")
-        unseen = [d for d, ev, seen in (("positive", pos, rec["moving_positive_fraction"]),
-                                        ("negative", neg, rec["moving_negative_fraction"]))
+        s = float(still[j] / n)
+        if s > rec["still_fraction"] + STILL_EXCESS:
+            reasons.append(f"near zero velocity {s:.0%} of the time (identified {rec['still_fraction']:.0%})")
+        unseen = [d for d, ev, seen in (("positive", pos[j] / n, rec["moving_positive_fraction"]),
+                                        ("negative", neg[j] / n, rec["moving_negative_fraction"]))
                   if ev >= MIN_DIRECTION and seen < MIN_DIRECTION]
         if unseen:
             reasons.append(f"moves in the {' and '.join(unseen)} direction, which the identification never saw")
         if reasons:
             out.append({"joint": rec["joint"], "fraction_outside": fraction, "outside": per,
-                        "still_fraction": {"identified": rec["still_fraction"], "evaluated": still},
+                        "still_fraction": {"identified": rec["still_fraction"], "evaluated": s},
                         "unseen_direction": unseen,
                         "message": f"warning: joint {rec['joint']}: " + "; ".join(reasons)})
     return out
