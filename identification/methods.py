@@ -196,30 +196,41 @@ def identify_method(model: RobotModel, datasets: Sequence[SampledData], config: 
 
 def identification_document(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
                             method: str, *, options: MethodOptions | None = None, select: bool = False,
-                            holdout: float | None = None, sources: Sequence[str] = (), preprocessed: bool = False,
-                            progress: Callable[[str, float], None] | None = None,
+                            holdout: Sequence[SampledData] = (), folds: int | None = None,
+                            sources: Sequence[str] = (), holdout_sources: Sequence[str] = (),
+                            preprocessed: bool = False, progress: Callable[[str, float], None] | None = None,
                             iteration_callback: Callable | None = None) -> tuple[dict, dict, str]:
     """The result document of one identification, the method's own section of it (also merged into
-    the document) and a one-line summary: ``method`` (or, with
-    ``select``, the least-squares model selection of :mod:`.selection` on a ``holdout`` fraction),
-    the method's own section, and for raw data the fit against what the sensor measured, processed
-    exactly as validation will process it."""
+    the document) and a one-line summary: ``method`` (or, with ``select``, the least-squares model
+    selection of :mod:`.selection`: blocked cross-validation in ``folds`` blocks, each ``holdout``
+    recording one more fold), the method's own section, the coverage record (what the fit saw, per
+    joint: :mod:`.coverage`), for raw data the fit against what the sensor measured, processed
+    exactly as validation will process it, and the fit's error on each ``holdout`` recording."""
+    from .coverage import identification_coverage
     from .pipeline import validate
 
     details, summary = {}, ""
     if select:
+        from .selection import FOLDS
         from .selection import select as select_model
 
-        result = select_model(model, datasets, config, holdout=holdout, sources=list(sources), progress=progress)
+        result = select_model(model, datasets, config, folds=folds or FOLDS, holdout=list(holdout),
+                              sources=list(sources), progress=progress)
     else:
         outcome = identify_method(model, datasets, config, method, options=options, sources=sources,
                                   preprocessed=preprocessed, progress=progress, iteration_callback=iteration_callback)
         result, details, summary = outcome.result, outcome.details, outcome.summary
     doc = result.to_dict()
     doc.update(details)
+    doc["coverage"] = identification_coverage(datasets, result.config.processing, model.joint_names,
+                                              result.friction_model, preprocessed)
     if not preprocessed:
         measured = validate(model, doc, datasets)
         doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
+    if holdout:
+        held = validate(model, doc, list(holdout))
+        doc["metrics"]["held_out"] = {"recordings": list(holdout_sources),
+                                      **{k: v for k, v in held.items() if k != "filtered"}}
     return doc, details, summary
 
 

@@ -1,24 +1,31 @@
-"""Model selection by held-out error: which friction model, cut-off and estimator predict best.
+"""Model selection that does not fool itself: blocked cross-validation and the one-standard-error rule.
 
-The training recordings are split by time: the last ``holdout`` fraction of each recording is held
-out, the rest is fitted. Every combination of
+A single time split rewards whatever happens to fit the last stretch of one excitation (a sigmoid
+friction tuned to the end of a periodic run, say) and says nothing about how sure that choice is.
+Here the training recordings, laid end to end, are cut into ``folds`` contiguous blocks (no
+shuffling: neighbouring samples are strongly correlated, so a shuffled fold would score the fit on
+near-copies of its own data). Each block is held out in turn and every candidate is fitted on the
+rest; a separate recording given as ``holdout`` is one more fold (fitted on all the training
+recordings, scored on it). The score of a fold is the sum over joints of the per-joint RMSE against
+the measured torque (Ni et al. 2024's Table 4 figure).
 
-- friction model: viscous + Coulomb + offset, sigmoid (tanh) and Stribeck, each identified with the
-  dynamics (friction.FrictionColumns; the velocity scales chosen on the fitted part),
-- cut-off: the automatic one times each of ``cutoff_factors``,
-- estimator: OLS, WLS, IRLS, ridge and total least squares,
+Candidates: friction model (viscous + Coulomb + offset, smooth Coulomb ``sigmoid`` = tanh, Stribeck)
+x rotor inertia (with / without) x estimator (OLS, WLS = per-joint weighting, IRLS, ridge, TLS),
+optionally x cut-off factors around the automatic one. Each candidate gets the mean, the spread
+(standard deviation over folds) and the standard error (std / sqrt(folds)) of its fold scores.
 
-is fitted on the first part and scored on the held-out part against the measured torque (sum of
-per-joint RMSE, the figure of Ni et al. 2024's Table 4). The best combination is then refitted on
-the whole of the training data, and the result carries the whole table, so the choice can be
-audited. Processing and the normal equations are shared by the estimators of one (friction,
-cut-off) pair: one pass over the data per pair, not per candidate.
+Choice (one-standard-error rule, Hastie, Tibshirani & Friedman, ESL section 7.10): the reference
+(the configuration the user asked for, by default the plain default) is kept unless the best
+candidate's mean beats it by more than one standard error of the best; otherwise the simplest
+candidate (fewest parameters, then lowest mean) whose mean lies within one standard error of the
+best is chosen. The chosen configuration is refitted on all the training recordings (a held-out
+recording stays held out). The result carries the whole table and the rule that chose.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -27,13 +34,17 @@ from robodyn.robot.model import RobotModel
 
 from .estimators import accumulate, estimate
 from .pipeline import IdentificationConfig, IdentificationResult, identify, prepare, validate_many
-from .signals import SampledData
 from .processing import resolve_processing
+from .signals import SampledData
 
 FRICTIONS = ("coulomb-viscous", "sigmoid", "stribeck")
-CUTOFF_FACTORS = (0.5, 1.0, 2.0)
+ROTOR_INERTIA = (True, False)
+CUTOFF_FACTORS = (1.0,)
 METHODS = ("ols", "wls", "irls", "ridge", "tls")
-SCORE = "sum of per-joint RMSE against the measured torque on the held-out part"
+FOLDS = 5
+MIN_BLOCK = 200  # samples: a held-out block shorter than this says little and filters badly
+MIN_PIECE = 50  # samples: processing refuses shorter pieces (processing.process_windows)
+SCORE = "sum over joints of the per-joint RMSE against the measured torque on the held-out fold"
 
 
 def split_by_time(data: SampledData, holdout: float) -> tuple[SampledData, SampledData]:
@@ -48,79 +59,187 @@ def split_by_time(data: SampledData, holdout: float) -> tuple[SampledData, Sampl
     return data.select(slice(0, k)), data.select(slice(k, data.count))
 
 
+@dataclass(frozen=True)
+class Fold:
+    """One fold: sample ranges (recording, start, stop) fitted and held out. A held-out recording
+    (index into the ``holdout`` list) is scored whole and the fit uses every training sample."""
+
+    name: str
+    fit: tuple
+    held_out: tuple
+    held_out_recording: int | None = None
+
+
+def blocked_folds(counts: Sequence[int], folds: int = FOLDS, holdout_recordings: int = 0,
+                  min_block: int = MIN_BLOCK) -> list[Fold]:
+    """``folds`` contiguous blocks over the recordings of ``counts`` samples laid end to end (equal
+    sample counts; a boundary closer than ``min_block`` to a recording's edge moves to that edge, so
+    no sliver of a recording becomes a piece), then one fold per held-out recording. The blocks are
+    disjoint and cover every sample; each fold fits on the complement of its block."""
+    counts = [int(c) for c in counts]
+    if folds < 2:
+        raise ValueError(f"folds: need at least 2 blocks for cross-validation, got {folds}")
+    total = sum(counts)
+    if total < folds * min_block:
+        raise ValueError(f"folds: {total} samples cannot make {folds} blocks of at least {min_block} samples "
+                         f"(use fewer --folds)")
+    edges = np.concatenate([[0], np.cumsum(counts)])
+    bounds = []
+    for k in range(folds + 1):
+        b = int(round(k * total / folds))
+        near = edges[np.argmin(np.abs(edges - b))]
+        bounds.append(int(near) if abs(near - b) < min_block else b)
+    if any(hi - lo < min_block for lo, hi in zip(bounds[:-1], bounds[1:])):
+        raise ValueError(f"folds: the recordings cannot be cut into {folds} blocks of at least {min_block} samples "
+                         f"(use fewer --folds)")
+    out = []
+    for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+        held, fit = [], []
+        for r, (a, b) in enumerate(zip(edges[:-1], edges[1:])):
+            s, e = max(lo, a), min(hi, b)
+            if s < e:
+                held.append((r, int(s - a), int(e - a)))
+                if s > a:
+                    fit.append((r, 0, int(s - a)))
+                if e < b:
+                    fit.append((r, int(e - a), int(b - a)))
+            else:
+                fit.append((r, 0, int(b - a)))
+        out.append(Fold(f"block {k + 1}/{folds}", tuple(fit), tuple(held)))
+    whole = tuple((r, 0, c) for r, c in enumerate(counts))
+    for h in range(holdout_recordings):
+        out.append(Fold(f"held-out recording {h + 1}", whole, (), h))
+    return out
+
+
+def fold_summary(scores: Sequence[float]) -> dict:
+    """Mean, standard deviation over folds (ddof 1) and standard error of fold scores."""
+    s = np.asarray(scores, float)
+    std = float(np.std(s, ddof=1)) if s.size > 1 else float("nan")
+    return {"mean": float(s.mean()), "std": std, "standard_error": std / float(np.sqrt(s.size))}
+
+
+def one_standard_error_choice(candidates: Sequence[dict], reference: int | None) -> tuple[int, str]:
+    """Index of the chosen candidate and the sentence saying why. Each candidate has ``mean``,
+    ``standard_error`` and ``parameters`` (None mean: failed). See the module doc for the rule."""
+    scored = [k for k, c in enumerate(candidates) if c.get("mean") is not None and np.isfinite(c["mean"])]
+    if not scored:
+        raise ValueError("select: no candidate could be fitted and scored on every fold")
+    best = min(scored, key=lambda k: candidates[k]["mean"])
+    se = candidates[best]["standard_error"]
+    se = 0.0 if se is None or not np.isfinite(se) else float(se)
+    threshold = candidates[best]["mean"] + se
+    head = (f"one-standard-error rule: best mean {candidates[best]['mean']:.4g} + one standard error {se:.3g} "
+            f"= {threshold:.4g}")
+    if reference in scored and candidates[reference]["mean"] <= threshold:
+        return reference, (f"{head}; the reference (mean {candidates[reference]['mean']:.4g}) is within it, "
+                           "so it is kept")
+    within = [k for k in scored if candidates[k]["mean"] <= threshold]
+    chosen = min(within, key=lambda k: (candidates[k]["parameters"], candidates[k]["mean"]))
+    why = ("the reference failed" if reference is not None and reference not in scored else
+           "no reference" if reference is None else
+           f"the reference (mean {candidates[reference]['mean']:.4g}) is beyond it")
+    return chosen, (f"{head}; {why}; chosen: the simplest candidate within it ({candidates[chosen]['parameters']} "
+                    f"parameters, mean {candidates[chosen]['mean']:.4g})")
+
+
+def _pieces(datasets: Sequence[SampledData], ranges) -> list[SampledData]:
+    return [datasets[r].select(slice(s, e)) for r, s, e in ranges if e - s >= MIN_PIECE]
+
+
 def select(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, *,
-           holdout: float = 0.25, frictions: Sequence[str] = FRICTIONS,
-           cutoff_factors: Sequence[float] = CUTOFF_FACTORS, methods: Sequence[str] = METHODS,
-           sources: Sequence[str] = (), progress: Callable[[str, float], None] | None = None) -> IdentificationResult:
-    """The best combination by held-out error, refitted on all of ``datasets``; the result's
-    ``selection`` entry holds every candidate's score."""
+           folds: int = FOLDS, holdout: Sequence[SampledData] = (), frictions: Sequence[str] = FRICTIONS,
+           rotor_inertia: Sequence[bool] = ROTOR_INERTIA, cutoff_factors: Sequence[float] = CUTOFF_FACTORS,
+           methods: Sequence[str] = METHODS, sources: Sequence[str] = (),
+           progress: Callable[[str, float], None] | None = None) -> IdentificationResult:
+    """The candidate chosen by blocked cross-validation and the one-standard-error rule, refitted
+    on all of ``datasets``; the result's ``selection`` entry holds every candidate's fold scores."""
     report = progress or (lambda stage, fraction: None)
     if config.friction_model is not None:
         raise ValueError("select: a subtracted friction model fixes the friction; selection chooses it (drop "
                          "--friction-model, or identify without --select)")
-    pairs = [split_by_time(d, holdout) for d in datasets]
-    fit_parts = [a for a, _ in pairs]
-    held_out = [b for _, b in pairs]
-    auto = resolve_processing(dataclasses.replace(config.processing, cutoff_hz="auto"), fit_parts)
-    rate = min(1.0 / float(np.median(np.diff(d.t))) for d in fit_parts)
-    cutoffs = sorted({round(min(auto.cutoff_hz * f, 0.4 * rate / 2.0), 3) for f in cutoff_factors})
+    plan = blocked_folds([d.count for d in datasets], folds, len(holdout))
+    if config.processing.cutoff_hz == "auto":
+        # one cut-off, chosen once from all the training data, for every fold and the refit
+        auto = resolve_processing(config.processing, datasets)
+        rate = min(1.0 / float(np.median(np.diff(d.t))) for d in datasets)
+        cutoffs = sorted({round(min(auto.cutoff_hz * f, 0.4 * rate / 2.0), 3) for f in cutoff_factors})
+        choice = auto.cutoff_choice
+    else:
+        cutoffs, choice = [config.processing.cutoff_hz], None
+    reference_key = (config.friction, config.rotor_inertia, config.method, cutoffs[len(cutoffs) // 2])
+    families = [(f, r, c) for f in frictions for r in rotor_inertia for c in cutoffs]
+    if (reference_key[0], reference_key[1], reference_key[3]) not in families:
+        families.insert(0, (reference_key[0], reference_key[1], reference_key[3]))
     candidates: list[dict] = []
-    total = len(frictions) * len(cutoffs)
-    step = 0
-    for friction in frictions:
-        for cutoff in cutoffs:
+    step, total = 0, len(families) * len(plan)
+    for friction, rotor, cutoff in families:
+        trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, friction_scales=None,
+                                    processing=dataclasses.replace(
+                                        config.processing, cutoff_hz=cutoff,
+                                        cutoff_choice=choice if cutoff == cutoffs[len(cutoffs) // 2] else None))
+        rows = {m: {"friction": friction, "rotor_inertia": rotor, "cutoff_hz": cutoff, "method": m,
+                    "parameters": None, "fold_scores": [], "error": None} for m in methods}
+        for fold in plan:
             step += 1
-            report(f"candidates: friction {friction}, cut-off {cutoff:g} Hz", step / (total + 1))
-            trial = dataclasses.replace(config, friction=friction, friction_scales=None,
-                                        processing=dataclasses.replace(config.processing, cutoff_hz=cutoff,
-                                                                       cutoff_choice=None))
-            t0 = time.perf_counter()
+            report(f"candidates: friction {friction}, rotor inertia {'on' if rotor else 'off'}, {fold.name}",
+                   step / (total + 1))
+            fit = _pieces(datasets, fold.fit)
+            held = [holdout[fold.held_out_recording]] if fold.held_out_recording is not None else \
+                _pieces(datasets, fold.held_out)
+            live = [m for m in methods if rows[m]["error"] is None]
+            if not live:
+                break
             try:
-                prep = prepare(model, fit_parts, trial, cache=True)
+                prep = prepare(model, fit, trial, cache=True)
                 statistics = accumulate(prep.chunks, model.dof, prep.params)
             except ValueError as exc:
-                for method in methods:
-                    candidates.append(_failed(friction, cutoff, method, exc))
+                for m in live:
+                    rows[m]["error"] = " ".join(str(exc).split())[:200]
                 continue
-            estimates = []
-            for method in methods:
+            thetas = []
+            for m in live:
                 try:
-                    est, _ = estimate(method, prep.chunks, model.dof, prep.params, prep.names, statistics=statistics)
-                    estimates.append((method, est))
+                    est, _ = estimate(m, prep.chunks, model.dof, prep.params, prep.names, statistics=statistics)
+                    thetas.append((m, est.theta))
                 except ValueError as exc:
-                    candidates.append(_failed(friction, cutoff, method, exc))
-            if not estimates:
-                continue
-            scores = validate_many(model, prep, [est.theta for _, est in estimates], held_out)
-            for (method, est), score in zip(estimates, scores):
-                candidates.append({"friction": friction, "cutoff_hz": cutoff, "method": method,
-                                   "friction_scales": prep.config.friction_scales,
-                                   "held_out_rmse_sum": score["rmse_sum"], "held_out_rmse": score["rmse"],
-                                   "held_out_relative_error": score["relative_error_total"],
-                                   "fit_relative_residual": est.relative_residual,
-                                   "seconds": round(time.perf_counter() - t0, 3)})
-    scored = [c for c in candidates if c.get("held_out_rmse_sum") is not None]
-    if not scored:
-        reasons = "; ".join(sorted({c["error"] for c in candidates}))[:500]
-        raise ValueError(f"select: no candidate could be fitted ({reasons})")
-    scored.sort(key=lambda c: c["held_out_rmse_sum"])
-    best = scored[0]
-    report("refitting the best candidate on all the data", total / (total + 1))
-    chosen = dataclasses.replace(config, friction=best["friction"], method=best["method"],
-                                 friction_scales=best["friction_scales"],
+                    rows[m]["error"] = " ".join(str(exc).split())[:200]
+            if thetas:
+                for (m, _), score in zip(thetas, validate_many(model, prep, [th for _, th in thetas], held)):
+                    rows[m]["fold_scores"].append(score["rmse_sum"])
+                    rows[m]["parameters"] = prep.params
+        for m in methods:
+            row = rows[m]
+            if row["error"] is None and len(row["fold_scores"]) == len(plan):
+                row.update(fold_summary(row["fold_scores"]))
+            else:
+                row.update({"mean": None, "std": None, "standard_error": None})
+            candidates.append(row)
+    reference = next((k for k, c in enumerate(candidates)
+                      if (c["friction"], c["rotor_inertia"], c["method"], c["cutoff_hz"]) == reference_key), None)
+    chosen_index, rule = one_standard_error_choice(candidates, reference)
+    best = candidates[chosen_index]
+    report("refitting the chosen candidate on all the training data", total / (total + 1))
+    chosen = dataclasses.replace(config, friction=best["friction"], rotor_inertia=best["rotor_inertia"],
+                                 method=best["method"], friction_scales=None,
                                  processing=dataclasses.replace(config.processing, cutoff_hz=best["cutoff_hz"],
-                                                                cutoff_choice=None))
+                                                                cutoff_choice=choice))
     result = identify(model, datasets, chosen, sources=sources)
+    order = sorted(range(len(candidates)), key=lambda k: (candidates[k]["mean"] is None, candidates[k]["mean"] or 0))
     result.selection = {
-        "holdout": f"the last {holdout:.0%} of each recording, by time",
+        "folds": [{"name": f.name, "held_out": [list(r) for r in f.held_out],
+                   "held_out_recording": f.held_out_recording} for f in plan],
+        "cross_validation": f"{folds} contiguous blocks over the training recordings laid end to end (no shuffling)"
+                            + (f", plus {len(holdout)} held-out recording(s) as their own fold" if holdout else ""),
         "score": SCORE,
-        "automatic_cutoff": auto.cutoff_choice,
-        "chosen": {k: best[k] for k in ("friction", "cutoff_hz", "method", "friction_scales", "held_out_rmse_sum")},
-        "candidates": scored + [c for c in candidates if c.get("held_out_rmse_sum") is None],
+        "rule": rule,
+        "automatic_cutoff": choice,
+        "reference": None if reference is None else _key(candidates[reference]),
+        "chosen": {**_key(best), "mean": best["mean"], "standard_error": best["standard_error"]},
+        "candidates": [candidates[k] for k in order],
     }
     return result
 
 
-def _failed(friction: str, cutoff: float, method: str, exc: Exception) -> dict:
-    return {"friction": friction, "cutoff_hz": cutoff, "method": method, "held_out_rmse_sum": None,
-            "error": " ".join(str(exc).split())[:200]}
+def _key(c: dict) -> dict:
+    return {k: c[k] for k in ("friction", "rotor_inertia", "cutoff_hz", "method", "parameters")}

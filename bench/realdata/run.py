@@ -6,8 +6,9 @@ Every data set is split by time: the first 60 % identifies, the last 40 % is hel
 - ``plain_ols``: the reference script (identification/baseline.py): 10 Hz zero-phase low-pass of q,
   qd and tau, least squares on the full regressor;
 - ``default``: ``robodyn identify`` with no options (automatic cut-off, WLS, Coulomb-viscous);
-- ``selected``: ``robodyn identify --select`` (friction x cut-off x estimator chosen on the last
-  25 % of the identification part), with every candidate's held-out score on that inner split.
+- ``selected``: ``robodyn identify --select`` (friction x rotor inertia x estimator, chosen by blocked
+  cross-validation in 5 contiguous blocks of the identification part and the one-standard-error
+  rule), with every candidate's mean, spread and standard error over the folds.
 
 Data sets:
 
@@ -72,11 +73,14 @@ def evaluate(name: str, model, data, couplings=(), select: bool = True) -> dict:
         t0 = time.perf_counter()
         chosen = run_select(model, [fit], config).to_dict()
         v = validate(model, chosen, [held])
-        out["selected"] = {"chosen": chosen["selection"]["chosen"], "rmse": v["rmse"], "rmse_sum": v["rmse_sum"],
+        out["selected"] = {"chosen": chosen["selection"]["chosen"], "rule": chosen["selection"]["rule"],
+                           "rmse": v["rmse"], "rmse_sum": v["rmse_sum"],
                            "relative_error_total": v["relative_error_total"],
                            "seconds": round(time.perf_counter() - t0, 2),
                            "vs_plain_ols": v["rmse_sum"] / plain["rmse_sum"],
-                           "candidates": [{k: c.get(k) for k in ("friction", "cutoff_hz", "method", "held_out_rmse_sum",
+                           "vs_default": v["rmse_sum"] / out["default"]["rmse_sum"],
+                           "candidates": [{k: c.get(k) for k in ("friction", "rotor_inertia", "cutoff_hz", "method",
+                                                                  "parameters", "mean", "std", "standard_error",
                                                                   "error")} for c in chosen["selection"]["candidates"]]}
     return out
 

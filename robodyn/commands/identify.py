@@ -99,20 +99,19 @@ def add_method_options(p, population_default: int | None = None) -> None:
     g.add_argument("--torque-constant", metavar="K1,...,KN", default=None,
                    help="motor torque constants, N.m/A at the motor shaft (default: identified with the motor "
                         "sub-system, the joint torque sensor fixing the scale)")
-    g.add_argument("--held-out", nargs="+", default=(), metavar="REC",
-                   help="recordings the identified model is validated on, against their measured joint torque "
-                        "and motor current")
 
 
 def method_options(args, method: str):
     from robodyn.identification.methods import MethodOptions
 
     kt = getattr(args, "torque_constant", None)
+    held = getattr(args, "holdout", None)  # recordings (identify); compare's --holdout is still a fraction
+    held = held if isinstance(held, (list, tuple)) else ()
     return MethodOptions(weights=args.weights, population=args.population,
                          iterations=args.epochs if method == "nn" else args.iterations, seed=args.seed,
                          reference_weight=args.reference_weight, cad_reference=not args.no_cad,
                          torque_constant=_floats(kt, "torque-constant") if kt else None,
-                         held_out=[str(p) for p in getattr(args, "held_out", ())])
+                         held_out=[str(p) for p in held])
 
 
 def config_from_args(args, model, method: str = "ols"):
@@ -138,10 +137,17 @@ def add_identify_arguments(p, default_method: str | None = None) -> None:
                         + f" (default {default_method or 'wls'}; with --select, chosen)")
     add_model_arguments(p)
     p.add_argument("--select", action="store_true",
-                   help="choose friction model, cut-off and least-squares estimator by held-out error on the last "
-                        "--holdout of each recording, then refit the best on all of it; prints every candidate")
-    p.add_argument("--holdout", type=float, default=0.25, metavar="FRACTION",
-                   help="with --select: fraction of each recording held out, by time (default 0.25)")
+                   help="choose friction model (Coulomb-viscous, smooth Coulomb tanh, Stribeck), rotor inertia and "
+                        "least-squares estimator (OLS, WLS, IRLS, ridge, TLS) by blocked cross-validation: --folds "
+                        "contiguous blocks, each --holdout recording one more fold; the default is kept unless a "
+                        "candidate beats it by more than one standard error (then the simplest within one standard "
+                        "error of the best); prints every candidate's mean +- spread")
+    p.add_argument("--folds", type=int, default=None, metavar="K",
+                   help="with --select: contiguous blocks of the cross-validation (default 5)")
+    p.add_argument("--holdout", "--held-out", dest="holdout", nargs="+", default=None, metavar="REC",
+                   help="recordings not identified on, only predicted: the result reports the error on them; with "
+                        "--select each is one more cross-validation fold; with --method stepwise they validate "
+                        "the joint torque and motor current")
     add_processing_arguments(p)
     add_method_options(p)
     p.add_argument("--out", default="result.json", help="result file (JSON; the same format for every method)")
@@ -258,19 +264,31 @@ def summary_lines(doc: dict) -> list[str]:
     lines += metric_lines(doc["metrics"]["identification"], "fit against the processed (low-passed) torque")
     if "measured" in doc["metrics"]:
         lines += metric_lines(doc["metrics"]["measured"], "fit against the measured torque")
+    if "held_out" in doc["metrics"]:
+        held = doc["metrics"]["held_out"]
+        lines += metric_lines(held, "held-out recording(s) " + ", ".join(held["recordings"])
+                              + ", against the measured torque")
     return lines
 
 
-def selection_lines(sel: dict, limit: int = 12) -> list[str]:
-    lines = [f"model selection: {sel['score']} ({sel['holdout']})",
-             "  rank friction          cut-off   method   held-out RMSE sum"]
+def selection_lines(sel: dict, limit: int = 15) -> list[str]:
+    """The candidates by mean held-out score (mean +- std over folds, standard error), the rule."""
+    lines = [f"model selection: {sel['cross_validation']}; score: {sel['score']}",
+             "  rank friction         rotor  cut-off  method  params   mean +- std [N.m]      s.e."]
     for k, c in enumerate(sel["candidates"][:limit]):
-        score = "failed: " + c["error"][:60] if c.get("held_out_rmse_sum") is None else f"{c['held_out_rmse_sum']:.4f}"
-        lines.append(f"  {k + 1:>4} {c['friction']:<17} {c['cutoff_hz']:>7g}   {c['method']:<8} {score}")
+        head = (f"  {k + 1:>4} {c['friction']:<16} {'yes' if c['rotor_inertia'] else 'no':<5} "
+                f"{c['cutoff_hz'] if c['cutoff_hz'] is not None else 'off':>7}  {c['method']:<6}")
+        if c.get("mean") is None:
+            lines.append(f"{head}  failed: {(c.get('error') or 'not scored on every fold')[:60]}")
+        else:
+            lines.append(f"{head}  {c['parameters'] or 0:>6} {c['mean']:>9.4f} +- {c['std']:<8.4f} "
+                         f"{c['standard_error']:.4f}")
     if len(sel["candidates"]) > limit:
         lines.append(f"  ... {len(sel['candidates']) - limit} more in the result file (selection.candidates)")
     ch = sel["chosen"]
-    lines.append(f"chosen: friction {ch['friction']}, cut-off {ch['cutoff_hz']:g} Hz, {ch['method']}")
+    lines.append(sel["rule"])
+    lines.append(f"chosen: friction {ch['friction']}, rotor inertia {'yes' if ch['rotor_inertia'] else 'no'}, "
+                 f"cut-off {ch['cutoff_hz']} Hz, {ch['method']}")
     return lines
 
 
@@ -282,6 +300,7 @@ def cmd_identify(args) -> int:
         raise UserError(f"--select chooses among the least-squares estimators; it does not run --method "
                         f"{args.method} (drop one of the two)")
     method = args.method or "wls"
+    _check_holdout(args)
     model = load_model(args.robot)
     if method == "stepwise":
         return _identify_stepwise(args, model)
@@ -289,12 +308,15 @@ def cmd_identify(args) -> int:
     config = config_from_args(args, model, method)
     options = method_options(args, method)
     datasets = _load(args.data, model, gains)
+    holdout = _load(args.holdout, model, gains) if args.holdout else []
     budget = iteration_budget(method, options) if method in ("wso", "pso", "ga", "icpso") else None
     with bars.bar(args, total=100, desc="identify", unit="%") as stage_bar, \
             (bars.bar(args, total=budget, desc=method, unit="it") if budget else bars.none()) as it_bar:
         doc, details, method_line = identification_document(
-            model, datasets, config, method, options=options, select=args.select, holdout=args.holdout,
-            sources=[str(p) for p in args.data], preprocessed=args.preprocessed, progress=bars.stages(stage_bar),
+            model, datasets, config, method, options=options, select=args.select, holdout=holdout,
+            folds=args.folds, sources=[str(p) for p in args.data],
+            holdout_sources=[str(p) for p in args.holdout or ()], preprocessed=args.preprocessed,
+            progress=bars.stages(stage_bar),
             iteration_callback=bars.iterations(it_bar, fitness_label="J"))
     # where the model came from, so validate and predict load the same one (a file, or a built-in)
     doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
@@ -310,7 +332,8 @@ def cmd_identify(args) -> int:
                     "base_count": doc["base"]["count"],
                     "estimate": {k: doc["estimate"][k] for k in ("method", "rank", "cond", "rows", "relative_residual")},
                     "parameters": doc["estimate"]["parameters"], "metrics": doc["metrics"],
-                    "processing": doc["config"]["processing"], **({"selection": doc["selection"]} if args.select else {}),
+                    "processing": doc["config"]["processing"], "coverage": doc["coverage"],
+                    **({"selection": doc["selection"]} if args.select else {}),
                     **details})
     else:
         if args.select:
@@ -320,6 +343,20 @@ def cmd_identify(args) -> int:
             print(method_line)
         print(f"result written to {args.out}")
     return 0
+
+
+def _check_holdout(args) -> None:
+    """--holdout names recordings; the fraction it once took is now --folds (blocked cross-validation)."""
+    if args.folds is not None and not args.select:
+        raise UserError("--folds: blocked cross-validation runs with --select; add --select or drop --folds")
+    for item in args.holdout or ():
+        try:
+            float(item)
+        except ValueError:
+            continue
+        if not Path(item).exists():
+            raise UserError(f"--holdout: names a recording now, got {item!r}; a held-out fraction of each recording "
+                            "is replaced by blocked cross-validation (--select --folds K)")
 
 
 def _identify_stepwise(args, model) -> int:
@@ -396,6 +433,7 @@ def _result_model(args, doc: dict):
 
 
 def cmd_validate(args) -> int:
+    from robodyn.identification.coverage import result_warnings
     from robodyn.identification.pipeline import load_result, validate
 
     doc = load_result(args.result)
@@ -403,6 +441,7 @@ def cmd_validate(args) -> int:
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
     datasets = _load(args.data, model, gains)
     metrics = validate(model, doc, datasets)
+    metrics["coverage_warnings"] = result_warnings(model, doc, datasets)
     if args.plot:
         from robodyn.identification.pipeline import predict
         from robodyn.identification.report import torque_plot_png
@@ -417,12 +456,21 @@ def cmd_validate(args) -> int:
         f = metrics["filtered"]
         print(f"against the processed (low-passed) torque: RMSE sum {f['rmse_sum']:.4f}, total relative error "
               f"{f['relative_error_total']:.4f}")
+        print("\n".join(coverage_lines(metrics["coverage_warnings"], doc)))
     return 0
+
+
+def coverage_lines(warnings: list[dict], doc: dict) -> list[str]:
+    """One line per joint whose evaluated data leave what the identification saw."""
+    if "coverage" not in doc:
+        return ["note: the result records no coverage (made before it was stored): no extrapolation check"]
+    return [w["message"] for w in warnings]
 
 
 def cmd_predict(args) -> int:
     import numpy as np
 
+    from robodyn.identification.coverage import result_warnings
     from robodyn.identification.pipeline import load_result, predict, torque_metrics
 
     doc = load_result(args.result)
@@ -435,12 +483,15 @@ def cmd_predict(args) -> int:
     np.savetxt(args.out, np.column_stack([t, measured, predicted]), delimiter=",", header=header, comments="",
                fmt="%.9g")
     metrics = torque_metrics(measured, predicted, model.joint_names)
-    summary = {"out": args.out, "samples": int(t.shape[0]), "of": raw.count, "against": "measured torque", **metrics}
+    warnings = result_warnings(model, doc, [raw])
+    summary = {"out": args.out, "samples": int(t.shape[0]), "of": raw.count, "against": "measured torque", **metrics,
+               "coverage_warnings": warnings}
     if args.json:
         print_json(summary)
     else:
         print(f"{t.shape[0]} of {raw.count} samples predicted (the rest lie in gaps or trimmed edges) -> {args.out}")
         print("\n".join(metric_lines(metrics, "against the measured torque")))
+        print("\n".join(coverage_lines(warnings, doc)))
     return 0
 
 
