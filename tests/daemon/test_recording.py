@@ -254,7 +254,7 @@ def test_a_block_is_written_block_ms_after_its_first_sample_and_survives_a_crash
     turning the loop late is a figure: bench/reliability/run.py --only kills."""
     import time
 
-    from robodyn.daemon import recording
+    from robodyn.daemon.recording import writer
 
     clock = [10_000_000_000]
 
@@ -265,7 +265,7 @@ def test_a_block_is_written_block_ms_after_its_first_sample_and_survives_a_crash
         def monotonic_ns(self):
             return clock[0]
 
-    monkeypatch.setattr(recording, "time", FakeTime())
+    monkeypatch.setattr(writer, "time", FakeTime())
     meta = {"run_id": "r1", "driver": DESC, "rate_hz": 1000.0, "robot": {"name": "panda"}}
     w = RecordingWriter(tmp_path / "r1.mcap", meta, WIDTH, "zstd", block_ms=20.0)
     seq = np.arange(1, 11, dtype=np.uint64)
