@@ -15,7 +15,7 @@ MAX_LINES = 600
 # A deliberately unrolled speed kernel: one lane per joint type is written out for Numba.
 UNROLLED_KERNELS = {"identification/regressor.py"}
 # Files that hold a paper's own tables may be named after it, and its data files quote it.
-HISTORY = re.compile(r"seed0\d\d|seed_0\d\d|\bissue \d+\b|\bissue #\d+", re.IGNORECASE)
+HISTORY = re.compile(r"seed_?0\d\d|\bissue \d+\b|\bissue #\d+", re.IGNORECASE)
 
 
 def tracked(pattern: str) -> list[Path]:

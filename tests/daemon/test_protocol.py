@@ -57,7 +57,7 @@ ONE = {"$nd": 1, "dtype": "<i8", "shape": [1], "data": np.array([1], "<i8").toby
 
 
 @pytest.mark.parametrize("frame, code, field", [
-    # issue 17: an encoded array as `v` was answered `internal` ("truth value of an array is
+    # an encoded array as `v` was answered `internal` ("truth value of an array is
     # ambiguous"); a one-element array `v`, a list or array `id` were accepted as valid
     ({"v": ARRAY, "id": 1, "cmd": "ping"}, P.E_VERSION, "v"),
     ({"v": ONE, "id": 1, "cmd": "ping"}, P.E_VERSION, "v"),

@@ -98,7 +98,7 @@ def test_csv_import_column_convention(tmp_path):
         import_csv(bad)
 
 
-# --------------------------------------------------------------------------- repair (issue 17)
+# --------------------------------------------------------------------------- repair
 
 
 def official_default_read(path):
@@ -132,7 +132,7 @@ def cut_points(full: bytes):
 
 
 def test_a_file_cut_anywhere_is_finalized_and_opens_with_the_official_default_call(tmp_path):
-    """Issue 17: after a crash the official reader's default call raised RecordLengthLimitExceeded.
+    """after a crash the official reader's default call raised RecordLengthLimitExceeded.
     The repair gives every cut file a summary, indexes and footer, keeps every complete block
     (the same samples robodyn's loader finds in the cut file) and keeps the torn bytes too."""
     from robodyn.daemon.recording import recording_is_complete, repair_recording

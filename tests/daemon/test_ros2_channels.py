@@ -1,4 +1,4 @@
-"""Recordings Foxglove and ROS 2 tools open (issue 18, item 1): the ROS 2 channels, decoded with
+"""Recordings Foxglove and ROS 2 tools open: the ROS 2 channels, decoded with
 the library those users rely on (`mcap-ros2-support`'s decoder through the official `mcap`
 reader), never with robodyn's loader; the frame transforms checked against pinocchio's forward
 kinematics of the URDF attached to the file."""

@@ -1,4 +1,4 @@
-"""Reliability tests (issue 9): bounded, loopback only. Each test reports its measured figure
+"""Reliability tests: bounded, loopback only. Each test reports its measured figure
 through the ``figure`` fixture; the figures are printed in the terminal summary of every run (also
 without ``-s``), and docs/reliability.md quotes them."""
 

@@ -1,5 +1,5 @@
 """Fault scenarios shared by the CI tests (small counts) and bench/reliability/run.py (the full
-counts of issue 9). Each returns its measurements; the caller asserts and reports."""
+counts). Each returns its measurements; the caller asserts and reports."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the control endpoint, built from the protocol schema (issue 17).
+"""Property-based fuzzing of the control endpoint, built from the protocol schema.
 
 Every example is a valid request of some command (from ``protocol.COMMANDS`` and the
 identification commands), with exactly one field made invalid: typed wrongly, nested, oversized,

@@ -1,4 +1,4 @@
-"""Bounded validation (issue 17): the limit check works in fixed-size windows, its cost is known
+"""Bounded validation: the limit check works in fixed-size windows, its cost is known
 from the trajectory's parameters before anything is evaluated, and the daemon refuses, with a
 `limit_violation` naming the budget, a request whose check would exceed it.
 

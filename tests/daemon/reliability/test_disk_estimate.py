@@ -1,4 +1,4 @@
-"""The disk-space estimate (issue 17): measured, not assumed. It was 5x too high (30 MB asked for
+"""The disk-space estimate: measured, not assumed. It was 5x too high (30 MB asked for
 a 20 s run whose file is 6 MB), so short runs were refused on small disks. Now: the samples of
 the real move to the start, the trajectory and the settle, at the bytes per sample the recorder
 measures on the files it writes, with a margin."""

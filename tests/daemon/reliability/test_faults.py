@@ -199,7 +199,7 @@ def test_main_process_killed_mid_run_workers_stop_the_robot_and_finalize(tmp_pat
     assert not r["workers_left"], r
     assert r["official_ok"] and r["official_samples"] == r["samples"] > 0, r
     assert not r["truncated"] and r["status"] == "aborted" and r["gaps"] == [], r
-    # issue 17: the reason said "recorder shut down before the run ended"
+    # the reason said "recorder shut down before the run ended"
     assert "main process" in r["reason"] and "died" in r["reason"], r["reason"]
     assert r["stopping_samples"] > 0 and r["final_qd_d"] == 0.0, r
     figure("main process SIGKILLed mid-run: driver ramped to rest, recording finalized, workers exited",

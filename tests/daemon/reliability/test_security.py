@@ -174,7 +174,7 @@ def test_clients_name_recordings_by_id_never_by_path(curve_daemon):
 
 
 def test_roles_submit_arm_identify_abort_disarm(curve_daemon, figure):
-    """Issue 17: once an operator had armed, any allowed key could submit runs. Roles: operators
+    """once an operator had armed, any allowed key could submit runs. Roles: operators
     arm and submit; submitters submit runs and identification jobs; observers watch. Abort and
     disarm stay open to every client: stopping the robot is never refused."""
     d = curve_daemon

@@ -1,4 +1,4 @@
-"""Stalled subscribers (issue 17): ten subscribers with a receive queue of one grew the real-time
+"""Stalled subscribers: ten subscribers with a receive queue of one grew the real-time
 driver process from 184 to 248 MiB in 60 s (each socket queued up to 200 000 messages, and
 nothing capped their number). The stream is now republished by the publisher process: the
 driver's memory does not depend on clients, the publisher queues at most 2000 messages per
