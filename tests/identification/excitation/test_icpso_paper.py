@@ -1,9 +1,10 @@
-"""Zhong et al. 2023 (chaotic PSO excitation design for a SCARA), Table 2 protocol: ICPSO against the
-paper's baselines APSO and LPSO and against plain PSO on the Table 1 functions, 20 seeds each.
+"""Zhong et al. 2023 (chaotic PSO excitation design for a SCARA): properties of the ICPSO code.
 
-These tests fail if the chaotic search is switched off or made harmful again (the printed reading,
-which replaces a quarter of the swarm by random points), and if ICPSO stops beating PSO where the
-paper says it should."""
+Which optimiser wins on the paper's Table 1 functions is a measurement (`robodyn reproduce`,
+bench/papers), never a test: a test that fails unless the paper's ranking holds enforces a wish,
+not a property of the code. These tests check what the code controls: the chaotic search runs,
+changes the search, never makes a particle worse under the "improve" acceptance, and the printed
+"always" acceptance can."""
 
 import numpy as np
 import pytest
@@ -12,35 +13,7 @@ from robodyn.identification import optimizers as opt
 from robodyn.identification.optimizers import swarm
 from robodyn.reproduce import zhong2023
 
-RUNS = 20  # the paper's 20 runs per function
-
-
-@pytest.fixture(scope="module")
-def table2():
-    methods = {"ICPSO": "icpso", "APSO": "apso", "LPSO": "lpso", "PSO": "pso"}
-    return {f: {label: zhong2023.run_benchmark(f, m, RUNS) for label, m in methods.items()}
-            for f in zhong2023.ZHONG_ICPSO_BETTER}
-
-
-def test_icpso_beats_pso_apso_and_lpso_where_the_paper_says_it_should(table2):
-    # section 3.1: ICPSO is better than APSO and LPSO on F1-F4; plain PSO is robodyn's extra baseline
-    for f in zhong2023.ZHONG_ICPSO_BETTER:
-        row = table2[f]
-        for rival in ("PSO", "APSO", "LPSO"):
-            assert row["ICPSO"]["mean"] < row[rival]["mean"], (f, rival, row["ICPSO"]["mean"], row[rival]["mean"])
-
-
-def test_the_chaotic_search_is_what_beats_the_adaptive_parameters_alone(table2):
-    # APSO is ICPSO without its chaotic search: switching the search off must cost a clear margin
-    # (measured over 20 seeds: F1 1.77 vs 4.78, F3 0.84 vs 2.68, F4 9.24 vs 16.1)
-    for f in ("F1", "F3", "F4"):
-        icpso, apso = table2[f]["ICPSO"], table2[f]["APSO"]
-        assert icpso["mean"] < 0.7 * apso["mean"], (f, icpso["mean"], apso["mean"])
-        assert np.median(icpso["best"]) < np.median(apso["best"]), f
-    # and it really runs: most premature particles are improved by their chaotic sequence
-    message = table2["F1"]["ICPSO"]["messages"][0]
-    ran, improved, considered = _chaos_counts(message)
-    assert ran > 50 and improved > 0.3 * considered, message
+RUNS = 3  # a few seeds: these are properties of each run, not statistics
 
 
 def _chaos_counts(message: str):
@@ -52,14 +25,37 @@ def _chaos_counts(message: str):
     return ran, improved, considered
 
 
-def test_the_printed_reading_of_the_chaotic_search_harms_and_the_fix_does_not():
-    # Printed literally (eq. 18 over the whole domain, the best chaotic point always replaces the
-    # particle) the search restarts the worst quarter of the swarm at random points; measured on F1:
-    # ICPSO 6.57 against 4.78 without chaos. The "improve" acceptance can never make a particle worse.
-    printed = zhong2023.table2_options("icpso", chaos_region="box", chaos_acceptance="always")
-    a = zhong2023.run_benchmark("F1", "icpso", RUNS, options=printed)
-    b = zhong2023.run_benchmark("F1", "apso", RUNS)
-    assert a["mean"] > b["mean"]
+def test_the_chaotic_search_runs_and_changes_the_search():
+    # APSO is ICPSO without its chaotic search: same seeds, same adaptive parameters
+    icpso = zhong2023.run_benchmark("F1", "icpso", RUNS)
+    apso = zhong2023.run_benchmark("F1", "apso", RUNS)
+    ran, improved, considered = _chaos_counts(icpso["messages"][0])
+    assert 0 < ran and 0 < improved <= considered, icpso["messages"][0]
+    # each chaotic step costs evaluations and moves particles: the runs part ways
+    assert icpso["mean_evaluations"] > apso["mean_evaluations"]
+    assert all(i != a for i, a in zip(icpso["best"], apso["best"]))
+    assert "chaotic" not in apso["messages"][0]
+
+
+def test_the_printed_acceptance_can_worsen_a_particle_and_improve_never_does():
+    # Printed literally (the best chaotic point always replaces the particle), a particle can end
+    # worse than it was; the "improve" reading keeps a chaotic point only if it is better.
+    bounds = opt.Bounds(np.full(4, -5.0), np.full(4, 5.0))
+
+    def sphere(X):
+        return np.sum((X - 1.0) ** 2, axis=1)
+
+    rng = np.random.default_rng(3)
+    ev = opt._Evaluator(sphere, bounds, (), None, None)
+    X = ev.prepare(bounds.sample(rng, 12))
+    F = ev.ranked(X)
+    far_best = np.full(4, -4.5)  # chaos around a poor point: its candidates are worse than most
+    worse = []
+    for acceptance in ("always", "improve"):
+        options = opt.ICPSOOptions(chaos_steps=3, chaos_radius=0.01, chaos_acceptance=acceptance)
+        X2, F2, _, _ = swarm._chaotic_search(ev, X.copy(), F.copy(), far_best, options, np.random.default_rng(4))
+        worse.append(bool(np.any(F2 > F)))
+    assert worse == [True, False]
 
 
 def test_chaotic_search_never_worsens_a_particle_and_searches_near_the_best():
