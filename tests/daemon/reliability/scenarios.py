@@ -98,7 +98,7 @@ def kill_mid_run(daemon, component: str, trajectory: dict, settle_s: float = 0.3
     last, flushed = recorder_flushed(client, accepted["recording"])
     os.kill(pid, signal.SIGKILL)
     killed_ns = time.monotonic_ns()
-    final = client.wait_run(accepted["run_id"], timeout=60, poll_s=0.05)
+    final = client.wait_run(accepted["run_id"], timeout=180, poll_s=0.05)
     noticed_s = (time.monotonic_ns() - killed_ns) / 1e9
     daemon.wait_ready(old_pids=(pid,))
     restart_s = (time.monotonic_ns() - killed_ns) / 1e9

@@ -158,7 +158,7 @@ def test_disk_full_mid_run_aborts_safely_and_keeps_a_readable_file(tmp_path, fig
             except OSError:
                 pass
         filled_ns = time.monotonic_ns()
-        final = d.client.wait_run(accepted["run_id"], timeout=60, poll_s=0.05)
+        final = d.client.wait_run(accepted["run_id"], timeout=180, poll_s=0.05)
         reaction_s = (time.monotonic_ns() - filled_ns) / 1e9
         assert final["state"] == "aborted" and "No space left on device" in final["abort_reason"], final
         st = wait_stopped(d.client)
@@ -174,7 +174,7 @@ def test_disk_full_mid_run_aborts_safely_and_keeps_a_readable_file(tmp_path, fig
         # space is back: the recorder finalizes the cut file (at once if its few KB fitted), so
         # any MCAP tool opens it; the samples are the ones the loader read from the cut file
         (view / "filler").unlink()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 120  # outer time-out only
         while not (official := official_read(path))["ok"] and time.monotonic() < deadline:
             time.sleep(0.2)
         assert official["ok"] and official["repaired"] and official["samples"] == rec.samples, official

@@ -144,7 +144,7 @@ def test_motion_needs_an_operator_to_arm(curve_daemon, figure):
         wait_state(alice, accepted["run_id"], ("execute",))
         t0 = time.monotonic()
         assert bob.disarm("test")["aborted"] == accepted["run_id"]
-        final = alice.wait_run(accepted["run_id"], timeout=30, poll_s=0.05)
+        final = alice.wait_run(accepted["run_id"], timeout=180, poll_s=0.05)
         stop_s = time.monotonic() - t0
         assert final["state"] == "aborted" and "disarmed by bob" in final["abort_reason"]
         st = wait_stopped(alice)
@@ -202,7 +202,7 @@ def test_roles_submit_arm_identify_abort_disarm(curve_daemon, figure):
         accepted = carol.submit_run("panda", excitation(30.0))
         wait_state(carol, accepted["run_id"], ("execute",))
         assert bob.abort(reason="observer saw a problem")["aborted"] == accepted["run_id"]  # abort: anyone
-        final = carol.wait_run(accepted["run_id"], timeout=30, poll_s=0.05)
+        final = carol.wait_run(accepted["run_id"], timeout=180, poll_s=0.05)
         assert final["state"] == "aborted" and "observer saw a problem" in final["abort_reason"]
         wait_stopped(alice)
         assert alice.status()["safety"]["armed"] is True  # an abort is not a fault

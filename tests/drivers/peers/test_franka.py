@@ -126,7 +126,9 @@ def test_forced_disconnect_mid_run_raises_connection_lost_with_last_states(tmp_p
             for _ in range(5000):
                 d.write(cmd)
                 d.read()
-        assert time.monotonic() - t0 < 3.0  # libfranka's UDP timeout is 1 s
+        # libfranka's UDP timeout (1 s) ends the bounded loop with ConnectionLost; 60 s is only an outer
+        # guard against a read that blocks for ever (the time it takes goes to bench/drivers)
+        assert time.monotonic() - t0 < 60
         assert "link lost" in str(e.value)
         assert len(e.value.state["last_states"]) == 50 and e.value.state["columns"][0] == "q1"
         d.stop()
@@ -213,7 +215,8 @@ def test_bad_configuration_is_one_sentence(tmp_path, monkeypatch):
     t0 = time.monotonic()
     with pytest.raises(ConnectionLost) as e:
         d.connect()
-    assert time.monotonic() - t0 < 5 and f"cannot reach a Franka at {nobody}" in str(e.value)
+    # an outer guard against a connect that hangs for ever, not a speed figure
+    assert time.monotonic() - t0 < 60 and f"cannot reach a Franka at {nobody}" in str(e.value)
     assert "\n" not in str(e.value)
     import sys
 
@@ -242,7 +245,7 @@ def test_excitation_through_the_daemon_record_identify_validate(tmp_path):
         for seed, mode, bound in ((11, "position", 0.2), (12, "torque", 0.2)):
             doc = fourier_excitation(q0, amp, duration=8.0, seed=seed, robot="fr3")
             accepted = c.submit_run("fr3", doc, mode=mode, label=f"franka excitation {seed} {mode}")
-            final = c.wait_run(accepted["run_id"], timeout=90)
+            final = c.wait_run(accepted["run_id"], timeout=180)
             assert final["state"] == "completed", (final, daemon.log_text()[-3000:])
             s = final["summary"]
             assert s["lost_samples"] == 0 and s["executed_samples"] == s["trajectory_samples"]

@@ -191,9 +191,9 @@ def test_a_stale_stream_is_a_lost_connection(ur):
     with pytest.raises(ConnectionLost) as e:
         for _ in range(2000):
             d.read()
-    # noticed while the controller was still frozen (12 x the driver's 0.25 s stale_timeout_s: an outer
-    # time-out, not a speed figure); without the staleness check the reads would resume after the freeze
-    assert time.monotonic() - t0 < 3.0 and "stale stream" in str(e.value)
+    # the mechanism, not a speed: without the staleness check the frozen getters keep answering, the
+    # reads resume after the freeze and nothing is raised; the message names the frozen timestamp
+    assert "stale stream" in str(e.value)
     assert e.value.state["last_states"]
     time.sleep(max(0.0, t0 + 3.1 - time.monotonic()))
     d.close()
