@@ -25,7 +25,7 @@ def register(sub) -> None:
                                           "WebSocket protocol (connect Foxglove to ws://HOST:PORT)")
     _endpoint_arg(f)
     f.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
-                                                       "bridge has no login, so other addresses are refused)")
+                                                       "bridge has no TLS, so other addresses are refused)")
     f.add_argument("--port", type=int, default=8765, help="WebSocket port (default 8765, Foxglove's default; "
                                                           "0 picks a free one)")
     f.add_argument("--rate", type=float, default=0.0, metavar="HZ",
@@ -44,7 +44,7 @@ def register(sub) -> None:
                                            "the run in progress, recordings, identification jobs")
     _endpoint_arg(s)
     s.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
-                                                       "page has no login, so other addresses are refused)")
+                                                       "page has no TLS, so other addresses are refused)")
     s.add_argument("--port", type=int, default=47780, help="HTTP port (default 47780; 0 picks a free one)")
     s.add_argument("--period", type=float, default=0.5, metavar="S", help="how often the daemon is polled "
                                                                           "(default 0.5 s)")
@@ -163,8 +163,7 @@ def cmd_status_page(args) -> int:
         server, poller = serve_status_page(factory, args.host, args.port, args.period)
     except OSError as exc:
         raise UserError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
-    host, port = server.server_address[:2]
-    url = f"http://{host}:{port}/"
+    url = server.url
     stop = threading.Event()
 
     def shutdown():
@@ -178,8 +177,10 @@ def cmd_status_page(args) -> int:
         timer.daemon = True
         timer.start()
     first = poller.get()
-    _say(args, {"serving": url, "port": port, "daemon": poller.client.endpoint, "connected": first.get("connected")},
-         f"robodyn status-page: {url} (read-only view of the daemon at {poller.client.endpoint})"
+    _say(args, {"serving": server.token_url, "url": url, "port": server.port, "token_file": str(server.token.path),
+                "daemon": poller.client.endpoint, "connected": first.get("connected")},
+         f"robodyn status-page: {server.token_url} (read-only view of the daemon at {poller.client.endpoint}; "
+         f"open this address once, the token is also in {server.token.path})"
          + ("" if first.get("connected") else f"; daemon not reachable yet: {first.get('error')}"))
     try:
         server.serve_forever(poll_interval=0.2)
