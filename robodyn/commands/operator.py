@@ -22,7 +22,8 @@ def register(sub) -> None:
     p = sub.add_parser("bridge", help="serve the daemon's live state to a viewer (read-only)")
     kinds = p.add_subparsers(dest="bridge_kind", metavar="VIEWER", required=True)
     f = kinds.add_parser("foxglove", help="joint states, run phases, status and the robot model over Foxglove's "
-                                          "WebSocket protocol (connect Foxglove to ws://HOST:PORT)")
+                                          "WebSocket protocol (foxglove.sdk.v1 and foxglove.websocket.v1; "
+                                          "connect to the ws://HOST:PORT/?token=... address it prints)")
     _endpoint_arg(f)
     f.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
                                                        "bridge has no TLS, so other addresses are refused)")
@@ -34,6 +35,9 @@ def register(sub) -> None:
                    help="link transforms per second for the 3D panel (default 50; 0: none)")
     f.add_argument("--model", metavar="NAME|FILE", help="robot model to draw (default: the built-in model the "
                                                         "daemon names; pass its .toml/.urdf for a custom robot)")
+    f.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a web page origin allowed to connect besides the bridge's own, e.g. "
+                        "https://app.foxglove.dev for Foxglove in a browser (repeatable; it still needs the token)")
     f.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
     _nice_arg(f)
     f.add_argument("--json", action="store_true", help="machine-readable lines: the address when serving, the "
@@ -108,6 +112,7 @@ def cmd_bridge_foxglove(args) -> int:
 
     from robodyn.daemon.client import DaemonError
     from robodyn.tools.operator.foxglove_bridge import BridgeOptions, FoxgloveBridge, check_model_matches
+    from robodyn.tools.operator.foxglove_ws import SUBPROTOCOLS
 
     _check_port(args.port)
     check_listen_host(args.host, "Foxglove bridge")
@@ -124,18 +129,25 @@ def cmd_bridge_foxglove(args) -> int:
             raise UserError(exc.message) from None
         model = load_model(args.model or describe["robot"]["name"])
         check_model_matches(model, describe)
+        for origin in args.allow_origin:
+            if not origin.startswith(("http://", "https://")) or origin.rstrip("/").count("/") != 2:
+                raise UserError(f"--allow-origin {origin!r}: an origin is scheme://host[:port], e.g. "
+                                "https://app.foxglove.dev")
         options = BridgeOptions(host=args.host, port=args.port, rate_hz=args.rate, tf_rate_hz=args.tf_rate,
-                                duration_s=args.duration)
+                                duration_s=args.duration, allow_origins=tuple(args.allow_origin))
         try:
             bridge = FoxgloveBridge(client, model, describe, options, status_client=status_client)
-        except RuntimeError as exc:  # the SDK's error for a port in use, a bad address
+        except RuntimeError as exc:  # a port in use, a bad address
             raise UserError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
         _stop_on_signals(bridge.stop_event.set)
-        url = f"ws://{args.host}:{bridge.port}"
-        _say(args, {"serving": url, "port": bridge.port, "robot": describe["robot"]["name"],
+        url = bridge.server.url
+        token_url = f"{url}/?token={bridge.server.token.value}"
+        _say(args, {"serving": token_url, "url": url, "port": bridge.port, "token_file": str(bridge.server.token.path),
+                    "subprotocols": list(SUBPROTOCOLS), "robot": describe["robot"]["name"],
                     "daemon": client.endpoint, "state_endpoint": describe["state_endpoint"]},
-             f"robodyn bridge: serving {describe['robot']['name']} from {client.endpoint} on {url} "
-             f"(Foxglove: Open connection -> Foxglove WebSocket -> {url}); Ctrl-C stops")
+             f"robodyn bridge: serving {describe['robot']['name']} from {client.endpoint} on {token_url} "
+             f"(Foxglove: Open connection -> Foxglove WebSocket -> {token_url}; the token is also in "
+             f"{bridge.server.token.path}); Ctrl-C stops")
 
         def silence(seconds):
             print(f"robodyn bridge: no state from the daemon for {seconds:.0f} s; still waiting", file=sys.stderr)

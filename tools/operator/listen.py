@@ -46,7 +46,8 @@ class ViewToken:
 
     def __init__(self, view: str, host: str, port: int, directory: Path | None = None):
         self.value = new_token()
-        self.path = (directory or default_token_dir()) / token_name(f"{view}://{host}:{port}")
+        # named after the view and its address: never the name of a daemon's token file
+        self.path = (directory or default_token_dir()) / f"{view}-{token_name(f'tcp://{host}:{port}')}"
         write_token(self.path, self.value)
 
     def matches(self, presented: str | None) -> bool:
