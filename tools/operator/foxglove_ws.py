@@ -27,6 +27,7 @@ import base64
 import collections
 import itertools
 import json
+import math
 import struct
 import threading
 from http import HTTPStatus
@@ -41,7 +42,7 @@ MESSAGE_DATA = 1
 
 def _finite(o):
     if isinstance(o, float):
-        return o if o == o and abs(o) != float("inf") else None
+        return o if math.isfinite(o) else None
     if isinstance(o, dict):
         return {k: _finite(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
