@@ -106,8 +106,10 @@ def _check_port(port: int) -> None:
 def cmd_bridge_foxglove(args) -> int:
     try:
         import foxglove  # noqa: F401
-    except ImportError:
-        raise UserError("the Foxglove bridge needs the foxglove-sdk package: pip install 'robodyn[viz]'") from None
+        import websockets  # noqa: F401
+    except ImportError as exc:
+        package = {"foxglove": "foxglove-sdk"}.get(exc.name, exc.name)
+        raise UserError(f"the Foxglove bridge needs the {package} package: pip install 'robodyn[viz]'") from None
     from robodyn.robot.loader import load_model
 
     from robodyn.daemon.client import DaemonError
