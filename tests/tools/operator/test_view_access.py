@@ -246,3 +246,55 @@ def test_a_view_refuses_a_non_loopback_address_with_one_line(host):
     with pytest.raises(UserError) as err:
         check_listen_host(host, "status page")
     assert "\n" not in str(err.value) and "no TLS" in str(err.value) and "ssh -L" in str(err.value)
+
+
+def test_a_page_with_an_observer_key_serves_what_the_observer_reads_to_its_token_holder_only(tmp_path):
+    """A CurveZMQ daemon with an operator (alice) and an observer (bob): the page started with
+    bob's key shows the daemon, every field it serves about the daemon is one bob's own `status`
+    carries, and nobody without the page's token gets any of it."""
+    import urllib.error
+    import urllib.request
+
+    from robodyn.daemon import security
+    from tests.daemon.conftest import DaemonProcess
+    from tests.tools.operator.conftest import ViewerProcess
+
+    keys = {}
+    for name in ("daemon", "alice", "bob"):
+        _pub, secret_path, public = security.write_keypair(tmp_path / "keys", name)
+        keys[name] = (public, secret_path)
+    extra = (f'[security]\ncurve_secret_key = "{keys["daemon"][1]}"\n'
+             f'clients = {{ alice = "{keys["alice"][0]}", bob = "{keys["bob"][0]}" }}\noperators = ["alice"]\n')
+    saved = {k: os.environ.get(k) for k in ("ROBODYN_CLIENT_KEY", "ROBODYN_SERVER_KEY")}
+    os.environ.update({"ROBODYN_CLIENT_KEY": str(keys["alice"][1]), "ROBODYN_SERVER_KEY": keys["daemon"][0]})
+    try:
+        daemon = DaemonProcess(tmp_path, extra_config=extra, arm=False)
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    page = None
+    try:
+        from robodyn.daemon.client import Client, CurveKeys
+
+        with Client(daemon.control, timeout=10, curve=CurveKeys.from_files(keys["bob"][1], keys["daemon"][0])) as bob:
+            observer = bob.status()
+        assert observer["safety"]["your_role"] == "anyone"
+        page = ViewerProcess(["status-page", "--endpoint", daemon.control, "--client-key", str(keys["bob"][1]),
+                              "--server-key", keys["daemon"][0], "--port", "0", "--period", "0.2"], tmp_path / "page.log")
+        url, token = page.info["url"], open(page.info["token_file"]).read().strip()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url + "api/status", timeout=10)
+        assert refused.value.code == 401
+        req = urllib.request.Request(url + "api/status", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            snap = json.loads(r.read())
+        assert snap["connected"], snap
+        for section in ("daemon", "robot", "safety", "driver"):
+            extra_fields = set(snap[section]) - set(observer[section])
+            assert not extra_fields, (section, extra_fields)
+        assert snap["safety"]["armed"] == observer["safety"]["armed"]
+        assert snap["robot"] == observer["robot"]
+    finally:
+        if page is not None:
+            page.stop()
+        daemon.stop()
