@@ -119,6 +119,10 @@ SOURCES: dict[str, Source] = {
     "operator_default": Source("bench/operator/result_default.json",
                                "python bench/operator/run.py --run-s 20 --pairs 5 --rt-priority 0 --output {out}",
                                None, "timing of the 1 kHz loop beside the Foxglove bridge (10 runs of 20 s)"),
+    "operator_own_server_loaded": Source(
+        "bench/operator/result_own_server_loaded.json",
+        "python bench/operator/run.py --run-s 10 --pairs 2 --viewers 5 --rt-priority 0 --output {out}", None,
+        "one short run of the bridge's own WebSocket server on a loaded host (load average 9 to 11)"),
 }
 
 # A number ends at a non-word character; "1.20x" (a ratio) is the number 1.20, "v2" or "0x1F" are not numbers.

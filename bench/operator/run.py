@@ -135,13 +135,13 @@ def start_daemon(work: Path, rt_priority: int):
     return proc, client, log, st
 
 
-def start_bridge(control: str, log_path: Path, nice: int) -> tuple[subprocess.Popen, int]:
+def start_bridge(control: str, log_path: Path, nice: int) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "robodyn", "bridge", "foxglove", "--endpoint", control,
                              "--port", "0", "--nice", str(nice), "--json"], stdout=subprocess.PIPE, stderr=open(log_path, "a"), text=True)
     line = proc.stdout.readline()
     if not line:
         raise SystemExit(f"the bridge did not start; see {log_path}")
-    return proc, json.loads(line)["port"]
+    return proc, json.loads(line)["serving"]  # ws://127.0.0.1:PORT/?token=...: the bridge needs its token
 
 
 def one_run(client, condition: str, run_s: float, viewers: int, work: Path, index: int, control: str,
@@ -151,10 +151,10 @@ def one_run(client, condition: str, run_s: float, viewers: int, work: Path, inde
     bridge = viewer_proc = None
     out: dict = {"condition": condition}
     if condition == "bridge":
-        bridge, port = start_bridge(control, work / "bridge.log", bridge_nice)
+        bridge, url = start_bridge(control, work / "bridge.log", bridge_nice)
         ctx = multiprocessing.get_context("spawn")
         result_path = work / f"viewers-{index}.json"
-        viewer_proc = ctx.Process(target=viewers_main, args=(f"ws://127.0.0.1:{port}", viewers, run_s + 60,
+        viewer_proc = ctx.Process(target=viewers_main, args=(url, viewers, run_s + 60,
                                                              str(result_path)))
         viewer_proc.start()
         time.sleep(2.0)  # viewers connected and subscribed before the run starts

@@ -22,10 +22,11 @@ def register(sub) -> None:
     p = sub.add_parser("bridge", help="serve the daemon's live state to a viewer (read-only)")
     kinds = p.add_subparsers(dest="bridge_kind", metavar="VIEWER", required=True)
     f = kinds.add_parser("foxglove", help="joint states, run phases, status and the robot model over Foxglove's "
-                                          "WebSocket protocol (connect Foxglove to ws://HOST:PORT)")
+                                          "WebSocket protocol (foxglove.sdk.v1 and foxglove.websocket.v1; "
+                                          "connect to the ws://HOST:PORT/?token=... address it prints)")
     _endpoint_arg(f)
     f.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
-                                                       "bridge has no login, so other addresses are refused)")
+                                                       "bridge has no TLS, so other addresses are refused)")
     f.add_argument("--port", type=int, default=8765, help="WebSocket port (default 8765, Foxglove's default; "
                                                           "0 picks a free one)")
     f.add_argument("--rate", type=float, default=0.0, metavar="HZ",
@@ -34,6 +35,9 @@ def register(sub) -> None:
                    help="link transforms per second for the 3D panel (default 50; 0: none)")
     f.add_argument("--model", metavar="NAME|FILE", help="robot model to draw (default: the built-in model the "
                                                         "daemon names; pass its .toml/.urdf for a custom robot)")
+    f.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a web page origin allowed to connect besides the bridge's own, e.g. "
+                        "https://app.foxglove.dev for Foxglove in a browser (repeatable; it still needs the token)")
     f.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
     _nice_arg(f)
     f.add_argument("--json", action="store_true", help="machine-readable lines: the address when serving, the "
@@ -44,7 +48,7 @@ def register(sub) -> None:
                                            "the run in progress, recordings, identification jobs")
     _endpoint_arg(s)
     s.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
-                                                       "page has no login, so other addresses are refused)")
+                                                       "page has no TLS, so other addresses are refused)")
     s.add_argument("--port", type=int, default=47780, help="HTTP port (default 47780; 0 picks a free one)")
     s.add_argument("--period", type=float, default=0.5, metavar="S", help="how often the daemon is polled "
                                                                           "(default 0.5 s)")
@@ -102,12 +106,15 @@ def _check_port(port: int) -> None:
 def cmd_bridge_foxglove(args) -> int:
     try:
         import foxglove  # noqa: F401
-    except ImportError:
-        raise UserError("the Foxglove bridge needs the foxglove-sdk package: pip install 'robodyn[viz]'") from None
+        import websockets  # noqa: F401
+    except ImportError as exc:
+        package = {"foxglove": "foxglove-sdk"}.get(exc.name, exc.name)
+        raise UserError(f"the Foxglove bridge needs the {package} package: pip install 'robodyn[viz]'") from None
     from robodyn.robot.loader import load_model
 
     from robodyn.daemon.client import DaemonError
     from robodyn.tools.operator.foxglove_bridge import BridgeOptions, FoxgloveBridge, check_model_matches
+    from robodyn.tools.operator.foxglove_ws import SUBPROTOCOLS
 
     _check_port(args.port)
     check_listen_host(args.host, "Foxglove bridge")
@@ -124,18 +131,25 @@ def cmd_bridge_foxglove(args) -> int:
             raise UserError(exc.message) from None
         model = load_model(args.model or describe["robot"]["name"])
         check_model_matches(model, describe)
+        for origin in args.allow_origin:
+            if not origin.startswith(("http://", "https://")) or origin.rstrip("/").count("/") != 2:
+                raise UserError(f"--allow-origin {origin!r}: an origin is scheme://host[:port], e.g. "
+                                "https://app.foxglove.dev")
         options = BridgeOptions(host=args.host, port=args.port, rate_hz=args.rate, tf_rate_hz=args.tf_rate,
-                                duration_s=args.duration)
+                                duration_s=args.duration, allow_origins=tuple(args.allow_origin))
         try:
             bridge = FoxgloveBridge(client, model, describe, options, status_client=status_client)
-        except RuntimeError as exc:  # the SDK's error for a port in use, a bad address
+        except RuntimeError as exc:  # a port in use, a bad address
             raise UserError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
         _stop_on_signals(bridge.stop_event.set)
-        url = f"ws://{args.host}:{bridge.port}"
-        _say(args, {"serving": url, "port": bridge.port, "robot": describe["robot"]["name"],
+        url = bridge.server.url
+        token_url = f"{url}/?token={bridge.server.token.value}"
+        _say(args, {"serving": token_url, "url": url, "port": bridge.port, "token_file": str(bridge.server.token.path),
+                    "subprotocols": list(SUBPROTOCOLS), "robot": describe["robot"]["name"],
                     "daemon": client.endpoint, "state_endpoint": describe["state_endpoint"]},
-             f"robodyn bridge: serving {describe['robot']['name']} from {client.endpoint} on {url} "
-             f"(Foxglove: Open connection -> Foxglove WebSocket -> {url}); Ctrl-C stops")
+             f"robodyn bridge: serving {describe['robot']['name']} from {client.endpoint} on {token_url} "
+             f"(Foxglove: Open connection -> Foxglove WebSocket -> {token_url}; the token is also in "
+             f"{bridge.server.token.path}); Ctrl-C stops")
 
         def silence(seconds):
             print(f"robodyn bridge: no state from the daemon for {seconds:.0f} s; still waiting", file=sys.stderr)
@@ -163,8 +177,7 @@ def cmd_status_page(args) -> int:
         server, poller = serve_status_page(factory, args.host, args.port, args.period)
     except OSError as exc:
         raise UserError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
-    host, port = server.server_address[:2]
-    url = f"http://{host}:{port}/"
+    url = server.url
     stop = threading.Event()
 
     def shutdown():
@@ -178,8 +191,10 @@ def cmd_status_page(args) -> int:
         timer.daemon = True
         timer.start()
     first = poller.get()
-    _say(args, {"serving": url, "port": port, "daemon": poller.client.endpoint, "connected": first.get("connected")},
-         f"robodyn status-page: {url} (read-only view of the daemon at {poller.client.endpoint})"
+    _say(args, {"serving": server.token_url, "url": url, "port": server.port, "token_file": str(server.token.path),
+                "daemon": poller.client.endpoint, "connected": first.get("connected")},
+         f"robodyn status-page: {server.token_url} (read-only view of the daemon at {poller.client.endpoint}; "
+         f"open this address once, the token is also in {server.token.path})"
          + ("" if first.get("connected") else f"; daemon not reachable yet: {first.get('error')}"))
     try:
         server.serve_forever(poll_interval=0.2)

@@ -2,7 +2,8 @@
 
 A separate process, outside the daemon's real-time loop: it subscribes to the daemon's state
 stream (ZeroMQ SUB, through the client library) and polls its `status`, and serves what it sees
-over Foxglove's WebSocket protocol with the official ``foxglove-sdk``:
+over Foxglove's WebSocket protocol (``foxglove.sdk.v1`` and ``foxglove.websocket.v1``, served by
+foxglove_ws.py, to holders of the bridge's token; ``foxglove-sdk`` encodes the transforms):
 
     /joint_states       robodyn.JointState (JSON)   every sample (or --rate HZ): position, velocity,
                                                     effort, the driver's other signals, seq, phase, run
@@ -82,6 +83,8 @@ class BridgeOptions:
     status_period_s: float = 0.5
     duration_s: float | None = None  # stop after this long (None: until SIGINT / SIGTERM)
     message_backlog: int = 4096  # per viewer: 4 s of samples at 1 kHz before a slow viewer loses the oldest
+    allow_origins: tuple = ()  # browser origins besides the bridge's own (e.g. https://app.foxglove.dev)
+    token_dir: object = None  # where the token file goes (None: daemon.access.default_token_dir())
 
 
 # --------------------------------------------------------------------------- robot model
@@ -231,7 +234,9 @@ class FoxgloveBridge:
 
     def __init__(self, client: ReadOnlyClient, model, describe: dict, options: BridgeOptions,
                  status_client: ReadOnlyClient | None = None):
-        import foxglove
+        from foxglove.messages import FrameTransforms
+
+        from .foxglove_ws import FoxgloveServer
 
         check_listen_host(options.host, "Foxglove bridge")
         self.client = client
@@ -253,18 +258,15 @@ class FoxgloveBridge:
         self.transforms = LinkTransforms(model)
         # the stream is stamped with the host's CLOCK_MONOTONIC; viewers show wall time
         self.clock_offset_ns = time.time_ns() - time.monotonic_ns()
-        self.context = foxglove.Context()
         self.listener = _Listener()
-        self.channels = {topic: foxglove.Channel(
-            topic, schema=foxglove.Schema(name=name, encoding="jsonschema", data=json.dumps(schema).encode()),
-            message_encoding="json", context=self.context) for topic, (name, schema) in SCHEMAS.items()}
-        from foxglove.channels import FrameTransformsChannel
-
-        self.tf_channel = FrameTransformsChannel(TF_TOPIC, context=self.context)
         # no capability: viewers cannot publish, call services or set parameters
-        self.server = foxglove.start_server(name=f"robodyn {describe['robot']['name']}", host=options.host,
-                                            port=options.port, capabilities=[], server_listener=self.listener,
-                                            context=self.context, message_backlog_size=options.message_backlog)
+        self.server = FoxgloveServer(f"robodyn {describe['robot']['name']}", options.host, options.port,
+                                     listener=self.listener, backlog=options.message_backlog,
+                                     allow_origins=options.allow_origins, token_dir=options.token_dir)
+        self.channels = {topic: self.server.add_channel(topic, "json", name, json.dumps(schema), "jsonschema")
+                         for topic, (name, schema) in SCHEMAS.items()}
+        tf_schema = FrameTransforms.get_schema()
+        self.tf_channel = self.server.add_channel(TF_TOPIC, "protobuf", tf_schema.name, tf_schema.data, "protobuf")
         self.port = self.server.port
         self.stats = {"received": 0, "published": 0, "lost": 0, "batches": 0, "events": 0, "tf": 0,
                       "status": 0, "descriptions": 0}
@@ -342,7 +344,7 @@ class FoxgloveBridge:
 
     def status_message(self, st: dict | None, error: str | None) -> dict:
         msg = {"timestamp": _stamp(time.time_ns()), "connected": st is not None,
-               "bridge": {**self.stats, "viewers": self.listener.viewers()}}
+               "bridge": {**self.stats, "viewers": self.listener.viewers(), "dropped": self.server.dropped()}}
         if error:
             msg["error"] = error
         if st is not None:

@@ -5,20 +5,24 @@ A companion process, outside the daemon: one thread polls the daemon's read comm
 
     GET /                          the page (HTML; /app.js refreshes it twice a second)
     GET /api/status                the snapshot (JSON): arm state, driver and recorder health, loop
-                                   statistics, the run in progress and its progress, recordings with
-                                   their summaries, identification jobs
+                                   statistics, the run in progress and its progress, one page of
+                                   recordings with their summaries and one of identification jobs
+                                   (?recordings_page=N&jobs_page=N), the age of the data and whether
+                                   it is stale
     GET /jobs/<job>/report.html    the job's report: parameters, torque metrics and the plot below
     GET /jobs/<job>/torque.png     predicted against measured joint torque on the job's held-out
                                    recording (or its identification recording when it has none)
 
 and nothing else: no request of any method can arm the daemon, submit or abort a run or queue
-work. Those stay on the daemon's (authenticated) control socket.
+work. Those stay on the daemon's (authenticated) control socket. Every request must carry the
+page's own token (listen.py) and come from the page's own origin and address.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from urllib.parse import parse_qs, urlsplit
 import re
 import tempfile
 import threading
@@ -29,24 +33,37 @@ from pathlib import Path
 
 from robodyn.daemon.readonly import ReadOnlyClient, run_progress
 
-from .listen import check_listen_host
+from .status_page_html import APP_JS, PAGE_HTML
+from .listen import COOKIE, ViewToken, check_listen_host, foreign_request, presented_token
 
 DEFAULT_PORT = 47780
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 FINISHED = ("completed", "aborted", "failed")
-MAX_RECORDINGS_SHOWN = 50
+MAX_RECORDINGS_KEPT = 500  # newest first; the page serves them PAGE_SIZE at a time
+MAX_JOBS_KEPT = 500
+PAGE_SIZE = 25
 MAX_INFO_FETCHES_PER_REFRESH = 1  # recording_info decodes a file in the daemon: one at a time, cached
+MAX_PULLS_PER_REFRESH = 2  # a completed job's metrics, fetched once each, a few per refresh
+KNOWN_JOBS_TTL_S = 5.0  # how long the list of completed jobs answers for unknown report ids
+
+
+class NotFound(LookupError):
+    code = "not_found"
 
 
 class StatusPoller:
     """Polls the daemon and keeps the page's snapshot. Status twice a second; recordings, run
     history and jobs every ``slow_period_s`` and whenever the run changes state."""
 
-    def __init__(self, client_factory, period_s: float = 0.5, slow_period_s: float = 2.0):
+    def __init__(self, client_factory, period_s: float = 0.5, slow_period_s: float = 2.0, clock=time.monotonic):
         self.client_factory = client_factory
         self.client = client_factory()
         self.period_s = period_s
         self.slow_period_s = slow_period_s
+        # the age at which the data is called stale: a few missed polls, whatever the client's time-out
+        self.stale_after_s = max(2.0, 4 * period_s)
+        self.clock = clock
+        self.answered: float | None = None  # self.clock() when the daemon last answered
         self.lock = threading.Lock()
         self.snapshot: dict = {"connected": False, "error": "not polled yet", "updated": None}
         self.stop_event = threading.Event()
@@ -70,6 +87,22 @@ class StatusPoller:
         with self.lock:
             return self.snapshot
 
+    def view(self, recordings_page: int = 1, jobs_page: int = 1) -> dict:
+        """What /api/status serves: the snapshot with one page of each list, the age of the data
+        (now, not when the poll thread last ran: a poll stuck on a frozen daemon ages it too)."""
+        with self.lock:
+            snap, answered = self.snapshot, self.answered
+        age = None if answered is None else max(0.0, self.clock() - answered)
+        out = dict(snap, age_s=age, stale=age is None or age > self.stale_after_s,
+                   stale_after_s=self.stale_after_s)
+        for name, page in (("recordings", recordings_page), ("jobs", jobs_page)):
+            rows = snap.get(name) or []
+            pages = max(1, -(-len(rows) // PAGE_SIZE))
+            page = min(max(1, page), pages)
+            out[name] = rows[(page - 1) * PAGE_SIZE:page * PAGE_SIZE]
+            out[f"{name}_page"] = {"page": page, "pages": pages, "total": len(rows), "size": PAGE_SIZE}
+        return out
+
     def _loop(self) -> None:
         while not self.stop_event.wait(self.period_s):
             self.refresh()
@@ -86,15 +119,17 @@ class StatusPoller:
                 self._slow_next = now + self.slow_period_s
                 self._slow = {"recordings": self._recordings(), "jobs": self._jobs()}
             snap = self._build(st, self._slow)
+            answered = self.clock()
         except Exception as exc:  # daemon away or restarting: the page says so and keeps polling
             snap = dict(self.get(), connected=False, error=f"{type(exc).__name__}: {exc}")
+            answered, stamp = self.answered, self.get().get("updated")
             try:  # a timed-out client may hold a stale request; start over
                 self.client.close()
             finally:
                 self.client = self.client_factory()
-        snap["updated"] = stamp
+        snap["updated"] = stamp  # wall time of the data shown
         with self.lock:
-            self.snapshot = snap
+            self.snapshot, self.answered = snap, answered
 
     # ------------------------------------------------------------------ pieces of the snapshot
 
@@ -139,8 +174,9 @@ class StatusPoller:
     def _recordings(self) -> list[dict]:
         rows = self.client.recordings()
         rows.sort(key=lambda r: str(r.get("id")), reverse=True)  # ids start with the start time
-        rows = rows[:MAX_RECORDINGS_SHOWN]
-        history = {r["run_id"]: r for r in self.client.runs(limit=MAX_RECORDINGS_SHOWN)}
+        rows = rows[:MAX_RECORDINGS_KEPT]
+        history = {r["run_id"]: r for r in self.client.runs(limit=MAX_RECORDINGS_KEPT)}
+        self._info_cache = {k: v for k, v in self._info_cache.items() if k in {str(r.get("id")) for r in rows}}
         fetches = 0
         out = []
         for row in rows:
@@ -169,16 +205,20 @@ class StatusPoller:
                 return []
             raise
         out = []
-        for j in sorted(jobs, key=lambda j: str(j.get("job")), reverse=True):
+        jobs = sorted(jobs, key=lambda j: str(j.get("job")), reverse=True)[:MAX_JOBS_KEPT]
+        self._job_cache = {k: v for k, v in self._job_cache.items() if k in {str(j.get("job")) for j in jobs}}
+        pulls = 0
+        for j in jobs:
             view = {k: j.get(k) for k in ("job", "state", "stage", "progress", "error")}
             if j.get("state") == "completed":
                 job = str(j["job"])
-                if job not in self._job_cache:
+                if job not in self._job_cache and pulls < MAX_PULLS_PER_REFRESH:
+                    pulls += 1
                     try:
                         self._job_cache[job] = _job_metrics(self.client.pull(job))
                     except Exception as exc:
                         self._job_cache[job] = {"error": str(exc)}
-                view["result"] = self._job_cache[job]
+                view["result"] = self._job_cache.get(job)
                 view["report"] = f"/jobs/{job}/report.html"
                 view["plot"] = f"/jobs/{job}/torque.png"
             out.append(view)
@@ -218,16 +258,42 @@ class JobReports:
     """Reports and predicted-vs-measured plots of completed jobs, built once per job on first
     request (a completed job's result never changes) in this process, never in the daemon."""
 
-    def __init__(self, client_factory):
+    def __init__(self, client_factory, clock=time.monotonic, known_ttl_s: float = KNOWN_JOBS_TTL_S):
         self.client_factory = client_factory
+        self.clock = clock
+        self.known_ttl_s = known_ttl_s
         self.lock = threading.Lock()
         self.cache: dict[str, dict] = {}
         self.building: dict[str, threading.Lock] = {}
+        self.completed: set[str] = set()  # the daemon's completed jobs, as of completed_at
+        self.completed_at: float | None = None
+        self.refresh_lock = threading.Lock()
+
+    def is_completed(self, job: str) -> bool:
+        """Whether the daemon has ``job`` completed. Unknown ids are answered from the last list of
+        completed jobs while it is younger than ``known_ttl_s``: a flood of made-up ids costs the
+        daemon one `jobs` call per ``known_ttl_s``, not one call per request."""
+        def fresh() -> bool:
+            return self.completed_at is not None and self.clock() - self.completed_at < self.known_ttl_s
+        if job in self.completed or fresh():
+            return job in self.completed
+        with self.refresh_lock:
+            if not fresh():
+                try:
+                    with self.client_factory() as client:
+                        jobs = client.jobs()
+                    self.completed = {str(j.get("job")) for j in jobs if j.get("state") == "completed"}
+                finally:  # a daemon that does not answer is not asked again before the TTL either
+                    self.completed_at = self.clock()
+        return job in self.completed
 
     def get(self, job: str) -> dict:
         with self.lock:
             if job in self.cache:
                 return self.cache[job]
+        if not self.is_completed(job):
+            raise NotFound(f"no completed job {job!r}")
+        with self.lock:
             lock = self.building.setdefault(job, threading.Lock())
         with lock:
             with self.lock:
@@ -284,10 +350,22 @@ class JobReports:
 class StatusPageServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address, poller: StatusPoller, reports: JobReports):
+    def __init__(self, address, poller: StatusPoller, reports: JobReports, token_dir: Path | None = None):
         self.poller = poller
         self.reports = reports
         super().__init__(address, StatusPageHandler)
+        self.host, self.port = address[0], self.server_address[1]
+        self.cookie = f"{COOKIE}_{self.port}"
+        self.token = ViewToken("status-page", self.host, self.port, token_dir)
+        self.url = f"http://{self.host}:{self.port}/"
+
+    @property
+    def token_url(self) -> str:
+        return f"{self.url}?token={self.token.value}"
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.token.remove()
 
 
 class StatusPageHandler(BaseHTTPRequestHandler):
@@ -314,15 +392,41 @@ class StatusPageHandler(BaseHTTPRequestHandler):
     def _text(self, status: int, text: str, extra: dict | None = None) -> None:
         self._send(status, text.encode(), "text/plain; charset=utf-8", extra)
 
+    def _admitted(self) -> bool:
+        """From this view's own address and origin (else 403), with its token (else 401)."""
+        why = foreign_request(self.headers, self.server.host, self.server.port)
+        if why:
+            self._text(HTTPStatus.FORBIDDEN, why)
+            return False
+        if self.server.token.matches(presented_token(self.headers, self.path, self.server.cookie)):
+            return True
+        self._text(HTTPStatus.UNAUTHORIZED, "this page needs its token: open the address `robodyn status-page` "
+                                            f"printed (it ends in ?token=...), or read it from {self.server.token.path}")
+        return False
+
     def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
+        if not self._admitted():
+            return
+        url = urlsplit(self.path)
+        path, query = url.path, parse_qs(url.query)
         try:
-            if path in ("/", "/index.html"):
+            if path in ("/", "/index.html") and "token" in query:
+                # the token arrives once in the address; the browser keeps it in a cookie no script
+                # can read and no other site's request carries, and the address bar loses it
+                self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {
+                    "Location": "/", "Set-Cookie": f"{self.server.cookie}={query['token'][0]}; HttpOnly; "
+                                                   "SameSite=Strict; Path=/"})
+            elif path in ("/", "/index.html"):
                 self._send(200, PAGE_HTML.encode(), "text/html; charset=utf-8")
             elif path == "/app.js":
                 self._send(200, APP_JS.encode(), "text/javascript; charset=utf-8")
             elif path == "/api/status":
-                body = json.dumps(self.server.poller.get(), default=str, allow_nan=False).encode()
+                try:
+                    pages = {k: int(query.get(k, ["1"])[0]) for k in ("recordings_page", "jobs_page")}
+                except ValueError:
+                    self._text(400, "recordings_page and jobs_page are page numbers (1, 2, ...)")
+                    return
+                body = json.dumps(self.server.poller.view(**pages), default=str, allow_nan=False).encode()
                 self._send(200, body, "application/json")
             elif path.startswith("/jobs/") and path.count("/") == 3:
                 _, _, job, leaf = path.split("/")
@@ -349,6 +453,10 @@ class StatusPageHandler(BaseHTTPRequestHandler):
 
     def _refuse(self) -> None:
         # the page only shows state: no method but GET/HEAD exists on any path
+        why = foreign_request(self.headers, self.server.host, self.server.port)
+        if why:
+            self._text(HTTPStatus.FORBIDDEN, why)
+            return
         self._text(HTTPStatus.METHOD_NOT_ALLOWED, "read-only: this page cannot change the daemon; arming and "
                                                   "motion are on the daemon's control socket (robodyn arm / run)",
                    {"Allow": "GET, HEAD"})
@@ -356,139 +464,12 @@ class StatusPageHandler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
 
 
-def serve_status_page(client_factory, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                      period_s: float = 0.5) -> tuple[StatusPageServer, StatusPoller]:
-    """Start polling and listening; the caller runs ``server.serve_forever()``."""
+def serve_status_page(client_factory, host: str = "127.0.0.1", port: int = DEFAULT_PORT, period_s: float = 0.5,
+                      token_dir: Path | None = None) -> tuple[StatusPageServer, StatusPoller]:
+    """Start polling and listening; the caller runs ``server.serve_forever()`` and, at the end,
+    ``server.server_close()`` (which removes the token file)."""
     check_listen_host(host, "status page")
     poller = StatusPoller(client_factory, period_s=period_s)
     poller.start()
-    server = StatusPageServer((host, port), poller, JobReports(client_factory))
+    server = StatusPageServer((host, port), poller, JobReports(client_factory), token_dir)
     return server, poller
-
-
-# --------------------------------------------------------------------------- the page
-
-PAGE_HTML = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>robodyn status</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1200px;color:#222;padding:0 1em}
-h1{font-size:1.3em;margin:0 0 .4em}h2{font-size:1.05em;margin:1.2em 0 .4em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;width:100%;font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
-th{background:#f4f4f4}.ok{color:#176b2c}.bad{color:#b00020;font-weight:bold}.warn{color:#a05a00}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:.6em}
-.card{border:1px solid #ddd;border-radius:6px;padding:.5em .8em}.card b{display:block;font-size:12px;color:#666}
-progress{width:100%;height:1.1em}#latest-plot{max-width:100%;border:1px solid #ddd}
-.muted{color:#777;font-size:12px}code{font-size:12px}
-</style></head>
-<body>
-<h1>robodyn: <span id="robot">-</span> <span class="muted" id="connection">connecting...</span></h1>
-<div class="grid">
- <div class="card"><b>arm state</b><span id="arm-state">-</span></div>
- <div class="card"><b>driver</b><span id="driver-health">-</span></div>
- <div class="card"><b>recorder</b><span id="recorder-health">-</span></div>
- <div class="card"><b>loop period (all cycles since the driver started)</b><span id="loop-stats">-</span></div>
-</div>
-<h2>Run</h2>
-<div class="grid">
- <div class="card"><b>run</b><span id="run-id">-</span></div>
- <div class="card"><b>phase</b><span id="run-phase">-</span></div>
- <div class="card"><b>progress</b><progress id="run-progress" max="1" value="0"></progress>
-  <span id="run-progress-text">-</span></div>
-</div>
-<p class="muted" id="last-run"></p>
-<h2>Recordings</h2>
-<table id="recordings"><thead><tr><th>recording</th><th>status</th><th>samples</th><th>lost</th><th>duration s</th>
-<th>loop p99 ms</th><th>tracking rms rad</th><th>label</th></tr></thead><tbody></tbody></table>
-<h2>Identification jobs</h2>
-<table id="jobs"><thead><tr><th>job</th><th>state</th><th>stage</th><th>progress</th><th>method</th>
-<th>relative error: fit / held-out</th><th>report</th><th>plot</th></tr></thead><tbody></tbody></table>
-<div id="latest-plot-box"></div>
-<p class="muted">Read-only: this page shows the daemon's state and cannot arm it, move the robot or queue work.
-Arming and motion stay on the daemon's authenticated control socket (<code>robodyn arm</code>,
-<code>robodyn run</code>).</p>
-<script src="/app.js"></script>
-</body></html>
-"""
-
-APP_JS = r"""
-"use strict";
-const $ = (id) => document.getElementById(id);
-const fmt = (v, d = 3) => (v === null || v === undefined || Number.isNaN(v)) ? "-" : Number(v).toFixed(d);
-function setText(id, text, cls) { const e = $(id); e.textContent = text; e.className = cls || ""; }
-function cell(tr, text) { const td = document.createElement("td"); td.textContent = text; tr.appendChild(td); return td; }
-function link(td, href, text) { const a = document.createElement("a"); a.href = href; a.textContent = text; td.appendChild(a); }
-let latestPlot = null;
-
-function render(s) {
-  setText("connection", s.connected ? "connected" : ("daemon unreachable: " + (s.error || "")), s.connected ? "muted" : "bad");
-  if (!s.robot) return;
-  $("robot").textContent = `${s.robot.name} (${s.robot.dof} joints, ${s.robot.driver} driver, ${s.robot.rate_hz} Hz)`;
-  const sf = s.safety || {};
-  setText("arm-state", sf.armed ? `ARMED by ${sf.armed_by}` : `disarmed (${sf.disarm_reason || "-"})`, sf.armed ? "warn" : "ok");
-  const d = s.driver || {};
-  setText("driver-health", `${d.alive ? "alive" : "DOWN"}, ${d.lifecycle || "-"}, ${d.scheduler || "-"}, restarts ${d.restarts}` +
-          `, telemetry ${fmt(d.telemetry_age_s, 2)} s old` + (d.error ? `; error: ${d.error}` : ""), d.alive && !d.error ? "ok" : "bad");
-  const r = s.recorder || {}; const st = r.stream || {};
-  setText("recorder-health", `${r.alive ? "alive" : "DOWN"}, restarts ${r.restarts}, received ${st.received ?? "-"} samples, lost ${st.lost ?? "-"}`,
-          r.alive && !st.lost ? "ok" : "bad");
-  const l = (s.loop || {}).all || {};
-  setText("loop-stats", `p50 ${fmt(l.p50_ms)} / p99 ${fmt(l.p99_ms)} / p99.9 ${fmt(l.p999_ms)} / max ${fmt(l.max_ms)} ms over ${l.count ?? 0} cycles`);
-  const run = s.run;
-  if (run) {
-    setText("run-id", `${run.run_id}${run.label ? " (" + run.label + ")" : ""}`);
-    setText("run-phase", run.state, "warn");
-    $("run-progress").value = run.state === "move_to_start" ? run.move_fraction : run.fraction;
-    setText("run-progress-text", run.text);
-  } else {
-    const lr = s.last_run;
-    setText("run-id", lr ? `none in progress; last ${lr.run_id}` : "none");
-    setText("run-phase", lr ? lr.state : "idle", lr && lr.state !== "completed" ? "bad" : "");
-    $("run-progress").value = lr ? lr.fraction : 0;
-    setText("run-progress-text", lr ? lr.text : "-");
-  }
-  const lr = s.last_run;
-  $("last-run").textContent = lr && lr.summary ? `last run ${lr.run_id}: ${lr.state}${lr.abort_reason ? " (" + lr.abort_reason + ")" : ""}, ` +
-      `${lr.summary.samples ?? "-"} samples recorded of ${lr.summary.expected_samples ?? "-"}, lost ${lr.summary.lost_samples ?? "-"}, ` +
-      `loop p99 ${fmt(lr.summary.loop_p99_ms)} ms, tracking rms ${fmt(lr.summary.tracking_rms_rad, 6)} rad` : "";
-  const rb = document.querySelector("#recordings tbody"); rb.replaceChildren();
-  for (const rec of s.recordings || []) {
-    const tr = document.createElement("tr"); tr.dataset.recordingId = rec.id;
-    const sm = rec.summary || {};
-    cell(tr, rec.id); cell(tr, rec.progress ? `${rec.status} ${rec.progress.text}` : rec.status);
-    cell(tr, rec.samples ?? sm.samples ?? "-"); cell(tr, rec.lost ?? sm.lost_samples ?? "-");
-    cell(tr, fmt(rec.duration_s, 2)); cell(tr, fmt(sm.loop_p99_ms)); cell(tr, fmt(sm.tracking_rms_rad, 6)); cell(tr, rec.label || "");
-    rb.appendChild(tr);
-  }
-  const jb = document.querySelector("#jobs tbody"); jb.replaceChildren();
-  let newest = null;
-  for (const j of s.jobs || []) {
-    const tr = document.createElement("tr"); tr.dataset.jobId = j.job;
-    const res = j.result || {};
-    cell(tr, j.job); cell(tr, j.state + (j.error ? ": " + j.error : "")); cell(tr, j.stage || "");
-    cell(tr, fmt(100 * (j.progress || 0), 0) + " %"); cell(tr, res.method || "-");
-    cell(tr, `${fmt(res.identification_relative_error, 4)} / ${fmt(res.holdout_relative_error, 4)}`);
-    const rep = cell(tr, ""); const plot = cell(tr, "");
-    if (j.report) { link(rep, j.report, "report"); link(plot, j.plot, "predicted vs measured"); if (!newest) newest = j; }
-    jb.appendChild(tr);
-  }
-  if (newest && newest.plot !== latestPlot) {
-    latestPlot = newest.plot;
-    const box = $("latest-plot-box"); box.replaceChildren();
-    const cap = document.createElement("p"); cap.textContent = `latest job ${newest.job}: predicted vs measured joint torque`;
-    const img = document.createElement("img"); img.id = "latest-plot"; img.alt = cap.textContent; img.src = newest.plot;
-    box.appendChild(cap); box.appendChild(img);
-  }
-}
-
-async function poll() {
-  try {
-    const r = await fetch("/api/status", {cache: "no-store"});
-    render(await r.json());
-  } catch (e) {
-    setText("connection", "status page unreachable: " + e, "bad");
-  }
-  setTimeout(poll, 500);
-}
-poll();
-"""

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import http.client
 import json
 import struct
 import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import pytest
 import websockets
 
 from robodyn.daemon.recording import load_recording
@@ -82,7 +84,7 @@ def test_bridge_relays_the_measured_joint_states_phases_and_model_of_a_run(rt_da
     bridge = ViewerProcess(["bridge", "foxglove", "--endpoint", rt_daemon.control, "--port", "0"],
                            tmp_path / "bridge.log")
     try:
-        seen = asyncio.run(watch_a_run(f"ws://127.0.0.1:{bridge.info['port']}", rt_daemon, excitation(RUN_S)))
+        seen = asyncio.run(watch_a_run(bridge.info["serving"], rt_daemon, excitation(RUN_S)))
     finally:
         final = bridge.stop()
     assert seen["subprotocol"] == "foxglove.sdk.v1"
@@ -161,3 +163,100 @@ def quaternion_matrix(x, y, z, w) -> np.ndarray:
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
     ])
+
+
+async def joint_states_over(url: str, subprotocol: str, count: int) -> dict:
+    """A raw client of one subprotocol: serverInfo, advertise, subscribe to /joint_states, ``count``
+    messageData frames."""
+    out = {"ops": [], "states": []}
+    async with websockets.connect(url, subprotocols=[subprotocol], max_size=None, open_timeout=10) as ws:
+        out["subprotocol"] = ws.subprotocol
+        channels = {}
+        while "/joint_states" not in channels:
+            msg = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            out["ops"].append(msg["op"])
+            if msg["op"] == "serverInfo":
+                out["server_info"] = msg
+            elif msg["op"] == "advertise":
+                channels.update({c["topic"]: c for c in msg["channels"]})
+        out["channel"] = channels["/joint_states"]
+        await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
+            {"id": 7, "channelId": channels["/joint_states"]["id"]}]}))
+        for _ in range(20 * count):  # bounded: a status frame or two may come between the samples
+            frame = await asyncio.wait_for(ws.recv(), 10)
+            if isinstance(frame, bytes):
+                op, sub_id, log_time = struct.unpack_from("<BIQ", frame, 0)
+                out["states"].append((op, sub_id, log_time, json.loads(frame[13:])))
+                if len(out["states"]) == count:
+                    break
+    return out
+
+
+def upgrade(port: int, headers: dict, path: str = "/") -> tuple[int, str]:
+    """A WebSocket upgrade request with the headers a browser or an attacker would send."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    h = {"Host": f"127.0.0.1:{port}", "Upgrade": "websocket", "Connection": "Upgrade",
+         "Sec-WebSocket-Key": base64.b64encode(b"0123456789abcdef").decode(), "Sec-WebSocket-Version": "13",
+         "Sec-WebSocket-Protocol": "foxglove.websocket.v1"}
+    h.update(headers)
+    try:
+        conn.request("GET", path, headers=h)
+        r = conn.getresponse()
+        return r.status, r.read(2000).decode(errors="replace") if r.status != 101 else ""
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def idle_bridge(rt_daemon, tmp_path_factory):
+    bridge = ViewerProcess(["bridge", "foxglove", "--endpoint", rt_daemon.control, "--port", "0",
+                            "--allow-origin", "https://viewer.example"],
+                           tmp_path_factory.mktemp("bridge") / "bridge.log")
+    yield bridge
+    bridge.stop()
+
+
+def test_both_subprotocols_get_server_info_channels_and_joint_states(rt_daemon, idle_bridge):
+    async def both():
+        return await asyncio.gather(*(joint_states_over(idle_bridge.info["serving"], sp, 50)
+                                      for sp in ("foxglove.websocket.v1", "foxglove.sdk.v1")))
+
+    names = [j["name"] for j in rt_daemon.client.describe()["robot"]["joints"]]
+    for subprotocol, seen in zip(("foxglove.websocket.v1", "foxglove.sdk.v1"), asyncio.run(both())):
+        assert seen["subprotocol"] == subprotocol
+        assert seen["ops"][:2] == ["serverInfo", "advertise"]
+        assert seen["server_info"]["capabilities"] == [] and seen["server_info"]["name"] == "robodyn panda"
+        assert seen["channel"]["encoding"] == "json" and seen["channel"]["schemaName"] == "robodyn.JointState"
+        assert len(seen["states"]) == 50
+        seqs = [m["seq"] for *_, m in seen["states"]]
+        assert all(b > a for a, b in zip(seqs, seqs[1:])), seqs  # in order, each sample once
+        for op, sub_id, log_time, m in seen["states"]:
+            assert op == 1 and sub_id == 7  # messageData on the client's own subscription id
+            assert log_time == m["timestamp"]["sec"] * 1_000_000_000 + m["timestamp"]["nsec"]
+            assert m["name"] == names and len(m["position"]) == len(names) == len(m["effort"])
+    assert idle_bridge.info["subprotocols"] == ["foxglove.sdk.v1", "foxglove.websocket.v1"]
+
+
+def test_the_bridge_refuses_strangers_foreign_origins_and_rebound_hosts(idle_bridge):
+    port, token = idle_bridge.info["port"], open(idle_bridge.info["token_file"]).read().strip()
+    assert idle_bridge.info["serving"].endswith(f"/?token={token}")
+    good = f"/?token={token}"
+    assert upgrade(port, {}, good)[0] == 101
+    assert upgrade(port, {"Authorization": f"Bearer {token}"})[0] == 101
+    assert upgrade(port, {"Origin": f"http://127.0.0.1:{port}"}, good)[0] == 101
+    assert upgrade(port, {"Origin": "https://viewer.example"}, good)[0] == 101  # --allow-origin
+    # no token, a wrong one: 401, the token file named
+    for path in ("/", "/?token=", f"/?token={token[:-2]}xx"):
+        status, body = upgrade(port, {}, path)
+        assert status == 401 and idle_bridge.info["token_file"] in body, (path, status)
+    # cross-site WebSocket from a page in the operator's browser, DNS rebinding: 403 even with the token
+    for origin in ("http://evil.example", f"http://127.0.0.1:{port + 1}", "null"):
+        status, body = upgrade(port, {"Origin": origin}, good)
+        assert status == 403 and "Origin" in body, origin
+    for host in (f"rebind.example:{port}", f"127.0.0.1:{port + 1}"):
+        status, body = upgrade(port, {"Host": host}, good)
+        assert status == 403 and "Host" in body, host
+    # a real client without the token never sees a frame
+    with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
+        asyncio.run(joint_states_over(idle_bridge.info["url"], "foxglove.websocket.v1", 1))
+    assert refused.value.response.status_code == 401

@@ -88,17 +88,21 @@ def test_viewers_say_when_no_daemon_answers(tmp_path, capsys):
     page = ViewerProcess(["status-page", "--endpoint", nobody, "--timeout", "0.5", "--port", "0"], tmp_path / "p.log")
     try:
         assert page.info["connected"] is False
-        with urllib.request.urlopen(page.info["serving"] + "api/status", timeout=10) as r:
+        token = open(page.info["token_file"]).read().strip()
+        req = urllib.request.Request(page.info["url"] + "api/status", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
             snap = json.loads(r.read())
         assert snap["connected"] is False and "no reply from the daemon" in snap["error"]
+        assert snap["stale"] is True and snap["age_s"] is None  # no answer yet: nothing to show as fresh
     finally:
         page.stop()
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::", ""])
 def test_views_refuse_a_non_loopback_host_with_one_line(host, capsys):
-    """The views have no login: another address than loopback is refused before anything is
-    served or any daemon asked (the endpoint here answers nothing: the refusal comes first)."""
+    """The views have no TLS (their token would travel in clear text): another address than
+    loopback is refused before anything is served or any daemon asked (the endpoint here answers
+    nothing: the refusal comes first)."""
     from robodyn.cli import main
     from robodyn.errors import UserError
     from robodyn.tools.operator.listen import check_listen_host, is_loopback_host
@@ -110,9 +114,9 @@ def test_views_refuse_a_non_loopback_host_with_one_line(host, capsys):
         assert main([*view, "--endpoint", nobody, "--timeout", "0.5", "--host", host, "--port", "0",
                      "--nice", "0"]) == 2
         err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1 and "refused: the" in err and "has no authentication" in err, err
+        assert len(err.splitlines()) == 1 and "refused: the" in err and "has no TLS" in err, err
         assert "no reply from the daemon" not in err
-    with pytest.raises(UserError, match="serves this machine only"):  # the library refuses too
+    with pytest.raises(UserError, match="no TLS"):  # the library refuses too
         serve_status_page(lambda: None, host, 0)
     for local in ("127.0.0.1", "127.0.1.1", "::1", "localhost"):
         assert is_loopback_host(local)

@@ -91,7 +91,10 @@ def test_page_shows_the_run_its_recording_and_the_identification_job_as_they_hap
     job = rt_daemon.client.identify([run_id], {"method": "ols", "friction": "coulomb-viscous"})["job"]
     job_row = page.locator(f"#jobs tr[data-job-id='{job}']")
     job_row.wait_for(timeout=10_000)
-    job_row.locator("td:nth-child(2)", has_text="completed").wait_for(timeout=120_000)
+    try:
+        job_row.locator("td:nth-child(2)", has_text="completed").wait_for(timeout=120_000)
+    except Exception:
+        raise AssertionError(f"row {job_row.inner_text()!r}; the daemon says {rt_daemon.client.job_status(job)}") from None
     img = page.locator("#latest-plot")
     img.wait_for(timeout=60_000)
     page.wait_for_function("() => document.getElementById('latest-plot').complete && "
@@ -106,8 +109,9 @@ def test_page_shows_the_run_its_recording_and_the_identification_job_as_they_hap
     print("screenshots in", tmp_path)
 
 
-def request(url: str, method: str = "GET") -> tuple[int, str]:
-    req = urllib.request.Request(url, method=method, data=b"{}" if method not in ("GET", "HEAD") else None)
+def request(url: str, method: str = "GET", token: str | None = None) -> tuple[int, str]:
+    req = urllib.request.Request(url, method=method, data=b"{}" if method not in ("GET", "HEAD") else None,
+                                 headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, r.read().decode(errors="replace")
@@ -116,7 +120,10 @@ def request(url: str, method: str = "GET") -> tuple[int, str]:
 
 
 def test_the_page_exposes_no_motion_or_arming_endpoint(rt_daemon, page_server):
-    base = page_server.info["serving"].rstrip("/")
+    base = page_server.info["url"].rstrip("/")
+    token = open(page_server.info["token_file"]).read().strip()
+    assert page_server.info["serving"] == f"{base}/?token={token}"
+    assert request(base + "/api/status")[0] == 401  # no token, no state
     rt_daemon.client.disarm("checking that the status page cannot arm")
     disarmed_at = time.time()
     runs_before = len(rt_daemon.client.runs())
@@ -129,10 +136,10 @@ def test_the_page_exposes_no_motion_or_arming_endpoint(rt_daemon, page_server):
                 assert status == 405, (method, path, status)
                 assert "read-only" in body
             if path not in ("/", "/api/status"):
-                assert request(base + path)[0] == 404, path
+                assert request(base + path, token=token)[0] == 404, path
         # the page shows the daemon disarmed once it has polled since (twice a second)
         for _ in range(50):
-            status, body = request(base + "/api/status")
+            status, body = request(base + "/api/status", token=token)
             snap = json.loads(body)
             if snap["updated"] > disarmed_at:
                 break
