@@ -225,8 +225,12 @@ def identification_document(model: RobotModel, datasets: Sequence[SampledData], 
     doc["coverage"] = identification_coverage(datasets, result.config.processing, model.joint_names,
                                               result.friction_model, preprocessed)
     if not preprocessed:
+        from .intervals import residual_model
+
         measured = validate(model, doc, datasets)
         doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
+        # the residual model of the prediction intervals (intervals.py), on the same samples
+        doc["residual_model"] = residual_model(model, doc, datasets)
     if holdout:
         held = validate(model, doc, list(holdout))
         doc["metrics"]["held_out"] = {"recordings": list(holdout_sources),
