@@ -279,6 +279,9 @@ def summary_lines(doc: dict) -> list[str]:
     lines += metric_lines(doc["metrics"]["identification"], "fit against the processed (low-passed) torque")
     if "measured" in doc["metrics"]:
         lines += metric_lines(doc["metrics"]["measured"], "fit against the measured torque")
+    for rec in doc["metrics"].get("per_recording") or []:
+        lines.append(f"recording {rec['recording']}: RMSE sum {rec['rmse_sum']:.4f} N.m, total relative error "
+                     f"{rec['relative_error_total']:.4f} (against the measured torque)")
     if "held_out" in doc["metrics"]:
         held = doc["metrics"]["held_out"]
         lines += metric_lines(held, "held-out recording(s) " + ", ".join(held["recordings"])

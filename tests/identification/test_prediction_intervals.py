@@ -145,3 +145,20 @@ def test_on_a_realistic_plant_validate_counts_what_predict_writes(tmp_path, caps
     assert np.allclose(counted, cal["inside_fraction"], atol=3 / table.shape[0])
     assert np.allclose(counted, summary["interval"]["inside_fraction"], atol=3 / table.shape[0])
     assert len(cal["inside_fraction"]) == n and cal["samples"] == table.shape[0]
+
+
+def test_several_recordings_give_one_result_with_each_ones_fit():
+    """Two trajectories of the same arm, one with twice the noise: one fit, and each recording's
+    own error against its measured torque (the noisier one's RMSE about twice the other's)."""
+    model = load_model("twolink")
+    quiet, noisy = (run(model, seed, noise) for seed, noise in ((5, NOISE), (6, 2 * NOISE)))
+    quiet, noisy = (d.__class__(d.t, d.q, d.tau, d.qd) for d in (quiet, noisy))
+    doc, _, _ = identification_document(model, [quiet, noisy], IdentificationConfig(), "wls",
+                                        sources=["quiet.csv", "noisy.csv"])
+    per = doc["metrics"]["per_recording"]
+    assert [p["recording"] for p in per] == ["quiet.csv", "noisy.csv"]
+    ratio = np.asarray(per[1]["rmse"]) / np.asarray(per[0]["rmse"])
+    assert np.all(np.abs(ratio - 2.0) < 0.25), ratio
+    # the stacked residual model holds both: between the two noise levels
+    assert np.all((np.asarray(doc["residual_model"]["residual_std"]) > NOISE)
+                  & (np.asarray(doc["residual_model"]["residual_std"]) < 2 * NOISE))
