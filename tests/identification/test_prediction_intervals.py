@@ -162,3 +162,14 @@ def test_several_recordings_give_one_result_with_each_ones_fit():
     # the stacked residual model holds both: between the two noise levels
     assert np.all((np.asarray(doc["residual_model"]["residual_std"]) > NOISE)
                   & (np.asarray(doc["residual_model"]["residual_std"]) < 2 * NOISE))
+
+
+def test_a_result_without_a_residual_model_gets_a_note_not_an_interval(fitted):
+    from robodyn.identification.intervals import calibration_lines
+
+    model, doc = fitted
+    old = {k: v for k, v in doc.items() if k != "residual_model"}
+    held = run(model, 2, NOISE)
+    assert calibration(model, old, [held]) is None
+    assert calibration_lines(None) == ["note: the result stores no residual model (made before intervals were "
+                                       "stored): no interval"]
