@@ -99,7 +99,9 @@ def run_job(job_dir: str, recordings_dir: str) -> None:
     try:
         from robodyn.daemon.recording import load_recording
 
+        from .coverage import identification_coverage
         from .data import recording_dataset
+        from .intervals import residual_model
         from .pipeline import identify, validate
 
         _write_json_atomic(job_dir / "status.json", status)
@@ -109,6 +111,12 @@ def run_job(job_dir: str, recordings_dir: str) -> None:
         datasets = [recording_dataset(r) for r in recs]
         result = identify(model, datasets, config, sources=request["recordings"], progress=report)
         doc = result.to_dict()
+        # what the fit saw and its residual model, as the command line's result stores them, so
+        # validate and predict warn about extrapolation and give intervals for a daemon result too
+        report("coverage and residual model", 0.92)
+        doc["coverage"] = identification_coverage(datasets, result.config.processing, model.joint_names,
+                                                  result.friction_model)
+        doc["residual_model"] = residual_model(model, doc, datasets)
         holdout = request.get("holdout") or []
         if holdout:
             report("validating on hold-out", 0.95)

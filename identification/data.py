@@ -7,8 +7,11 @@ CSV convention (header row required, comma separated, SI units):
     t, qm1..qmn, [qdm1..qdmn], taum1..taumn        (motor side: encoder angles and motor torques)
 
 ``t`` in seconds (any origin), ``q`` in rad (m for prismatic joints), ``qd`` in rad/s, ``tau`` in N.m
-(N), ``current`` in A. Extra columns are ignored. NPZ files hold arrays with the same names
-(``t``, ``q``, optional ``qd``, and ``tau`` or ``current``), each (N, n) except ``t``.
+(N), ``current`` in A. An optional ``phase`` column (a daemon recording's export: 2 = execute)
+keeps only the execute phase, as the .mcap path does; without it every row is fitted, with a note.
+Extra columns are ignored. NPZ files hold arrays with the same names
+(``t``, ``q``, optional ``qd``, ``tau`` or ``current``, and ``phase``), each (N, n) except ``t``
+and ``phase``.
 
 Joint values are the controller's. Given the robot model, they become the model's variables
 through its joint map (robot/joint_map.py; torques by conservation of power), and motor-side
@@ -49,7 +52,7 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None, transmi
             raise ValueError(f"{path}: empty file") from None
     if "t" not in header:
         raise ValueError(f"{path}: missing column 't' (time in seconds); expected header t,q1..qn,tau1..taun")
-    q_cols = _columns(header, "q", dof)
+    q_cols = _columns(header, "q", None)  # every q column: a CSV with more joints than the robot is refused
     motor_side = q_cols is None and _columns(header, "qm", dof) is not None
     if motor_side:
         return _load_motor_csv(path, header, dof, transmission)
@@ -57,7 +60,7 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None, transmi
         raise ValueError(f"{path}: missing joint position columns q1..qn (or motor-side qm1..qmn)")
     n = len(q_cols)
     if dof is not None and n != dof:
-        raise ValueError(f"{path}: found {n} position columns q1..q{n} but the robot has {dof} joints")
+        raise ValueError(f"{path}: {n} joints (columns q1..q{n}) but the robot has {dof}; pass the matching --robot")
     qd_cols = _columns(header, "qd", n)
     tau_cols = _columns(header, "tau", n)
     cur_cols = _columns(header, "current", n)
@@ -68,7 +71,7 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None, transmi
         raise ValueError(f"{path}: missing torque columns tau1..tau{n} (or current1..current{n} with --drive-gains)")
     if tau_cols is None and drive_gains is None:
         raise ValueError(f"{path}: has current columns but no torque; pass drive gains (N.m/A per joint) to convert")
-    data = _numeric_rows(path, header)
+    data = _excitation_rows(path, header, _numeric_rows(path, header))
     t = data[:, header.index("t")]
     q = data[:, q_cols]
     qd = data[:, qd_cols] if qd_cols else None
@@ -82,11 +85,32 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None, transmi
     return SampledData(t, q, tau, qd)
 
 
+def _excitation_rows(path: Path, header: list[str], data: np.ndarray) -> np.ndarray:
+    """The rows a daemon recording's identification uses: its execute phase. A recording exported
+    as CSV (``robodyn recording export``) carries the phase code of every sample (0 idle,
+    1 move_to_start, 2 execute, 3 settle, 4 stopping); the move to the start and the settle are
+    not excitation, and the .mcap path leaves them out too. A CSV without a phase column is used
+    whole, and says so once."""
+    from robodyn.daemon.protocol import PHASE_EXECUTE  # the recording's own phase codes
+
+    if "phase" not in header:
+        import warnings
+
+        warnings.warn(f"{path}: no 'phase' column, so every row is used (a daemon recording's CSV export "
+                      "carries one and only its execute phase is used)", stacklevel=3)
+        return data
+    keep = data[:, header.index("phase")] == PHASE_EXECUTE
+    if not keep.any():
+        raise ValueError(f"{path}: column 'phase' has no row in the execute phase (code {PHASE_EXECUTE}); "
+                         "nothing to identify")
+    return data[keep]
+
+
 def _load_motor_csv(path: Path, header: list[str], dof: int | None, transmission) -> SampledData:
     """t, qm1..qmn, [qdm1..qdmn], taum1..taumn: motor encoder angles and motor torques."""
     if transmission is None:
         raise ValueError(f"{path}: motor-side columns (qm, taum) need the robot model's transmission (--robot)")
-    qm = _columns(header, "qm", dof)
+    qm = _columns(header, "qm", None)
     n = len(qm)
     tm = _columns(header, "taum", n)
     qdm = _columns(header, "qdm", n)
@@ -94,7 +118,7 @@ def _load_motor_csv(path: Path, header: list[str], dof: int | None, transmission
         raise ValueError(f"{path}: motor-side data need taum1..taum{n} beside qm1..qm{n}")
     if transmission.dof != n:
         raise ValueError(f"{path}: {n} motors but the robot's transmission drives {transmission.dof} joints")
-    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    data = _excitation_rows(path, header, np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2))
     t = data[:, header.index("t")]
     q = transmission.joint_positions(data[:, qm])
     qd = transmission.joint_positions(data[:, qdm]) if qdm else None
@@ -122,7 +146,15 @@ def load_npz(path: str | Path, drive_gains=None) -> SampledData:
             tau = z["current"] * np.asarray(drive_gains, float)
         else:
             raise ValueError(f"{path}: missing array 'tau' (or 'current' with drive gains)")
-        return SampledData(z["t"], z["q"], tau, z["qd"] if "qd" in z else None)
+        data = SampledData(z["t"], z["q"], tau, z["qd"] if "qd" in z else None)
+        if "phase" in z:  # a daemon recording's NPZ export: its execute phase, as for .mcap and CSV
+            from robodyn.daemon.protocol import PHASE_EXECUTE
+
+            keep = np.asarray(z["phase"]) == PHASE_EXECUTE
+            if not keep.any():
+                raise ValueError(f"{path}: array 'phase' has no sample in the execute phase (code {PHASE_EXECUTE})")
+            data = data.select(keep)
+        return data
 
 
 def recording_dataset(rec, phase: str = "execute") -> SampledData:

@@ -225,8 +225,18 @@ def identification_document(model: RobotModel, datasets: Sequence[SampledData], 
     doc["coverage"] = identification_coverage(datasets, result.config.processing, model.joint_names,
                                               result.friction_model, preprocessed)
     if not preprocessed:
+        from .intervals import residual_model
+
         measured = validate(model, doc, datasets)
         doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
+        # the residual model of the prediction intervals (intervals.py), on the same samples
+        doc["residual_model"] = residual_model(model, doc, datasets)
+        if len(datasets) > 1:  # several recordings, each processed on its own and stacked: each one's fit
+            names = list(sources) if len(sources) == len(datasets) else [f"recording {k + 1}"
+                                                                         for k in range(len(datasets))]
+            doc["metrics"]["per_recording"] = [
+                {"recording": name, **{k: v for k, v in validate(model, doc, [d]).items() if k != "filtered"}}
+                for name, d in zip(names, datasets)]
     if holdout:
         held = validate(model, doc, list(holdout))
         doc["metrics"]["held_out"] = {"recordings": list(holdout_sources),

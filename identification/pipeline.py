@@ -466,6 +466,30 @@ def _predict_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.n
     return list(out)
 
 
+def check_result_model(model: RobotModel, result: dict, warn_name: bool = True) -> None:
+    """Refuse, in one line, a model the result was not identified with: another joint count or
+    another parameter layout (its base columns would not multiply). A model of another name but the
+    same layout (a UR5 result on a UR5e model) is allowed with a warning."""
+    from .regressor import parameter_names
+
+    base = result["base"]
+    named = result.get("robot", "?")
+    dof = (result.get("provenance", {}).get("model") or {}).get("dof")
+    if dof is None:
+        dof = len(result["metrics"]["identification"]["joints"])
+    spec = ColumnSpec(base["columns"]["rotor_inertia"], tuple(base["columns"]["friction"]),
+                      tuple(tuple(c) for c in base["columns"].get("motor_couplings", ())))
+    if dof != model.dof or list(parameter_names(model, spec)) != list(base["standard_names"]):
+        raise ValueError(f"result: identified with robot {named} ({dof} joints, {len(base['standard_names'])} "
+                         f"standard parameters) but the model given is {model.name} ({model.dof} joints); pass "
+                         f"--robot {named} or a result identified with {model.name}")
+    if warn_name and named != model.name:
+        import warnings
+
+        warnings.warn(f"result: identified with robot {named}, evaluated with model {model.name} (same joints and "
+                      "parameter layout; the kinematics may differ)", stacklevel=3)
+
+
 def _result_parts(result: dict):
     base = BaseParameters.from_dict(result["base"])
     theta = np.asarray(result["estimate"]["values"], float)
@@ -484,6 +508,7 @@ def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
     identification unless ``processing`` overrides it: per-joint RMSE, relative error and correlation
     against the measured torque at the measured samples, and (under "filtered") against the torque
     after the processing's low-pass."""
+    check_result_model(model, result, warn_name=False)
     base, theta, friction, columns = _result_parts(result)
     processing = processing or result_processing(result)
     if any(d.dof != model.dof for d in datasets):
@@ -513,6 +538,7 @@ def validate_many(model: RobotModel, prep: "PreparedData", thetas: Sequence[np.n
 
 def predict(model: RobotModel, result: dict, raw: SampledData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t, measured torque, predicted torque) at the measured samples of ``raw``."""
+    check_result_model(model, result, warn_name=False)
     base, theta, friction, columns = _result_parts(result)
     parts = list(compare_with_measured(model, base, theta, friction, result_processing(result), raw,
                                        columns=columns))

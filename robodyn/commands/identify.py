@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from robodyn.cli import UserError, _strict, print_json
@@ -181,7 +182,8 @@ def register(sub) -> None:
     p.add_argument("result", help="result JSON from `robodyn identify`")
     p.add_argument("data", metavar="REC_OR_CSV")
     p.add_argument("--out", required=True, metavar="CSV",
-                   help="columns t, tau_measured1..n, tau_predicted1..n at the measured samples")
+                   help="columns t, tau_measured1..n, tau_predicted1..n, tau_lower1..n, tau_upper1..n (the nominal 95 %% "
+                        "prediction interval) at the measured samples")
     p.add_argument("--robot", help="model (default: the one named in the result)")
     p.add_argument("--drive-gains", metavar="K1,...,KN")
     add_json(p)
@@ -212,10 +214,23 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_export_urdf)
 
 
-def _load(paths, model, gains):
-    from robodyn.identification.data import load_dataset
+def _load(paths, model, gains, result: dict | None = None):
+    """The datasets (with ``result``, after checking that the model fits it); what the loaders warn
+    about (a CSV without a phase column, lost samples, a model of another name) is printed as one
+    note line each on stderr."""
+    import warnings
 
-    return [load_dataset(p, drive_gains=gains, model=model) for p in paths]
+    from robodyn.identification.data import load_dataset
+    from robodyn.identification.pipeline import check_result_model
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if result is not None:
+            check_result_model(model, result)
+        out = [load_dataset(p, drive_gains=gains, model=model) for p in paths]
+    for w in caught:
+        print(f"note: {w.message}", file=sys.stderr)
+    return out
 
 
 def metric_lines(m: dict, title: str) -> list[str]:
@@ -264,6 +279,9 @@ def summary_lines(doc: dict) -> list[str]:
     lines += metric_lines(doc["metrics"]["identification"], "fit against the processed (low-passed) torque")
     if "measured" in doc["metrics"]:
         lines += metric_lines(doc["metrics"]["measured"], "fit against the measured torque")
+    for rec in doc["metrics"].get("per_recording") or []:
+        lines.append(f"recording {rec['recording']}: RMSE sum {rec['rmse_sum']:.4f} N.m, total relative error "
+                     f"{rec['relative_error_total']:.4f} (against the measured torque)")
     if "held_out" in doc["metrics"]:
         held = doc["metrics"]["held_out"]
         lines += metric_lines(held, "held-out recording(s) " + ", ".join(held["recordings"])
@@ -434,14 +452,16 @@ def _result_model(args, doc: dict):
 
 def cmd_validate(args) -> int:
     from robodyn.identification.coverage import result_warnings
+    from robodyn.identification.intervals import calibration, calibration_lines
     from robodyn.identification.pipeline import load_result, validate
 
     doc = load_result(args.result)
     model = _result_model(args, doc)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
-    datasets = _load(args.data, model, gains)
+    datasets = _load(args.data, model, gains, doc)
     metrics = validate(model, doc, datasets)
     metrics["coverage_warnings"] = result_warnings(model, doc, datasets)
+    metrics["interval"] = calibration(model, doc, datasets)
     if args.plot:
         from robodyn.identification.pipeline import predict
         from robodyn.identification.report import torque_plot_png
@@ -456,6 +476,7 @@ def cmd_validate(args) -> int:
         f = metrics["filtered"]
         print(f"against the processed (low-passed) torque: RMSE sum {f['rmse_sum']:.4f}, total relative error "
               f"{f['relative_error_total']:.4f}")
+        print("\n".join(calibration_lines(metrics["interval"])))
         print("\n".join(coverage_lines(metrics["coverage_warnings"], doc)))
     return 0
 
@@ -471,26 +492,41 @@ def cmd_predict(args) -> int:
     import numpy as np
 
     from robodyn.identification.coverage import result_warnings
+    from robodyn.identification.intervals import LEVEL, predict_with_interval
     from robodyn.identification.pipeline import load_result, predict, torque_metrics
 
     doc = load_result(args.result)
     model = _result_model(args, doc)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
-    raw = _load([args.data], model, gains)[0]
-    t, measured, predicted = predict(model, doc, raw)
+    raw = _load([args.data], model, gains, doc)[0]
     n = model.dof
-    header = ",".join(["t"] + [f"tau_measured{j + 1}" for j in range(n)] + [f"tau_predicted{j + 1}" for j in range(n)])
-    np.savetxt(args.out, np.column_stack([t, measured, predicted]), delimiter=",", header=header, comments="",
-               fmt="%.9g")
+    columns = ["t"] + [f"tau_measured{j + 1}" for j in range(n)] + [f"tau_predicted{j + 1}" for j in range(n)]
+    interval = None
+    if "residual_model" in doc:  # the nominal 95 % prediction interval beside the prediction
+        t, measured, predicted, lower, upper = predict_with_interval(model, doc, raw)
+        columns += [f"tau_lower{j + 1}" for j in range(n)] + [f"tau_upper{j + 1}" for j in range(n)]
+        table = [t, measured, predicted, lower, upper]
+        inside = ((measured >= lower) & (measured <= upper)).mean(0)
+        interval = {"level": doc["residual_model"].get("level", LEVEL), "columns": "tau_lower, tau_upper",
+                    "inside_fraction": inside.tolist()}
+    else:
+        t, measured, predicted = predict(model, doc, raw)
+        table = [t, measured, predicted]
+    np.savetxt(args.out, np.column_stack(table), delimiter=",", header=",".join(columns), comments="", fmt="%.9g")
     metrics = torque_metrics(measured, predicted, model.joint_names)
     warnings = result_warnings(model, doc, [raw])
     summary = {"out": args.out, "samples": int(t.shape[0]), "of": raw.count, "against": "measured torque", **metrics,
-               "coverage_warnings": warnings}
+               "interval": interval, "coverage_warnings": warnings}
     if args.json:
         print_json(summary)
     else:
         print(f"{t.shape[0]} of {raw.count} samples predicted (the rest lie in gaps or trimmed edges) -> {args.out}")
         print("\n".join(metric_lines(metrics, "against the measured torque")))
+        if interval is None:
+            print("note: the result stores no residual model (made before intervals were stored): no interval")
+        else:
+            print(f"{interval['level'] * 100:g} % prediction interval in tau_lower/tau_upper; measured samples "
+                  "inside: " + ", ".join(f"{x * 100:.1f} %" for x in interval["inside_fraction"]))
         print("\n".join(coverage_lines(warnings, doc)))
     return 0
 

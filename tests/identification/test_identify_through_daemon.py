@@ -49,6 +49,9 @@ def test_identification_job_on_daemon_recordings(daemon, tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["provenance"]["recordings"] == [ident]
     assert doc["estimate"]["rank"] == doc["base"]["count"]
+    # the daemon's result carries what the command line's does: coverage and the residual model
+    assert [j["joint"] for j in doc["coverage"]["joints"]] == doc["metrics"]["identification"]["joints"]
+    assert len(doc["residual_model"]["residual_std"]) == 7 and min(doc["residual_model"]["residual_std"]) > 0
     holdout = doc["metrics"]["holdout"]
     print("held-out", json.dumps({k: holdout[k] for k in ("rmse", "relative_error_total", "correlation")}))
     assert holdout["relative_error_total"] < 0.1, holdout
