@@ -44,26 +44,44 @@ def is_bag(path: str | Path, topic: str | None = None) -> bool:
         return True
     if path.suffix.lower() != ".mcap" or not path.is_file():
         return False
-    return topic is not None or ROBODYN_STATE_TOPIC not in _mcap_topics(path)
+    return topic is not None or ROBODYN_STATE_TOPIC not in _mcap_topics(path, stop_at_robodyn=True)
 
 
-def _mcap_topics(path: Path) -> dict[str, str]:
-    """topic -> message type of a lone MCAP file (from its summary, else by a scan)."""
-    from mcap.reader import make_reader
+def _mcap_records(path: Path):
+    """The records of a lone MCAP file read front to back (chunks expanded), up to a cut-off end:
+    a recording cut short by a crash has no summary and no valid footer to seek from."""
+    from mcap.stream_reader import StreamReader
 
     with open(path, "rb") as fh:
-        reader = make_reader(fh)
         try:
-            summary = reader.get_summary()
+            yield from StreamReader(fh).records
+        except Exception:  # the cut-off end of the file: what came before is complete
+            return
+
+
+def _mcap_topics(path: Path, stop_at_robodyn: bool = False) -> dict[str, str]:
+    """topic -> message type of a lone MCAP file (from its summary, else by a scan, which ends
+    at the robodyn state channel with ``stop_at_robodyn``)."""
+    from mcap.reader import make_reader
+    from mcap.records import Channel, Schema
+
+    with open(path, "rb") as fh:
+        try:
+            summary = make_reader(fh).get_summary()
         except Exception:  # a file cut short has no summary: scan it
             summary = None
-        if summary is not None:
-            return {c.topic: summary.schemas[c.schema_id].name if c.schema_id in summary.schemas else ""
-                    for c in summary.channels.values()}
-        topics = {}
-        for schema, channel, _msg in reader.iter_messages():
-            topics.setdefault(channel.topic, schema.name if schema else "")
-        return topics
+    if summary is not None:
+        return {c.topic: summary.schemas[c.schema_id].name if c.schema_id in summary.schemas else ""
+                for c in summary.channels.values()}
+    schemas, topics = {}, {}
+    for record in _mcap_records(path):
+        if isinstance(record, Schema):
+            schemas[record.id] = record.name
+        elif isinstance(record, Channel):
+            topics.setdefault(record.topic, schemas.get(record.schema_id, ""))
+            if stop_at_robodyn and record.topic == ROBODYN_STATE_TOPIC:
+                break
+    return topics
 
 
 class _Source:
@@ -111,11 +129,14 @@ class _Source:
             yield from self._sql("SELECT m.timestamp, m.data FROM messages m JOIN topics t ON m.topic_id = t.id "
                                  "WHERE t.name = ? ORDER BY m.timestamp", (topic,))
         else:
-            from mcap.reader import make_reader
+            from mcap.records import Channel, Message
 
-            with open(self.path, "rb") as fh:
-                for _schema, _channel, msg in make_reader(fh).iter_messages(topics=[topic]):
-                    yield msg.log_time, msg.data
+            ids = set()
+            for record in _mcap_records(self.path):
+                if isinstance(record, Channel) and record.topic == topic:
+                    ids.add(record.id)
+                elif isinstance(record, Message) and record.channel_id in ids:
+                    yield record.log_time, record.data
 
 
 def _choose_topic(source: _Source, topic: str | None) -> str:

@@ -137,6 +137,12 @@ def test_robodyn_recordings_read_through_their_joint_states_channel(tmp_path):
     np.testing.assert_array_equal(via_topic.qd, lossless.qd)
     np.testing.assert_allclose(via_topic.t, robot_time - robot_time[0], atol=1e-9)
     assert PANDA.joint_names == panda.joint_names
+    # a recording cut short by a crash (no summary, no footer) reads the same way, up to the cut
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+    cut_topic, cut_lossless = load_dataset(cut, model=panda, topic="/joint_states"), load_dataset(cut, model=panda)
+    assert 0 < cut_topic.count == cut_lossless.count < 300
+    np.testing.assert_array_equal(cut_topic.tau, via_topic.tau[:cut_topic.count])
 
 
 def bad(tmp_path, capsys, argv):
