@@ -90,6 +90,7 @@ SOURCES: dict[str, Source] = {
     "metaheuristics": Source("bench/metaheuristics/result.json", "python bench/metaheuristics/run.py --out {out}", 3.0),
     "consistent": Source("bench/metaheuristics/consistent.json",
                          "python bench/metaheuristics/consistent.py --out {out}", 3.0),
+    "mjcf": Source("bench/mjcf/result.json", "python bench/mjcf/run.py --out {out}", 2.0),
     "stribeck": Source("bench/metaheuristics/stribeck.json",
                        "python bench/metaheuristics/stribeck.py --iterations 1000 --out {out}", None, "about 2 min "
                        "unloaded, more under load; the WSO run is stochastic in wall time"),

@@ -177,15 +177,24 @@ def recording_dataset(rec, phase: str = "execute") -> SampledData:
                        trajectory=rec.meta.get("trajectory"))
 
 
-def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, model=None) -> SampledData:
-    """A CSV, NPZ or daemon recording (.mcap) as :class:`SampledData`; with ``model``, in its
-    joint variables (controller values through its joint map, motor-side CSVs through its
-    transmission)."""
+def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, model=None,
+                 topic: str | None = None) -> SampledData:
+    """A CSV, NPZ, daemon recording (.mcap) or ROS 2 bag (a rosbag2 directory, its .mcap or .db3
+    file; identification/rosbag.py) as :class:`SampledData`; with ``model``, in its joint variables
+    (controller values through its joint map, motor-side CSVs through its transmission). ``topic``
+    names a bag's JointState topic (default: its only one); on a daemon recording it reads that
+    ROS 2 channel instead of the lossless one."""
+    from .rosbag import is_bag, load_bag
+
     path = Path(ref)
     suffix = path.suffix.lower()
     if model is not None:
         dof = model.dof
-    if suffix == ".csv":
+    if is_bag(path, topic):
+        data = load_bag(path, None if model is None else model.joint_names, topic)
+    elif topic is not None:
+        raise ValueError(f"{path}: --topic applies to ROS 2 bags and .mcap recordings, not to {suffix or 'this'} files")
+    elif suffix == ".csv":
         data = load_csv(path, dof, drive_gains, None if model is None else model.transmission)
     elif suffix == ".npz":
         data = load_npz(path, drive_gains)
@@ -196,11 +205,25 @@ def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, mode
     elif not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     else:
-        raise ValueError(f"{path}: unknown data format {suffix!r}; expected .csv, .npz or .mcap")
+        raise ValueError(f"{path}: unknown data format {suffix!r}; expected .csv, .npz, .mcap or a ROS 2 bag "
+                         "(a rosbag2 directory or its .db3 file)")
     if dof is not None and data.dof != dof:
         raise ValueError(f"{path}: {data.dof} joints but the robot has {dof}")
     return data if model is None else to_model_variables(data, model)
 
+
+def save_dataset(data: SampledData, path: str | Path) -> Path:
+    """Write samples in the documented convention: .csv (header t, q1..qn, [qd1..qdn], tau1..taun)
+    or .npz (arrays t, q, [qd], tau); :func:`load_dataset` reads them back unchanged."""
+    path = Path(path)
+    arrays = {"t": data.t, "q": data.q, **({"qd": data.qd} if data.qd is not None else {}), "tau": data.tau}
+    if path.suffix.lower() == ".npz":
+        np.savez_compressed(path, **arrays)
+        return path
+    names = ["t"] + [f"{stem}{j + 1}" for stem in arrays if stem != "t" for j in range(data.dof)]
+    table = np.column_stack([arrays["t"]] + [arrays[k] for k in arrays if k != "t"])
+    np.savetxt(path, table, delimiter=",", header=",".join(names), comments="", fmt="%.17g")
+    return path
 
 
 # --------------------------------------------------------------------------- flexible-joint recordings

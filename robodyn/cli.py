@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "robodyn.commands.daemon_client",
     "robodyn.commands.operator",
     "robodyn.commands.identify",
+    "robodyn.commands.mjcf",
     "robodyn.commands.compare",
     "robodyn.commands.excitation",
     "robodyn.commands.reproduce",

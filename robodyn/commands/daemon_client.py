@@ -73,6 +73,10 @@ def register(sub) -> None:
     p.add_argument("recording", metavar="REC", help="recording id (asks the daemon), .mcap file, or .csv log")
     p.add_argument("--format", required=True, choices=("csv", "npz"))
     p.add_argument("--output", "-o", metavar="FILE", help="output file (default: next to the input)")
+    p.add_argument("--topic", metavar="TOPIC", help="ROS 2 bag (directory, .mcap or .db3): its sensor_msgs/msg/"
+                                                    "JointState topic (default: the only one); writes t, q, qd, tau")
+    p.add_argument("--robot", metavar="MODEL", help="ROS 2 bag: order the joints as this model names them "
+                                                    "(default: as the bag's first message does)")
     add_json(p)
     p.set_defaults(handler=cmd_export)
 
@@ -379,7 +383,11 @@ def cmd_recordings(args) -> int:
 def cmd_export(args) -> int:
     from robodyn.daemon.recording import export_csv, export_npz, import_csv, load_recording
 
+    from robodyn.identification.rosbag import is_bag
+
     src = Path(args.recording)
+    if is_bag(src, args.topic):
+        return _export_bag(args, src)
     if src.suffix.lower() == ".csv":
         rec = import_csv(src)
     elif src.suffix.lower() == ".mcap":
@@ -402,6 +410,26 @@ def cmd_export(args) -> int:
         return 0
     note = " (recovered from an incomplete file)" if recovered else ""
     print(f"{out}: {rec.samples} samples, {len(rec.gaps())} gaps{note}")
+    return 0
+
+
+def _export_bag(args, src: Path) -> int:
+    """A ROS 2 bag's JointState topic as CSV or NPZ in the identification convention (t, q, qd, tau)."""
+    from robodyn.identification.data import save_dataset
+    from robodyn.identification.rosbag import load_bag
+    from robodyn.robot.loader import load_model
+
+    names = load_model(args.robot).joint_names if args.robot else None
+    data = load_bag(src, names, args.topic)
+    out = Path(args.output) if args.output else src.with_suffix("." + args.format)
+    if out.resolve() == src.resolve():
+        raise UserError(f"output {out} would overwrite the input")
+    save_dataset(data, out)
+    if args.json:
+        print_json({"out": str(out), "format": args.format, "samples": data.count, "gaps": 0,
+                    "recovered_from_incomplete_file": False})
+    else:
+        print(f"{out}: {data.count} samples of {data.dof} joints")
     return 0
 
 

@@ -129,10 +129,16 @@ def config_from_args(args, model, method: str = "ols"):
                                 motor_couplings=model.motor_couplings)
 
 
+TOPIC_HELP = ("ROS 2 bags: the sensor_msgs/msg/JointState topic to read (default: the bag's only one); joints are "
+              "matched to the model by name and effort is the torque")
+
+
 def add_identify_arguments(p, default_method: str | None = None) -> None:
     """The one option set of `robodyn identify`, for every method."""
-    p.add_argument("data", nargs="+", metavar="REC_OR_CSV", help="daemon recordings (.mcap), .csv or .npz files")
+    p.add_argument("data", nargs="+", metavar="REC_OR_CSV", help="daemon recordings (.mcap), .csv or .npz files, "
+                                                                   "ROS 2 bags (directory, .mcap or .db3)")
     p.add_argument("--robot", required=True, help="built-in model name or model file")
+    p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
     p.add_argument("--method", choices=METHODS, default=default_method, metavar="METHOD",
                    help="one of " + "; ".join(f"{m}: {d}" for m, d in DESCRIPTIONS.items())
                         + f" (default {default_method or 'wls'}; with --select, chosen)")
@@ -174,6 +180,7 @@ def register(sub) -> None:
     p.add_argument("data", nargs="+", metavar="REC_OR_CSV")
     p.add_argument("--robot", help="model (default: the one named in the result)")
     p.add_argument("--drive-gains", metavar="K1,...,KN")
+    p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
     p.add_argument("--plot", metavar="PNG", help="write predicted-vs-measured torque plots")
     add_json(p)
     p.set_defaults(handler=cmd_validate)
@@ -186,6 +193,7 @@ def register(sub) -> None:
                         "prediction interval) at the measured samples")
     p.add_argument("--robot", help="model (default: the one named in the result)")
     p.add_argument("--drive-gains", metavar="K1,...,KN")
+    p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
     add_json(p)
     p.set_defaults(handler=cmd_predict)
 
@@ -214,7 +222,7 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_export_urdf)
 
 
-def _load(paths, model, gains, result: dict | None = None):
+def _load(paths, model, gains, result: dict | None = None, topic: str | None = None):
     """The datasets (with ``result``, after checking that the model fits it); what the loaders warn
     about (a CSV without a phase column, lost samples, a model of another name) is printed as one
     note line each on stderr."""
@@ -227,7 +235,7 @@ def _load(paths, model, gains, result: dict | None = None):
         warnings.simplefilter("always")
         if result is not None:
             check_result_model(model, result)
-        out = [load_dataset(p, drive_gains=gains, model=model) for p in paths]
+        out = [load_dataset(p, drive_gains=gains, model=model, topic=topic) for p in paths]
     for w in caught:
         print(f"note: {w.message}", file=sys.stderr)
     return out
@@ -325,8 +333,8 @@ def cmd_identify(args) -> int:
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
     config = config_from_args(args, model, method)
     options = method_options(args, method)
-    datasets = _load(args.data, model, gains)
-    holdout = _load(args.holdout, model, gains) if args.holdout else []
+    datasets = _load(args.data, model, gains, topic=args.topic)
+    holdout = _load(args.holdout, model, gains, topic=args.topic) if args.holdout else []
     budget = iteration_budget(method, options) if method in ("wso", "pso", "ga", "icpso") else None
     with bars.bar(args, total=100, desc="identify", unit="%") as stage_bar, \
             (bars.bar(args, total=budget, desc=method, unit="it") if budget else bars.none()) as it_bar:
@@ -458,7 +466,7 @@ def cmd_validate(args) -> int:
     doc = load_result(args.result)
     model = _result_model(args, doc)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
-    datasets = _load(args.data, model, gains, doc)
+    datasets = _load(args.data, model, gains, doc, topic=args.topic)
     metrics = validate(model, doc, datasets)
     metrics["coverage_warnings"] = result_warnings(model, doc, datasets)
     metrics["interval"] = calibration(model, doc, datasets)
@@ -498,7 +506,7 @@ def cmd_predict(args) -> int:
     doc = load_result(args.result)
     model = _result_model(args, doc)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
-    raw = _load([args.data], model, gains, doc)[0]
+    raw = _load([args.data], model, gains, doc, topic=args.topic)[0]
     n = model.dof
     columns = ["t"] + [f"tau_measured{j + 1}" for j in range(n)] + [f"tau_predicted{j + 1}" for j in range(n)]
     interval = None
