@@ -22,7 +22,7 @@ from .li2023 import TABLE3_STIFFNESS
 from .measurement_csv import (_unit_choice, detect_units, joint_values_kind, load_measurements, measurement_frame,
                               read_measurements_csv, read_metadata, targets_from_metadata, write_measurements_csv)
 from .measurements import Residual, plane_from_points
-from .methods import calibrate, error_stats, nominal_result, require_link_masses, usable_free_names
+from .methods import calibrate, error_stats, nominal_result, usable_free_names
 from .geometric import ROBUST_SCALE, fit_geometry
 from .parameters import (BASE_NAMES, all_target_positions, geometric_model, parallel_axis_rows, parameter_jacobian,
                          preset_free_names)
@@ -378,8 +378,6 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
         if loaded.load is None:
             raise ValueError("--load: the loaded CSV has no payload in its metadata; give --load KG,CX,CY,CZ")
     method = opts.method or ("combined" if loaded is not None else "geometric")
-    if method == "combined-gravity":
-        require_link_masses(gm, robot_ref)
     f_scale = None
     if opts.noise_um is not None:
         if not opts.noise_um > 0:
