@@ -21,6 +21,7 @@ class Outlier:
     label: str
     error_m: float
     sigmas: float
+    pose: int = -1
 
 
 def poorly_identifiable_warning(result: CalibrationResult) -> str | None:
@@ -71,9 +72,10 @@ def range_warnings(ranges: dict | None, meas: MeasurementSet, joint_types=None) 
     return findings, lines
 
 
-def find_outliers(result: CalibrationResult, meas: MeasurementSet) -> tuple[list[Outlier], float]:
+def find_outliers(result: CalibrationResult, meas: MeasurementSet, exclude_poses=()) -> tuple[list[Outlier], float]:
     """Points whose residual exceeds OUTLIER_SIGMAS robust standard deviations (a MAD of the noise-
-    weighted residual coordinates). Returns the outliers and the robust scale (in stated-noise units)."""
+    weighted residual coordinates). Returns the outliers and the robust scale (in stated-noise units).
+    Poses in ``exclude_poses`` (indices; beyond the identified joint ranges) are never called outliers."""
     res, q_link = result.residual(meas)
     if not len(res.points):
         return [], float("nan")
@@ -85,8 +87,10 @@ def find_outliers(result: CalibrationResult, meas: MeasurementSet) -> tuple[list
         return [], scale
     dist = np.linalg.norm(z, axis=1) / scale
     labels = res.point_labels()
-    found = [Outlier(labels[m], float(np.linalg.norm(raw[m])), float(dist[m]))
-             for m in np.flatnonzero(dist > OUTLIER_SIGMAS)]
+    skip = set(int(i) for i in exclude_poses)
+    poses = res.points[:, 0]
+    found = [Outlier(labels[m], float(np.linalg.norm(raw[m])), float(dist[m]), int(poses[m]))
+             for m in np.flatnonzero(dist > OUTLIER_SIGMAS) if int(poses[m]) not in skip]
     return sorted(found, key=lambda o: -o.sigmas), scale
 
 

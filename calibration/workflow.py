@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .checks import find_outliers, joint_ranges, outlier_warning, poorly_identifiable_warning, range_warnings
+from .extrapolation import extrapolation_check, geometric_refit
 from .identifiability import analyse_identifiability, generic_configurations, metric_columns
 from .li2023 import TABLE3_STIFFNESS
 from .measurement_csv import (_unit_choice, detect_units, joint_values_kind, load_measurements, measurement_frame,
@@ -411,6 +412,11 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
         if w:
             warnings.append(w.replace("warning: ", f"warning: {k.replace('_', ' ')} set: ", 1))
     doc["outliers"] = outliers
+    if method == "geometric":
+        doc["extrapolation"], lines = extrapolation_check(result, noload, geometric_refit(result))
+        warnings += lines
+    else:  # a refit per left-out pose: affordable for the geometric fit only
+        doc["extrapolation"] = {"checked": False, "why": "checked for the geometric method only (one refit per pose)"}
     doc["warnings"] = warnings
     if out is not None:
         save_json(out, doc)
@@ -483,7 +489,9 @@ def evaluate_calibration(calibration, measurements, *, load: Load | None = None,
     ev = evaluation(gm, result, meas)
     sb, sa = ev["before"], ev["after"]
     findings, warnings = range_warnings(doc.get("identification_joint_ranges"), meas, gm.robot.joint_types)
-    found, _ = find_outliers(result, meas)
+    # a pose beyond the identified ranges errs by extrapolation, not by a bad measurement
+    outside = {meas.ids.index(f["pose"]) for f in findings}
+    found, _ = find_outliers(result, meas, exclude_poses=outside)
     w = outlier_warning(found, "linear", int(meas.point_mask.sum()))
     if w:
         warnings.append(w.replace("; refit with a robust loss (--loss huber or soft_l1) or check those measurements",
