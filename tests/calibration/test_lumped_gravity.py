@@ -116,3 +116,46 @@ def test_a_lumped_form_with_the_wrong_sign_predicts_worse(report, heavy):
     assert good * 1000 == pytest.approx(report["methods"][LUMPED]["held_out"]["mean_mm"], rel=1e-9)
     r.lumped = r.lumped.with_values(-r.lumped.values)
     assert r.errors(held).mean() > 3 * good
+
+
+@pytest.fixture(scope="module")
+def sweep_files(tmp_path_factory, heavy):
+    from robodyn.calibration.heavy_arm import HeavyArmPlant
+
+    from .test_real_arm import write_tracker_export
+
+    d = tmp_path_factory.mktemp("sweep_plan")
+    plant = HeavyArmPlant(heavy, HeavyArmTruth(seed=0))
+    q_id, q_held = sweep_plan()
+    write_tracker_export(d / "sweeps.csv", [f"S{k + 1:02d}" for k in range(len(q_id))], q_id, plant.points(q_id))
+    write_tracker_export(d / "held.csv", [f"H{k + 1:02d}" for k in range(len(q_held))], q_held, plant.points(q_held))
+    return d
+
+
+def test_identify_warns_of_extrapolation_and_evaluate_does_not_call_the_far_pose_an_outlier(sweep_files, capsys):
+    import json
+
+    from robodyn.calibration.checks import find_outliers
+    from robodyn.calibration.measurement_csv import load_measurements
+    from robodyn.calibration.result_file import load_result
+    from robodyn.cli import main
+
+    calib = sweep_files / "geometric.json"
+    code = main(["calibrate", "identify", str(sweep_files / "sweeps.csv"), "--robot", "heavy6", "--identify-base",
+                 "--identify-tool", "--method", "geometric", "--out", str(calib)])
+    out = capsys.readouterr().out
+    assert code == 0
+    said = [line for line in out.splitlines() if "extrapolates badly" in line]
+    assert len(said) == 1 and said[0].startswith("warning:") and "gravity sag" in said[0]
+    assert json.loads(calib.read_text())["extrapolation"]["explained_by"] == "gravity sag"
+    code = main(["calibrate", "evaluate", str(calib), str(sweep_files / "held.csv"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    far = [f["pose"] for f in report["outside_identification_ranges"]]
+    assert "H03" in far  # J2 = 50 deg, beyond -30..34
+    assert any("H03" in w and "extrapolation" in w for w in report["warnings"])
+    assert not any("outlier" in w and "H03" in w for w in report["warnings"])
+    # the far pose is an outlier by the residual alone: the exclusion is what keeps it out
+    _, result = load_result(calib)
+    meas, _ = load_measurements(str(sweep_files / "held.csv"), result.gm)
+    found, _ = find_outliers(result, meas)
+    assert any(o.label.startswith("H03") for o in found)
