@@ -24,14 +24,19 @@ class Outlier:
     pose: int = -1
 
 
-def poorly_identifiable_warning(result: CalibrationResult) -> str | None:
-    """One line naming the identified parameters whose uncertainty moves the points by more than the noise."""
+def poorly_identifiable_warning(result: CalibrationResult, advice: str | None = None) -> str | None:
+    """One line on the identified parameters whose uncertainty moves the points by more than the noise:
+    with ``advice`` (a cross-validated subset, subset_advice.py) that advice instead of their names."""
     ident = result.identifiability.get("identified") or {}
     poor = list(ident.get("poorly_identifiable") or [])
     if not poor:
         return None
     cond = ident.get("condition_number")
     count = ident.get("parameter_count", len(result.free_names))
+    if advice:
+        return (f"warning: {len(poor)} of {count} parameters are poorly identifiable from these poses (condition "
+                f"number {'inf' if cond is None else f'{cond:.3g}'}; named in the result file under identifiability); "
+                f"{advice}; or plan poses that move several joints at once (calibrate plan --optimal POOL)")
     return (f"warning: {len(poor)} of {count} parameters are poorly identifiable from these poses (condition number "
             f"{'inf' if cond is None else f'{cond:.3g}'}; their uncertainty moves the points more than the noise): "
             f"{', '.join(poor)}; plan poses that move several joints at once (calibrate plan --optimal POOL) or fix "

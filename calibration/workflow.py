@@ -30,6 +30,7 @@ from .parameters import (BASE_NAMES, all_target_positions, geometric_model, para
 from .planning import CellSetup, Plan, plan_measurements
 from .result_file import load_json, load_result, result_to_dict, save_json
 from .robots import calibration_metadata, load_robot, robot_reference
+from .subset_advice import advice_text, subset_advice
 from .simulation import SimulatedCell, SimulatedRobot, SimulatedTracker, TrackerNoise, measure_poses, ur5_li2023_truth
 from .stiffness import PRIOR_STIFFNESS, Load, loaded_subset
 
@@ -401,7 +402,9 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
     doc["units"] = {"position": info["position_unit"], "angle": info["angle_unit"], "joint_values": info["joint_values"]}
     doc["data"] = {k: m.describe(gm) for k, m in sets.items()}
     warnings = []
-    poor = poorly_identifiable_warning(result)
+    advice = subset_advice(result, noload)
+    doc["identifiability_advice"] = advice
+    poor = poorly_identifiable_warning(result, advice_text(advice))
     if poor:
         warnings.append(poor)
     outliers = {}
