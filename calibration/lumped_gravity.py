@@ -60,12 +60,12 @@ def gravity_regressor(robot: RobotModel, q) -> np.ndarray:
 
 @dataclass
 class LumpedGravity:
-    """The lumped gravity deflection: term t acts on ``joint[t]`` through mass-moment column ``column[t]``,
-    with the dependent columns folded in by ``beta[t]`` (a row over all 4n columns)."""
+    """The lumped gravity deflection: term t acts on ``joint[t]`` through the base mass-moment column
+    ``column[t]`` of that joint's row; with masses, its value is c_joint (fold[t] @ phi)."""
 
     joint: np.ndarray  # (T,) 0-based joint of each term
     column: np.ndarray  # (T,) index into the 4n mass-moment columns
-    fold: np.ndarray  # (T, 4n): term t's regressor column is Y_joint @ fold[t] ... see columns()
+    fold: np.ndarray  # (T, 4n): the base combination of the mass moments (a row of base_params' P)
     values: np.ndarray  # (T,) theta, rad per unit of the column (torque per mass moment x compliance)
     std: np.ndarray  # (T,)
     names: list[str]
