@@ -21,16 +21,22 @@ class Outlier:
     label: str
     error_m: float
     sigmas: float
+    pose: int = -1
 
 
-def poorly_identifiable_warning(result: CalibrationResult) -> str | None:
-    """One line naming the identified parameters whose uncertainty moves the points by more than the noise."""
+def poorly_identifiable_warning(result: CalibrationResult, advice: str | None = None) -> str | None:
+    """One line on the identified parameters whose uncertainty moves the points by more than the noise:
+    with ``advice`` (a cross-validated subset, subset_advice.py) that advice instead of their names."""
     ident = result.identifiability.get("identified") or {}
     poor = list(ident.get("poorly_identifiable") or [])
     if not poor:
         return None
     cond = ident.get("condition_number")
     count = ident.get("parameter_count", len(result.free_names))
+    if advice:
+        return (f"warning: {len(poor)} of {count} parameters are poorly identifiable from these poses (condition "
+                f"number {'inf' if cond is None else f'{cond:.3g}'}; named in the result file under identifiability); "
+                f"{advice}; or plan poses that move several joints at once (calibrate plan --optimal POOL)")
     return (f"warning: {len(poor)} of {count} parameters are poorly identifiable from these poses (condition number "
             f"{'inf' if cond is None else f'{cond:.3g}'}; their uncertainty moves the points more than the noise): "
             f"{', '.join(poor)}; plan poses that move several joints at once (calibrate plan --optimal POOL) or fix "
@@ -71,9 +77,10 @@ def range_warnings(ranges: dict | None, meas: MeasurementSet, joint_types=None) 
     return findings, lines
 
 
-def find_outliers(result: CalibrationResult, meas: MeasurementSet) -> tuple[list[Outlier], float]:
+def find_outliers(result: CalibrationResult, meas: MeasurementSet, exclude_poses=()) -> tuple[list[Outlier], float]:
     """Points whose residual exceeds OUTLIER_SIGMAS robust standard deviations (a MAD of the noise-
-    weighted residual coordinates). Returns the outliers and the robust scale (in stated-noise units)."""
+    weighted residual coordinates). Returns the outliers and the robust scale (in stated-noise units).
+    Poses in ``exclude_poses`` (indices; beyond the identified joint ranges) are never called outliers."""
     res, q_link = result.residual(meas)
     if not len(res.points):
         return [], float("nan")
@@ -85,8 +92,10 @@ def find_outliers(result: CalibrationResult, meas: MeasurementSet) -> tuple[list
         return [], scale
     dist = np.linalg.norm(z, axis=1) / scale
     labels = res.point_labels()
-    found = [Outlier(labels[m], float(np.linalg.norm(raw[m])), float(dist[m]))
-             for m in np.flatnonzero(dist > OUTLIER_SIGMAS)]
+    skip = set(int(i) for i in exclude_poses)
+    poses = res.points[:, 0]
+    found = [Outlier(labels[m], float(np.linalg.norm(raw[m])), float(dist[m]), int(poses[m]))
+             for m in np.flatnonzero(dist > OUTLIER_SIGMAS) if int(poses[m]) not in skip]
     return sorted(found, key=lambda o: -o.sigmas), scale
 
 

@@ -31,6 +31,7 @@ from scipy.optimize import least_squares
 
 from .geometric import LOSSES, fit_geometry, minimum_equations, require_excitation, robust_cost, robust_scale
 from .identifiability import Redundancy, analyse_identifiability, structural_redundancies
+from .lumped_gravity import LumpedGravity, fit_lumped_gravity, lumped_link_angles
 from .measurements import MeasurementSet, Residual, Structure
 from .parameters import GeometricModel, preset_free_names, robot_for, target_positions
 from .stiffness import PRIOR_STIFFNESS, Load, holding_torques, identify_compliance, joint_deflection
@@ -82,6 +83,7 @@ class CalibrationResult:
     backlash_scale: np.ndarray | None = None  # N·m: where the lean changes flank
     chi2: float = float("nan")
     failure: str | None = None  # why the fit is not a result (not converged, worse than its start); None: ok
+    lumped: LumpedGravity | None = None  # combined-gravity on a massless model: compliance x mass-moment terms
 
     def __post_init__(self):
         n = self.gm.dof
@@ -105,7 +107,8 @@ class CalibrationResult:
     def parameter_count(self) -> int:
         """Everything the fit identified: geometry, joint compliances and gear play."""
         play = int(np.sum(np.isfinite(self.backlash_std) | (self.backlash != 0)))
-        return len(self.free_names) + int(np.sum(self.compliance_identified)) + play
+        lumped = 0 if self.lumped is None else self.lumped.count
+        return len(self.free_names) + int(np.sum(self.compliance_identified)) + play + lumped
 
     @property
     def models_link_gravity(self) -> bool:
@@ -116,6 +119,8 @@ class CalibrationResult:
         q = np.atleast_2d(np.asarray(q, dtype=float))
         if self.method in ("nominal", "geometric"):
             return q
+        if self.lumped is not None:
+            return lumped_link_angles(robot_for(self.gm, self.params), self.lumped, q, self.compliance, load)
         links = self.models_link_gravity  # geometric-stiffness models the payload only (eq. 28)
         return q + joint_deflection(robot_for(self.gm, self.params), q, self.compliance, load, links=links,
                                     backlash=self.backlash, backlash_scale=self.backlash_scale)
@@ -336,27 +341,45 @@ def _link_list(links: list[int]) -> str:
     return ", ".join(runs)
 
 
-def require_link_masses(gm: GeometricModel, model_ref: str | None = None) -> list[int]:
-    """Refuse combined-gravity when no link of the model has a mass (its gravity torques are all
-    zero, so the fit would silently be the geometric one); return the links without a mass."""
-    robot = gm.robot
-    missing = massless_links(robot)
-    if len(missing) == robot.dof:
-        source = model_ref or "its model"
-        raise ValueError(f"combined-gravity needs link masses: links {_link_list(missing)} of {robot.name} have none "
-                         f"in {source}; add each link's mass and centre of mass ([joints.link] mass, com) or use "
-                         "--method geometric")
-    return missing
+LUMPED_NOTE = ("combined-gravity: the model gives no link a mass, so the gravity deflection is identified in lumped "
+               "form ({count} products of joint compliance and link mass moments{dropped}; no stiffness per joint)")
+
+
+def _combined_gravity_lumped(gm, sets, free, dropped, notes, prior, loss, f_scale) -> CalibrationResult:
+    """combined-gravity on a model without masses: geometry and the lumped gravity terms
+    (lumped_gravity.py), with the payload compliances when a loaded set is given."""
+    start = fit_geometry(gm, sets[0].q, sets[0], free)
+    fit = fit_lumped_gravity(gm, sets, free, start.params, prior, loss=loss, f_scale=f_scale,
+                             excitation_tol=COMPLIANCE_EXCITATION_TOL)
+    gone = f", {len(fit.dropped_terms)} more that these poses cannot tell from the geometry left out" if fit.dropped_terms else ""
+    notes = [LUMPED_NOTE.format(count=fit.lumped.count, dropped=gone)] + notes
+    failure = None
+    if not fit.success:
+        failure = f"the combined-gravity (lumped) fit did not converge ({fit.message})"
+    elif fit.cost > fit.cost0 * (1 + 1e-9):
+        failure = f"the combined-gravity (lumped) fit ended worse than it started (objective {fit.cost:.4g} > {fit.cost0:.4g})"
+    if len(sets) > 1:
+        notes += _stiffness_notes(fit.compliance_identified, "the payload does not twist them at these poses")
+    history = [{"iteration": 0, "rms_residual_m": start.sigma},
+               {"iteration": 1, "rms_residual_m": fit.sigma, "nfev": fit.nfev, "message": fit.message}]
+    return CalibrationResult(gm, "combined-gravity", fit.params, fit.std, list(free), dropped, fit.compliance,
+                             fit.compliance_identified, fit.compliance_std, 1, fit.success, history, notes, fit.sigma,
+                             chi2=fit.chi2, failure=failure, lumped=fit.lumped)
 
 
 def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet | None, free, dropped,
                       notes, prior, loss, backlash, f_scale=None) -> CalibrationResult:
     n = gm.dof
-    massless = require_link_masses(gm)
+    massless = massless_links(gm.robot)
     sets = [noload] + ([loaded] if loaded is not None and len(loaded) else [])
     for s in sets[1:]:
         if s.load is None or s.load.mass <= 0:
             raise ValueError("load: the loaded measurements need their payload (mass and centre of mass)")
+    if len(massless) == n:
+        if backlash:
+            raise ValueError("backlash: gear play needs link masses (the flank follows the holding torque's sign); "
+                             "this model gives no link a mass")
+        return _combined_gravity_lumped(gm, sets, free, dropped, notes, prior, loss, f_scale)
     idx = gm.indices(free)
     residuals = [Residual(gm, s) for s in sets]
     total = sum(r.size for r in residuals)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .identifiability import Redundancy
+from .lumped_gravity import LumpedGravity
 from .methods import CalibrationResult
 from .parameters import Target, geometric_model
 from .robots import load_robot
@@ -61,6 +62,8 @@ def result_to_dict(result: CalibrationResult, robot_ref: str) -> dict:
                       "backlash_std": _num(result.backlash_std[j]),
                       "smoothing_Nm": float(result.backlash_scale[j])} for j in range(n)
                      if result.backlash[j] or np.isfinite(result.backlash_std[j])],
+        # combined-gravity on a massless model: the gravity deflection as compliance x mass-moment terms
+        "lumped_gravity": None if result.lumped is None else result.lumped.to_dict(),
     }
 
 
@@ -114,7 +117,7 @@ def result_from_dict(d: dict) -> CalibrationResult:
                              float(d["fit_sigma_m"]) if d.get("fit_sigma_m") is not None else float("nan"),
                              dict(d.get("identifiability", {})), backlash, b_std, b_scale,
                              float(d["chi2"]) if d.get("chi2") is not None else float("nan"),
-                             failure=_failure(d))
+                             failure=_failure(d), lumped=LumpedGravity.from_dict(d.get("lumped_gravity")))
 
 
 def _failure(d: dict) -> str | None:

@@ -17,18 +17,20 @@ from pathlib import Path
 import numpy as np
 
 from .checks import find_outliers, joint_ranges, outlier_warning, poorly_identifiable_warning, range_warnings
+from .extrapolation import extrapolation_check, geometric_refit
 from .identifiability import analyse_identifiability, generic_configurations, metric_columns
 from .li2023 import TABLE3_STIFFNESS
 from .measurement_csv import (_unit_choice, detect_units, joint_values_kind, load_measurements, measurement_frame,
                               read_measurements_csv, read_metadata, targets_from_metadata, write_measurements_csv)
 from .measurements import Residual, plane_from_points
-from .methods import calibrate, error_stats, nominal_result, require_link_masses, usable_free_names
+from .methods import calibrate, error_stats, nominal_result, usable_free_names
 from .geometric import ROBUST_SCALE, fit_geometry
 from .parameters import (BASE_NAMES, all_target_positions, geometric_model, parallel_axis_rows, parameter_jacobian,
                          preset_free_names)
 from .planning import CellSetup, Plan, plan_measurements
 from .result_file import load_json, load_result, result_to_dict, save_json
 from .robots import calibration_metadata, load_robot, robot_reference
+from .subset_advice import advice_text, subset_advice
 from .simulation import SimulatedCell, SimulatedRobot, SimulatedTracker, TrackerNoise, measure_poses, ur5_li2023_truth
 from .stiffness import PRIOR_STIFFNESS, Load, loaded_subset
 
@@ -378,8 +380,6 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
         if loaded.load is None:
             raise ValueError("--load: the loaded CSV has no payload in its metadata; give --load KG,CX,CY,CZ")
     method = opts.method or ("combined" if loaded is not None else "geometric")
-    if method == "combined-gravity":
-        require_link_masses(gm, robot_ref)
     f_scale = None
     if opts.noise_um is not None:
         if not opts.noise_um > 0:
@@ -402,7 +402,9 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
     doc["units"] = {"position": info["position_unit"], "angle": info["angle_unit"], "joint_values": info["joint_values"]}
     doc["data"] = {k: m.describe(gm) for k, m in sets.items()}
     warnings = []
-    poor = poorly_identifiable_warning(result)
+    advice = subset_advice(result, noload)
+    doc["identifiability_advice"] = advice
+    poor = poorly_identifiable_warning(result, advice_text(advice))
     if poor:
         warnings.append(poor)
     outliers = {}
@@ -413,6 +415,11 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
         if w:
             warnings.append(w.replace("warning: ", f"warning: {k.replace('_', ' ')} set: ", 1))
     doc["outliers"] = outliers
+    if method == "geometric":
+        doc["extrapolation"], lines = extrapolation_check(result, noload, geometric_refit(result))
+        warnings += lines
+    else:  # a refit per left-out pose: affordable for the geometric fit only
+        doc["extrapolation"] = {"checked": False, "why": "checked for the geometric method only (one refit per pose)"}
     doc["warnings"] = warnings
     if out is not None:
         save_json(out, doc)
@@ -485,7 +492,9 @@ def evaluate_calibration(calibration, measurements, *, load: Load | None = None,
     ev = evaluation(gm, result, meas)
     sb, sa = ev["before"], ev["after"]
     findings, warnings = range_warnings(doc.get("identification_joint_ranges"), meas, gm.robot.joint_types)
-    found, _ = find_outliers(result, meas)
+    # a pose beyond the identified ranges errs by extrapolation, not by a bad measurement
+    outside = {meas.ids.index(f["pose"]) for f in findings}
+    found, _ = find_outliers(result, meas, exclude_poses=outside)
     w = outlier_warning(found, "linear", int(meas.point_mask.sum()))
     if w:
         warnings.append(w.replace("; refit with a robust loss (--loss huber or soft_l1) or check those measurements",

@@ -11,10 +11,20 @@
    measured with 3 SMRs per pose from single-axis sweeps in the tracker's frame, and is judged on
    held-out poses of which many lie beyond the identification joint ranges.
 
+3. **The heavy arm with its masses hidden from the identifier** (``--hidden-mass-seeds``): the same
+   plant measured on a single-axis sweep plan (36 sweep poses and the home pose, every 4th sweep
+   pose held out, the held-out J2 end at +50 deg beyond the identified -30..+34 deg); the model the
+   identifier gets is heavy6's geometry without masses. Geometric, combined-gravity with the
+   model's (nominal, not the plant's) masses and its lumped form on the geometry-only model, beside
+   nominal, and the geometric fit's extrapolation check. ``--only hidden-masses`` runs this alone.
+
 For each method: held-out mean / max / RMS (mm), and whether it models the deflection under the
 links' own weight. The reference is the nominal model (and, for the UR5, the paper's Table 4).
 
-    .venv/bin/python bench/calibration/run.py [--seed 0] [--heavy-seeds 3] [--out result.json] [--text]
+    .venv/bin/python bench/calibration/run.py [--seed 0] [--heavy-seeds 3] [--hidden-mass-seeds 3]
+                                              [--only hidden-masses] [--out result.json] [--text]
+
+With ``--only hidden-masses --out FILE`` the case is replaced in FILE and its other cases are kept.
 
 Prints JSON (and the tables with --text).
 """
@@ -25,10 +35,12 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from robodyn.calibration.heavy_arm import format_comparison, heavy_arm_comparison
+from robodyn.calibration.heavy_arm import (format_comparison, format_hidden_mass, heavy_arm_comparison,
+                                           hidden_mass_comparison)
 from robodyn.calibration.paper_replay import run_paper_replay
 from robodyn.calibration.li2023 import TABLE4
 from robodyn.papers import cite
@@ -71,7 +83,25 @@ def main() -> int:
     ap.add_argument("--heavy-seeds", type=int, default=3, help="heavy-arm plants (seeds 0..N-1)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--text", action="store_true", help="also print the tables (to stderr)")
+    ap.add_argument("--hidden-mass-seeds", type=int, default=3, help="hidden-mass sweep-plan plants (seeds 0..N-1)")
+    ap.add_argument("--only", choices=("hidden-masses",), default=None, help="run one case only")
     args = ap.parse_args()
+    hidden = [hidden_mass_comparison(s) for s in range(args.hidden_mass_seeds)]
+    if args.only == "hidden-masses":
+        # --out names a full run's file: this case is replaced in it, the other cases are kept
+        result = {}
+        if args.out and Path(args.out).exists():
+            result = json.loads(Path(args.out).read_text())
+        result["heavy_arm_hidden_masses"] = hidden
+        result["heavy_arm_hidden_masses_command"] = "bench/calibration/run.py " + " ".join(sys.argv[1:])
+        text = json.dumps(result, indent=2)
+        print(json.dumps(hidden, indent=2))
+        if args.out:
+            Path(args.out).write_text(text + "\n")
+        if args.text:
+            for h in hidden:
+                sys.stderr.write(format_hidden_mass(h) + "\n")
+        return 0
     ur5 = ur5_case(args.seed)
     heavy = [heavy_case(s) for s in range(args.heavy_seeds)]
     for h in heavy:
@@ -79,7 +109,7 @@ def main() -> int:
     methods = list(heavy[0]["methods"])
     median = {m: {c: {k: float(np.median([h["methods"][m][c][k] for h in heavy])) for k in ("mean_mm", "max_mm", "rms_mm")}
                   for c in ("unloaded", "loaded")} for m in methods}
-    result = {"ur5": ur5, "heavy_arm": heavy, "heavy_arm_median_over_seeds": median,
+    result = {"ur5": ur5, "heavy_arm": heavy, "heavy_arm_median_over_seeds": median, "heavy_arm_hidden_masses": hidden,
               "command": "bench/calibration/run.py " + " ".join(sys.argv[1:])}
     text = json.dumps(result, indent=2)
     print(text)
@@ -94,6 +124,8 @@ def main() -> int:
                                             for c in ("no_load", "loaded")) + "\n")
         for h in heavy:
             err.write(format_comparison(h) + "\n")
+        for h in hidden:
+            err.write(format_hidden_mass(h) + "\n")
     return 0
 
 

@@ -348,8 +348,10 @@ def cmd_identify(args) -> int:
 def _parameter_count_text(result) -> str:
     """'26 parameters (20 geometric, 6 joint compliances)': every number the fit identified."""
     geo, comp = len(result.free_names), int(np.sum(result.compliance_identified))
-    play = result.parameter_count - geo - comp
-    parts = [f"{geo} geometric"] + [f"{comp} joint compliances"] * (comp > 0) + [f"{play} backlash"] * (play > 0)
+    lumped = 0 if result.lumped is None else result.lumped.count
+    play = result.parameter_count - geo - comp - lumped
+    parts = ([f"{geo} geometric"] + [f"{comp} joint compliances"] * (comp > 0)
+             + [f"{lumped} lumped gravity terms (compliance x mass moment)"] * (lumped > 0) + [f"{play} backlash"] * (play > 0))
     return f"{result.parameter_count} parameters" + (f" ({', '.join(parts)})" if len(parts) > 1 else "")
 
 

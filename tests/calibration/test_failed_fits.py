@@ -1,6 +1,6 @@
 """A calibration that says when it has failed, and never does nothing silently: a diverging fit is
 reported first and marked failed in its file, which compensate / evaluate / export-urdf refuse
-unless forced; combined-gravity on a model without link masses is refused; an evaluation file
+unless forced; combined-gravity on a model without link masses uses the lumped form; an evaluation file
 whose stated target offset is not the calibration's is refused; the parameter count includes the
 fitted joint compliances. Data: the heavy-arm plant (calibration/heavy_arm.py) and the simulated
 UR5 cell (plant data, seeded)."""
@@ -81,7 +81,7 @@ def test_a_robust_loss_takes_its_scale_from_the_start_residual(sweeps, capsys):
     assert doc["status"] == "ok" and doc["evaluation"]["no_load"]["after"]["mean_mm"] < 0.1
 
 
-def test_combined_gravity_on_a_massless_model_is_refused(ur5, capsys):
+def test_combined_gravity_on_a_massless_model_uses_the_lumped_form(ur5, capsys):
     text = (DATA_DIR / "ur5_li2023.toml").read_text()
     blocks = re.split(r"(?m)^(?=\[)", text)
     kept = "".join(b for b in blocks if not b.startswith("[joints.link]"))
@@ -90,12 +90,19 @@ def test_combined_gravity_on_a_massless_model_is_refused(ur5, capsys):
     assert load_robot(str(model)).inertial[:, 9].max() == 0.0  # the geometry only, as most labs have it
     csv = ur5 / "m_geometry.csv"
     csv.write_text((ur5 / "m.csv").read_text().replace("# robot = ur5_li2023", f"# robot = {model}"))
+    calib = ur5 / "lumped.json"
     code, out, err = run(capsys, "identify", str(csv), "--robot", str(model), "--method", "combined-gravity",
-                         "--out", str(ur5 / "never.json"))
-    assert code == 2 and out == "" and not (ur5 / "never.json").exists()
-    assert len(err.strip().splitlines()) == 1
-    assert "combined-gravity needs link masses: links 1-6 of ur5_li2023 have none" in err
-    assert str(model) in err and "--method geometric" in err
+                         "--out", str(calib))
+    assert code == 0, err
+    said = [line for line in out.splitlines() if "lumped form" in line]
+    assert len(said) == 1 and "no link a mass" in said[0]  # said once, in one line
+    doc = json.loads(calib.read_text())
+    assert doc["status"] == "ok" and doc["lumped_gravity"]["terms"]
+    assert doc["parameter_count"] == len(doc["free_parameters"]) + len(doc["lumped_gravity"]["terms"])
+    code, out, err = run(capsys, "evaluate", str(calib), str(csv), "--json")
+    assert code == 0, err
+    assert json.loads(out)["after"]["mean_mm"] == pytest.approx(doc["evaluation"]["no_load"]["after"]["mean_mm"],
+                                                                rel=1e-9)
 
 
 def test_an_evaluation_file_with_a_wrong_tool_offset_is_refused(ur5, capsys):

@@ -142,6 +142,15 @@ def test_sweeps_warn_of_poorly_identifiable_parameters_in_the_text(arm, capsys, 
     assert code == 0
     line = next(l for l in out.splitlines() if "poorly identifiable" in l)
     assert line.startswith("warning: ") and "condition number" in line
-    named = line.split("): ", 1)[1].split(";")[0].split(", ")
     doc = json.loads((tmp_path / "g.json").read_text())
-    assert named == doc["identifiability"]["identified"]["poorly_identifiable"] and len(named) >= 5
+    poor = doc["identifiability"]["identified"]["poorly_identifiable"]
+    assert len(poor) >= 5 and not any(f" {n}," in line for n in poor)  # advice, not a list of names
+    # the advice: a subset chosen by cross-validation on the identification poses, with its predicted error
+    advice = doc["identifiability_advice"]
+    assert "cross-validation" in line and f"{advice['predicted_rms_mm']:.3f} mm" in line
+    rms = [c["cv_rms_mm"] for c in advice["candidates"]]
+    assert advice["predicted_rms_mm"] == min(r for r in rms if r == r)
+    assert advice["candidates"][0]["fixed"] == [] and advice["all_free_rms_mm"] == rms[0]
+    if advice["suggested_fixed"]:
+        assert f"--free {','.join(advice['suggested_free'])}" in line
+        assert set(advice["suggested_free"]) | set(advice["suggested_fixed"]) == set(doc["free_parameters"])
