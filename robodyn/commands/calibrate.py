@@ -487,7 +487,9 @@ def add_collect_arguments(a) -> None:
 
 def cmd_collect(args) -> int:
     from robodyn.calibration.collect import collect_to_csv
+    from robodyn.daemon.client import check_endpoint
 
+    check_endpoint(args.daemon, "--daemon")
     with bars.bar(args, total=None, desc="poses", unit="pose") as b:
         def progress(pose, total):
             b.total = total
