@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "robodyn.commands.daemon_client",
     "robodyn.commands.operator",
     "robodyn.commands.identify",
+    "robodyn.commands.urdf",
     "robodyn.commands.compare",
     "robodyn.commands.excitation",
     "robodyn.commands.reproduce",
