@@ -13,7 +13,13 @@ Without CurveZMQ the client sends the daemon's access token, read from $ROBODYN_
 $ROBODYN_TOKEN_FILE or the file the daemon wrote for its endpoint (daemon/access.py).
 
 Errors from the daemon raise :class:`DaemonError` with the daemon's code and message; no reply
-within the timeout raises :class:`DaemonUnavailable`.
+within the timeout raises :class:`DaemonUnavailable`; an endpoint that is not ``tcp://HOST:PORT``,
+``ipc://PATH`` (or ``inproc://NAME``) raises :class:`robodyn.errors.UserError` naming the form.
+
+``timeout`` bounds every wait for a daemon that has not answered yet. A few requests make a daemon
+that did answer work longer (checking a submitted trajectory, reading its recordings): before one,
+the client pings with ``timeout`` (no daemon: it fails fast), and past ``timeout`` it tells
+``notice`` (a callable taking one sentence, e.g. the command line's stderr) what it waits for.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Callable, Iterator
 from robodyn.daemon import access
 from robodyn.daemon import protocol as P
 from robodyn.daemon.config import DEFAULT_CONTROL
+from robodyn.errors import UserError
 
 
 class DaemonError(Exception):
@@ -45,6 +52,29 @@ class DaemonUnavailable(DaemonError):
 
 def default_endpoint() -> str:
     return os.environ.get("ROBODYN_ENDPOINT", DEFAULT_CONTROL)
+
+
+ENDPOINT_FORM = "tcp://HOST:PORT or ipc://PATH"
+
+
+def check_endpoint(endpoint: str, source: str = "--endpoint") -> str:
+    """``endpoint`` if ZeroMQ can connect to it, else a UserError naming ``source`` and the form."""
+    scheme, sep, rest = str(endpoint).partition("://")
+    ok = bool(sep and rest)
+    if ok and scheme == "tcp":
+        host, colon, port = rest.rpartition(":")
+        ok = bool(colon and host and port.isdigit() and 0 < int(port) < 65536)
+    elif ok:
+        ok = scheme in ("ipc", "inproc")
+    if not ok:
+        raise UserError(f"{source}: expected {ENDPOINT_FORM}, got {endpoint!r}")
+    return endpoint
+
+
+# what a daemon that answered is busy with during a long request (the notice's words)
+LONG_REQUESTS = {"submit_run": "check the trajectory against the robot's limits",
+                 "recordings": "list its recordings", "recording_info": "find the recording",
+                 "pull": "read the job's result"}
 
 
 @dataclass(frozen=True)
@@ -110,8 +140,10 @@ class Client:
         import zmq
 
         self.zmq = zmq
-        self.endpoint = endpoint or default_endpoint()
+        self.endpoint = check_endpoint(endpoint) if endpoint else check_endpoint(default_endpoint(), "ROBODYN_ENDPOINT")
         self.timeout = timeout
+        self.notice: Callable[[str], None] | None = None
+        self._answered = False  # the daemon has replied once: a long request is then worth waiting for
         self.curve = curve if curve is not None else CurveKeys.from_env()
         self.token = token
         self._ctx = zmq.Context()
@@ -128,7 +160,10 @@ class Client:
         self._sock.setsockopt(zmq.LINGER, 0)
         if self.curve is not None:
             self.curve.apply(self._sock)
-        self._sock.connect(self.endpoint)
+        try:
+            self._sock.connect(self.endpoint)
+        except zmq.ZMQError as exc:  # e.g. a host name that does not resolve
+            raise UserError(f"cannot connect to {self.endpoint}: {exc} (expected {ENDPOINT_FORM})") from None
 
     def close(self) -> None:
         if self._sock is not None:
@@ -155,8 +190,11 @@ class Client:
 
     def call(self, cmd: str, timeout: float | None = None, **args) -> dict:
         """Send one request; return its result or raise DaemonError."""
+        if timeout is not None and timeout > self.timeout and not self._answered and cmd != "ping":
+            self.call("ping")  # no daemon there: fail within the user's timeout, not the long one
         rid = next(self._ids)
-        return self._exchange(P.make_request(cmd, args, rid, self._auth()), rid, timeout)
+        return self._exchange(P.make_request(cmd, args, rid, self._auth()), rid, timeout,
+                              LONG_REQUESTS.get(cmd, f"answer {cmd}"))
 
     def _auth(self) -> str | None:
         if self.curve is not None:  # CurveZMQ keys and roles decide; the token is not used
@@ -169,23 +207,32 @@ class Client:
         self._sock.send(_with_auth(payload, self._auth()))
         return self._receive(None, timeout, raw=True)
 
-    def _exchange(self, payload: bytes, rid, timeout: float | None) -> dict:
+    def _exchange(self, payload: bytes, rid, timeout: float | None, what: str = "answer") -> dict:
         self._sock.send(payload)
-        reply = self._receive(rid, timeout)
+        reply = self._receive(rid, timeout, what=what)
         if not reply.get("ok"):
             err = reply.get("error") or {}
             raise DaemonError(err.get("code", "unknown"), err.get("message", "request failed"), err.get("details"))
         return reply["result"]
 
-    def _receive(self, rid, timeout: float | None, raw: bool = False) -> dict:
+    def _receive(self, rid, timeout: float | None, raw: bool = False, what: str = "answer") -> dict:
         timeout = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
+        announce_at = start + self.timeout if timeout > self.timeout and self.notice is not None else None
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self._sock.poll(int(remaining * 1000) + 1):
+            now = time.monotonic()
+            remaining = deadline - now
+            step = remaining if announce_at is None else min(remaining, announce_at - now)
+            if remaining <= 0 or not self._sock.poll(int(max(step, 0.0) * 1000) + 1):
+                if announce_at is not None and time.monotonic() < deadline:
+                    announce_at = None
+                    self.notice(f"waiting for the daemon at {self.endpoint} to {what} (up to {timeout:g} s)")
+                    continue
                 self._connect()  # drop the late reply, if it ever comes
                 raise DaemonUnavailable(self.endpoint, timeout)
             reply = P.unpackb(self._sock.recv())
+            self._answered = True
             if raw or rid is None or reply.get("id") == rid:
                 return reply
             # a stale reply to an earlier, timed-out request: skip it

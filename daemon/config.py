@@ -140,7 +140,7 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     if path is not None:
         path = Path(path)
         if not path.exists():
-            raise FileNotFoundError(f"config file {path} does not exist")
+            raise FileNotFoundError(f"{path}: no such file")
         try:
             doc = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as exc:

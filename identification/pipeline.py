@@ -146,7 +146,7 @@ def load_result(path) -> dict:
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such result file") from None
+        raise FileNotFoundError(f"{path}: no such file") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not a JSON identification result ({exc})") from exc
     if doc.get("format") != RESULT_FORMAT:

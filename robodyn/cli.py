@@ -2,9 +2,10 @@
 
 The commands live in :mod:`robodyn.commands`, one module per task; each defines
 ``register(subparsers)``, and every registered handler takes the parsed ``args`` and returns an
-exit code. Errors a user can fix (``ValueError``, ``FileNotFoundError``, ``UserError``) are
-printed as one sentence, without a traceback. A reader that goes away (``robodyn ... | head -1``)
-ends the command quietly, here and nowhere else.
+exit code. Errors a user can fix (``ValueError``, ``OSError`` such as a missing file, ``UserError``,
+a bad option) are printed as one line on stderr, without a traceback, and the command exits 2. Any
+other exception is a bug: one line naming it, exit 70; ``ROBODYN_DEBUG=1`` shows its traceback.
+A reader that goes away (``robodyn ... | head -1``) ends the command quietly, here and nowhere else.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ COMMAND_MODULES = (
     "robodyn.commands.daemon_client",
     "robodyn.commands.operator",
     "robodyn.commands.identify",
+    "robodyn.commands.urdf",
     "robodyn.commands.mjcf",
     "robodyn.commands.compare",
     "robodyn.commands.excitation",
@@ -68,8 +70,28 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+EXIT_USAGE = 2  # the user can fix it: a bad option, a missing file, a refused request
+EXIT_BUG = 70  # EX_SOFTWARE: an exception nobody anticipated
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: the message and where the help is, not the whole usage first
+    (an invalid choice used to print 17 lines of usage before it). Subcommands inherit the class."""
+
+    def error(self, message: str, prog: str | None = None):
+        prog = prog or self.prog
+        self.exit(EXIT_USAGE, f"{prog}: error: {message}; see `{prog} --help`\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown argument is reported by the command it was given to."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}", getattr(parsed, "command_prog", None))
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="robodyn", description="Robot dynamics identification and calibration.")
+    parser = Parser(prog="robodyn", description="Robot dynamics identification and calibration.")
     from robodyn import __version__
 
     parser.add_argument("--version", action="version", version=f"robodyn {__version__}")
@@ -78,7 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
         if importlib.util.find_spec(name) is None:
             continue
         importlib.import_module(name).register(sub)
+    _name_leaves(parser)
     return parser
+
+
+def _name_leaves(parser: argparse.ArgumentParser) -> None:
+    """Every command knows its full name (``robodyn excitation design``) for its error lines."""
+    parser.set_defaults(command_prog=parser.prog)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                _name_leaves(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,31 +140,55 @@ def _discard_stdout() -> None:
 
 def _run(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a bad option (one line printed by Parser.error)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
-        return 2
+        return EXIT_USAGE
+    name = getattr(args, "command_prog", None) or f"robodyn {args.command}"
     try:
         return int(handler(args) or 0)
     except BrokenPipeError:
         raise
-    except (UserError, ValueError, FileNotFoundError) as exc:
-        print(f"robodyn {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a daemon's refusal is a message for the user, not a traceback
-        from robodyn.daemon.client import DaemonError
-
-        if not isinstance(exc, DaemonError):
-            raise
-        if exc.code == "unauthorised":  # the message says what to do: no "refused" prefix
-            print(f"robodyn {args.command}: error: {exc}", file=sys.stderr)
-        else:
-            print(f"robodyn {args.command}: daemon refused: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        print(f"robodyn {args.command}: interrupted", file=sys.stderr)
+        print(f"{name}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        message = error_line(exc)
+        if message is None:  # a bug: one line, the traceback on request
+            if os.environ.get("ROBODYN_DEBUG"):
+                raise
+            message = (f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a bug; ROBODYN_DEBUG=1 "
+                       "shows the traceback)")
+            print(f"{name}: {message}", file=sys.stderr)
+            return EXIT_BUG
+        print(f"{name}: {message}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def error_line(exc: BaseException) -> str | None:
+    """The one line a user-fixable exception is printed as (after ``robodyn COMMAND: ``), or None
+    for an exception that is a bug."""
+    from robodyn.daemon.client import DaemonError
+
+    if isinstance(exc, DaemonError):  # a daemon's refusal is a message for the user, not a traceback
+        if exc.code in ("unauthorised", "unavailable", "bad_endpoint"):  # the message says what to do
+            return f"error: {_one_line(str(exc))}"
+        return f"daemon refused: {exc}"
+    if isinstance(exc, FileNotFoundError):  # one style for every missing file: `PATH: no such file`
+        return f"error: {exc.filename}: no such file" if exc.filename else f"error: {_one_line(str(exc))}"
+    if isinstance(exc, OSError) and exc.filename:  # a directory given for a file, no permission, ...
+        return f"error: {exc.filename}: {(exc.strerror or str(exc)).lower()}"
+    if isinstance(exc, (UserError, ValueError, OSError)):
+        return f"error: {exc}"
+    return None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,7 +9,8 @@ models             ``models``, ``model``: the robot models
 daemon             ``daemon``, ``worker``, ``keys``: the acquisition daemon and its services
 daemon_client      ``status``, ``arm``, ``run``, ``recordings``, ``export``, ``stream``, ...
 operator           ``bridge foxglove``, ``status-page``: read-only views for an operator
-identify           ``identify`` (every method), ``validate``, ``predict``, ``drive-gains``, ``export-urdf``
+identify           ``identify`` (every method), ``validate``, ``predict``, ``drive-gains``
+urdf               ``export-urdf``: an identification or a calibration as URDF
 compare            ``compare``: any set of methods on any data, side by side
 excitation         ``excitation design|check|sample|plot``
 reproduce          ``reproduce PAPER``: the source papers' tables beside robodyn's

@@ -9,9 +9,11 @@ joint stiffness, extended to real arms).
     identify         geometric / geometric-stiffness / combined / combined-gravity identification
     evaluate         position errors before and after calibration, with warnings
     compensate       joint-space compensation of a target pose, in controller joint angles
-    export-urdf      the calibrated joint origins as URDF
     identifiability  rank, singular values, condition number, redundant parameters
-    replay           the paper's experiment on the simulated UR5, Table 4/5 style
+
+The calibrated joint origins as URDF: `robodyn export-urdf CALIBRATION`; the paper's experiment on
+the simulated UR5: `robodyn reproduce calibration`. `calibrate export-urdf` and `calibrate replay`
+are the old names (not listed; one deprecation line, removed in the next release).
 
 Units on the command line are SI (m, rad, kg) unless an option says otherwise. Joint values in
 files and on the command line are the controller's; the robot's joint map (its model file's
@@ -28,15 +30,23 @@ given --force.
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 
 from robodyn.cli import UserError, print_json
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import add_json
+from .common import add_json, deprecated, nonnegative_float, positive_int
 
 PAPER = cite("calibration")
+LOAD_HELP = "payload mass (kg) and centre of mass in the flange frame (m)"
+PARAMS_HELP = (f"which geometric parameters to identify: li2023 = the set of {PAPER} (every DH value but the "
+               "first joint's), all = every DH value (default: the model's list, else all)")
+HAYATI_HELP = ("for each pair of parallel joint axes, add a small tilt angle, which plain DH values cannot "
+               "express (the Hayati parallel-axis parameters: Hayati 1983, robot arm geometric link parameter "
+               "estimation)")
 METHOD_CHOICES = ("geometric", "geometric-stiffness", "combined", "combined-gravity")
 EXIT_FIT_FAILED = 3  # identify: the fit is not a result (the file is written, marked failed)
 FORCE_HELP = "use the calibration even if its fit failed (the file's status is 'failed')"
@@ -56,7 +66,7 @@ def parse_load(text):
 
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help="kinematic calibration: plan, measure, collect, identify, evaluate, "
-                                         f"compensate, export-urdf, identifiability, replay ({PAPER})",
+                                         f"compensate, identifiability ({PAPER})",
                        description=f"Kinematic calibration after {PAPER}. Units are SI (m, rad, kg) unless an "
                                    "option says otherwise; joint values are the controller's. See docs/calibration.md.")
     act = p.add_subparsers(dest="action", metavar="ACTION")
@@ -69,7 +79,7 @@ def register(sub) -> None:
 
     a = add("plan", cmd_plan, help="plan measurement poses in the largest test cube")
     a.add_argument("--robot", required=True, help="ur5_li2023 (the paper's frames), a built-in model or a model file")
-    a.add_argument("--poses", type=int, default=50)
+    a.add_argument("--poses", type=positive_int, default=50, help="number of poses (default 50)")
     a.add_argument("--loaded", type=int, default=0, metavar="N",
                    help="also choose N of the poses for the loaded measurement (D-optimal for joint stiffness)")
     a.add_argument("--load", default="4.678,0,-0.03686,0.02985", metavar="KG,CX,CY,CZ",
@@ -85,7 +95,7 @@ def register(sub) -> None:
     a.add_argument("--tool", default="0.04,0.04,0.03", help="target ball in the flange frame, m")
     a.add_argument("--smr-axis", default="0,0,1", help="the ball's opening direction in the flange frame")
     a.add_argument("--floor-z", type=float, default=None, help="mounting plane height in the base frame, m")
-    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--seed", type=int, default=0, help="random seed of the pose draw (default 0)")
     a.add_argument("--out", required=True, help="plan file (JSON)")
     add_json(a, "print the plan summary as JSON")
 
@@ -101,8 +111,9 @@ def register(sub) -> None:
                    help="not here: the real robot is measured with 'robodyn calibrate collect PLAN --daemon ADDRESS'")
     a.add_argument("--truth-seed", type=int, default=0, help="seed of the simulated robot's true deviations (robots other than ur5_li2023)")
     a.add_argument("--seed", type=int, default=0, help="seed of the tracker noise")
-    a.add_argument("--noise-um", type=float, default=15.0, help="tracker noise per axis, um (AT960: 15)")
-    a.add_argument("--noise-um-per-m", type=float, default=6.0, help="range-dependent tracker noise, um/m (AT960: 6)")
+    a.add_argument("--noise-um", type=nonnegative_float, default=15.0, help="tracker noise per axis, um (AT960: 15)")
+    a.add_argument("--noise-um-per-m", type=nonnegative_float, default=6.0,
+                   help="range-dependent tracker noise, um/m (AT960: 6)")
     a.add_argument("--units", choices=("m", "mm"), default="m", help="position unit written to the CSV")
     a.add_argument("--out", required=True, help="measurement CSV")
     add_json(a)
@@ -120,14 +131,12 @@ def register(sub) -> None:
     a.add_argument("--method", choices=METHOD_CHOICES, default=None,
                    help="default: what the data support: combined with a loaded set, geometric without one "
                         "(combined-gravity fits joint stiffness from the links' own weight and needs no payload)")
-    a.add_argument("--params", choices=("li2023", "all"), default=None,
-                   help="parameter set: li2023 (the paper's rows 2..n) or all DH values (default: the model's "
-                        "list, else all)")
+    a.add_argument("--params", choices=("li2023", "all"), default=None, metavar="SET", help=PARAMS_HELP)
     a.add_argument("--free", default=None, help="explicit comma list of parameters to identify")
     a.add_argument("--identify-base", action="store_true", help="also identify the base pose (6 parameters)")
     a.add_argument("--identify-tool", action="store_true", help="also identify the target offsets (3 per target, "
                                                                  "6 for an oriented one)")
-    a.add_argument("--hayati", action="store_true", help="add a Hayati tilt beta for each pair of parallel axes")
+    a.add_argument("--hayati", action="store_true", help=HAYATI_HELP)
     a.add_argument("--tool", default=None, help="nominal target ball in the flange frame, m (one target; else CSV metadata)")
     a.add_argument("--targets", default=None, metavar="NAME:X,Y,Z;...",
                    help="several targets (e.g. three SMRs on a nest), in the flange frame, m; else CSV metadata")
@@ -154,55 +163,62 @@ def register(sub) -> None:
     a = add("evaluate", cmd_evaluate, help="position errors before and after calibration")
     a.add_argument("calibration", help="result of 'calibrate identify'")
     a.add_argument("measurements", help="measurement CSV")
-    a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ")
-    a.add_argument("--joint-values", choices=("controller", "model"), default=None)
-    a.add_argument("--units", choices=("m", "mm"), default=None)
-    a.add_argument("--angles", choices=("rad", "deg"), default=None)
+    a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ", help=LOAD_HELP)
+    a.add_argument("--joint-values", choices=("controller", "model"), default=None,
+                   help="what the q columns hold (default: the CSV's joint_values metadata, else controller)")
+    a.add_argument("--units", choices=("m", "mm"), default=None, help="position unit of the CSV (default: detect)")
+    a.add_argument("--angles", choices=("rad", "deg"), default=None,
+                   help="joint-angle unit of the CSV (default: detect)")
     a.add_argument("--plot", default=None, help="PNG of the error per pose before and after")
     a.add_argument("--per-pose", action="store_true", help="include every point's error in --json output")
     a.add_argument("--force", action="store_true", help=FORCE_HELP)
     add_json(a)
 
     a = add("compensate", cmd_compensate, help="compensated controller joint angles for a target pose")
-    a.add_argument("calibration")
+    a.add_argument("calibration", help="result of 'calibrate identify'")
     a.add_argument("--target", required=True, metavar="X,Y,Z[,RX,RY,RZ]",
                    help="tool-point target in the measurement frame, m; optional orientation as a rotation vector, rad (UR pose format)")
     a.add_argument("--point", default=None, help="which target is the tool point (default: the first)")
     a.add_argument("--q0", default=None, help="controller joint angles (rad) near the wanted solution (required for a position-only target)")
-    a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ")
+    a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ", help=LOAD_HELP)
     a.add_argument("--force", action="store_true", help=FORCE_HELP)
     add_json(a)
 
-    a = add("export-urdf", cmd_export_urdf, help="the calibrated joint origins as URDF")
-    a.add_argument("calibration")
+    a = act.add_parser("export-urdf")  # deprecated: not listed
+    a.set_defaults(handler=deprecated(cmd_export_urdf, "calibrate export-urdf", "export-urdf CALIBRATION"))
+    a.add_argument("calibration", help="result of 'calibrate identify'")
     a.add_argument("--out", default=None, help="URDF file (default: print)")
-    a.add_argument("--name", default=None)
+    a.add_argument("--name", default=None, help="the robot name written in the URDF")
     a.add_argument("--force", action="store_true", help=FORCE_HELP)
     add_json(a, "print {out, urdf, joint_map_file} as JSON (the URDF text inside when there is no --out)")
 
     a = add("identifiability", cmd_identifiability, help="rank, singular values and redundant parameters of the model")
     a.add_argument("plan", nargs="?", default=None, help="plan file (default: generic random poses)")
     a.add_argument("--robot", default=None, help="required without a plan (a plan names its robot)")
-    a.add_argument("--params", choices=("li2023", "all"), default=None)
-    a.add_argument("--identify-base", action="store_true")
-    a.add_argument("--identify-tool", action="store_true")
-    a.add_argument("--hayati", action="store_true")
-    a.add_argument("--tool", default="0.04,0.04,0.03")
+    a.add_argument("--params", choices=("li2023", "all"), default=None, metavar="SET", help=PARAMS_HELP)
+    a.add_argument("--identify-base", action="store_true", help="also analyse the base pose (6 parameters)")
+    a.add_argument("--identify-tool", action="store_true", help="also analyse the target offsets")
+    a.add_argument("--hayati", action="store_true", help=HAYATI_HELP)
+    a.add_argument("--tool", default="0.04,0.04,0.03", help="target ball in the flange frame, m")
     a.add_argument("--at", choices=("nominal", "li2023-truth"), default="nominal",
                    help="geometry to analyse at (li2023-truth: the paper's Table 3 deviations, ur5_li2023 only)")
-    a.add_argument("--poses", type=int, default=50, help="generic poses when no plan is given")
+    a.add_argument("--poses", type=positive_int, default=50, help="generic poses when no plan is given")
     a.add_argument("--noise-um", type=float, default=27.0, help="measurement noise per axis for the standard deviations, um")
     add_json(a)
 
-    a = add("replay", cmd_replay, help=f"the experiment of {PAPER} on the simulated UR5 (Table 4 and 5 rows)")
-    a.add_argument("--seed", type=int, default=0)
-    a.add_argument("--poses", type=int, default=50)
-    a.add_argument("--loaded", type=int, default=20)
-    a.add_argument("--holdout", type=int, default=200)
-    a.add_argument("--noise-um", type=float, default=15.0)
-    a.add_argument("--noise-um-per-m", type=float, default=6.0)
-    a.add_argument("--identify-tool", action="store_true")
-    a.add_argument("--identify-base", action="store_true")
+    a = act.add_parser("replay")  # deprecated: not listed
+    a.set_defaults(handler=deprecated(cmd_replay, "calibrate replay", "reproduce calibration"))
+    a.add_argument("--seed", type=int, default=0, help="random seed of the simulated robot and tracker (default 0)")
+    a.add_argument("--poses", type=positive_int, default=50, help="unloaded poses identified on (default 50)")
+    a.add_argument("--loaded", type=positive_int, default=20, help="loaded poses identified on (default 20)")
+    a.add_argument("--check-poses", type=positive_int, default=200,
+                   help="poses measured only to check the calibration (default 200)")
+    a.add_argument("--holdout", dest="check_poses", type=positive_int, help=argparse.SUPPRESS)  # the old spelling
+    a.add_argument("--noise-um", type=nonnegative_float, default=15.0, help="tracker noise per axis, um (default 15)")
+    a.add_argument("--noise-um-per-m", type=nonnegative_float, default=6.0,
+                   help="range-dependent tracker noise, um/m (default 6)")
+    a.add_argument("--identify-tool", action="store_true", help="also identify the target offsets")
+    a.add_argument("--identify-base", action="store_true", help="also identify the base pose")
     a.add_argument("--plot", default=None, help="PNG prefix: writes PREFIX_no_load.png and PREFIX_loaded.png")
     add_json(a)
 
@@ -436,7 +452,7 @@ def cmd_replay(args) -> int:
     from robodyn.calibration.simulation import TrackerNoise
 
     report = replay_with_plots(args.plot, seed=args.seed, noload_poses=args.poses, loaded_poses=args.loaded,
-                               holdout=args.holdout,
+                               holdout=args.check_poses,
                                noise=TrackerNoise(args.noise_um * 1e-6, args.noise_um_per_m * 1e-6),
                                identify_tool=args.identify_tool, identify_base=args.identify_base)
     if args.json:
@@ -460,7 +476,8 @@ def add_collect_arguments(a) -> None:
     a.add_argument("--targets", default=None, metavar="NAME:X,Y,Z;...",
                    help="several targets per pose in the flange frame, m (default: the plan's single ball)")
     a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ", help="payload on the flange during this collection")
-    a.add_argument("--subset", choices=("all", "loaded"), default=None)
+    a.add_argument("--subset", choices=("all", "loaded"), default=None,
+                   help="which poses: all, or the plan's loaded subset (default: loaded when --load is given)")
     a.add_argument("--settle", type=float, default=0.5, help="hold at each pose before reading, s")
     a.add_argument("--window", type=float, default=0.5, help="window over which the joint values at rest are averaged, s")
     a.add_argument("--timeout", type=float, default=30.0, help="how long to wait for a measurement, s")
@@ -472,7 +489,9 @@ def add_collect_arguments(a) -> None:
 
 def cmd_collect(args) -> int:
     from robodyn.calibration.collect import collect_to_csv
+    from robodyn.daemon.client import check_endpoint
 
+    check_endpoint(args.daemon, "--daemon")
     with bars.bar(args, total=None, desc="poses", unit="pose") as b:
         def progress(pose, total):
             b.total = total

@@ -3,8 +3,11 @@ and table cells for numbers that may not exist."""
 
 from __future__ import annotations
 
+import argparse
+import errno
 import math
 import sys
+from pathlib import Path
 
 JSON_HELP = "print machine-readable JSON on stdout instead of text (no progress bars)"
 
@@ -23,6 +26,38 @@ def deprecated(handler, old: str, new: str):
         return handler(args)
 
     return run
+
+
+def _number(kind, test, limit: str):
+    """An argparse type: ``kind`` of the text, refused (one line, naming the limit) unless ``test``."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if not (math.isfinite(value) and test(value)):
+            raise argparse.ArgumentTypeError(f"must be {limit}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+positive_float = _number(float, lambda v: v > 0, "> 0")
+nonnegative_float = _number(float, lambda v: v >= 0, ">= 0")
+positive_int = _number(int, lambda v: v > 0, ">= 1")
+nonnegative_int = _number(int, lambda v: v >= 0, ">= 0")
+fraction = _number(float, lambda v: 0 < v < 1, "between 0 and 1 (exclusive)")
+
+
+def require_file(path) -> Path:
+    """``path`` as a Path, or FileNotFoundError: the command line prints it as ``PATH: no such file``."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+    return path
 
 
 def floats(text: str, name: str, count: int | None = None) -> list[float]:

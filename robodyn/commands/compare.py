@@ -4,12 +4,13 @@ Every method runs through the same processing and the same normal equations (one
 all of them); each is scored on the identification data and on held-out data: per-joint torque
 RMSE (the layout of Table 4 of Ni et al. 2024), the fitness J of their eq. 14, and the time taken.
 
-Data: recordings (identification files, with held-out files or the last fraction of each
-recording), a simulation (``--simulate ROBOT``, with a registered ``--plant``), or the real Staubli
-TX40 set shipped with the tests (``--dataset tx40``).
+Data: recordings (identification files, with held-out recordings ``--holdout REC ...`` or the
+last ``--holdout-fraction`` of each recording), a simulation (``--simulate ROBOT``, with a
+registered ``--plant``), or the real Staubli TX40 set shipped with the tests (``--dataset tx40``).
 
 Plants: ``rnea`` is the identifier's own rigid-body model plus Gaussian noise, with exact qd and
-qdd (an inverse crime: the table says so). ``franka_like`` and ``ur_like`` are the realistic
+qdd: the data come from the very model being fitted, so its numbers show how the optimisers
+behave, not how accurate an identification is (the table says so). ``franka_like`` and ``ur_like`` are the realistic
 simulator (identification/realistic_logs.py): a MuJoCo arm with effects the model lacks, logged through
 a Franka-like or UR-like sensor model; their logs go through the shared processing and every
 method is scored against the measured torque of a second run of the same arm, beside that run's
@@ -28,7 +29,7 @@ from robodyn.cli import UserError, _strict, print_json
 from robodyn.identification.comparison import COMPARABLE
 
 from . import progress as bars
-from .common import add_json
+from .common import add_json, fraction
 from .identify import (_floats, _load, add_method_options, add_model_arguments, add_processing_arguments,
                        config_from_args, method_options)
 
@@ -42,16 +43,19 @@ def register(sub) -> None:
                    help="comma list of methods, any of " + ", ".join(COMPARABLE) + " (default ols,wls,wso,pso,ga)")
     p.add_argument("--robot", help="model of the recordings (built-in name or model file)")
     src = p.add_argument_group("held-out data (with recordings)")
-    src.add_argument("--heldout", nargs="+", metavar="FILE", help="held-out recordings")
-    src.add_argument("--holdout", type=float, default=None, metavar="FRACTION",
-                     help="instead of --heldout: the last FRACTION of each recording, by time")
+    src.add_argument("--holdout", nargs="+", metavar="REC", help="held-out recordings: not identified on, only "
+                                                                 "predicted (as in `robodyn identify --holdout`)")
+    src.add_argument("--heldout", dest="holdout", nargs="+", help=argparse.SUPPRESS)  # the old spelling
+    src.add_argument("--holdout-fraction", type=fraction, default=None, metavar="FRACTION",
+                     help="instead of --holdout: hold out the last FRACTION of each recording, by time")
     src.add_argument("--ident", nargs="+", metavar="FILE", help=argparse.SUPPRESS)  # the old spelling of DATA
     sim = p.add_argument_group("simulated data (instead of recordings)")
     sim.add_argument("--simulate", metavar="ROBOT", help="simulate an identification and a held-out run of ROBOT "
                                                           "(panda: the Ni et al. 2024 configuration, 48 base "
                                                           "parameters); qd and qdd exact")
     sim.add_argument("--plant", default="rnea", help="the plant that makes the torques; 'rnea' is the identifier's "
-                                                     "own model (an inverse crime, labelled so); franka_like and "
+                                                     "own model (the data come from the model being fitted: the "
+                                                     "table shows the optimisers, not accuracy); franka_like and "
                                                      "ur_like: the realistic simulator, a MuJoCo arm unlike the "
                                                      "model through a Franka-like / UR-like sensor model; other "
                                                      "plants register through comparison_data.register_plant")
@@ -93,7 +97,7 @@ def _data(args):
     from robodyn.robot.loader import load_model
 
     if args.ident:
-        print("robodyn compare --ident: deprecated, use `robodyn compare FILE ... --robot R --heldout FILE ...` (the "
+        print("robodyn compare --ident: deprecated, use `robodyn compare FILE ... --robot R --holdout FILE ...` (the "
               "old spelling goes in the next release)", file=sys.stderr)
     files = list(args.data or []) + list(args.ident or [])
     given = [name for name, on in (("recordings", bool(files)), ("--simulate", bool(args.simulate)),
@@ -109,15 +113,27 @@ def _data(args):
                               seconds=args.seconds, rate=args.rate, noise=args.noise)
     if not args.robot:
         raise UserError("--robot: required with recordings (the model the data come from)")
-    if bool(args.heldout) == (args.holdout is not None):
-        raise UserError("held-out data: give --heldout FILE ... or --holdout FRACTION (one of the two)")
+    if bool(args.holdout) == (args.holdout_fraction is not None):
+        raise UserError("held-out data: give --holdout REC ... or --holdout-fraction FRACTION (one of the two)")
+    for item in args.holdout or ():
+        if _is_number(item) and not Path(item).exists():
+            raise UserError(f"--holdout: names held-out recordings, got {item!r}; for the last fraction of each "
+                            f"recording use --holdout-fraction {item}")
     model = load_model(args.robot)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
     config = config_from_args(args, model)
     datasets = _load(files, model, gains)
-    held = _load(args.heldout, model, gains) if args.heldout else None
-    return recorded_data(model, config, datasets, files, held_out=held, held_out_sources=args.heldout or (),
-                         holdout=args.holdout, preprocessed=args.preprocessed)
+    held = _load(args.holdout, model, gains) if args.holdout else None
+    return recorded_data(model, config, datasets, files, held_out=held, held_out_sources=args.holdout or (),
+                         holdout=args.holdout_fraction, preprocessed=args.preprocessed)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def compare(args) -> dict:
@@ -140,8 +156,8 @@ def cmd_compare(args) -> int:
     table = compare(args)
     text = format_table(table)
     if table.get("inverse_crime"):
-        text = ("NOTE: the torques come from the identifier's own model (inverse crime); these numbers show the "
-                "optimisers' behaviour, not identification accuracy.\n\n" + text)
+        text = ("NOTE: the torques come from the identifier's own model (the model being fitted made the data); "
+                "these numbers show the optimisers' behaviour, not identification accuracy.\n\n" + text)
     if args.out:
         Path(args.out).write_text(json.dumps(_strict(table), indent=1, allow_nan=False))
     if args.markdown:

@@ -3,6 +3,7 @@ recordings | export | stream | submit-identify | jobs | pull`."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -13,14 +14,17 @@ from robodyn.cli import UserError, print_json
 from robodyn.identification.estimators import METHODS as LEAST_SQUARES
 
 from . import progress as bars
-from .common import add_json
+from .common import add_json, positive_float, require_file
 from .identify import add_processing_arguments, processing_from_args
 
 
 def _endpoint_arg(p) -> None:
     p.add_argument("--endpoint", metavar="URL", help="daemon control endpoint "
                                                      "(default $ROBODYN_ENDPOINT or tcp://127.0.0.1:47770)")
-    p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for a reply (default 5)")
+    p.add_argument("--timeout", type=positive_float, default=5.0, metavar="S",
+                   help="seconds to wait for the daemon to answer (default 5); a daemon that answered may then "
+                        "take longer for work it announces on stderr (checking a submitted trajectory, reading "
+                        "its recordings)")
     p.add_argument("--client-key", metavar="FILE", help="your CurveZMQ secret key file, for a remote daemon "
                                                         "(default $ROBODYN_CLIENT_KEY)")
     p.add_argument("--server-key", metavar="KEY|FILE", help="the daemon's public key (default $ROBODYN_SERVER_KEY)")
@@ -41,7 +45,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("disarm", help="disable motion; a run in progress is ramped to rest")
     _endpoint_arg(p)
-    p.add_argument("--reason", default=None)
+    p.add_argument("--reason", default=None, help="free text kept in the daemon's log and status")
     add_json(p)
     p.set_defaults(handler=cmd_disarm)
 
@@ -59,7 +63,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("abort", help="stop the run in progress safely (ramp to rest)")
     _endpoint_arg(p)
-    p.add_argument("--reason", default=None)
+    p.add_argument("--reason", default=None, help="free text kept in the run's record")
     add_json(p)
     p.set_defaults(handler=cmd_abort)
 
@@ -71,9 +75,10 @@ def register(sub) -> None:
     p = sub.add_parser("export", help="convert a recording (id or .mcap file) or a CSV log to CSV or NPZ")
     _endpoint_arg(p)
     p.add_argument("recording", metavar="REC", help="recording id (asks the daemon), .mcap file, or .csv log")
-    p.add_argument("--format", required=True, choices=("csv", "npz"))
-    p.add_argument("--output", "-o", metavar="FILE", help="output file (default: next to the input)")
-    p.add_argument("--topic", metavar="TOPIC", help="ROS 2 bag (directory, .mcap or .db3): its sensor_msgs/msg/"
+    p.add_argument("--format", required=True, choices=("csv", "npz"), help="CSV (one row per sample) or NumPy NPZ")
+    p.add_argument("--out", "-o", metavar="FILE",
+                   help="output file (default: the recording's name with the new suffix, in the current folder)")
+    p.add_argument("--output", dest="out", help=argparse.SUPPRESS)  # the old spelling
                                                     "JointState topic (default: the only one); writes t, q, qd, tau")
     p.add_argument("--robot", metavar="MODEL", help="ROS 2 bag: order the joints as this model names them "
                                                     "(default: as the bag's first message does)")
@@ -94,12 +99,16 @@ def register(sub) -> None:
 def register_jobs(sub) -> None:
     p = sub.add_parser("submit-identify", help="identify on the daemon's worker from recording ids")
     _endpoint_arg(p)
-    p.add_argument("recordings", nargs="+", metavar="REC_ID")
-    p.add_argument("--holdout", nargs="*", default=[], metavar="REC_ID", help="recordings to validate on")
+    p.add_argument("recordings", nargs="+", metavar="REC_ID", help="ids of the daemon's recordings to identify on "
+                                                                  "(see `robodyn recordings`)")
+    p.add_argument("--holdout", nargs="*", default=[], metavar="REC_ID",
+                   help="recordings not identified on, only predicted: the result reports the error on them")
     p.add_argument("--method", choices=LEAST_SQUARES, default="wls",
                    help="estimator (the daemon's worker runs the least-squares methods; the others: "
                         "`robodyn identify --method ...` on the exported recordings)")
-    p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"), default="coulomb-viscous")
+    p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"), default="coulomb-viscous",
+                   help="friction identified with the dynamics: viscous + Coulomb + offset (default), Stribeck or "
+                        "sigmoid; with --friction-model, the model subtracted")
     p.add_argument("--friction-model", metavar="FILE", help="friction fit JSON to subtract (stribeck/sigmoid)")
     p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
     add_processing_arguments(p)
@@ -114,7 +123,8 @@ def register_jobs(sub) -> None:
 
     p = sub.add_parser("pull", help="fetch the result of an identification job")
     _endpoint_arg(p)
-    p.add_argument("job", metavar="JOB")
+    p.add_argument("job", metavar="JOB", help="job id (printed by `robodyn submit-identify`, listed by "
+                                              "`robodyn jobs`)")
     p.add_argument("--out", required=True, metavar="FILE", help="where to write the result JSON")
     add_json(p)
     p.set_defaults(handler=cmd_pull)
@@ -140,11 +150,33 @@ def cmd_submit_identify(args) -> int:
                 job, lambda s: show(f"{job}: {s['state']} {s.get('stage') or ''}".strip(), s.get("progress") or 0.0)))
         if st["state"] != "completed":
             raise UserError(f"job {job} failed: {st.get('error')}")
+        result = _daemon_call(lambda: client.pull(job))
         if args.json:
-            print_json(st)
+            print_json({**st, "metrics": result.get("metrics")})
         else:
+            print("\n".join(fit_lines(result)))
             print(f"job {job} completed; fetch it with: robodyn pull {job} --out result.json")
     return 0
+
+
+def fit_lines(doc: dict) -> list[str]:
+    """What a job's result says about the model: the fit and the error on held-out recordings."""
+    from .identify import metric_lines
+
+    metrics = doc.get("metrics") or {}
+    lines = [f"{doc['robot']}: {doc['base']['count']} base parameters ({doc['estimate']['method']})"]
+    if "measured" in metrics:
+        lines += metric_lines(metrics["measured"], "fit, against the measured torque")
+    elif "identification" in metrics:
+        lines += metric_lines(metrics["identification"], "fit, against the processed (low-passed) torque")
+    held = metrics.get("holdout") or metrics.get("held_out")
+    if held:
+        names = (doc.get("provenance") or {}).get("holdout") or held.get("recordings") or []
+        lines += metric_lines(held, f"held out {', '.join(names)}, against the measured torque")
+    else:
+        lines.append("no held-out recording: submit with --holdout REC_ID to see the error on a run the fit "
+                     "never saw")
+    return lines
 
 
 def cmd_jobs(args) -> int:
@@ -152,7 +184,10 @@ def cmd_jobs(args) -> int:
         jobs = _daemon_call(client.jobs)
     if args.json:
         print_json(jobs)
+    elif not jobs:
+        print("no jobs")
     else:
+        print(f"{'job':<34} {'state':<10} {'stage':<24} {'progress':>7}")
         for j in jobs:
             print(f"{j['job']:<34} {j['state']:<10} {j.get('stage') or '':<24} {(j.get('progress') or 0) * 100:5.1f} %"
                   + (f"  {j['error']}" if j.get("error") else ""))
@@ -167,7 +202,8 @@ def cmd_pull(args) -> int:
         print_json({"job": args.job, "out": args.out, "base_count": result["base"]["count"],
                     "method": result["estimate"]["method"], "metrics": result.get("metrics")})
     else:
-        print(f"{args.job}: {result['base']['count']} base parameters ({result['estimate']['method']}) -> {args.out}")
+        print("\n".join(fit_lines(result)))
+        print(f"result of {args.job} -> {args.out}")
     return 0
 
 
@@ -185,15 +221,16 @@ def curve_keys(args):
 def _client(args):
     from robodyn.daemon.client import Client
 
-    return Client(args.endpoint, timeout=args.timeout, curve=curve_keys(args))
+    client = Client(args.endpoint, timeout=args.timeout, curve=curve_keys(args))
+    name = getattr(args, "command_prog", None) or f"robodyn {args.command}"
+    client.notice = lambda text: print(f"{name}: {text}", file=sys.stderr, flush=True)
+    return client
 
 
 def cmd_arm(args) -> int:
     token = None
     if args.token_file:
-        path = Path(args.token_file)
-        if not path.exists():
-            raise FileNotFoundError(f"token file {path} does not exist")
+        path = require_file(args.token_file)
         token = path.read_text().strip()
     with _client(args) as c:
         res = _daemon_call(lambda: c.arm(token))
@@ -308,9 +345,7 @@ def _progress_text(run: dict) -> str:
 def cmd_run(args) -> int:
     from robodyn.trajectory import trajectory_from_dict
 
-    path = Path(args.trajectory)
-    if not path.exists():
-        raise FileNotFoundError(f"trajectory file {path} does not exist")
+    path = require_file(args.trajectory)
     try:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
@@ -374,9 +409,11 @@ def cmd_recordings(args) -> int:
         return 0
     if not rows:
         print("no recordings")
+        return 0
+    print(f"{'recording':<26} {'status':<22} {'samples':>8} {'lost':>6} {'duration [s]':>12}  label")
     for r in rows:
-        print(f"{r['id']:<26} {str(r.get('status')):<22} {r.get('samples', '-')!s:>8} samples "
-              f"lost {r.get('lost', '-')!s:<4} {r.get('duration_s', 0.0):8.2f} s  {r.get('label', '')}")
+        print(f"{r['id']:<26} {str(r.get('status')):<22} {r.get('samples', '-')!s:>8} {r.get('lost', '-')!s:>6} "
+              f"{r.get('duration_s', 0.0):12.2f}  {r.get('label', '')}")
     return 0
 
 
@@ -391,15 +428,14 @@ def cmd_export(args) -> int:
     if src.suffix.lower() == ".csv":
         rec = import_csv(src)
     elif src.suffix.lower() == ".mcap":
-        if not src.exists():
-            raise FileNotFoundError(f"recording file {src} does not exist")
+        require_file(src)
         rec = load_recording(src)
     else:  # a recording id: the daemon knows where it is
         with _client(args) as c:
             info = _daemon_call(lambda: c.recording_info(args.recording))
         src = Path(info["path"])
         rec = load_recording(src)
-    out = Path(args.output) if args.output else src.with_suffix("." + args.format)
+    out = Path(args.out) if args.out else Path.cwd() / f"{src.stem}.{args.format}"
     if out.resolve() == src.resolve():
         raise UserError(f"output {out} would overwrite the input")
     (export_csv if args.format == "csv" else export_npz)(rec, out)
@@ -421,7 +457,7 @@ def _export_bag(args, src: Path) -> int:
 
     names = load_model(args.robot).joint_names if args.robot else None
     data = load_bag(src, names, args.topic)
-    out = Path(args.output) if args.output else src.with_suffix("." + args.format)
+    out = Path(args.out) if args.out else Path.cwd() / f"{src.stem}.{args.format}"
     if out.resolve() == src.resolve():
         raise UserError(f"output {out} would overwrite the input")
     save_dataset(data, out)

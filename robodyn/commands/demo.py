@@ -10,15 +10,16 @@ from pathlib import Path
 from robodyn.cli import print_json
 
 from . import progress as bars
-from .common import add_json, percent
+from .common import add_json, percent, positive_float, positive_int
 
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run the simulated end-to-end demo (daemon, excitation, friction, "
                                     "identification, validation)")
     p.add_argument("--out", default="robodyn-demo", help="output folder (default ./robodyn-demo)")
-    p.add_argument("--design-time", type=float, default=40.0, metavar="S", help="excitation design budget")
-    p.add_argument("--periods", type=int, default=3, help="excitation periods recorded")
+    p.add_argument("--design-time", type=positive_float, default=40.0, metavar="S",
+                   help="seconds the excitation design may take (default 40)")
+    p.add_argument("--periods", type=positive_int, default=3, help="excitation periods recorded (default 3)")
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="also write the held-out figure (predicted vs measured torque above the table) here; "
                         "the README's image is made with --plot docs/img/demo_heldout.png (needs the plot extra)")

@@ -9,7 +9,7 @@ import numpy as np
 from robodyn.cli import UserError, print_json
 
 from . import progress as bars
-from .common import add_json
+from .common import add_json, nonnegative_float, positive_float, positive_int
 
 
 def register(sub) -> None:
@@ -18,33 +18,41 @@ def register(sub) -> None:
     p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
 
     d = esub.add_parser("design", help="optimise an excitation trajectory for a robot")
-    d.add_argument("--robot", required=True, metavar="NAME|FILE")
-    d.add_argument("--family", default="fourier", choices=["fourier", "fourier-poly", "poly"])
-    d.add_argument("--harmonics", type=int, default=5, help="Fourier harmonics (default 5)")
-    d.add_argument("--wf", type=float, default=0.1, help="fundamental frequency in rad/s (default 0.1)")
-    d.add_argument("--period", type=float, default=None, help="poly family: period in s (default 2 pi / wf)")
-    d.add_argument("--order", type=int, default=8, help="poly family: polynomial order (default 8)")
+    d.add_argument("--robot", required=True, metavar="NAME|FILE", help="built-in robot name or model file")
+    d.add_argument("--family", default="fourier", choices=["fourier", "fourier-poly", "poly"],
+                   help="trajectory shape: fourier = sum of sines and cosines (default), fourier-poly = the same "
+                        "plus a fifth-order polynomial that fixes the start and end, poly = periodic polynomial")
+    d.add_argument("--harmonics", type=positive_int, default=5, help="Fourier harmonics (default 5)")
+    d.add_argument("--wf", type=positive_float, default=0.1, help="fundamental frequency in rad/s (default 0.1)")
+    d.add_argument("--period", type=positive_float, default=None,
+                   help="poly family: period in s (default 2 pi / wf)")
+    d.add_argument("--order", type=positive_int, default=8, help="poly family: polynomial order (default 8)")
     d.add_argument("--optimizer", default="slsqp", choices=["slsqp", "ga", "pso", "icpso", "apso", "lpso", "grid"],
                    help="grid = exhaustive search, for at most 3 free coordinates (e.g. --family poly --order 8 "
                         "with --start: one amplitude per moving joint)")
     d.add_argument("--objective", default="cond", choices=["cond", "cond-scaled", "logdet"],
-                   help="cond = raw cond(W_base) (default), cond-scaled = unit-norm columns, logdet = D-optimality")
+                   help="what makes a trajectory good: cond = condition number of the regressor (default), "
+                        "cond-scaled = the same with columns scaled to unit length, logdet = log-determinant of "
+                        "the information matrix (D-optimal design)")
     d.add_argument("--friction", default="viscous,coulomb", metavar="KINDS",
                    help="friction columns in the regressor: comma list of viscous,coulomb,offset, or 'none'")
     d.add_argument("--rotor-inertia", action="store_true", help="include rotor inertia columns IA")
-    d.add_argument("--starts", type=int, default=1, help="independent starts, best kept (default 1)")
-    d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--iterations", type=int, default=None,
+    d.add_argument("--starts", type=positive_int, default=1, help="independent starts, best kept (default 1)")
+    d.add_argument("--seed", type=int, default=0, help="random seed of the starting points (default 0); the "
+                                                       "trajectory file records it")
+    d.add_argument("--iterations", type=positive_int, default=None,
                    help="iterations/generations (default: the method's, e.g. GA 800, PSO 100)")
-    d.add_argument("--population", type=int, default=None, help="GA/PSO/ICPSO population size")
-    d.add_argument("--grid", type=int, default=200, help="samples per period for criterion and limits")
-    d.add_argument("--margin", type=float, default=0.02, help="stay this fraction inside every limit (0.02)")
+    d.add_argument("--population", type=positive_int, default=None, help="GA/PSO/ICPSO population size")
+    d.add_argument("--grid", type=positive_int, default=200, help="samples per period for criterion and limits")
+    d.add_argument("--margin", type=nonnegative_float, default=0.02,
+                   help="stay this fraction inside every limit (0.02)")
     d.add_argument("--start", default=None, metavar="Q1,Q2,...", help="fixed start position, rad/m "
                    "(fourier-poly and poly)")
     d.add_argument("--floor", type=float, default=None, metavar="Z", help="tool z must stay >= Z (m, base frame)")
     d.add_argument("--box", default=None, metavar="X0,Y0,Z0,X1,Y1,Z1", help="tool must stay inside this box (m)")
     d.add_argument("--torque-limits", action="store_true", help="keep nominal joint torques within tau_max")
-    d.add_argument("--time-limit", type=float, default=None, help="stop optimising after this many seconds")
+    d.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
+                   help="stop optimising after this many seconds and keep the best so far")
     d.add_argument("--moving", default=None, metavar="J1,J2,..",
                    help="a sub-experiment of a stepwise identification: only these joints (1-based) move, the "
                         "others hold --start, and the criterion covers that step's torques and parameters "
@@ -62,27 +70,27 @@ def register(sub) -> None:
     d.set_defaults(handler=cmd_design)
 
     c = esub.add_parser("check", help="limits report for a trajectory file (the daemon's validator)")
-    c.add_argument("trajectory")
-    c.add_argument("--robot", required=True, metavar="NAME|FILE")
-    c.add_argument("--rate", type=float, default=1000.0, help="check rate in Hz (default 1000)")
+    c.add_argument("trajectory", help="trajectory JSON (from `robodyn excitation design`)")
+    c.add_argument("--robot", required=True, metavar="NAME|FILE", help="built-in robot name or model file")
+    c.add_argument("--rate", type=positive_float, default=1000.0, help="check rate in Hz (default 1000)")
     c.add_argument("--friction", default="viscous,coulomb", metavar="KINDS",
                    help="friction columns for the reported cond (or 'none')")
-    c.add_argument("--rotor-inertia", action="store_true")
+    c.add_argument("--rotor-inertia", action="store_true", help="include rotor inertia columns in the reported cond")
     add_json(c)
     c.set_defaults(handler=cmd_check)
 
     s = esub.add_parser("sample", help="sample a trajectory to CSV: t, q1..qn, qd1..qdn, qdd1..qddn")
-    s.add_argument("trajectory")
-    s.add_argument("--rate", type=float, required=True, help="Hz")
-    s.add_argument("--out", required=True)
+    s.add_argument("trajectory", help="trajectory JSON (from `robodyn excitation design`)")
+    s.add_argument("--rate", type=positive_float, required=True, help="samples per second, Hz")
+    s.add_argument("--out", required=True, metavar="CSV", help="CSV file to write")
     add_json(s)
     s.set_defaults(handler=cmd_sample)
 
     pl = esub.add_parser("plot", help="plot q, qd, qdd (and jerk) of a trajectory to an image")
-    pl.add_argument("trajectory")
-    pl.add_argument("--out", required=True)
+    pl.add_argument("trajectory", help="trajectory JSON (from `robodyn excitation design`)")
+    pl.add_argument("--out", required=True, metavar="PNG", help="image file to write")
     pl.add_argument("--robot", default=None, help="draw this robot's limits")
-    pl.add_argument("--rate", type=float, default=100.0)
+    pl.add_argument("--rate", type=positive_float, default=100.0, help="samples per second drawn, Hz (default 100)")
     add_json(pl)
     pl.set_defaults(handler=cmd_plot)
 
@@ -219,6 +227,9 @@ def cmd_check(args) -> int:
 
     model = load_model(args.robot)
     traj = load_trajectory(args.trajectory)
+    if traj.dof != model.dof:
+        raise UserError(f"--robot: {model.name} has {model.dof} joints, the trajectory {args.trajectory} has "
+                        f"{traj.dof}; give the robot it was designed for")
     report = check_trajectory(model, traj, rate_hz=args.rate)
     doc = report.to_dict()
     if report.ok or traj.dof == model.dof:

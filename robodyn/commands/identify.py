@@ -1,5 +1,5 @@
-"""`robodyn identify` (every method, one option set), `validate`, `predict`, `drive-gains`,
-`export-urdf`; `identify-advanced` is the old name of `identify` for the methods it offered."""
+"""`robodyn identify` (every method, one option set), `validate`, `predict`, `drive-gains`;
+`identify-advanced` is the old name of `identify` for the methods it offered."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from robodyn.identification.methods import DESCRIPTIONS, METHODS
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import add_json, deprecated, number
+from .common import add_json, deprecated, number, positive_float
+
+DEFAULT_RESULT = "result.json"
+DRIVE_GAINS_HELP = "motor current to joint torque, N.m/A per joint, for CSV files with current columns"
 
 
 def _floats(text: str, name: str) -> list[float]:
@@ -73,14 +76,16 @@ def add_model_arguments(p) -> None:
     p.add_argument("--friction-model", metavar="FILE",
                    help="friction fit (JSON from `robodyn friction fit`) to subtract before identification")
     p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
-    p.add_argument("--drive-gains", metavar="K1,...,KN", help="N.m/A per joint for CSV files with current columns")
+    p.add_argument("--drive-gains", metavar="K1,...,KN", help=DRIVE_GAINS_HELP)
     p.add_argument("--preprocessed", action="store_true",
                    help="the data already carry exact qd and qdd (simulations): no signal processing")
 
 
 def add_method_options(p, population_default: int | None = None) -> None:
     """Options only some methods read, grouped under the methods that read them."""
-    g = p.add_argument_group(f"metaheuristics: wso, pso, ga, icpso ({cite('wso')}: eq. 14 in the box OLS +- 5|p|)")
+    g = p.add_argument_group(f"metaheuristics: wso, pso, ga, icpso ({cite('wso')}): search each parameter "
+                             "within five times its least-squares magnitude around the least-squares value, for the "
+                             "smallest weighted torque error")
     g.add_argument("--population", type=int, default=population_default, help="population size (default 150)")
     g.add_argument("--iterations", type=int, default=None,
                    help="iterations or generations (default: Ni et al. 2024's WSO 3000, PSO 800, GA 460, ICPSO 800)")
@@ -151,14 +156,19 @@ def add_identify_arguments(p, default_method: str | None = None) -> None:
                         "error of the best); prints every candidate's mean +- spread")
     p.add_argument("--folds", type=int, default=None, metavar="K",
                    help="with --select: contiguous blocks of the cross-validation (default 5)")
-    p.add_argument("--holdout", "--held-out", dest="holdout", nargs="+", default=None, metavar="REC",
+    p.add_argument("--holdout", dest="holdout", nargs="+", default=None, metavar="REC",
                    help="recordings not identified on, only predicted: the result reports the error on them; with "
                         "--select each is one more cross-validation fold; with --method stepwise they validate "
                         "the joint torque and motor current")
     add_processing_arguments(p)
     add_method_options(p)
-    p.add_argument("--out", default="result.json", help="result file (JSON; the same format for every method)")
-    p.add_argument("--report", metavar="HTML", help="also write an HTML report with torque plots")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help=f"result file (JSON; the same format for every method); default ./{DEFAULT_RESULT}, "
+                        "which is never overwritten without --force")
+    p.add_argument("--force", action="store_true", help=f"overwrite ./{DEFAULT_RESULT} when --out is not given")
+    p.add_argument("--report", metavar="HTML", help="also write an HTML report: the fit's numbers and the predicted "
+                                                    "against the measured torque of each joint, as images inside "
+                                                    "the file")
     add_json(p, "print the result summary as JSON")
 
 
@@ -170,16 +180,17 @@ def register(sub) -> None:
     add_identify_arguments(p)
     p.set_defaults(handler=cmd_identify)
 
-    p = sub.add_parser("identify-advanced", help="deprecated: `robodyn identify --method METHOD`")
+    p = sub.add_parser("identify-advanced")  # deprecated: no help entry, so not listed
     add_identify_arguments(p, default_method="wso")
     p.set_defaults(handler=deprecated(cmd_identify, "identify-advanced", "identify --method METHOD"))
 
     p = sub.add_parser("validate", help="validate an identification result on (held-out) recordings, against the "
                                         "measured torque")
     p.add_argument("result", help="result JSON from `robodyn identify`")
-    p.add_argument("data", nargs="+", metavar="REC_OR_CSV")
+    p.add_argument("data", nargs="+", metavar="REC_OR_CSV", help="recordings (.mcap), .csv or .npz files to "
+                                                                 "validate on")
     p.add_argument("--robot", help="model (default: the one named in the result)")
-    p.add_argument("--drive-gains", metavar="K1,...,KN")
+    p.add_argument("--drive-gains", metavar="K1,...,KN", help=DRIVE_GAINS_HELP)
     p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
     p.add_argument("--plot", metavar="PNG", help="write predicted-vs-measured torque plots")
     add_json(p)
@@ -187,12 +198,12 @@ def register(sub) -> None:
 
     p = sub.add_parser("predict", help="predicted beside measured torque, sample by sample, as CSV")
     p.add_argument("result", help="result JSON from `robodyn identify`")
-    p.add_argument("data", metavar="REC_OR_CSV")
+    p.add_argument("data", metavar="REC_OR_CSV", help="a recording (.mcap), .csv or .npz file")
     p.add_argument("--out", required=True, metavar="CSV",
                    help="columns t, tau_measured1..n, tau_predicted1..n, tau_lower1..n, tau_upper1..n (the nominal 95 %% "
                         "prediction interval) at the measured samples")
     p.add_argument("--robot", help="model (default: the one named in the result)")
-    p.add_argument("--drive-gains", metavar="K1,...,KN")
+    p.add_argument("--drive-gains", metavar="K1,...,KN", help=DRIVE_GAINS_HELP)
     p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
     add_json(p)
     p.set_defaults(handler=cmd_predict)
@@ -202,7 +213,7 @@ def register(sub) -> None:
     p.add_argument("--robot", required=True, help="built-in model name or model file")
     p.add_argument("--unloaded", nargs="+", required=True, metavar="REC", help="daemon recordings without the payload")
     p.add_argument("--loaded", nargs="+", required=True, metavar="REC", help="daemon recordings with the payload")
-    p.add_argument("--payload-mass", type=float, required=True, metavar="KG")
+    p.add_argument("--payload-mass", type=positive_float, required=True, metavar="KG", help="payload mass, kg")
     p.add_argument("--payload-com", required=True, metavar="X,Y,Z", help="payload centre of mass, m, last link frame")
     p.add_argument("--method", choices=("global", "difference"), default="global",
                    help="global: Gautier-Briot, gains with the arm's parameters (default); difference: "
@@ -212,14 +223,6 @@ def register(sub) -> None:
     add_json(p)
     p.set_defaults(handler=cmd_drive_gains)
 
-    p = sub.add_parser("export-urdf", help="write a physically consistent result as URDF")
-    p.add_argument("result", help="result JSON of `robodyn identify --method consistent`")
-    p.add_argument("--out", default="robot_identified.urdf")
-    p.add_argument("--robot", help="model (default: the one named in the result)")
-    p.add_argument("--verify", action="store_true",
-                   help="load the URDF in pinocchio and MuJoCo and compare torques on random states")
-    add_json(p)
-    p.set_defaults(handler=cmd_export_urdf)
 
 
 def _load(paths, model, gains, result: dict | None = None, topic: str | None = None):
@@ -327,6 +330,7 @@ def cmd_identify(args) -> int:
                         f"{args.method} (drop one of the two)")
     method = args.method or "wls"
     _check_holdout(args)
+    args.out = _out_path(args)
     model = load_model(args.robot)
     if method == "stepwise":
         return _identify_stepwise(args, model)
@@ -348,11 +352,7 @@ def cmd_identify(args) -> int:
     doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
     Path(args.out).write_text(json.dumps(_strict(doc), indent=1, allow_nan=False))
     if args.report:
-        from robodyn.identification.report import write_html_report
-
-        write_html_report(args.report, doc, [{"title": "identification data",
-                                              "metrics": doc["metrics"].get("measured",
-                                                                            doc["metrics"]["identification"])}])
+        _write_report(args.report, model, doc, datasets, holdout, args)
     if args.json:
         print_json({"out": args.out, "robot": doc["robot"], "method": doc["estimate"]["method"],
                     "base_count": doc["base"]["count"],
@@ -369,6 +369,32 @@ def cmd_identify(args) -> int:
             print(method_line)
         print(f"result written to {args.out}")
     return 0
+
+
+def _out_path(args) -> str:
+    """--out, or the default file when it does not exist yet (or with --force): never a silent overwrite."""
+    if args.out is not None:
+        return args.out
+    if Path(DEFAULT_RESULT).exists() and not args.force:
+        raise UserError(f"--out: not given, and ./{DEFAULT_RESULT} exists; name the result file with --out FILE, "
+                        "or add --force to overwrite it")
+    return DEFAULT_RESULT
+
+
+def _write_report(path, model, doc: dict, datasets, holdout, args) -> None:
+    """The HTML report: the fit and each held-out recording, each with its torque plot inside the file."""
+    from robodyn.identification.pipeline import predict, torque_metrics
+    from robodyn.identification.report import torque_plot_png, write_html_report
+
+    sections = []
+    for label, sets, names in (("identification data", datasets[:1], args.data[:1]),
+                               ("held out", holdout, args.holdout or ())):
+        for data, name in zip(sets, names):
+            t, measured, predicted = predict(model, doc, data)
+            title = f"{label}: {name}, against the measured torque"
+            sections.append({"title": title, "metrics": torque_metrics(measured, predicted, model.joint_names),
+                             "png": torque_plot_png(t - t[0], measured, predicted, model.joint_names, title)})
+    write_html_report(path, doc, sections)
 
 
 def _check_holdout(args) -> None:
@@ -396,6 +422,8 @@ def _identify_stepwise(args, model) -> int:
     if args.drive_gains:
         raise UserError("--drive-gains: stepwise identification reads the motor current; give its torque constant "
                         "with --torque-constant (N.m/A at the motor shaft) or let it be identified")
+    if args.report:
+        raise UserError("--report: stepwise identification prints its own validation; drop --report")
     doc = identify_stepwise(model, [str(p) for p in args.data], config_from_args(args, model, "ols"),
                             method_options(args, "stepwise"))
     doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
@@ -560,36 +588,4 @@ def cmd_drive_gains(args) -> int:
             print(f"  note: {note}")
         if result["driver_config"]:
             print("daemon configuration:\n" + result["driver_config"])
-    return 0
-
-
-def cmd_export_urdf(args) -> int:
-    import numpy as np
-
-    from robodyn.identification.base_params import BaseParameters
-    from robodyn.identification.pipeline import load_result
-    from robodyn.identification.urdf_export import export_urdf, verify_urdf
-    from robodyn.robot.loader import load_model
-
-    doc = load_result(args.result)
-    if "consistent" not in doc:
-        raise ValueError(f"{args.result}: has no physically consistent parameters; run `robodyn identify --method "
-                         "consistent` first (a URDF needs full, feasible standard parameters)")
-    model = load_model(args.robot or doc.get("robot_ref") or doc["robot"])
-    base = BaseParameters.from_dict(doc["base"])
-    text = export_urdf(model, doc["consistent"], base)
-    Path(args.out).write_text(text)
-    report = None
-    if args.verify:
-        from robodyn.identification.regressor import sample_states
-
-        q, qd, qdd = sample_states(model, 50, seed=3)
-        report = verify_urdf(text, model, base, np.asarray(doc["consistent"]["standard"]), q, qd, qdd)
-    if args.json:
-        print_json({"out": args.out, "verification": report})
-        return 0
-    print(f"URDF written to {args.out}")
-    if report is not None:
-        print(f"pinocchio max |tau - tau_identified| = {report['pinocchio']['max_abs_error']:.3g} N.m, "
-              f"MuJoCo {report['mujoco']['max_abs_error']:.3g} N.m over {report['samples']} random states")
     return 0

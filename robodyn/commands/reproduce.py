@@ -12,7 +12,7 @@ import numpy as np
 from robodyn.cli import print_json
 from robodyn.papers import cite
 
-from .common import add_json, deprecated
+from .common import add_json, deprecated, nonnegative_float
 
 
 def register(sub) -> None:
@@ -32,15 +32,17 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run; numbers differ from the paper "
                                                         "setup's)")
     add_json(p)
-    p.add_argument("--out", default=None, help="also write the JSON report here")
+    p.add_argument("--out", default=None, metavar="JSON", help="also write the JSON report here")
     p.set_defaults(handler=cmd_reproduce)
 
-    p = sub.add_parser("stepwise-flexible", help="deprecated: `robodyn reproduce stepwise --part flexible`")
-    p.add_argument("--robot", default="twolink")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--sensor-noise", type=float, default=0.02)
-    p.add_argument("--motor-noise", type=float, default=1e-4)
-    p.add_argument("--out", metavar="JSON")
+    p = sub.add_parser("stepwise-flexible")  # deprecated: not listed
+    p.add_argument("--robot", default="twolink", help="flexible-joint robot to simulate (default twolink)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the simulated noise (default 0)")
+    p.add_argument("--sensor-noise", type=nonnegative_float, default=0.02,
+                   help="joint torque sensor noise, N.m (default 0.02)")
+    p.add_argument("--motor-noise", type=nonnegative_float, default=1e-4,
+                   help="motor torque noise, N.m (default 1e-4)")
+    p.add_argument("--out", metavar="JSON", help="also write the JSON report here")
     add_json(p)
     p.set_defaults(handler=deprecated(cmd_stepwise_flexible, "stepwise-flexible", "reproduce stepwise --part flexible"))
 

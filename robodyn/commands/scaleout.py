@@ -22,7 +22,7 @@ import sys
 from robodyn.cli import print_json
 
 from . import progress as bars
-from .common import add_json
+from .common import add_json, positive_int
 
 
 def register(sub) -> None:
@@ -34,8 +34,8 @@ def register(sub) -> None:
     a.add_argument("--out", required=True, metavar="DIR", help="result directory (one JSON per job id)")
     a.add_argument("--cluster", default=None,
                    help="local (process pool, default), inline, ray (local Ray), ray://HOST:PORT or ray:ADDRESS")
-    a.add_argument("--workers", type=int, default=None, help="worker processes / local Ray CPUs (default: all CPUs)")
-    a.add_argument("--max-attempts", type=int, default=3, help="executions per job when workers are lost")
+    a.add_argument("--workers", type=positive_int, default=None, help="worker processes / local Ray CPUs (default: all CPUs)")
+    a.add_argument("--max-attempts", type=positive_int, default=3, help="executions per job when workers are lost")
     add_json(a, "print the summary as JSON")
     a.set_defaults(handler=cmd_run)
 

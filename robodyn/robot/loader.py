@@ -39,7 +39,7 @@ def load_model(name_or_path: str | Path) -> RobotModel:
     if builtin.exists():
         return model_from_toml(builtin)
     if path.suffix:
-        raise ValueError(f"robot: file {text!r} does not exist")
+        raise ValueError(f"robot: {text}: no such file (give a built-in model name or a model file)")
     raise ValueError(f"robot: unknown model {text!r}; built-in models are {builtin_model_names()}, "
                      "or pass a .toml/.urdf file")
 

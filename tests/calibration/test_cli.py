@@ -88,8 +88,9 @@ def test_compensate(calibrated, capsys):
 
 def test_export_urdf_reproduces_the_calibrated_kinematics(calibrated, capsys):
     path = calibrated / "calibrated.urdf"
-    code, _, _ = run(capsys, "export-urdf", str(calibrated / "calib.json"), "--out", str(path))
-    assert code == 0
+    assert main(["export-urdf", str(calibrated / "calib.json"), "--out", str(path)]) == 0  # one command for a URDF
+    code, _, err = run(capsys, "export-urdf", str(calibrated / "calib.json"), "--out", str(path))  # the old name
+    assert code == 0 and "deprecated, use `robodyn export-urdf" in err
     result = result_from_dict(json.loads((calibrated / "calib.json").read_text()))
     model = model_from_urdf(path)
     q = np.random.default_rng(0).uniform(-2, 2, size=(10, 6))
@@ -111,8 +112,8 @@ def test_identifiability_command(capsys):
 
 
 def test_replay_prints_table4_rows(capsys, replay_report):
-    code, out, _ = run(capsys, "replay", "--holdout", "40", "--json")
-    assert code == 0
+    code, out, err = run(capsys, "replay", "--check-poses", "40", "--json")
+    assert code == 0 and "use `robodyn reproduce calibration`" in err
     rep = json.loads(out)
     rows = rep["table4_mm"]["loaded"]["held_out_true"]
     assert list(rows) == ["nominal", "geometric", "geometric-stiffness", "combined"]

@@ -172,7 +172,7 @@ def test_recorder_sigkill_mid_run_leaves_a_readable_file(daemon):
         assert sum(1 for _ in make_reader(fh).iter_messages()) > 0
 
 
-def test_cli_status_recordings_and_export(daemon, capsys, tmp_path):
+def test_cli_status_recordings_and_export(daemon, capsys, tmp_path, monkeypatch):
     ep = ["--endpoint", daemon.control]
     assert cli_main(["status", "--json"] + ep) == 0
     st = json.loads(capsys.readouterr().out)
@@ -181,9 +181,21 @@ def test_cli_status_recordings_and_export(daemon, capsys, tmp_path):
     rows = json.loads(capsys.readouterr().out)
     done = [r for r in rows if r.get("status") == "completed"]
     assert done and all(r["lost"] == 0 for r in done)
+    assert cli_main(["recordings"] + ep) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:5] == ["recording", "status", "samples", "lost", "duration"]
+    assert len(table) == len(rows) + 1 and table[1].startswith(rows[0]["id"])
     out = tmp_path / "x.csv"
-    assert cli_main(["export", done[0]["id"], "--format", "csv", "-o", str(out)] + ep) == 0
+    assert cli_main(["export", done[0]["id"], "--format", "csv", "--out", str(out)] + ep) == 0
     assert out.read_text().startswith("t,seq,phase,q1")
+    # no --out: the current folder, not the daemon's data folder
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert cli_main(["export", done[0]["id"], "--format", "npz"] + ep) == 0
+    assert (here / f"{done[0]['id']}.npz").exists()
+    assert str(here / f"{done[0]['id']}.npz") in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)
     assert cli_main(["stream", "--duration", "1.2"] + ep) == 0
     shown = capsys.readouterr().out
     assert "samples/s" in shown and "lost 0" in shown and shown.count("q ") >= 1

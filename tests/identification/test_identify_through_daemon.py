@@ -45,8 +45,13 @@ def test_identification_job_on_daemon_recordings(daemon, tmp_path, capsys):
     st = daemon.client.wait_job(reply["job"], timeout=240)
     assert st["state"] == "completed", st
     out = tmp_path / "params.json"
+    capsys.readouterr()
     assert main(["pull", reply["job"], "--out", str(out), "--endpoint", daemon.control]) == 0
+    shown = capsys.readouterr().out  # the fit and the held-out error, where the user looks
+    assert "fit, against the" in shown and f"held out {held}, against the measured torque" in shown
     doc = json.loads(out.read_text())
+    held_sum = [ln for ln in shown.splitlines() if ln.startswith("sum")][-1]
+    assert float(held_sum.split()[1]) == pytest.approx(doc["metrics"]["holdout"]["rmse_sum"], abs=1e-4)
     assert doc["provenance"]["recordings"] == [ident]
     assert doc["estimate"]["rank"] == doc["base"]["count"]
     # the daemon's result carries what the command line's does: coverage and the residual model
@@ -56,6 +61,11 @@ def test_identification_job_on_daemon_recordings(daemon, tmp_path, capsys):
     print("held-out", json.dumps({k: holdout[k] for k in ("rmse", "relative_error_total", "correlation")}))
     assert holdout["relative_error_total"] < 0.1, holdout
     assert min(holdout["correlation"]) > 0.9, holdout
+    # the same job from the command line, waited for: the summary is printed without a pull
+    assert main(["submit-identify", ident, "--holdout", held, "--cutoff", "20", "--wait",
+                 "--endpoint", daemon.control]) == 0
+    shown = capsys.readouterr().out
+    assert f"held out {held}, against the measured torque" in shown and "robodyn pull" in shown
 
 
 def test_bad_jobs_are_refused_with_reasons(daemon):

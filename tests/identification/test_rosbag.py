@@ -112,7 +112,7 @@ def test_validate_predict_and_export_read_a_bag(tmp_path, samples, capsys):
     rows = np.loadtxt(pred, delimiter=",", skiprows=1, ndmin=2)
     assert rows.shape[1] == 5 and rows.shape[0] > 100
     out = tmp_path / "exported.csv"
-    assert main(["export", str(bag), "--format", "csv", "--robot", "twolink", "--output", str(out)]) == 0
+    assert main(["export", str(bag), "--format", "csv", "--robot", "twolink", "--out", str(out)]) == 0
     header = out.read_text().splitlines()[0].split(",")
     table = np.loadtxt(out, delimiter=",", skiprows=1, ndmin=2)
     np.testing.assert_array_equal(table[:, header.index("tau2")], samples.tau[:, 1])  # by name, not bag order

@@ -196,7 +196,7 @@ def test_identify_command_runs_stepwise(recordings, tmp_path, capsys):
     a = save_flexible(ident.log, tmp_path / "ident.csv")
     b = save_flexible(held.log, tmp_path / "held.npz")
     out = tmp_path / "stepwise.json"
-    assert main(["identify", str(a), "--robot", "twolink", "--method", "stepwise", "--held-out", str(b),
+    assert main(["identify", str(a), "--robot", "twolink", "--method", "stepwise", "--holdout", str(b),
                  "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "Chen" in text and "rank/cols" in text and "motor + stiffness stacked" in text

@@ -1,0 +1,79 @@
+"""`robodyn export-urdf RESULT`: one command writes every URDF robodyn makes, the inertial parameters
+of a physically consistent identification or the joint origins of a kinematic calibration (the
+old `robodyn calibrate export-urdf` is its deprecated name)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from robodyn.cli import print_json
+
+from .common import add_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export-urdf", help="write an identified model as URDF: the inertial parameters of a "
+                                           "physically consistent identification, or the joint origins of a "
+                                           "kinematic calibration")
+    p.add_argument("result", help="result JSON of `robodyn identify --method consistent`, or a calibration of "
+                                  "`robodyn calibrate identify`")
+    p.add_argument("--out", default=None, metavar="URDF",
+                   help="URDF file (default: robot_identified.urdf for an identification; a calibration's URDF is "
+                        "printed)")
+    p.add_argument("--robot", help="identification: model (default: the one named in the result)")
+    p.add_argument("--verify", action="store_true",
+                   help="identification: load the URDF in pinocchio and MuJoCo and compare torques on random states")
+    p.add_argument("--name", default=None, help="calibration: the robot name written in the URDF")
+    p.add_argument("--force", action="store_true", help="calibration: use it even if its fit failed (the file's "
+                                                        "status is 'failed')")
+    add_json(p)
+    p.set_defaults(handler=cmd_export_urdf)
+
+
+def cmd_export_urdf(args) -> int:
+    import numpy as np
+
+    from robodyn.identification.base_params import BaseParameters
+    from robodyn.identification.pipeline import load_result
+    from robodyn.identification.urdf_export import export_urdf, verify_urdf
+    from robodyn.robot.loader import load_model
+
+    if _is_calibration(args.result):
+        from .calibrate import cmd_export_urdf as export_calibration
+
+        args.calibration = args.result
+        return export_calibration(args)
+    args.out = args.out or "robot_identified.urdf"
+    doc = load_result(args.result)
+    if "consistent" not in doc:
+        raise ValueError(f"{args.result}: has no physically consistent parameters; run `robodyn identify --method "
+                         "consistent` first (a URDF needs full, feasible standard parameters)")
+    model = load_model(args.robot or doc.get("robot_ref") or doc["robot"])
+    base = BaseParameters.from_dict(doc["base"])
+    text = export_urdf(model, doc["consistent"], base)
+    Path(args.out).write_text(text)
+    report = None
+    if args.verify:
+        from robodyn.identification.regressor import sample_states
+
+        q, qd, qdd = sample_states(model, 50, seed=3)
+        report = verify_urdf(text, model, base, np.asarray(doc["consistent"]["standard"]), q, qd, qdd)
+    if args.json:
+        print_json({"out": args.out, "verification": report})
+        return 0
+    print(f"URDF written to {args.out}")
+    if report is not None:
+        print(f"pinocchio max |tau - tau_identified| = {report['pinocchio']['max_abs_error']:.3g} N.m, "
+              f"MuJoCo {report['mujoco']['max_abs_error']:.3g} N.m over {report['samples']} random states")
+    return 0
+
+
+def _is_calibration(path) -> bool:
+    """A kinematic calibration file (calibrate identify), not an identification result."""
+    from robodyn.calibration.result_file import RESULT_FORMAT
+
+    try:
+        return json.loads(Path(path).read_text()).get("format") == RESULT_FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False  # load_result says what is wrong with it
