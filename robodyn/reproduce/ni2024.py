@@ -12,7 +12,8 @@ NI_TABLE_4 = {"wso": ("0.78", "1.04", "0.94", "1.39", "0.79", "0.53", "0.18"),
               "ga": ("0.97", "1.60", "1.69", "1.44", "0.88", "0.60", "0.23")}
 NI_TABLE_4_SUM = {"wso": "5.66", "pso": "6.12", "ga": "7.41"}
 PAPER_ORIGIN = "real (the paper's Franka, joint torque sensors, 100 Hz)"
-NI_TABLE_5_MOTOR_INERTIA = {"IA3": -0.1830, "IA4": -1.1123, "IA5": -0.0015, "IA6": -0.0685, "IA7": -0.0021}
+NI_TABLE_5_MOTOR_INERTIA = {"IA3": "-0.1830", "IA4": "-1.1123", "IA5": "-0.0015", "IA6": "-0.0685",
+                            "IA7": "-0.0021"}  # as printed
 
 
 # The methods of every setup: the closed forms and the paper's three metaheuristics
