@@ -1,6 +1,6 @@
 """All five source papers reproduced side by side: `robodyn reproduce PAPER` for each, one JSON.
 
-    .venv/bin/python bench/papers/run.py [--papers wso,stepwise,icpso,ur10e,calibration] [--quick]
+    python bench/papers/run.py [--papers wso,stepwise,icpso,ur10e,calibration] [--quick]
                                           [--out bench/papers/result.json]
 
 A run of some papers replaces their entries in an existing result file and keeps the others.
@@ -44,9 +44,17 @@ def main() -> None:
     for key in keys:
         rep = reproduce.reproduce(key, quick=a.quick)
         print(rep.format(), flush=True)
-        out["papers"][key] = {**rep.to_dict(), "measured": time.strftime("%Y-%m-%d"),
-                              "command": f".venv/bin/python bench/papers/run.py --papers {key}"
-                                         + (" --quick" if a.quick else "")}
+        doc = rep.to_dict()
+        command = f"robodyn reproduce {key}" + (" --quick" if a.quick else "")
+        # every part with its command and what it measured: the rows (robodyn's value, its origin and
+        # the row's own command) and the findings
+        parts = {t["title"]: {"command": command, "rows": [{k: r[k] for k in ("quantity", "paper", "robodyn",
+                                                                                "origin", "paper_origin", "command")}
+                                                             for r in t["rows"]]}
+                 for t in doc["tables"]}
+        out["papers"][key] = {**doc, "measured": time.strftime("%Y-%m-%d"), "command": command, "parts": parts,
+                              "bench_command": f"python bench/papers/run.py --papers {key}"
+                                               + (" --quick" if a.quick else "")}
     out["seconds"] = sum(p.get("elapsed_s", 0.0) for p in out["papers"].values())
     Path(a.out).write_text(json.dumps(out, indent=1, default=reproduce.json_default) + "\n")
     print(f"wrote {a.out} ({out['seconds']:.0f} s)")

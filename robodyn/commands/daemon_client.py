@@ -79,6 +79,7 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", metavar="FILE",
                    help="output file (default: the recording's name with the new suffix, in the current folder)")
     p.add_argument("--output", dest="out", help=argparse.SUPPRESS)  # the old spelling
+    p.add_argument("--topic", metavar="TOPIC", help="ROS 2 bag (directory, .mcap or .db3): its sensor_msgs/msg/"
                                                     "JointState topic (default: the only one); writes t, q, qd, tau")
     p.add_argument("--robot", metavar="MODEL", help="ROS 2 bag: order the joints as this model names them "
                                                     "(default: as the bag's first message does)")

@@ -3,20 +3,24 @@
 Every number carries the command that produces it. Where a paper's number cannot be reached, a
 *finding* says why (unstated parameter, OCR-garbled formula, physically impossible value, data that
 are not public) together with the measurement that shows it. Papers are cited by authors, year and
-title (robodyn.papers); the keys below are what the command line accepts.
+title (robodyn.papers); the keys below are what the command line accepts. Every row names its data's
+origin, robodyn's and the paper's: real / plant / own-model (report.py).
 
 - ``wso``          Ni et al. 2024, white shark optimizer identification of a Franka arm: Table 4
-                   (torque RMSE of WSO / PSO / GA) on the simulated Panda and on the real Staubli TX40.
+                   (torque RMSE of WSO / PSO / GA; the paper's real Franka) on an own-model Panda,
+                   two plants unlike the model and the real Staubli TX40.
 - ``stepwise``     Chen et al. 2021, stepwise identification of flexible-joint robots: Table 3
                    (minimum condition numbers of the periodic-polynomial excitation; part ``table3``) and
-                   the stepwise identification of the simulated flexible-joint arm (part ``flexible``).
-- ``icpso``        Zhong et al. 2023, chaotic PSO excitation design for a SCARA: Table 2 (ICPSO, APSO,
-                   LPSO on F1-F5), the SCARA excitation's condition numbers, Tables 4-5 (linear neural
+                   the stepwise identification of the simulated flexible-joint arm (part ``flexible``,
+                   own-model) and of recordings of a plant unlike the model (part ``recorded``).
+- ``icpso``        Zhong et al. 2023, chaotic PSO excitation design for a SCARA: Table 2 (ICPSO as
+                   printed, APSO, LPSO, PSO on F1-F5, the tuned ICPSO as an ablation, and an
+                   equal-evaluation comparison), the SCARA excitation's condition numbers, Tables 4-5 (linear neural
                    network identification).
 - ``ur10e``        Mamedov & Mikhel 2020 walk-through: 70 -> 43 base parameters of a 7-DOF arm by QR,
-                   and the simulated torque error.
-- ``calibration``  Li et al. 2023, UR5 kinematic calibration with joint stiffness: Table 4, through the
-                   existing replay (robodyn.calibration.paper_replay), unchanged.
+                   and the simulated torque error, on a Franka Panda (NOT the walk-through's UR10e).
+- ``calibration``  Li et al. 2023, UR5 kinematic calibration with joint stiffness: Tables 3 (stiffness),
+                   4 and 5 (the abstract's max-error reduction), through the existing replay (robodyn.calibration.paper_replay), unchanged.
 """
 
 from __future__ import annotations

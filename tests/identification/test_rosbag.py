@@ -110,7 +110,7 @@ def test_validate_predict_and_export_read_a_bag(tmp_path, samples, capsys):
     pred = tmp_path / "p.csv"
     assert main(["predict", str(result), str(bag), "--out", str(pred)]) == 0
     rows = np.loadtxt(pred, delimiter=",", skiprows=1, ndmin=2)
-    assert rows.shape[1] == 5 and rows.shape[0] > 100
+    assert rows.shape[1] == 1 + 4 * 2 and rows.shape[0] > 100
     out = tmp_path / "exported.csv"
     assert main(["export", str(bag), "--format", "csv", "--robot", "twolink", "--out", str(out)]) == 0
     header = out.read_text().splitlines()[0].split(",")

@@ -23,10 +23,13 @@ def test_reproduce_ur10e_prints_the_table_with_a_command_behind_every_number(tmp
     assert "Mamedov Shamil, Mikhel Stanislav (2020)" in text and "seed 00" not in text
     doc = json.loads(out.read_text())
     rows = [r for t in doc["tables"] for r in t["rows"]]
-    assert all(r["command"] for r in rows)
+    assert all(r["command"].startswith("robodyn ") for r in rows)
+    # a Panda is not a UR10e: every row says so in its origin, and the printed setup too
+    assert all(r["origin"].startswith("own-model") and "not a UR10e" in r["origin"] for r in rows)
+    assert "NOT a UR10e" in text
     counts = {r["quantity"]: r for r in rows}
-    assert counts["standard parameters"]["paper"] == counts["standard parameters"]["robodyn"] == 70
-    assert counts["base parameters"]["paper"] == counts["base parameters"]["robodyn"] == 43
+    assert counts["standard parameters"]["paper"] == "70" and counts["standard parameters"]["robodyn"] == 70
+    assert counts["base parameters"]["paper"] == "43" and counts["base parameters"]["robodyn"] == 43
     # the walk-through's < 0.001 N.m, with torques from an independent library and differentiated positions
     assert counts["torque error, identification trajectory, max (N.m)"]["robodyn"] < 1e-3
     assert doc["findings"] and all(f["reason"] and f["evidence"] for f in doc["findings"])
@@ -34,7 +37,7 @@ def test_reproduce_ur10e_prints_the_table_with_a_command_behind_every_number(tmp
 
 def test_every_paper_is_reproducible_and_cited_by_authors():
     assert set(R.REPRODUCERS) == set(R.PAPER_KEYS) == {"wso", "stepwise", "icpso", "ur10e", "calibration"}
-    rep = R.Reproduction("icpso", "setup", [R.Table("t", [R.Row("x", 1.0, 2.0, "cmd")])],
+    rep = R.Reproduction("icpso", "setup", [R.Table("t", [R.Row("x", "1.0", 2.0, "cmd", "plant (p)")])],
                          [R.Finding("claim", "unstated parameter", "evidence", "cmd")])
     text = rep.format()
     assert cite("icpso").split(",")[0] in rep.to_dict()["paper"]
@@ -77,3 +80,102 @@ def test_compare_runs_on_a_registered_plant_and_labels_the_inverse_crime(tmp_pat
     doc = json.loads(out.read_text())
     assert doc["inverse_crime"] is False and "unmodelled" in doc["plant"]
     assert main(args + ["--plant", "nonexistent"]) == 2
+
+
+# --------------------------------------------------------------------------- labels and output
+
+
+def test_a_row_needs_one_of_the_three_origin_words():
+    for origin in ("real (TX40 log)", "plant (MuJoCo, perturbed)", "own-model (inverse crime)"):
+        assert R.Row("q", None, 1.0, "robodyn x", origin).origin == origin
+    for bad in ("", "simulated", "INVERSE CRIME", "realistic plant"):
+        with pytest.raises(ValueError, match="origin"):
+            R.Row("q", None, 1.0, "robodyn x", bad)
+    with pytest.raises(ValueError, match="origin"):
+        R.Row("q", "1", 1.0, "robodyn x", "real (r)", paper_origin="the paper")
+    with pytest.raises(TypeError, match="printed string"):
+        R.Row("q", 3.3003, 1.0, "robodyn x", "real (r)")
+
+
+def test_a_table_without_the_inverse_crime_refuses_an_own_model_row():
+    real, own = R.Row("a", None, 1.0, "robodyn x", "real (r)"), R.Row("b", None, 1.0, "robodyn x", "own-model (m)")
+    R.Table("with", [real, own])
+    R.Table("without", [real], own_model_allowed=False)
+    with pytest.raises(ValueError, match="own-model rows"):
+        R.Table("without", [real, own], own_model_allowed=False)
+
+
+def test_wso_setups_label_robodyn_data_and_the_paper_is_real():
+    from robodyn.reproduce import ni2024
+    from robodyn.reproduce.report import origin_word
+
+    words = [origin_word(kind) for _, kind, _, _ in ni2024.WSO_SETUPS]
+    assert words == ["own-model", "plant", "plant", "real"]
+    assert origin_word(ni2024.PAPER_ORIGIN) == "real" and "Franka" in ni2024.PAPER_ORIGIN
+    for _, _, full, quick in ni2024.WSO_SETUPS:
+        assert full[0].startswith("robodyn ") and quick[0].startswith("robodyn ")
+
+
+def test_sections_mean_what_their_titles_say():
+    rep = R.Reproduction("icpso", "s", [], [R.Finding("a", "r", "e", "c", kind="reached"),
+                                            R.Finding("b", "r", "e", "c", kind="not reached"),
+                                            R.Finding("z", "r", "e", "c", kind="about the paper")])
+    text = rep.format()
+    not_reached = text.split("Not reached, and why:")[1].split("\n\n")[0]
+    assert "- b:" in not_reached and "- a:" not in not_reached and "- z:" not in not_reached
+    assert "- a:" in text.split("Reached, with the evidence:")[1].split("\n\n")[0]
+    with pytest.raises(ValueError, match="kind"):
+        R.Finding("a", "r", "e", "c", kind="maybe")
+
+
+def test_paper_values_are_the_papers_printed_strings():
+    from robodyn.reproduce import chen2021, li2023, ni2024, zhong2023
+
+    assert chen2021.CHEN_TABLE_3["friction"]["both links"] == "3.3003"
+    assert ni2024.NI_TABLE_4["ga"][1] == "1.60" and ni2024.NI_TABLE_4["ga"][5] == "0.60"
+    assert zhong2023.ZHONG_COND["joint 3"] == "1.0000"
+    assert li2023.PAPER_TABLE5["no_load"]["reduction"] == "75.5 %"
+    assert li2023.PAPER_TABLE5["loaded"]["reduction"] == "85.1 %"
+    assert li2023.PAPER_TABLE4["no_load"]["geometric"] == ("0.264", "0.520")
+    row = R.Row("both links", chen2021.CHEN_TABLE_3["friction"]["both links"], 3.3061, "robodyn x", "own-model (m)")
+    assert " 3.3003 " in R.Reproduction("stepwise", "s", [R.Table("t", [row])]).format()
+
+
+def test_no_reproduction_cites_a_checkout_path_or_an_internal_name():
+    src = Path(R.__file__).parent
+    for f in src.glob("*.py"):
+        text = f.read_text()
+        assert ".venv/bin/python" not in text, f.name
+        assert "table['against']" not in text, f.name  # the comparison's 'against' names internal keys
+
+
+def test_correlation_is_clipped_to_its_domain():
+    from robodyn.reproduce.report import clip
+
+    assert clip(1.0000000014, -1.0, 1.0) == 1.0 and clip(-1.2, -1.0, 1.0) == -1.0 and clip(0.5, -1, 1) == 0.5
+
+
+def test_a_stiffness_within_two_standard_errors_of_rigid_is_unidentifiable():
+    from robodyn.reproduce.li2023 import stiffness_cell
+
+    # compliance 1e-15 +- 1e-6: the point value would be K = 1e15; the data bound K from below only
+    value, note = stiffness_cell({"joint": 4, "compliance_rad_per_Nm": 1e-15, "compliance_std": 1e-6,
+                                  "identified": True})
+    assert value == "unidentifiable" and "K > 500000" in note
+    # a large K whose compliance is well resolved stays a number: the decision is the standard error, not K
+    value, _ = stiffness_cell({"joint": 3, "compliance_rad_per_Nm": 1e-6, "compliance_std": 1e-8,
+                               "identified": True})
+    assert value == pytest.approx(1e6)
+    value, _ = stiffness_cell({"joint": 5, "compliance_rad_per_Nm": 1 / 5404, "compliance_std": 1 / 5404,
+                               "identified": True})
+    assert value == "unidentifiable"
+
+
+def test_friction_floor_on_the_papers_50hz_grid():
+    from robodyn.reproduce.chen2021 import CHEN_GRID, friction_cond_floor
+
+    assert CHEN_GRID == 250
+    # t = k/50, k = 1..250 (the paper's N_A samples) and k = 0..249 give the same rows: the same floor
+    assert friction_cond_floor(np.arange(1, 251) / 50.0) == pytest.approx(friction_cond_floor(np.arange(250) / 50.0))
+    assert friction_cond_floor(np.arange(250) / 50.0) == pytest.approx(3.3061, abs=1e-4)
+    assert friction_cond_floor(np.linspace(0.0, 5.0, 250)) == pytest.approx(3.2888, abs=1e-4)
