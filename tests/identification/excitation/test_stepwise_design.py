@@ -45,7 +45,9 @@ def test_friction_sub_experiment_reaches_the_analytic_minimum_and_the_paper(twol
         assert r.grid_metrics["cond_scaled"] == pytest.approx(expected, rel=1e-6)
         assert r.grid_metrics["cond_scaled"] == pytest.approx(paper, rel=2e-3)
         assert r.grid_metrics["base_parameters"] == 2  # FV_j and FC_j
-    # with k / f_s sampling (no end point) the minimum is 3.3061: the paper's grid includes t = T
+    # with k / f_s sampling (the paper's stated grid, eq. 12) the floor is 3.3061; the paper's three
+    # values lie below it, so they cannot come from that grid. They fit a grid that adds t = T (a
+    # repeated row of t = 0 by periodicity), which is the grid this designer uses.
     assert analytic_friction_cond(np.arange(250) / 50.0) == pytest.approx(3.3061, abs=1e-4)
 
 
