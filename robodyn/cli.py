@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "robodyn.commands.identify",
     "robodyn.commands.compare",
     "robodyn.commands.excitation",
+    "robodyn.commands.friction",
     "robodyn.commands.reproduce",
     "robodyn.commands.scaleout",
     "robodyn.commands.calibrate",

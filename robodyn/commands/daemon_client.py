@@ -96,7 +96,8 @@ def register_jobs(sub) -> None:
                    help="estimator (the daemon's worker runs the least-squares methods; the others: "
                         "`robodyn identify --method ...` on the exported recordings)")
     p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"), default="coulomb-viscous")
-    p.add_argument("--friction-model", metavar="FILE", help="friction fit JSON to subtract (stribeck/sigmoid)")
+    p.add_argument("--friction-model", metavar="FILE",
+                   help="friction model to subtract: the JSON `robodyn friction fit` writes")
     p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
     add_processing_arguments(p)
     p.add_argument("--wait", action="store_true", help="show progress until the job ends")
