@@ -10,6 +10,7 @@ Nelder-Mead on J = sum (tau_f - F(v))^2 (Ni et al. 2024 eq. 6).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,12 @@ from robodyn.robot.friction import DEFAULT_LINEAR_ZONE, DEFAULT_SIGMOID_VELOCITY
 FRICTION_SWEEP_SPEEDS = (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
                          0.08, 0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.23, 0.26, 0.29, 0.32, 0.36, 0.4, 0.45, 0.5, 0.56,
                          0.62, 0.7, 0.8, 1.0, 1.2, 1.5, 1.8)
+
+
+# `robodyn friction design` and `robodyn demo`: ten speeds, dense around the Franka's Stribeck
+# velocities (0.05-0.09 rad/s), over a window of +- 0.1 rad: about 1.5 min of motion per joint
+EXPERIMENT_SPEEDS = (0.015, 0.03, 0.045, 0.06, 0.08, 0.1, 0.13, 0.18, 0.3, 0.6)
+EXPERIMENT_HALF_WIDTH = 0.1  # rad
 
 
 # --------------------------------------------------------------------------- identified with the dynamics
@@ -151,6 +158,106 @@ def experiment_trajectory(model, q_hold, joint: int, low: float, high: float, sp
         spans.append((sw.speed, t, t + sw.duration))
         t += sw.duration
     return SequenceTrajectory(parts), spans
+
+
+def design_experiment(model, q_hold, joints, half_width: float = EXPERIMENT_HALF_WIDTH,
+                      speeds=EXPERIMENT_SPEEDS, scale: float = 0.5, settle: float = 0.3):
+    """The friction experiment of several joints as ONE run: for each joint (0-based, in the order
+    given) every sweep of :func:`experiment_trajectory` over [hold - half_width, hold + half_width]
+    while the other joints hold ``q_hold``, joined by rest-to-rest moves. The whole trajectory is
+    checked by the daemon's own validator (:func:`robodyn.limits.check_trajectory`); a violation is
+    refused here, naming the limit, the joint and the time. Returns the trajectory and the limit report."""
+    from robodyn.errors import UserError
+    from robodyn.limits import check_trajectory
+    from robodyn.trajectory import PointToPointTrajectory, SequenceTrajectory
+
+    q_hold = np.asarray(q_hold, float)
+    if q_hold.shape != (model.dof,) or not np.all(np.isfinite(q_hold)):
+        raise UserError(f"hold: expected {model.dof} finite joint positions for {model.name}, got {q_hold.tolist()}")
+    outside = [j + 1 for j in range(model.dof) if not model.q_min[j] <= q_hold[j] <= model.q_max[j]]
+    if outside:
+        raise UserError(f"hold: joint(s) {outside} outside {model.name}'s position limits")
+    joints = [int(j) for j in joints]
+    if not joints:
+        raise UserError("joints: name at least one joint to sweep")
+    bad = [j + 1 for j in joints if not 0 <= j < model.dof]
+    if bad or len(set(joints)) != len(joints):
+        raise UserError(f"joints: expected distinct joints 1..{model.dof}, got {[j + 1 for j in joints]}")
+    if not (math.isfinite(half_width) and half_width > 0):
+        raise UserError(f"half-width: must be > 0 rad, got {half_width}")
+    speeds = [float(v) for v in speeds]
+    if len(speeds) < 3 or not all(math.isfinite(v) and v > 0 for v in speeds):
+        raise UserError(f"speeds: need at least 3 speeds > 0 rad/s (a friction curve is fitted to them), got {speeds}")
+    parts = []
+    for j in joints:
+        low, high = q_hold[j] - half_width, q_hold[j] + half_width
+        if low < model.q_min[j] or high > model.q_max[j]:
+            raise UserError(f"half-width: joint {j + 1}'s window [{low:.3f}, {high:.3f}] rad leaves its position "
+                            f"limits [{model.q_min[j]:.3f}, {model.q_max[j]:.3f}]")
+        try:
+            seq, _ = experiment_trajectory(model, q_hold, j, low, high, speeds, scale, settle)
+        except ValueError as exc:  # a speed above the joint's velocity limit
+            raise UserError(str(exc)) from None
+        if parts:
+            prev_end = parts[-1].evaluate(parts[-1].duration)[0][0]
+            start = seq.parts[0].evaluate(0.0)[0][0]
+            parts.append(PointToPointTrajectory.within_limits(prev_end, start, model.qd_max, model.qdd_max,
+                                                              model.qddd_max, scale))
+        parts.extend(seq.parts)
+    traj = SequenceTrajectory(parts)
+    report = check_trajectory(model, traj)
+    if not report.ok:
+        raise UserError(f"friction experiment refused: {report.summary()}")
+    return traj, report
+
+
+def points_from_recording(path) -> list["FrictionPoint"]:
+    """Friction points of a recorded friction experiment: the daemon's recording carries the
+    trajectory it ran, which says where each sweep is; the samples are its execute phase."""
+    from pathlib import Path
+
+    from robodyn.daemon.recording import load_recording
+    from robodyn.trajectory import trajectory_from_dict
+
+    path = Path(path)
+    if path.suffix.lower() != ".mcap":
+        raise ValueError(f"{path}: expected a daemon recording (.mcap) of a friction experiment")
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    rec = load_recording(path)
+    doc = rec.meta.get("trajectory")
+    if not doc:
+        raise ValueError(f"{path}: the recording carries no trajectory")
+    traj = trajectory_from_dict(doc)
+    if not sweep_spans(traj):
+        raise ValueError(f"{path}: not a friction experiment (its {traj.family} trajectory has no "
+                         "constant-velocity sweep; design one with `robodyn friction design`)")
+    mask = rec.phase_mask("execute")
+    if not mask.any():
+        raise ValueError(f"{path}: no samples of the trajectory itself" + (" (cut short)" if rec.truncated else ""))
+    t = rec.robot_time[mask]
+    return points_from_run(traj, t - t[0], rec.signal("q")[mask], rec.signal("qd")[mask], rec.signal("tau")[mask])
+
+
+def fit_experiment(points: list["FrictionPoint"], kind: str, dof: int, viscous: bool = False,
+                   qd0: float = DEFAULT_LINEAR_ZONE) -> tuple[FrictionModel, list["FrictionFit"]]:
+    """Per swept joint, :func:`fit_friction` to its (measured speed, friction torque) points, and
+    the fits as one FrictionModel (joints without points get zero friction). The pairing of equal
+    positions cancels any torque offset, so the points are odd in the speed: each is also given at
+    -v with -torque, which pins the coulomb-viscous offset at zero (the folded fits are unchanged)."""
+    by_joint: dict[int, list] = {}
+    for p in points:
+        by_joint.setdefault(p.joint, []).append(p)
+    if not by_joint:
+        raise ValueError("recordings: no friction points")
+    fits = []
+    for joint in sorted(by_joint):
+        v = np.array([p.measured_speed for p in by_joint[joint]], float)
+        f = np.array([p.torque for p in by_joint[joint]], float)
+        if kind == "coulomb-viscous":
+            v, f = np.concatenate([v, -v]), np.concatenate([f, -f])
+        fits.append(fit_friction(v, f, kind, joint=joint, qd0=qd0, viscous=viscous))
+    return model_from_fits(fits, dof), fits
 
 
 def sweep_spans(traj) -> list[tuple[int, float, float, float, float, float]]:

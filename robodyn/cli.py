@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "robodyn.commands.mjcf",
     "robodyn.commands.compare",
     "robodyn.commands.excitation",
+    "robodyn.commands.friction",
     "robodyn.commands.reproduce",
     "robodyn.commands.scaleout",
     "robodyn.commands.calibrate",

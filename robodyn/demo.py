@@ -22,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
+from robodyn.identification.friction import EXPERIMENT_HALF_WIDTH, EXPERIMENT_SPEEDS
+
 READY = np.array([0.0, -np.pi / 4, 0.0, -3 * np.pi / 4, 0.0, np.pi / 2, np.pi / 4])
-DEMO_SPEEDS = (0.015, 0.03, 0.045, 0.06, 0.08, 0.1, 0.13, 0.18, 0.3, 0.6)  # rad/s, dense around the Stribeck velocities
-SWEEP_HALF_WIDTH = 0.1  # rad around the ready pose
+DEMO_SPEEDS = EXPERIMENT_SPEEDS  # rad/s, dense around the Stribeck velocities (`robodyn friction design`'s)
+SWEEP_HALF_WIDTH = EXPERIMENT_HALF_WIDTH  # rad around the ready pose
 PERIOD_S = 10.0
 WELL_EXCITED_SHARE = 0.10  # a base parameter carrying >= 10 % of some joint's RMS torque
 # a fitted friction parameter whose local standard deviation exceeds half its value is not
@@ -66,7 +68,7 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
     """Run the demo into the folder ``out``; returns the summary (also written to summary.json).
     ``say(text)`` reports each step; ``job_progress(stage, fraction)`` the identification job."""
     from robodyn.identification.base_params import BaseParameters
-    from robodyn.identification.friction import experiment_trajectory, fit_friction, model_from_fits, points_from_run
+    from robodyn.identification.friction import experiment_trajectory, fit_experiment, points_from_run
     from robodyn.identification.pipeline import base_rows, predict_processed, validate
     from robodyn.identification.regressor import standard_parameter_vector
     from robodyn.identification.report import torque_plot_png, write_html_report
@@ -96,7 +98,7 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
         (out / "excitation.json").write_text(json.dumps(excitation.to_dict(robot="panda"), indent=1))
 
         say(f"[3/6] friction experiment: {len(DEMO_SPEEDS)} speeds x 7 joints, one run per joint")
-        fits = []
+        all_points = []
         friction_points = []
         for joint in range(model.dof):
             low, high = READY[joint] - SWEEP_HALF_WIDTH, READY[joint] + SWEEP_HALF_WIDTH
@@ -105,10 +107,9 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
             t, q, qd, tau = _execute_phase(reply["recording"])
             points = points_from_run(traj, t, q, qd, tau)
             friction_points.append([(p.measured_speed, p.torque) for p in points])
-            fit = fit_friction(np.array([p.measured_speed for p in points]), np.array([p.torque for p in points]),
-                               "stribeck", joint=joint)
-            fits.append(fit)
-        friction = model_from_fits(fits, model.dof)
+            all_points += points
+        # the fit of `robodyn friction fit`
+        friction, fits = fit_experiment(all_points, "stribeck", model.dof)
         (out / "friction.json").write_text(json.dumps({"model": friction.to_dict(), "points": friction_points,
                                                        "fits": [f.__dict__ for f in fits]}, indent=1, default=float))
         say("[3/6] running the excitation and the held-out trajectory")

@@ -110,7 +110,8 @@ def register_jobs(sub) -> None:
     p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"), default="coulomb-viscous",
                    help="friction identified with the dynamics: viscous + Coulomb + offset (default), Stribeck or "
                         "sigmoid; with --friction-model, the model subtracted")
-    p.add_argument("--friction-model", metavar="FILE", help="friction fit JSON to subtract (stribeck/sigmoid)")
+    p.add_argument("--friction-model", metavar="FILE",
+                   help="friction model to subtract: the JSON `robodyn friction fit` writes")
     p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
     add_processing_arguments(p)
     p.add_argument("--wait", action="store_true", help="show progress until the job ends")

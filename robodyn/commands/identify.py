@@ -74,7 +74,9 @@ def add_model_arguments(p) -> None:
                    help="friction identified with the dynamics: viscous + Coulomb + offset (default), Stribeck or "
                         "sigmoid (velocity scales chosen from the data); with --friction-model, the model subtracted")
     p.add_argument("--friction-model", metavar="FILE",
-                   help="friction fit (JSON from `robodyn friction fit`) to subtract before identification")
+                   help="friction model to subtract before identification instead of identifying friction: the "
+                        "JSON `robodyn friction fit` writes from the constant-velocity friction experiment "
+                        "(`robodyn friction design`, then `robodyn run`)")
     p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
     p.add_argument("--drive-gains", metavar="K1,...,KN", help=DRIVE_GAINS_HELP)
     p.add_argument("--preprocessed", action="store_true",
@@ -282,8 +284,9 @@ def processing_lines(doc: dict) -> list[str]:
 
 def summary_lines(doc: dict) -> list[str]:
     est = doc["estimate"]
-    lines = [f"{doc['robot']}: {doc['base']['count']} base parameters, method {est['method']}, "
-             f"friction {doc['config']['friction']}",
+    fm = doc.get("friction_model")
+    friction = f"{fm['kind']} friction subtracted (--friction-model)" if fm else f"friction {doc['config']['friction']}"
+    lines = [f"{doc['robot']}: {doc['base']['count']} base parameters, method {est['method']}, {friction}",
              f"rows {est['rows']}, rank {est['rank']}, cond {est['cond']:.4g}, relative residual "
              f"{est['relative_residual']:.4g}"]
     lines += processing_lines(doc)

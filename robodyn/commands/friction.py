@@ -1,0 +1,167 @@
+"""`robodyn friction design | fit`: the constant-velocity friction experiment (Ni et al. 2024,
+"Dynamic parameter identification of a robot manipulator based on the White Shark Optimizer",
+§2.1) from the command line, the chain `robodyn demo` runs:
+
+    robodyn friction design --robot panda --out friction_sweep.json
+    robodyn run --robot panda --trajectory friction_sweep.json --wait     # the daemon runs and records it
+    robodyn friction fit RUN.mcap --robot panda --model stribeck --out friction.json
+    robodyn identify EXCITATION.mcap --robot panda --friction-model friction.json --out result.json
+
+The experiment runs through the daemon with the ordinary `robodyn run`; the math is
+robodyn.identification.friction's, the one the demo uses.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from robodyn.cli import print_json
+
+from .common import add_json, floats
+
+
+def register(sub) -> None:
+    from robodyn.identification.friction import EXPERIMENT_HALF_WIDTH, EXPERIMENT_SPEEDS
+    from robodyn.robot.friction import MODELS
+
+    p = sub.add_parser("friction", help="the constant-velocity friction experiment: design the sweeps, fit the "
+                                        "recorded runs (run them with `robodyn run`)",
+                       description="Joint friction from constant-velocity sweeps (Ni et al. 2024, Dynamic "
+                                   "parameter identification of a robot manipulator based on the White Shark "
+                                   "Optimizer): each joint moves at constant speed forward and back over the same "
+                                   "angles; at equal angles gravity and inertia cancel, half the torque difference "
+                                   "is friction. Design, run with `robodyn run`, fit, then subtract the fit in "
+                                   "`robodyn identify --friction-model`.")
+    fsub = p.add_subparsers(dest="friction_command", metavar="SUBCOMMAND")
+    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+
+    d = fsub.add_parser("design", help="write the sweeps of the friction experiment as one trajectory file for "
+                                       "`robodyn run`, checked against the robot's limits")
+    d.add_argument("--robot", required=True, metavar="NAME|FILE", help="built-in model name or model file")
+    d.add_argument("--joints", default=None, metavar="J1,J2,..",
+                   help="joints to sweep, 1-based, in this order (default: all); the others hold --hold")
+    d.add_argument("--hold", default=None, metavar="Q1,..,QN",
+                   help="joint positions (rad, m) every joint holds while another sweeps, and the centre of each "
+                        "sweep (default: the simulated robot's start pose: Franka's ready pose for panda and fr3, "
+                        "zero or mid-range for other arms; on a real robot give the pose to measure at)")
+    d.add_argument("--half-width", type=float, default=EXPERIMENT_HALF_WIDTH, metavar="RAD",
+                   help=f"each joint sweeps hold +- this angle (default {EXPERIMENT_HALF_WIDTH} rad); the speed ramps "
+                        "and settling happen outside it")
+    d.add_argument("--speeds", default=",".join(f"{v:g}" for v in EXPERIMENT_SPEEDS), metavar="V1,V2,..",
+                   help="constant speeds in rad/s, at least 3 (default: ten from 0.015 to 0.6, dense around "
+                        "the Franka's Stribeck velocities); every speed is run forward and back")
+    d.add_argument("--scale", type=float, default=0.5, metavar="F",
+                   help="speed ramps and moves use this fraction of the acceleration and jerk limits (default 0.5)")
+    d.add_argument("--out", required=True, metavar="FILE", help="trajectory JSON to write (for `robodyn run`)")
+    add_json(d)
+    d.set_defaults(handler=cmd_design)
+
+    f = fsub.add_parser("fit", help="fit a friction model per joint to recorded friction experiments; writes "
+                                    "the file `robodyn identify --friction-model` reads")
+    f.add_argument("recordings", nargs="+", metavar="REC.mcap",
+                   help="daemon recordings of `robodyn friction design` trajectories (the path `robodyn run "
+                        "--wait` prints); a joint swept in several recordings is fitted to all its points")
+    f.add_argument("--robot", required=True, metavar="NAME|FILE", help="built-in model name or model file")
+    f.add_argument("--model", default="stribeck", choices=MODELS,
+                   help="friction law: stribeck (Coulomb level, breakaway level and Stribeck velocity, Ni et al. "
+                        "2024 eq. 2; default), coulomb-viscous (Coulomb + viscous), sigmoid (smooth Coulomb tanh "
+                        "+ viscous)")
+    f.add_argument("--viscous", action="store_true", help="stribeck: also fit a viscous coefficient fv")
+    f.add_argument("--out", required=True, metavar="FILE", help="friction JSON to write")
+    add_json(f)
+    f.set_defaults(handler=cmd_fit)
+
+
+def _load_model(name: str):
+    from robodyn.robot.loader import load_model
+
+    return load_model(name)
+
+
+def cmd_design(args) -> int:
+    import numpy as np
+
+    from robodyn.errors import UserError
+    from robodyn.identification.friction import design_experiment, sweep_spans
+    from robodyn.trajectory import save_trajectory
+
+    model = _load_model(args.robot)
+    if args.joints is None:
+        joints = list(range(model.dof))
+    else:
+        values = floats(args.joints, "--joints")
+        if not values or any(v != int(v) for v in values):
+            raise UserError(f"--joints: expected joint numbers 1..{model.dof}, got {args.joints!r}")
+        joints = [int(v) - 1 for v in values]
+    if args.hold is None:
+        from robodyn.drivers.sim import default_initial_q
+
+        hold = default_initial_q(model)
+    else:
+        hold = np.array(floats(args.hold, "--hold", model.dof))
+    speeds = floats(args.speeds, "--speeds")
+    if not 0 < args.scale <= 1:
+        raise UserError(f"--scale: must be in (0, 1], got {args.scale}")
+    traj, report = design_experiment(model, hold, joints, args.half_width, speeds, args.scale)
+    meta = {"experiment": "friction", "joints": [j + 1 for j in joints], "speeds": speeds,
+            "half_width": args.half_width, "hold": hold.tolist()}
+    save_trajectory(traj, args.out, robot=args.robot, meta=meta)
+    sweeps = len(sweep_spans(traj))
+    if args.json:
+        print_json({"out": args.out, "duration_s": traj.duration, "sweeps": sweeps, "limits": report.to_dict(),
+                    **meta})
+        return 0
+    print(f"wrote {args.out}: {sweeps} sweeps ({len(speeds)} speeds x joint(s) {', '.join(str(j + 1) for j in joints)}"
+          f" over +-{args.half_width:g} rad), {traj.duration:.1f} s of motion")
+    print(f"limits: {report.summary()}")
+    print(f"next: robodyn run --robot {args.robot} --trajectory {args.out} --wait")
+    return 0
+
+
+def cmd_fit(args) -> int:
+    from robodyn.errors import UserError
+    from robodyn.identification.friction import fit_experiment, points_from_recording
+
+    model = _load_model(args.robot)
+    if not model.joint_map.is_identity:
+        raise UserError(f"--robot: {model.name} maps controller joints onto model joints (joint_map); the friction "
+                        "experiment is fitted per controller joint, for models without a joint map only")
+    if args.viscous and args.model != "stribeck":
+        raise UserError(f"--viscous: only for --model stribeck ({args.model} always has a viscous term)")
+    points = []
+    for path in args.recordings:
+        found = points_from_recording(path)
+        if found and max(p.joint for p in found) >= model.dof:
+            raise UserError(f"{path}: sweeps joint {max(p.joint for p in found) + 1}, robot {model.name} has "
+                            f"{model.dof} joints")
+        points += found
+    friction, fits = fit_experiment(points, args.model, model.dof, viscous=args.viscous)
+    swept = [fit.joint + 1 for fit in fits]
+    doc = {"format": "robodyn.friction", "version": 1, "robot": model.name,
+           "origin": "constant-velocity friction experiment (Ni et al. 2024 §2.1), fitted by `robodyn friction fit`",
+           "recordings": [str(Path(p).resolve()) for p in args.recordings], "joints": swept,
+           "model": friction.to_dict(),
+           "fits": [{"joint": fit.joint + 1, "kind": fit.kind, "params": fit.params, "rmse": fit.rmse, "r2": fit.r2,
+                     "points": sum(p.joint == fit.joint for p in points), "converged": fit.converged, "iterations": fit.iterations} for fit in fits],
+           "points": [{"joint": p.joint + 1, "speed": p.speed, "measured_speed": p.measured_speed,
+                       "torque": p.torque, "std": p.std, "pairs": p.pairs} for p in points]}
+    Path(args.out).write_text(json.dumps(doc, indent=1))
+    unswept = [j + 1 for j in range(model.dof) if j + 1 not in swept]
+    if args.json:
+        print_json({"out": args.out, "joints": swept, "not_swept": unswept, "model": friction.to_dict(),
+                    "fits": doc["fits"]})
+        return 0
+    names = sorted({k for fit in fits for k in fit.params})
+    print(f"{args.model} friction of {model.name} from {len(points)} friction points -> {args.out}")
+    print(f"{'joint':<8}{'points':>7}" + "".join(f"{k:>11}" for k in names) + f"{'RMSE [N.m]':>12}{'R^2':>8}")
+    for fit in fits:
+        count = sum(p.joint == fit.joint for p in points)
+        print(f"{model.joint_names[fit.joint]:<8}{count:>7}"
+              + "".join(f"{fit.params.get(k, 0.0):>11.4f}" for k in names) + f"{fit.rmse:>12.4f}{fit.r2:>8.4f}")
+    if unswept:
+        print(f"note: joint(s) {', '.join(map(str, unswept))} were not swept: their friction is zero in {args.out}, "
+              "so identification subtracts none there", file=sys.stderr)
+    print(f"next: robodyn identify RECORDING --robot {args.robot} --friction-model {args.out} --out result.json")
+    return 0
