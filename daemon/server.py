@@ -136,6 +136,8 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.control_empty_at, self.control_empty_round, self.control_empty_handled = time.monotonic(), 0, 0
         self._received: tuple = ()
         self.control_waiting: list[tuple] = []  # read off the control socket, not yet handled
+        self.request_cost: dict[str, dict] = {}  # per command: count, max and total handling time
+        self._cmd = ""
         self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_requests_ahead": 0,
                              "max_rounds": 0}
         self.stale_refusals = 0  # arm / submit refused for telemetry older than TELEMETRY_STALE_S

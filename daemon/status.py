@@ -82,6 +82,7 @@ class StatusReport:
                         "validating_s": None if self.pending is None else now - self.pending.started,
                         "stop_latency": dict(self.stop_latency), "loop_rounds": self.loop_rounds,
                         "stale_refusals": self.stale_refusals,
+                        "request_cost_ms": {k: dict(v) for k, v in self.request_cost.items()},
                         "heavy_reads": {"in_flight": len(self.heavy), **self.heavy_counts},
                         "recordings_indexed": len(self.recording_index)},
             "metrics": self._metrics(),

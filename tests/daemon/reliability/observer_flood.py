@@ -4,8 +4,8 @@ tests/daemon/reliability/test_observer_flood.py (small counts) and bench/reliabi
 
 Recordings are generated, not recorded: tiny finalized files (a few samples each, through the
 daemon's own writer), some with an index entry and some without (as an older version left them),
-so that the daemon indexes the rest once at start. A listing's cost must not depend on the files'
-sizes anyway: that is the point (a sparse padding file of any size beside them is never read).
+so that the daemon indexes the rest once at start. A listing's cost does not depend on the files'
+sizes: it reads none of them.
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ from robodyn.daemon.client import Client, DaemonError
 from robodyn.daemon.recording import RecordingWriter, index_row, write_index
 
 
-def make_recordings(recordings_dir: Path, count: int, indexed_fraction: float = 0.5, samples: int = 20,
-                    pad_bytes: int = 0) -> list[str]:
+def make_recordings(recordings_dir: Path, count: int, indexed_fraction: float = 0.5, samples: int = 20) -> list[str]:
     """``count`` finalized recordings of a simulated Panda; the first ``indexed_fraction`` with an
-    index entry. ``pad_bytes``: a sparse file of that size beside each (``<id>.pad``: costs no disk)
-    stands for the 1 h recordings of the issue; nothing may read it."""
+    index entry."""
     from robodyn.drivers.sim import SimulatedRobot
 
     desc = SimulatedRobot({"seed": 0}).describe().to_dict()
@@ -45,9 +43,6 @@ def make_recordings(recordings_dir: Path, count: int, indexed_fraction: float = 
         w.close(summary)
         if k < indexed_fraction * count:
             write_index(path, index_row(w.meta, summary, path))
-        if pad_bytes:
-            with open(recordings_dir / f"{rid}.pad", "wb") as fh:
-                fh.truncate(pad_bytes)
         ids.append(rid)
     return ids
 
@@ -137,4 +132,7 @@ def flood(control: str, clients: int, requests_per_client: int, stops: int, toke
             "max_rounds": max(lat["rounds"] for lat in latencies),
             "rate_hz": latencies[0]["rate_hz"] if latencies else None,
             "daemon": {k: status["control"][k] for k in ("stop_latency", "stale_refusals", "loop_rounds",
-                                                           "heavy_reads", "recordings_indexed")}}
+                                                           "heavy_reads", "recordings_indexed")},
+            "request_cost_ms": {cmd: {"count": v["count"], "max": round(v["max_ms"], 2),
+                                      "mean": round(v["total_ms"] / max(1, v["count"]), 3)}
+                                for cmd, v in status["control"]["request_cost_ms"].items()}}

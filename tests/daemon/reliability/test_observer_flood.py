@@ -111,3 +111,30 @@ def test_stops_are_answered_at_once_while_observers_flood_listings(crowded, figu
     # before it than clients have requests in flight (one each): no queue of slow work ahead
     assert result["stops"] == 40 and result["daemon"]["stop_latency"]["count"] >= 40
     assert result["max_requests_ahead"] <= CLIENTS + 1 and result["max_rounds"] <= 1
+
+
+@pytest.mark.parametrize("config, field", [
+    ({"processing": {"trim_s": "0.5"}}, "config.processing.trim_s"),
+    ({"motor_couplings": "wrist"}, "config.motor_couplings"),
+    ({"motor_couplings": [[0, 0, 0, 0, "1", 1, 0]]}, "config.motor_couplings[0]"),
+    ({"rotor_inertia": "yes"}, "config.rotor_inertia"),
+    ({"chunk_samples": 1.5}, "config.chunk_samples"),
+    ({"processing": {"cutoff_hz": [5]}}, "config.processing.cutoff_hz"),
+])
+def test_identify_config_is_checked_at_submit_naming_the_field(crowded, config, field):
+    """Refused at submit with one line naming the field: no job is queued to fail in the worker."""
+    before = crowded.client.call("jobs", limit=1)["total"]
+    with pytest.raises(DaemonError) as err:
+        crowded.client.call("identify", recordings=[crowded.ids[0]], config=config)
+    assert err.value.code == "invalid_args" and f"'{field}'" in err.value.message
+    assert "\n" not in err.value.message and err.value.details.get("field") == "args.config"
+    assert crowded.client.call("jobs", limit=1)["total"] == before
+
+
+def test_a_well_typed_identify_config_passes_the_check():
+    from robodyn.identification.daemon_jobs import check_config
+
+    assert check_config({"method": "wls", "friction": "stribeck", "chunk_samples": 200, "rotor_inertia": False,
+                         "motor_couplings": [[0, 0, 0, 0, 0, 1, 0.5]], "friction_scales": [0.1] * 7,
+                         "processing": {"trim_s": 1, "cutoff_hz": "auto", "rate_hz": None,
+                                        "q_cutoff_hz": 20.0}}) is None
