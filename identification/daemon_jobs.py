@@ -97,7 +97,7 @@ def check_config(v) -> str | None:
         names = {f.name for f in dataclasses.fields(cls)} - {"cutoff_choice"}
         for key, value in doc.items():
             if key not in names:
-                return f"field '{where}.{key}' is not a config field; known: {sorted(names)}"
+                return f"unknown field '{where}.{key}'; known: {sorted(names)}"
             if key == "processing":
                 continue
             if not _type_ok(value, hints[key]):

@@ -52,6 +52,8 @@ VALID_ARGS = {
     "abort": {"run_id": ids, "reason": st.text(max_size=40)},
     "runs": {"limit": st.integers(1, 1000)},
     "recording_info": {"recording": ids},
+    "recordings": {"limit": st.integers(1, 1000), "offset": st.integers(0, 10 ** 6)},
+    "jobs": {"limit": st.integers(1, 1000), "offset": st.integers(0, 10 ** 6)},
     "arm": {"token": st.text(min_size=1, max_size=40)},
     "disarm": {"reason": st.text(max_size=40)},
     "identify": {"recordings": st.lists(ids, min_size=1, max_size=3), "config": st.just({}),
