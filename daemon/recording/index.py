@@ -85,6 +85,11 @@ def build_index(recording: str | Path) -> dict:
     return row
 
 
+def _key(row: dict) -> str:
+    """Entries are keyed by file name (what `recording_info` opens), not by the id inside the file."""
+    return Path(row["path"]).stem if row.get("path") else row["id"]
+
+
 class RecordingIndex:
     """The entries of every recording in a directory, in memory, ordered by id (ids begin with
     their start time, so this is also the order they were made in)."""
@@ -105,20 +110,22 @@ class RecordingIndex:
             if row is None:
                 row = {"id": path.stem, "path": str(path), "status": "indexing"}
                 self.missing.append(path)
-            self.rows[row["id"]] = row
+            self.rows[_key(row)] = row
         self._order = None
 
     def put(self, row: dict, only_if_indexing: bool = False) -> None:
         """Add or replace an entry. ``only_if_indexing``: a row built by the worker at start
         never replaces one the recorder sent meanwhile (the recorder's is newer)."""
-        old = self.rows.get(row["id"])
+        key = _key(row)
+        old = self.rows.get(key)
         if only_if_indexing and old is not None and old.get("status") != "indexing":
             return
         if old is None:
             self._order = None
-        self.rows[row["id"]] = row
+        self.rows[key] = row
 
     def remove(self, rid: str) -> None:
+        """``rid``: the file's name without ``.mcap`` (a run's id, in the daemon's own files)."""
         if self.rows.pop(rid, None) is not None:
             self._order = None
 
