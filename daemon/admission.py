@@ -300,6 +300,7 @@ class Admission:
                                          "meta": meta, "width": len(self.columns)}))
         self.current = run
         self._remember(run)
+        self._index_opened(run_id, run.path)
         log.info("run %s accepted: %s, %.2f s (+ %.2f s move to start), validated in %.1f s", run_id, traj.family,
                  traj.duration, plan.move.duration, time.monotonic() - pend.started,
                  extra={"fields": {"run_id": run_id, "event": "run_accepted", "peer": self._peer or "local"}})

@@ -276,8 +276,14 @@ class Client:
     def runs(self) -> list[dict]:
         return self.call("runs")["runs"]
 
-    def recordings(self) -> list[dict]:
-        return self.call("recordings", timeout=max(self.timeout, 30.0))["recordings"]
+    def recordings(self, limit: int | None = None, offset: int | None = None) -> list[dict]:
+        """A page of the recordings (default: the newest DEFAULT_PAGE); :meth:`recordings_page`
+        also gives the total and the next page's offset."""
+        return self.recordings_page(limit, offset)["recordings"]
+
+    def recordings_page(self, limit: int | None = None, offset: int | None = None) -> dict:
+        args = {k: v for k, v in (("limit", limit), ("offset", offset)) if v is not None}
+        return self.call("recordings", **args)
 
     def recording_info(self, recording: str) -> dict:
         return self.call("recording_info", recording=recording, timeout=max(self.timeout, 30.0))
@@ -310,8 +316,10 @@ class Client:
     def job_status(self, job: str) -> dict:
         return self.call("job_status", job=job)
 
-    def jobs(self) -> list[dict]:
-        return self.call("jobs")["jobs"]
+    def jobs(self, limit: int | None = None, offset: int | None = None) -> list[dict]:
+        """A page of the jobs (default: the newest DEFAULT_PAGE), oldest first."""
+        args = {k: v for k, v in (("limit", limit), ("offset", offset)) if v is not None}
+        return self.call("jobs", **args)["jobs"]
 
     def pull(self, job: str) -> dict:
         """The result document of a completed job (robodyn.identification format)."""

@@ -22,6 +22,10 @@ DEFERRED = object()  # a handler's result meaning "the reply is sent later"
 # Roles (docs/reliability.md, "Roles"), when CurveZMQ names the clients and [security].operators is
 # set: operators arm and submit; submitters submit runs and identification jobs; every other
 # allowed client observes. Stopping is never refused: abort and disarm are open to everyone.
+# answered at once whatever else is asked: their latency is measured and reported (below)
+STOP_COMMANDS = ("abort", "disarm")
+MAX_BURST = 100  # requests handled in a row before the worker pipes are read again
+MAX_WAITING = 1000  # requests read off the socket and not yet handled (REQ clients have one each)
 COMMAND_ROLES = {"arm": P.ROLE_OPERATOR, "submit_run": P.ROLE_SUBMITTER, "identify": P.ROLE_SUBMITTER}
 
 
@@ -68,7 +72,36 @@ class Dispatch:
             P.register_command(name, args)
         self.commands[name] = handler
 
-    def _on_request(self) -> None:
+    def _control_empty(self, when: float) -> None:
+        """The main loop saw no request waiting at ``when``: any later one arrived after it."""
+        self.control_empty_at, self.control_empty_round = when, self.loop_rounds
+        self.control_empty_handled = self.requests_handled
+
+    def _serve_control(self) -> None:
+        """Requests on the control socket, at most MAX_BURST handled before the worker pipes are
+        read again (the rest wait in :attr:`control_waiting` for the next round). The socket is
+        drained before each request is handled and a stop command goes first, so an `abort` or a
+        `disarm` waits for at most the one request being handled when it came in, however many
+        observers are asking."""
+        handled = 0
+        waiting = self.control_waiting
+        while True:
+            while len(waiting) < MAX_WAITING and self.router.poll(0):
+                waiting.append(self._receive())
+            if len(waiting) < MAX_WAITING:
+                self._control_empty(time.monotonic())
+            k = next((i for i, item in enumerate(waiting) if item[3]), None)
+            if k is None:
+                if not waiting or handled >= MAX_BURST:
+                    return
+                k = 0
+            self._handle_received(waiting.pop(k))
+            handled += 1
+
+    def _receive(self) -> tuple:
+        """(frames, envelope, payload, urgent, empty_at, empty_handled, empty_round) of one request,
+        or of a framing error (envelope None); ``urgent``: it may be a stop command (a cheap look
+        at the payload: a label that mentions one is only served early)."""
         frames = self.router.recv_multipart(copy=False)
         data = [f.bytes for f in frames]
         if len(data) == 3 and data[1] == b"":  # REQ client: identity, delimiter, payload
@@ -76,6 +109,38 @@ class Dispatch:
         elif len(data) == 2:  # DEALER client: identity, payload
             envelope, payload = data[:1], data[1]
         else:
+            envelope, payload = None, data
+        urgent = payload is not None and envelope is not None and any(c.encode() in payload for c in STOP_COMMANDS)
+        return (frames, envelope, payload, urgent, self.control_empty_at, self.control_empty_handled,
+                self.control_empty_round)
+
+    def _stop_latency(self) -> dict:
+        """How long a stop command can have waited, on the daemon's monotonic clock, from the last
+        moment the loop saw the control queue empty before it came in to its reply, in periods
+        of the real-time loop (an upper bound: it arrived after that moment); the requests handled
+        in between and the main-loop rounds it spanned. Kept per daemon in ``status``."""
+        if not self._received:  # a payload handled outside the loop (tests)
+            return {"periods": None, "requests_ahead": 0, "rounds": 0, "rate_hz": None}
+        _frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round = self._received
+        rate = float((self.description or {}).get("rate_hz") or 0.0)
+        waited = max(0.0, time.monotonic() - empty_at)
+        periods = waited * rate if rate else None
+        ahead = max(0, self.requests_handled - empty_handled - 1)
+        rounds = self.loop_rounds - empty_round
+        st = self.stop_latency
+        st["count"] += 1
+        st["max_requests_ahead"] = max(st["max_requests_ahead"], ahead)
+        st["max_rounds"] = max(st["max_rounds"], rounds)
+        if periods is not None:
+            st["max_periods"] = max(st["max_periods"] or 0.0, periods)
+            st["over_one_period"] += periods > 1.0
+        return {"periods": periods, "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None}
+
+    def _handle_received(self, item: tuple) -> None:
+        frames, envelope, payload = item[:3]
+        self.requests_handled += 1
+        if envelope is None:
+            data = payload
             self.requests["dropped"] += 1
             self.dropped.warning("dropped a control message with %d frames (expected 1 payload frame)",
                                  len(data) - 1)
@@ -85,9 +150,21 @@ class Dispatch:
             return
         self._peer = self._user_id(frames[-1])
         self._envelope = envelope
+        self._received = item
+        started = time.monotonic()
         reply = self.handle_payload(payload)
         if reply is not None:
             self.router.send_multipart(envelope + [reply])
+        # what one request costs the main loop (monotonic clock), per command: a stop waits for
+        # at most one of these
+        cost = time.monotonic() - started
+        entry = self.request_cost.get(self._cmd)
+        if entry is None and len(self.request_cost) < 64:
+            entry = self.request_cost[self._cmd] = {"count": 0, "max_ms": 0.0, "total_ms": 0.0}
+        if entry is not None:
+            entry["count"] += 1
+            entry["total_ms"] += cost * 1e3
+            entry["max_ms"] = max(entry["max_ms"], cost * 1e3)
 
     def _user_id(self, frame) -> str:
         """The client's name from the allow-list (set by the ZAP handler); '' without Curve."""
@@ -101,11 +178,13 @@ class Dispatch:
     def handle_payload(self, payload: bytes) -> bytes | None:
         """Validate and dispatch one request; the encoded reply, or None when it is deferred."""
         rid = None
+        self._cmd = "(invalid)"
         self.requests["total"] += 1
         try:
             obj = P.unpackb(payload)
             rid = P.request_id(obj)
             req = P.parse_request(obj)
+            self._cmd = req.cmd
             handler = self.commands.get(req.cmd)
             if handler is None:
                 raise P.ProtocolError(P.E_UNKNOWN_COMMAND, f"command {req.cmd!r} is not available in this daemon")
@@ -113,6 +192,8 @@ class Dispatch:
             self._authenticate(req)
             self._authorise(req.cmd)
             result = handler(req.args)
+            if req.cmd in STOP_COMMANDS and isinstance(result, dict):
+                result = {**result, "latency": self._stop_latency()}
             return None if result is DEFERRED else P.ok_reply(rid, result)
         except P.ProtocolError as exc:
             self._count_error(exc.code)

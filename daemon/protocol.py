@@ -184,6 +184,37 @@ def check_id(v) -> str | None:
     return None
 
 
+# pages of `recordings`, `runs` and `jobs` (docs/protocol.md): a listing's cost never grows with
+# the history, whatever a client asks
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+
+
+def _page_limit(v) -> str | None:
+    return None if 1 <= v <= MAX_PAGE else f"must be 1..{MAX_PAGE} (default {DEFAULT_PAGE}), got {v}"
+
+
+def _page_offset(v) -> str | None:
+    return None if 0 <= v <= 1 << 40 else f"must be >= 0, got {v}"
+
+
+PAGE_ARGS = {"limit": Arg((int,), False, _page_limit, f"page size, 1..{MAX_PAGE}, default {DEFAULT_PAGE}"),
+             "offset": Arg((int,), False, _page_offset, "index of the page's first entry, oldest first; "
+                                                        "default: the newest page")}
+
+
+def page_bounds(args: dict, total: int) -> tuple[int, int]:
+    """(offset, limit) of a listing's page; without ``offset`` the newest page (the last entries)."""
+    limit = int(args.get("limit", DEFAULT_PAGE))
+    offset = args.get("offset")
+    return (max(0, total - limit) if offset is None else min(int(offset), total)), limit
+
+
+def page_reply(key: str, rows: list, offset: int, limit: int, total: int) -> dict:
+    return {key: rows, "total": total, "offset": offset, "limit": limit,
+            "next_offset": offset + len(rows) if offset + len(rows) < total else None}
+
+
 def _name(v) -> str | None:
     return _non_empty(v) or (None if len(v) <= 64 else "is longer than 64 characters")
 
@@ -202,8 +233,8 @@ COMMANDS: dict[str, dict[str, Arg]] = {
     },
     "run_status": {"run_id": Arg((str,), False, check_id, "default: the current or last run")},
     "abort": {"run_id": Arg((str,), False, check_id), "reason": Arg((str,), False, _short_text)},
-    "runs": {"limit": Arg((int,), False, _positive)},
-    "recordings": {},
+    "runs": {"limit": Arg((int,), False, _page_limit)},
+    "recordings": dict(PAGE_ARGS),
     "recording_info": {"recording": Arg((str,), True, check_id, "recording id")},
     "arm": {"token": Arg((str,), False, _short_text, "arming token, when the daemon is configured with one")},
     "disarm": {"reason": Arg((str,), False, _short_text)},

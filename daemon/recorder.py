@@ -20,6 +20,8 @@ import traceback
 import numpy as np
 
 from . import protocol as P
+from .recording.index import index_row, write_index
+from .recording.reader import read_recording_info
 from .recording.repair import UnfinishedFiles, repair_recording, unfinished_recordings
 from .recording.writer import RecordingWriter
 
@@ -76,6 +78,7 @@ class ActiveRun:
         self.run_id = msg["run_id"]
         self.writer = writer
         self.path = msg["path"]
+        self.meta = getattr(writer, "meta", None) or msg.get("meta") or {}
         self.last_seq_seen = 0
         self.first_seq_seen = 0
         self.gaps: list[list[int]] = []  # [last seq before gap, missing]
@@ -178,6 +181,7 @@ class Recorder:
             else:
                 if result is not None:
                     self.repaired.append(result)
+                    self._index_repaired(path)
             self.unfinished.done(path)
 
     # ----------------------------------------------------------------- control
@@ -203,6 +207,24 @@ class Recorder:
         elif kind == "shutdown":
             self.running = False
 
+    def _index(self, path: str, row: dict) -> dict:
+        """Write the listing's entry of a closed recording (recording/index.py). A failure to
+        write it costs the listing nothing but a read by the worker at the next start."""
+        try:
+            write_index(path, row)
+        except OSError as exc:
+            print(f"robodyn recorder: cannot write the index entry of {path}: {exc}", file=sys.stderr)
+        return row
+
+    def _index_repaired(self, path) -> None:
+        """The listing's entry of a repaired file, sent to the main process, which never reads it."""
+        try:
+            row = read_recording_info(path)
+        except (OSError, ValueError) as exc:
+            print(f"robodyn recorder: cannot index the repaired {path}: {exc}", file=sys.stderr)
+            return
+        self._reply({"type": "indexed", "row": self._index(str(path), row)})
+
     def _reply(self, msg: dict) -> None:
         self.pipe.send(P.packb(msg))
 
@@ -227,7 +249,8 @@ class Recorder:
                        lost_samples=expected - recorded, gaps=gaps, first_seq=first, last_seq=last)
         if not self._write(lambda: run.writer.close(summary)):
             return  # write_failed was reported; the file ends at its last complete block
-        self._reply({"type": "closed", "run": run.run, "path": run.path, "summary": summary})
+        row = self._index(run.path, index_row(run.meta, summary, run.path))
+        self._reply({"type": "closed", "run": run.run, "path": run.path, "summary": summary, "index": row})
         self.active = None
         self.written_runs += 1
 
@@ -281,7 +304,8 @@ class Recorder:
                 summary.update(first_seq=first, last_seq=last, expected_samples=last - first + 1,
                                lost_samples=last - first + 1 - run.writer.samples,
                                executed_samples=done.get("executed_samples"), tracking=done.get("tracking"))
-            self._write(lambda: run.writer.close(summary))
+            if self._write(lambda: run.writer.close(summary)):
+                self._index(run.path, index_row(run.meta, summary, run.path))
 
     def _orphaned_and_done(self, now: float) -> bool:
         """The main process died: keep recording until the driver's ramp to rest has ended (its

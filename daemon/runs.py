@@ -1,6 +1,6 @@
 """Runs: their record (:class:`Run`), their course from the driver's and recorder's events to a
 finished summary, aborting the one in progress, and the history kept in memory (``run_status``,
-``runs``) beside the recordings on disk (``recordings``, ``recording_info``).
+``runs``); the recordings on disk are listed from their index (heavy.py, recording/index.py).
 
 A mixin of :class:`robodyn.daemon.server.Daemon`.
 """
@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass, field
 
 from . import protocol as P
-from .recording.reader import load_recording, read_recording_info, recording_summary_line
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -113,6 +112,7 @@ class RunHistory:
             run.abort_reason = reason
         if self.current is run:
             self.current = None
+        self._index_closed(run.id, run.path, None)
         log.info("run %s %s%s", run.id, status, f": {reason}" if reason else "",
                  extra={"fields": {"run_id": run.id, "event": "run_finished", "status": status,
                                    "lost_samples": summary.get("lost_samples")}})
@@ -172,24 +172,3 @@ class RunHistory:
                                   field="args.run_id")
         self._abort_current(args.get("reason", "aborted by request"))
         return {"aborted": run.id, "state": run.state}
-
-    def cmd_recordings(self, args) -> dict:
-        rows = []
-        for path in sorted(self.recordings_dir.glob("*.mcap")):
-            if self.current is not None and str(path) == self.current.path:
-                rows.append({"id": self.current.id, "path": str(path), "status": "recording"})
-                continue
-            try:
-                rows.append(read_recording_info(path))
-            except (ValueError, OSError) as exc:
-                rows.append({"id": path.stem, "path": str(path), "status": f"unreadable: {exc}"})
-        return {"recordings": rows}
-
-    def cmd_recording_info(self, args) -> dict:
-        rid = args["recording"]  # an id by schema (P.check_id): never a path
-        path = self.recordings_dir / f"{rid}.mcap"
-        if not path.exists():
-            raise P.ProtocolError(P.E_NOT_FOUND, f"no recording {rid!r}", field="args.recording")
-        rec = load_recording(path)
-        return {**recording_summary_line(rec), "summary": rec.summary, "gaps": rec.gaps(),
-                "truncated": rec.truncated, "columns": rec.meta.get("columns"), "units": rec.units}

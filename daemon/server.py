@@ -37,6 +37,8 @@ from . import access, security
 from .admission import Admission, PendingSubmit
 from .config import DaemonConfig
 from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, RateLimitedLog
+from .heavy import HeavyReads
+from .recording.index import RecordingIndex
 from .logs import setup_logging
 from .runs import Run, RunHistory
 from .sdnotify import Notifier
@@ -46,11 +48,11 @@ from .supervision import Component, Supervision
 log = logging.getLogger("robodyn.daemon")
 
 
-class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory):
+class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyReads):
     """The main process. Its state lives here; each job is a mixin of its own module:
     supervision of the workers (supervision.py), requests and roles (dispatch.py), the status
     report (status.py), arming and admission of runs (admission.py), runs and their history
-    (runs.py).
+    (runs.py), heavy reads off the main process and the recording index (heavy.py).
 
     ``extensions``: callables ``register(daemon)`` that add commands with
     :meth:`add_command` (the command line passes the identification job runner,
@@ -128,6 +130,20 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory):
         self.validation_threads: list[threading.Thread] = []
         self.dropped = RateLimitedLog(log, window_s=5.0)
         self.requests = {"total": 0, "errors": {}, "dropped": 0}
+        # the stop commands' latency (dispatch.py) and the main loop's rounds it is counted in
+        self.loop_rounds = 0
+        self.requests_handled = 0
+        self.control_empty_at, self.control_empty_round, self.control_empty_handled = time.monotonic(), 0, 0
+        self._received: tuple = ()
+        self.control_waiting: list[tuple] = []  # read off the control socket, not yet handled
+        self.request_cost: dict[str, dict] = {}  # per command: count, max and total handling time
+        self._cmd = ""
+        self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_requests_ahead": 0,
+                             "max_rounds": 0}
+        self.stale_refusals = 0  # arm / submit refused for telemetry older than TELEMETRY_STALE_S
+        # listed from memory, never by reading the files (recording/index.py)
+        self.recording_index = RecordingIndex(self.recordings_dir)
+        self.recording_index.load()
         self._peer = ""  # authenticated name of the client of the request being handled
         self._envelope: list = []
         self._rid = None
@@ -139,6 +155,7 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory):
         }
         for register in extensions:
             register(self)
+        self._start_heavy()
 
 
 def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]] = (),

@@ -79,7 +79,12 @@ class StatusReport:
                          "failed_handshakes": self.handshakes.failed if self.handshakes else 0},
             "control": {"requests": self.requests["total"], "errors": dict(self.requests["errors"]),
                         "dropped": self.requests["dropped"],
-                        "validating_s": None if self.pending is None else now - self.pending.started},
+                        "validating_s": None if self.pending is None else now - self.pending.started,
+                        "stop_latency": dict(self.stop_latency), "loop_rounds": self.loop_rounds,
+                        "stale_refusals": self.stale_refusals,
+                        "request_cost_ms": {k: dict(v) for k, v in self.request_cost.items()},
+                        "heavy_reads": {"in_flight": len(self.heavy), **self.heavy_counts},
+                        "recordings_indexed": len(self.recording_index)},
             "metrics": self._metrics(),
         }
 
@@ -115,6 +120,7 @@ class StatusReport:
         if not self.driver.ready or not self.driver.alive:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the driver process is not running; see `robodyn status`")
         if time.monotonic() - self.driver.last_time > TELEMETRY_STALE_S or "q" not in tel:
+            self.stale_refusals += 1
             raise P.ProtocolError(P.E_UNAVAILABLE, "no fresh robot state from the driver (telemetry older than "
                                                    f"{TELEMETRY_STALE_S} s)")
         return np.asarray(tel["q"], float)

@@ -103,12 +103,23 @@ class Supervision:
         shutdown_deadline = None
         self.notifier.ready(self._status_line())
         while True:
-            for sock, _ in poller.poll(50):
+            # when a stop command came in, for its latency (dispatch.py): the last moment the control
+            # queue was seen empty. A poll that blocked on an empty queue and woke for the control
+            # socket alone saw the request arrive as it returned
+            poll_start = time.monotonic()
+            empty_before = not self.control_waiting and not self.router.poll(0)
+            ready = poller.poll(0 if self.control_waiting else 50)
+            self.loop_rounds += 1
+            woke = time.monotonic()
+            if not any(sock is self.router for sock, _ in ready):
+                self._control_empty(woke)
+            elif empty_before:
+                self._control_empty(woke if len(ready) == 1 else poll_start)
+            if self.control_waiting and not any(sock is self.router for sock, _ in ready):
+                self._serve_control()  # the rest of the last round's requests
+            for sock, _ in ready:
                 if sock is self.router:
-                    for _ in range(100):  # a burst of requests, without starving the pipes
-                        if not self.router.poll(0):
-                            break
-                        self._on_request()
+                    self._serve_control()
                 elif sock is self.driver_pipe:
                     while self.driver_pipe.poll(0):
                         self._on_driver(P.unpackb(self.driver_pipe.recv()))
@@ -124,6 +135,7 @@ class Supervision:
                     self.handshakes.serve_pending()
             if self.pending is not None and (self.pending.future.done() or self.pending.cancelled):
                 self._complete_submit()
+            self._complete_heavy()
             now = time.monotonic()
             if now >= next_health:
                 next_health = now + HEALTH_CHECK_S
@@ -152,6 +164,7 @@ class Supervision:
                 + (f"run {run.id} {run.state}" if run else "idle"))
 
     def close(self) -> None:
+        self._close_heavy()
         if self.zap is not None:
             self.zap.close()
             self.handshakes.close()
@@ -298,7 +311,10 @@ class Supervision:
         elif kind == "open_failed" and run is not None and msg["run"] == run.number:
             self._disarm(f"could not open the recording of run {run.id}: {msg['reason']}")
             self._finish_run(run, "failed", f"could not open the recording: {msg['reason']}")
+        elif kind == "indexed":  # a file repaired by the recorder: its listing entry
+            self.recording_index.put(msg["row"])
         elif kind == "closed" and run is not None and msg["run"] == run.number:
+            self._index_closed(run.id, run.path, msg.get("index"))
             self._finish_run(run, run.progress.get("final_status", "completed"), run.abort_reason,
                              msg["summary"])
         elif kind == "close_failed" and run is not None and msg["run"] == run.number:

@@ -29,6 +29,8 @@ from robodyn.daemon import protocol as P
 JOB_STATES = ("queued", "running", "completed", "failed")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 POLL_S = 0.2
+SERVICE_RESCAN_S = 2.0  # with a separate worker service, job states are re-read this often, off the main loop
+STATUS_QUEUED_SHOWN = 20  # `status` names this many queued jobs and counts the rest
 
 
 def _valid_id(v) -> str | None:
@@ -47,15 +49,79 @@ def _recording_ids(v) -> str | None:
     return None
 
 
+def _type_ok(value, hint) -> bool:
+    """``value`` (decoded msgpack) fits the annotation ``hint`` of a config dataclass field."""
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_type_ok(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return type(value) in (int, float)
+    if hint in (int, bool, str):
+        return type(value) is hint
+    if hint is dict or origin is dict:
+        return isinstance(value, dict)
+    if hint in (list, tuple) or origin in (list, tuple):
+        return isinstance(value, (list, tuple))
+    return True
+
+
+def _type_text(hint) -> str:
+    return str(hint).replace("tuple", "list").replace("typing.", "").replace("<class '", "").replace("'>", "").replace("NoneType", "None")
+
+
+def _numbers(v) -> bool:
+    return isinstance(v, (list, tuple)) and all(type(x) in (int, float) for x in v)
+
+
+def check_config(v) -> str | None:
+    """The identification config of a job, checked field by field at submit (types from the
+    config dataclasses), so a wrong type is refused with its field named, not found by the worker."""
+    import dataclasses
+    import typing
+
+    from .pipeline import IdentificationConfig
+    from .processing import ProcessingConfig
+
+    for cls, doc, where in ((IdentificationConfig, v, "config"),
+                            (ProcessingConfig, v.get("processing"), "config.processing")):
+        if doc is None and where != "config":
+            continue
+        if not isinstance(doc, dict):
+            return f"field '{where}' must be a map, got {type(doc).__name__}"
+        hints = typing.get_type_hints(cls)
+        names = {f.name for f in dataclasses.fields(cls)} - {"cutoff_choice"}
+        for key, value in doc.items():
+            if key not in names:
+                return f"unknown field '{where}.{key}'; known: {sorted(names)}"
+            if key == "processing":
+                continue
+            if not _type_ok(value, hints[key]):
+                return f"field '{where}.{key}' must be {_type_text(hints[key])}, got {type(value).__name__} {value!r:.40}"
+    couplings = v.get("motor_couplings")
+    if couplings is not None:
+        for k, c in enumerate(couplings):
+            if not _numbers(c):
+                return f"field 'config.motor_couplings[{k}]' must be a list of numbers (one per joint), got {c!r:.40}"
+    scales = v.get("friction_scales")
+    if scales is not None and not _numbers(scales):
+        return f"field 'config.friction_scales' must be a list of numbers, got {scales!r:.40}"
+    return None
+
+
 ARGS = {
     "identify": {
         "recordings": P.Arg((list,), True, _recording_ids, "recording ids (see `recordings`)"),
-        "config": P.Arg((dict,), False, None, "pipeline config: method, friction, rotor_inertia, "
+        "config": P.Arg((dict,), False, check_config, "pipeline config: method, friction, rotor_inertia, "
                                                "friction_model, processing{...}, motor_couplings"),
         "holdout": P.Arg((list,), False, lambda v: _recording_ids(v) if v else None, "recording ids to validate on"),
     },
     "job_status": {"job": P.Arg((str,), True, _valid_id, "job id")},
-    "jobs": {},
+    "jobs": dict(P.PAGE_ARGS),
     "pull": {"job": P.Arg((str,), True, _valid_id, "job id")},
 }
 
@@ -182,17 +248,39 @@ class JobManager:
         self.ctx = multiprocessing.get_context("spawn")
         self._stop = threading.Event()
         self._seq = 0
+        # every job's state in memory, so `status` and `jobs` never read the whole directory; kept by
+        # this manager's own transitions, or re-read by its thread when a worker service runs the jobs
+        self.states: dict[str, str] = {}
+        self.queue_seq: dict[str, int] = {}
+        self._rows: dict[str, dict] = {}  # `jobs` rows of finished jobs (they no longer change)
+        self._order: list[str] | None = None
         for status_file in self.jobs_dir.glob("*/status.json"):
-            st = json.loads(status_file.read_text())
+            try:
+                st = json.loads(status_file.read_text())
+            except (OSError, ValueError):
+                continue
             self._seq = max(self._seq, int(st.get("queue_seq", 0)))
             # a job left 'running' by a daemon that died cannot finish any more (a separate worker
             # service owns its jobs and outlives the daemon)
             if runner == "daemon" and st.get("state") in ("running", "queued"):
                 st.update(state="failed", error="the daemon stopped before the job finished; submit it again")
                 _write_json_atomic(status_file, st)
-        self.thread = threading.Thread(target=self._supervise, name="robodyn-jobs", daemon=True)
-        if runner == "daemon":
-            self.thread.start()
+            self.states[status_file.parent.name] = st.get("state")
+            self.queue_seq[status_file.parent.name] = int(st.get("queue_seq", 0))
+        self.thread = threading.Thread(target=self._supervise if runner == "daemon" else self._rescan,
+                                       name="robodyn-jobs", daemon=True)
+        self.thread.start()
+
+    def _rescan(self) -> None:
+        """With a worker service: job states as it wrote them, re-read on this thread."""
+        while not self._stop.wait(SERVICE_RESCAN_S):
+            found = {}
+            for job_dir in self.jobs_dir.iterdir():
+                state = _state_of(job_dir)
+                if state is not None:
+                    found[job_dir.name] = state
+            with self.lock:
+                self.states.update(found)
 
     def _supervise(self) -> None:
         while not self._stop.wait(POLL_S):
@@ -204,6 +292,7 @@ class JobManager:
                     if st.get("state") not in ("completed", "failed"):
                         st.update(state="failed", error=f"worker process exited with code {proc.exitcode}")
                         _write_json_atomic(self.jobs_dir / job_id / "status.json", st)
+                    self.states[job_id] = st.get("state")
                     self.current = None
                 if self.current is None and self.queue:
                     job_id = self.queue.pop(0)
@@ -211,6 +300,7 @@ class JobManager:
                                             name=f"robodyn-job-{job_id}", daemon=True)
                     proc.start()
                     self.current = (job_id, proc)
+                    self.states[job_id] = "running"
 
     def close(self) -> None:
         self._stop.set()
@@ -219,24 +309,22 @@ class JobManager:
                 self.current[1].terminate()
 
     def summary(self) -> dict:
-        """Job states for `robodyn status`: counts per state, the running job, the queue."""
+        """Job states for `robodyn status`: counts per state, the running job and the first
+        STATUS_QUEUED_SHOWN queued ones (its size does not grow with the job history)."""
         counts = dict.fromkeys(JOB_STATES, 0)
-        for status_file in self.jobs_dir.glob("*/status.json"):
-            try:
-                state = json.loads(status_file.read_text()).get("state")
-            except (OSError, ValueError):  # being rewritten right now (atomic replace) or damaged
-                continue
-            if state in counts:
-                counts[state] += 1
-        if self.runner == "service":
-            queued = queued_jobs(self.jobs_dir)
-            running = next((d.name for d in self.jobs_dir.glob("*") if (d / "status.json").exists()
-                            and _state_of(d) == "running"), None)
-            return {"counts": counts, "running": running, "queued": queued, "runner": "service"}
         with self.lock:
-            running = None if self.current is None else self.current[0]
-            queued = list(self.queue)
-        return {"counts": counts, "running": running, "queued": queued, "runner": "daemon"}
+            for state in self.states.values():
+                if state in counts:
+                    counts[state] += 1
+            if self.runner == "service":
+                running = next((j for j, st in self.states.items() if st == "running"), None)
+                queued = sorted((j for j, st in self.states.items() if st == "queued"),
+                                key=lambda j: self.queue_seq.get(j, 0))
+            else:
+                running = None if self.current is None else self.current[0]
+                queued = list(self.queue)
+        return {"counts": counts, "running": running, "queued": queued[:STATUS_QUEUED_SHOWN],
+                "queued_total": len(queued), "runner": self.runner}
 
     def _status(self, job_id: str) -> dict:
         path = self.jobs_dir / job_id / "status.json"
@@ -268,8 +356,12 @@ class JobManager:
             _write_json_atomic(job_dir / "status.json", {"job": job_id, "state": "queued", "stage": "queued",
                                                          "progress": 0.0, "submitted": time.time(),
                                                          "queue_seq": self._seq})
+            self.states[job_id] = "queued"
+            self.queue_seq[job_id] = self._seq
+            self._order = None
             if self.runner == "service":
-                return {"job": job_id, "state": "queued", "ahead": len(queued_jobs(self.jobs_dir)) - 1}
+                return {"job": job_id, "state": "queued",
+                        "ahead": sum(st in ("queued", "running") for st in self.states.values()) - 1}
             self.queue.append(job_id)
             position = len(self.queue) + (self.current is not None) - 1
         return {"job": job_id, "state": "queued", "ahead": position}
@@ -280,12 +372,26 @@ class JobManager:
         return st
 
     def cmd_jobs(self, args) -> dict:
+        """A page of the jobs, oldest first (ids begin with their submission time); only the
+        page's unfinished jobs are read from disk."""
+        with self.lock:
+            if self._order is None or len(self._order) != len(self.states):
+                self._order = sorted(self.states)
+            order = self._order
+        offset, limit = P.page_bounds(args, len(order))
         out = []
-        for d in sorted(self.jobs_dir.iterdir()):
-            if (d / "status.json").exists():
-                st = json.loads((d / "status.json").read_text())
-                out.append({k: st.get(k) for k in ("job", "state", "stage", "progress", "error")})
-        return {"jobs": out}
+        for job in order[offset:offset + limit]:
+            row = self._rows.get(job)
+            if row is None:
+                try:
+                    st = json.loads((self.jobs_dir / job / "status.json").read_text())
+                except (OSError, ValueError):  # being replaced right now, or removed by hand
+                    st = {"job": job, "state": self.states.get(job)}
+                row = {k: st.get(k) for k in ("job", "state", "stage", "progress", "error")}
+                if row["state"] in ("completed", "failed"):
+                    self._rows[job] = row
+            out.append(row)
+        return P.page_reply("jobs", out, offset, limit, len(order))
 
     def cmd_pull(self, args) -> dict:
         st = self._status(args["job"])

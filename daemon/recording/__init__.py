@@ -20,12 +20,14 @@ filled. A file without footer is read by :func:`load_recording`, which stops at 
 incomplete record and reports ``truncated=True``.
 
 The package: the file layout (:mod:`.layout`), the writer the recorder uses (:mod:`.writer`),
-the repair of files a crash left unfinished (:mod:`.repair`), the recovering loader
+the repair of files a crash left unfinished (:mod:`.repair`), the index of small entries the
+daemon lists recordings from (:mod:`.index`), the recovering loader
 (:mod:`.reader`) and CSV/NPZ export and CSV import (:mod:`.exchange`). The names below are the
 package's public interface.
 """
 
 from .exchange import CSV_UNITS, export_csv, export_npz, import_csv
+from .index import RecordingIndex, build_index, index_path, index_row, read_index, write_index
 from .layout import EVENT_TOPIC, FORMAT, FORMAT_VERSION, STATE_SCHEMA, STATE_TOPIC
 from .reader import Recording, load_recording, read_recording_info, recording_summary_line
 from .repair import (UnfinishedFiles, recording_is_complete, repair_recording, repair_unfinished,
@@ -33,6 +35,6 @@ from .repair import (UnfinishedFiles, recording_is_complete, repair_recording, r
 from .writer import RecordingWriter
 
 __all__ = ["CSV_UNITS", "EVENT_TOPIC", "FORMAT", "FORMAT_VERSION", "Recording", "RecordingWriter", "STATE_SCHEMA",
-           "STATE_TOPIC", "UnfinishedFiles", "export_csv", "export_npz", "import_csv", "load_recording",
+           "STATE_TOPIC", "RecordingIndex", "UnfinishedFiles", "build_index", "export_csv", "index_path", "index_row", "read_index", "write_index", "export_npz", "import_csv", "load_recording",
            "read_recording_info", "recording_is_complete", "recording_summary_line", "repair_recording",
            "repair_unfinished", "unfinished_recordings"]

@@ -69,6 +69,7 @@ class RecordingWriter:
                      "host": socket.gethostname(),
                      "created_wall": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **meta}
         self._mcap.add_metadata("robodyn.recording", {k: json.dumps(v) for k, v in full_meta.items()})
+        self.meta = full_meta  # for the index entry written on close (recording/index.py)
         schema = self._mcap.register_schema("robodyn.StateBlock", "jsonschema", json.dumps(STATE_SCHEMA).encode())
         self._state_ch = self._mcap.register_channel(STATE_TOPIC, "msgpack", schema)
         self._event_ch = self._mcap.register_channel(EVENT_TOPIC, "json", 0)

@@ -53,6 +53,16 @@ def test_run_records_the_complete_expected_sample_count(daemon):
     ex = rec.phase_mask("execute")
     assert np.abs(rec.signal("q")[ex] - rec.signal("q_d")[ex]).max() < 0.02
     assert np.ptp(rec.signal("q")[ex], axis=0).min() > 0.01
+    # the recorder wrote the listing's entry on close; the daemon lists the run from it
+    from robodyn.daemon.recording import read_index
+
+    entry = read_index(s["recording"])
+    assert (entry["id"], entry["samples"], entry["lost"], entry["status"]) == (accepted["run_id"], rec.samples, 0,
+                                                                               "completed")
+    assert entry["label"] == "e2e complete" and entry["created"] == rec.meta["created_wall"]
+    assert entry["duration_s"] == pytest.approx((rec.samples - 1) / RATE)
+    listed = {r["id"]: r for r in c.recordings()}
+    assert listed[accepted["run_id"]]["samples"] == rec.samples
 
 
 def settled_commands(daemon, quiet_s=0.5, limit_s=15.0):
@@ -170,6 +180,15 @@ def test_recorder_sigkill_mid_run_leaves_a_readable_file(daemon):
 
     with open(accepted["recording"], "rb") as fh:  # and the official reader's default call opens it
         assert sum(1 for _ in make_reader(fh).iter_messages()) > 0
+    # the repair wrote the listing's entry, and the daemon lists the file from it
+    from robodyn.daemon.recording import read_index
+
+    entry = read_index(accepted["recording"])
+    assert (entry["samples"], entry["status"]) == (rec.samples, "aborted")
+    deadline = time.monotonic() + 30
+    while {r["id"]: r for r in c.recordings()}[accepted["run_id"]].get("samples") != rec.samples:
+        assert time.monotonic() < deadline, c.recordings()
+        time.sleep(0.2)
 
 
 def test_cli_status_recordings_and_export(daemon, capsys, tmp_path, monkeypatch):

@@ -275,3 +275,30 @@ def test_a_block_is_written_block_ms_after_its_first_sample_and_survives_a_crash
     assert w.buffered == 0 and not w.block_due(clock[0] + 10 ** 12)  # nothing buffered: nothing due
     crashed = load_recording(tmp_path / "r1.mcap")  # never closed, as after a SIGKILL
     assert crashed.truncated and crashed.samples == 10 and crashed.seq.tolist() == seq.tolist()
+
+
+def test_index_entries_are_atomic_versioned_and_never_replace_newer_ones(tmp_path):
+    from robodyn.daemon.recording import RecordingIndex, build_index, index_path, read_index, write_index
+
+    write(tmp_path / "a.mcap", np.arange(1, 1001))
+    write(tmp_path / "b.mcap", np.arange(1, 501))
+    write(tmp_path / "c.mcap", np.arange(1, 301), close=False)  # unfinished: the recorder's to repair
+    row = build_index(tmp_path / "a.mcap")  # what the worker does for a file without an entry
+    assert (row["samples"], row["lost"], row["status"]) == (1000, 0, "completed")
+    assert row["duration_s"] == pytest.approx(0.999)
+    assert read_index(tmp_path / "a.mcap") == row and not list(tmp_path.glob(".*.tmp"))
+    assert build_index(tmp_path / "c.mcap")["samples"] == 300 and read_index(tmp_path / "c.mcap") is None
+    index = RecordingIndex(tmp_path)
+    index.load()
+    assert [r["status"] for r in index.page(0, 10)] == ["completed", "indexing", "indexing"]
+    assert index.missing == [tmp_path / "b.mcap", tmp_path / "c.mcap"]
+    # keyed by file name (what recording_info opens), whatever id the file carries
+    index.put({"id": "r1", "path": str(tmp_path / "b.mcap"), "status": "aborted"})  # the recorder's entry
+    index.put({"id": "r1", "path": str(tmp_path / "b.mcap"), "status": "completed"}, only_if_indexing=True)
+    assert index.get("b")["status"] == "aborted" and len(index) == 3
+    # an entry of another format version, or not JSON, or huge, is no entry: the file is re-indexed
+    for text in ('{"index_version": 99, "id": "a"}', "{", " " * 70_000):
+        index_path(tmp_path / "a.mcap").write_text(text)
+        assert read_index(tmp_path / "a.mcap") is None
+    write_index(tmp_path / "a.mcap", row)
+    assert read_index(tmp_path / "a.mcap")["samples"] == 1000

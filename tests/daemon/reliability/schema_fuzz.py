@@ -52,6 +52,8 @@ VALID_ARGS = {
     "abort": {"run_id": ids, "reason": st.text(max_size=40)},
     "runs": {"limit": st.integers(1, 1000)},
     "recording_info": {"recording": ids},
+    "recordings": {"limit": st.integers(1, 1000), "offset": st.integers(0, 10 ** 6)},
+    "jobs": {"limit": st.integers(1, 1000), "offset": st.integers(0, 10 ** 6)},
     "arm": {"token": st.text(min_size=1, max_size=40)},
     "disarm": {"reason": st.text(max_size=40)},
     "identify": {"recordings": st.lists(ids, min_size=1, max_size=3), "config": st.just({}),
@@ -133,6 +135,10 @@ def violating(cmd: str, name: str):
                          oversized_text(129),
                          ids if name in ("run_id", "recording", "job") and cmd != "abort" else st.nothing())
     if spec.types == (int,):
+        if name == "offset":  # 0 is the first page; past 2**40 is out of range
+            return st.one_of(st.integers(-(2 ** 63), -1), st.integers(2 ** 40 + 1, 2 ** 63 - 1))
+        if name == "limit":
+            return st.one_of(st.integers(-(2 ** 63), 0), st.integers(P.MAX_PAGE + 1, 2 ** 63 - 1))
         return st.integers(-(2 ** 63), 0)
     if spec.types == (list,):
         empty = st.just([]) if spec.required else st.nothing()  # an empty optional list means none

@@ -1,0 +1,141 @@
+"""The recording index: one small JSON file beside each recording, ``<run_id>.index.json``, holding
+the line `robodyn recordings` lists (id, robot, samples, lost, duration, status, created, label).
+
+Why: listing recordings must cost the daemon's main process nothing that grows with the files'
+sizes. The recorder writes the entry when it closes a recording, and when it repairs one a crash
+left unfinished (daemon/recorder.py); the main process loads the entries at start and keeps them
+in memory (:class:`RecordingIndex`), so a listing is a slice of a list. A recording without an
+entry (made by an older version, or copied in by hand) is indexed once, at start, by the daemon's
+heavy-read worker process, never on a request.
+
+Every entry is written atomically (a temporary file in the same directory, fsync, rename): a
+crash leaves the old entry or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+INDEX_SUFFIX = ".index.json"
+INDEX_VERSION = 1
+MAX_INDEX_BYTES = 64 * 1024  # an entry is a few hundred bytes; anything larger is not ours
+
+
+def index_path(recording: str | Path) -> Path:
+    path = Path(recording)
+    return path.with_name(path.stem + INDEX_SUFFIX)
+
+
+def index_row(meta: dict, summary: dict | None, path: str | Path) -> dict:
+    """The listed line of a finalized recording, from its self-description and closing summary."""
+    summary = summary or {}
+    samples = int(summary.get("recorded_samples") or 0)
+    rate = float(meta.get("rate_hz") or 1.0)
+    return {"id": meta.get("run_id", Path(path).stem), "path": str(path),
+            "robot": (meta.get("robot") or {}).get("name"), "samples": samples,
+            "lost": int(summary.get("lost_samples") or 0),
+            "duration_s": (samples - 1) / rate if samples else 0.0,
+            "status": summary.get("status", "unknown"), "created": meta.get("created_wall"),
+            "label": meta.get("label", "")}
+
+
+def write_index(recording: str | Path, row: dict) -> Path:
+    """Write the entry of ``recording`` atomically; returns its path."""
+    target = index_path(recording)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    data = json.dumps({"index_version": INDEX_VERSION, **row}).encode()
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+    return target
+
+
+def read_index(recording: str | Path) -> dict | None:
+    """The entry of ``recording``, or None when it has none (or one this version cannot read)."""
+    target = index_path(recording)
+    try:
+        if target.stat().st_size > MAX_INDEX_BYTES:
+            return None
+        doc = json.loads(target.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.pop("index_version", None) != INDEX_VERSION or "id" not in doc:
+        return None
+    doc["path"] = str(recording)  # the data dir may have moved since the entry was written
+    return doc
+
+
+def build_index(recording: str | Path) -> dict:
+    """Read ``recording`` and return its entry, writing it only when the file is complete (an
+    unfinished file is the recorder's to repair, and the repair writes the entry). This reads the
+    file: it runs in the heavy-read worker, never in the daemon's main process."""
+    from .reader import read_recording_info
+    from .repair import recording_is_complete
+
+    try:
+        row = read_recording_info(recording)
+    except (ValueError, OSError) as exc:
+        return {"id": Path(recording).stem, "path": str(recording), "status": f"unreadable: {exc}"}
+    if recording_is_complete(recording):
+        write_index(recording, row)
+    return row
+
+
+def _key(row: dict) -> str:
+    """Entries are keyed by file name (what `recording_info` opens), not by the id inside the file."""
+    return Path(row["path"]).stem if row.get("path") else row["id"]
+
+
+class RecordingIndex:
+    """The entries of every recording in a directory, in memory, ordered by id (ids begin with
+    their start time, so this is also the order they were made in)."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        self.rows: dict[str, dict] = {}
+        self._order: list[str] | None = []
+        self.missing: list[Path] = []  # recordings without an entry at start: to build once
+
+    def load(self) -> None:
+        """Read every entry (small files; one directory listing). Recordings without one are
+        listed as 'indexing' and left in :attr:`missing` for the worker."""
+        self.rows.clear()
+        self.missing = []
+        for path in sorted(self.directory.glob("*.mcap")):
+            row = read_index(path)
+            if row is None:
+                row = {"id": path.stem, "path": str(path), "status": "indexing"}
+                self.missing.append(path)
+            self.rows[_key(row)] = row
+        self._order = None
+
+    def put(self, row: dict, only_if_indexing: bool = False) -> None:
+        """Add or replace an entry. ``only_if_indexing``: a row built by the worker at start
+        never replaces one the recorder sent meanwhile (the recorder's is newer)."""
+        key = _key(row)
+        old = self.rows.get(key)
+        if only_if_indexing and old is not None and old.get("status") != "indexing":
+            return
+        if old is None:
+            self._order = None
+        self.rows[key] = row
+
+    def remove(self, rid: str) -> None:
+        """``rid``: the file's name without ``.mcap`` (a run's id, in the daemon's own files)."""
+        if self.rows.pop(rid, None) is not None:
+            self._order = None
+
+    def get(self, rid: str) -> dict | None:
+        return self.rows.get(rid)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def page(self, offset: int, limit: int) -> list[dict]:
+        if self._order is None:
+            self._order = sorted(self.rows)
+        return [self.rows[rid] for rid in self._order[offset:offset + limit]]

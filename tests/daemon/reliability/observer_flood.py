@@ -1,0 +1,138 @@
+"""Observers flooding the daemon with listings while an operator stops and arms: the scenario of
+tests/daemon/reliability/test_observer_flood.py (small counts) and bench/reliability/observer_flood.py
+(large ones).
+
+Recordings are generated, not recorded: tiny finalized files (a few samples each, through the
+daemon's own writer), some with an index entry and some without (as an older version left them),
+so that the daemon indexes the rest once at start. A listing's cost does not depend on the files'
+sizes: it reads none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from robodyn.daemon.client import Client, DaemonError
+from robodyn.daemon.recording import RecordingWriter, index_row, write_index
+
+
+def make_recordings(recordings_dir: Path, count: int, indexed_fraction: float = 0.5, samples: int = 20) -> list[str]:
+    """``count`` finalized recordings of a simulated Panda; the first ``indexed_fraction`` with an
+    index entry."""
+    from robodyn.drivers.sim import SimulatedRobot
+
+    desc = SimulatedRobot({"seed": 0}).describe().to_dict()
+    width = sum(s["width"] for s in desc["signals"])
+    recordings_dir.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for k in range(count):
+        rid = f"20260101-{k // 3600:02d}{k // 60 % 60:02d}{k % 60:02d}-{k:03d}"
+        path = recordings_dir / f"{rid}.mcap"
+        meta = {"run_id": rid, "driver": desc, "rate_hz": 1000.0, "robot": {"name": "panda"}, "label": "generated"}
+        w = RecordingWriter(path, meta, width, "none", 50.0)
+        seq = np.arange(1, samples + 1, dtype=np.uint64)
+        w.append(seq, seq * 1e-3, seq.astype(np.int64) * 1_000_000, np.full(samples, 2, np.uint8),
+                 np.zeros((samples, width)))
+        w.flush_block()
+        summary = {"status": "completed", "expected_samples": samples, "recorded_samples": samples, "lost_samples": 0}
+        w.close(summary)
+        if k < indexed_fraction * count:
+            write_index(path, index_row(w.meta, summary, path))
+        ids.append(rid)
+    return ids
+
+
+def make_jobs(data_dir: Path, count: int) -> None:
+    """``count`` finished identification jobs in the daemon's job directory."""
+    jobs = data_dir / "jobs"
+    for k in range(count):
+        job = jobs / f"job-20260101-000000-{k:06x}"
+        job.mkdir(parents=True, exist_ok=True)
+        (job / "status.json").write_text(json.dumps({"job": job.name, "state": "completed", "stage": "done",
+                                                     "progress": 1.0, "queue_seq": k + 1}))
+
+
+def wait_indexed(client: Client, count: int, timeout: float = 120.0) -> dict:
+    """Until the daemon lists ``count`` recordings, none still 'indexing' (outer time-out only)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        page = client.recordings_page(limit=1000, offset=0)
+        if page["total"] == count and not any(r.get("status") == "indexing" for r in page["recordings"]):
+            return page
+        assert time.monotonic() < deadline, f"recordings not indexed in {timeout:.0f} s: {page['total']}"
+        time.sleep(0.2)
+
+
+def flood(control: str, clients: int, requests_per_client: int, stops: int, token_env: dict | None = None) -> dict:
+    """``clients`` threads, each with its own connection, send ``requests_per_client`` requests
+    cycling ``recordings`` (every page), ``status`` and ``jobs``; meanwhile an operator connection
+    alternates ``arm`` and ``disarm``/``abort`` ``stops`` times. Returns the counts and the stop
+    commands' latencies as the daemon measured them (dispatch.py: _stop_latency)."""
+    errors: dict[str, int] = {}
+    done = {"requests": 0}
+    lock = threading.Lock()
+    stop_flood = threading.Event()
+
+    def observer(k: int) -> None:
+        c = Client(control, timeout=60.0)
+        try:
+            for i in range(requests_per_client):
+                if stop_flood.is_set():
+                    break
+                try:
+                    kind = (i + k) % 3
+                    if kind == 0:
+                        c.recordings_page(limit=100, offset=(i * 37) % 200)
+                    elif kind == 1:
+                        c.status()
+                    else:
+                        c.jobs(limit=100)
+                    with lock:
+                        done["requests"] += 1
+                except DaemonError as exc:
+                    with lock:
+                        errors[exc.code] = errors.get(exc.code, 0) + 1
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=observer, args=(k,), daemon=True) for k in range(clients)]
+    for t in threads:
+        t.start()
+    op = Client(control, timeout=60.0)
+    latencies, refusals = [], {}
+    try:
+        time.sleep(0.2)  # the observers are under way
+        for i in range(stops):
+            try:
+                op.arm()
+            except DaemonError as exc:
+                refusals[exc.code + ": " + exc.message[:60]] = refusals.get(exc.code + ": " + exc.message[:60], 0) + 1
+            reply = op.disarm("flood check") if i % 2 else op.abort(reason="flood check")
+            latencies.append(reply["latency"])
+            if not any(t.is_alive() for t in threads):
+                break
+        status = op.status()
+    finally:
+        stop_flood.set()
+        for t in threads:
+            t.join(120.0)
+        op.close()
+    periods = [lat["periods"] for lat in latencies if lat["periods"] is not None]
+    return {"clients": clients, "flood_requests": done["requests"], "flood_errors": errors,
+            "stops": len(latencies), "arm_refusals": refusals,
+            "stop_latency_periods": {"max": max(periods) if periods else None,
+                                     "p50": float(np.median(periods)) if periods else None,
+                                     "over_one": sum(p > 1.0 for p in periods)},
+            "max_requests_ahead": max(lat["requests_ahead"] for lat in latencies),
+            "max_rounds": max(lat["rounds"] for lat in latencies),
+            "rate_hz": latencies[0]["rate_hz"] if latencies else None,
+            "daemon": {k: status["control"][k] for k in ("stop_latency", "stale_refusals", "loop_rounds",
+                                                           "heavy_reads", "recordings_indexed")},
+            "request_cost_ms": {cmd: {"count": v["count"], "max": round(v["max_ms"], 2),
+                                      "mean": round(v["total_ms"] / max(1, v["count"]), 3)}
+                                for cmd, v in status["control"]["request_cost_ms"].items()}}

@@ -1,0 +1,140 @@
+"""Nothing an observer asks can slow a stop: listings come from an in-memory index (no file read on
+a request), are paged, heavy reads run in a worker with a per-client limit, and `abort`/`disarm`
+are answered while clients flood `recordings`, `status` and `jobs`. Latencies are the daemon's own
+measure (counts of requests, main-loop rounds and real-time loop periods on its clock), never a
+wall-clock bound of the test."""
+
+import pytest
+
+from robodyn.daemon import protocol as P
+from robodyn.daemon.client import Client, DaemonError
+from tests.daemon.conftest import DaemonProcess
+from tests.daemon.reliability.observer_flood import flood, make_jobs, make_recordings, wait_indexed
+
+RECORDINGS = 120
+JOBS = 300
+CLIENTS = 5
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("crowded")
+    data = tmp / "data"
+    ids = make_recordings(data / "recordings", RECORDINGS, indexed_fraction=0.5)
+    make_jobs(data, JOBS)
+    d = DaemonProcess(tmp, speed=1.0, data_dir=data, arm=False)
+    d.ids = ids
+    yield d
+    d.stop()
+
+
+def test_listing_is_paged_and_comes_from_the_index(crowded):
+    c = crowded.client
+    first = wait_indexed(c, RECORDINGS)  # half had no entry: indexed once, by the worker, at start
+    assert [r["id"] for r in first["recordings"]] == crowded.ids
+    assert all(r["samples"] == 20 and r["status"] == "completed" for r in first["recordings"])
+    default = c.recordings_page()  # the old request: the newest page
+    assert default["total"] == RECORDINGS and default["limit"] == P.DEFAULT_PAGE
+    assert [r["id"] for r in default["recordings"]] == crowded.ids[-P.DEFAULT_PAGE:]
+    assert default["next_offset"] is None
+    page = c.recordings_page(limit=7, offset=14)
+    assert [r["id"] for r in page["recordings"]] == crowded.ids[14:21] and page["next_offset"] == 21
+    # the worker wrote the entries it built: the next start reads no recording at all
+    assert all((crowded.data_dir / "recordings" / f"{rid}.index.json").exists() for rid in crowded.ids)
+    # no file is read on a request: a recording overwritten behind the daemon's back is still
+    # listed from its entry, while recording_info (which reads it, in the worker) reports the damage
+    victim = crowded.data_dir / "recordings" / f"{crowded.ids[3]}.mcap"
+    victim.write_bytes(b"not an mcap file any more")
+    row = c.recordings_page(limit=1, offset=3)["recordings"][0]
+    assert (row["id"], row["samples"], row["status"]) == (crowded.ids[3], 20, "completed")
+    with pytest.raises(DaemonError) as err:
+        c.recording_info(crowded.ids[3])
+    assert err.value.code == "unavailable" and "could not read the recording" in err.value.message
+    info = c.recording_info(crowded.ids[4])
+    assert info["samples"] == 20 and info["units"]["q"] == "rad" and info["gaps"] == []
+
+
+@pytest.mark.parametrize("args, field", [({"limit": 0}, "args.limit"), ({"limit": 1001}, "args.limit"),
+                                         ({"offset": -1}, "args.offset"), ({"limit": "10"}, "args.limit")])
+def test_page_fields_are_validated_with_one_line(crowded, args, field):
+    with pytest.raises(DaemonError) as err:
+        crowded.client.call("recordings", **args)
+    assert err.value.code == "invalid_args" and "\n" not in err.value.message
+    assert (err.value.details or {}).get("field", field) == field and field.split(".")[1] in err.value.message
+
+
+def test_status_and_jobs_do_not_grow_with_the_job_history(crowded):
+    c = crowded.client
+    jobs = c.status()["metrics"]["jobs"]
+    assert jobs["counts"]["completed"] == JOBS and len(jobs["queued"]) <= 20
+    page = c.call("jobs")
+    assert page["total"] == JOBS and len(page["jobs"]) == P.DEFAULT_PAGE
+    assert page["jobs"][-1]["job"] == f"job-20260101-000000-{JOBS - 1:06x}"
+    assert len(c.jobs(limit=10, offset=5)) == 10
+
+
+def test_heavy_reads_are_limited_per_client_busy_not_queued(crowded):
+    """A client with a recording_info in flight gets `busy` for its next one, at once."""
+    import zmq
+
+    from robodyn.daemon import access
+
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.DEALER)  # one connection, two requests without waiting for the first reply
+    s.setsockopt(zmq.LINGER, 0)
+    s.connect(crowded.control)
+    token = access.client_token(crowded.control)
+    try:
+        for k in (1, 2):
+            s.send(P.make_request("recording_info", {"recording": crowded.ids[10 + k]}, rid=k, auth=token))
+        replies = {}
+        for _ in range(2):
+            assert s.poll(60_000), "no reply in 60 s"
+            reply = P.unpackb(s.recv())
+            replies[reply["id"]] = reply
+    finally:
+        s.close()
+        ctx.term()
+    assert replies[1]["ok"] and replies[1]["result"]["samples"] == 20
+    assert not replies[2]["ok"] and replies[2]["error"]["code"] == "busy"
+    assert "\n" not in replies[2]["error"]["message"]
+
+
+def test_stops_are_answered_at_once_while_observers_flood_listings(crowded, figure):
+    wait_indexed(crowded.client, RECORDINGS)
+    result = flood(crowded.control, clients=CLIENTS, requests_per_client=120, stops=40)
+    figure("observer flood", **result)
+    assert result["flood_errors"] == {} and result["flood_requests"] > 0
+    # arm never refused: the driver's telemetry is read every loop round, whatever observers ask
+    assert result["arm_refusals"] == {} and result["daemon"]["stale_refusals"] == 0
+    # every stop was answered in the loop round that read it or the next, with no more requests
+    # before it than clients have requests in flight (one each): no queue of slow work ahead
+    assert result["stops"] == 40 and result["daemon"]["stop_latency"]["count"] >= 40
+    assert result["max_requests_ahead"] <= CLIENTS + 1 and result["max_rounds"] <= 1
+
+
+@pytest.mark.parametrize("config, field", [
+    ({"processing": {"trim_s": "0.5"}}, "config.processing.trim_s"),
+    ({"motor_couplings": "wrist"}, "config.motor_couplings"),
+    ({"motor_couplings": [[0, 0, 0, 0, "1", 1, 0]]}, "config.motor_couplings[0]"),
+    ({"rotor_inertia": "yes"}, "config.rotor_inertia"),
+    ({"chunk_samples": 1.5}, "config.chunk_samples"),
+    ({"processing": {"cutoff_hz": [5]}}, "config.processing.cutoff_hz"),
+])
+def test_identify_config_is_checked_at_submit_naming_the_field(crowded, config, field):
+    """Refused at submit with one line naming the field: no job is queued to fail in the worker."""
+    before = crowded.client.call("jobs", limit=1)["total"]
+    with pytest.raises(DaemonError) as err:
+        crowded.client.call("identify", recordings=[crowded.ids[0]], config=config)
+    assert err.value.code == "invalid_args" and f"'{field}'" in err.value.message
+    assert "\n" not in err.value.message and err.value.details.get("field") == "args.config"
+    assert crowded.client.call("jobs", limit=1)["total"] == before
+
+
+def test_a_well_typed_identify_config_passes_the_check():
+    from robodyn.identification.daemon_jobs import check_config
+
+    assert check_config({"method": "wls", "friction": "stribeck", "chunk_samples": 200, "rotor_inertia": False,
+                         "motor_couplings": [[0, 0, 0, 0, 0, 1, 0.5]], "friction_scales": [0.1] * 7,
+                         "processing": {"trim_s": 1, "cutoff_hz": "auto", "rate_hz": None,
+                                        "q_cutoff_hz": 20.0}}) is None
