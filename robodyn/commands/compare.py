@@ -156,7 +156,8 @@ def cmd_compare(args) -> int:
     table = compare(args)
     text = format_table(table)
     if table.get("inverse_crime"):
-        text = ("NOTE: the torques come from the identifier's own model (the model being fitted made the data); "
+        text = ("NOTE: data origin own-model (an inverse crime): the torques come from the identifier's own model "
+                "(the model being fitted made the data); "
                 "these numbers show the optimisers' behaviour, not identification accuracy.\n\n" + text)
     if args.out:
         Path(args.out).write_text(json.dumps(_strict(table), indent=1, allow_nan=False))
