@@ -84,20 +84,21 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
     model = load_model("panda")
     say(f"robodyn demo: simulated Panda, output in {out}")
 
-    say("[1/6] starting the daemon (MuJoCo plant, torque noise, encoder quantization, Stribeck friction)")
+    say("[1/7] starting the daemon (MuJoCo plant, torque noise, encoder quantization, Stribeck friction)")
     with LocalDaemon(out / "daemon", "panda", {"speed": 0.0, "seed": 1}) as daemon:
         plant = daemon.client.describe()["driver"]["info"]  # the simulator's ground truth
         noise = float(plant["torque_noise_std"])
         say(f"  daemon ready at {daemon.control}")
 
-        say(f"[2/6] designing the excitation (5-harmonic Fourier, SLSQP, budget {design_time:.0f} s)")
+        say(f"[2/7] designing the excitation (5-harmonic Fourier, SLSQP, budget {design_time:.0f} s)")
         excitation, result = design(model, 0, design_time, periods)
         say(f"  raw cond(W_base) {result.metrics['cond_raw']:.1f} (column-scaled {result.metrics['cond_scaled']:.1f}), "
             f"designed in {result.elapsed:.1f} s, within limits: {result.limit_report['ok']}")
+        say(f"  designing the held-out trajectory (another start, budget {design_time / 2:.0f} s)")
         held_out, held_result = design(model, 7, design_time / 2, 1)
         (out / "excitation.json").write_text(json.dumps(excitation.to_dict(robot="panda"), indent=1))
 
-        say(f"[3/6] friction experiment: {len(DEMO_SPEEDS)} speeds x 7 joints, one run per joint")
+        say(f"[3/7] friction experiment: {len(DEMO_SPEEDS)} speeds x 7 joints, one run per joint")
         all_points = []
         friction_points = []
         for joint in range(model.dof):
@@ -112,13 +113,13 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
         friction, fits = fit_experiment(all_points, "stribeck", model.dof)
         (out / "friction.json").write_text(json.dumps({"model": friction.to_dict(), "points": friction_points,
                                                        "fits": [f.__dict__ for f in fits]}, indent=1, default=float))
-        say("[3/6] running the excitation and the held-out trajectory")
+        say("[4/7] running the excitation and the held-out trajectory")
         ident_run = _run(daemon.client, excitation, "excitation", say)
         t_i, q_i, qd_i, tau_i = _execute_phase(ident_run["recording"])
         ident_data = SampledData(t_i, q_i, tau_i, qd_i)
         held_run = _run(daemon.client, held_out, "held-out", say)
 
-        say("[4/6] identifying on the daemon's worker (WLS, Ni et al. 2024 Stribeck friction subtracted)")
+        say("[5/7] identifying on the daemon's worker (WLS, Ni et al. 2024 Stribeck friction subtracted)")
         processing = {"q_cutoff_hz": 15.0, "tau_cutoff_hz": 15.0, "velocity": "differentiate", "trim_s": 0.5}
         job = daemon.client.identify([ident_run["run_id"]], {"method": "wls", "friction": "stribeck",
                                                              "rotor_inertia": True,
@@ -131,7 +132,7 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
         doc = daemon.client.pull(job)
         (out / "result.json").write_text(json.dumps(doc, indent=1))
 
-        say("[5/6] validating on the held-out run against the raw measured torque")
+        say("[6/7] validating on the held-out run against the raw measured torque")
         t, q, qd, tau = _execute_phase(held_run["recording"])
         raw = SampledData(t, q, tau, qd)
         against_raw = ProcessingConfig(**{**doc["config"]["processing"], "tau_cutoff_hz": None, "trim_s": 0.5})
@@ -155,7 +156,7 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
     scored = well & np.isfinite(rel_err)
     friction_report = friction_errors(friction.params, plant["friction"], friction_points)
 
-    say("[6/6] report")
+    say("[7/7] report")
     processed = process(raw, against_raw, friction).data
     pred = predict_processed(model, base, est, processed) + processed.tau_friction
     png = torque_plot_png(processed.t, processed.tau + processed.tau_friction, pred, model.joint_names,
