@@ -72,9 +72,9 @@ def check_endpoint(endpoint: str, source: str = "--endpoint") -> str:
 
 
 # what a daemon that answered is busy with during a long request (the notice's words)
+# (a listing is a page of the daemon's in-memory index: bounded, so it takes the user's timeout)
 LONG_REQUESTS = {"submit_run": "check the trajectory against the robot's limits",
-                 "recordings": "list its recordings", "recording_info": "find the recording",
-                 "pull": "read the job's result"}
+                 "recording_info": "find the recording", "pull": "read the job's result"}
 
 
 @dataclass(frozen=True)

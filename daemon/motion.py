@@ -78,6 +78,30 @@ def plan_run(model: RobotModel, traj: Trajectory, current_q: np.ndarray, rate_hz
     return RunPlan(move, traj, move_report, report)
 
 
+def warm_up_validation(model: RobotModel, rate_hz: float) -> None:
+    """Run :func:`plan_run` once on a small move, at start-up, so numba compiles (or loads from its
+    cache) every kernel validation uses before the daemon reports ready. Otherwise the first
+    submission after an install compiles them in the validation thread, which holds the GIL for
+    the whole compile (over 20 s on a fresh install, 2 cores): the main loop then cannot drain
+    its workers' pipes, and healthy workers look hung."""
+    finite = np.isfinite(model.q_min) & np.isfinite(model.q_max)
+    mid = np.where(finite, (np.where(finite, model.q_min, 0.0) + np.where(finite, model.q_max, 0.0)) / 2, 0.0)
+    step = np.where(finite, 0.01 * (np.where(finite, model.q_max, 1.0) - np.where(finite, model.q_min, 0.0)), 0.01)
+    # long enough for the parallel kernel's batch size (robot.dynamics.PARALLEL_THRESHOLD) and the serial one
+    for duration in (2.0, 0.1):  # batches above and below the parallel kernel's threshold
+        try:
+            plan_run(model, PointToPointTrajectory(mid, mid + step, duration), mid, rate_hz)
+        except RunRejected:
+            pass  # a model whose limits reject even this move: the kernels ran all the same
+
+
+def warm_up_in_child(model: RobotModel, rate_hz: float) -> None:
+    """:func:`warm_up_validation` in a process of its own: numba writes what it compiled to its
+    cache, so the daemon's main process loads the kernels instead of compiling them, and its loop
+    (heartbeats included) is never held by a compile."""
+    warm_up_validation(model, rate_hz)
+
+
 class TrajectoryFeeder:
     """Commands of one trajectory at ``k / rate`` for k = 0..count-1, evaluated FEED_BLOCK at a time."""
 

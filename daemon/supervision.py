@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import access
+from .motion import warm_up_in_child, warm_up_validation
 from . import protocol as P
 
 log = logging.getLogger("robodyn.daemon")
@@ -25,6 +26,8 @@ SHUTDOWN_TIMEOUT_S = 10.0
 # a worker that is alive but silent this long is wedged: killed and restarted like a dead one
 # (telemetry comes every 0.1 s, recorder statistics every 0.5 s)
 HANG_TIMEOUT_S = 5.0
+WARM_UP_RATE_HZ = 1000.0  # any rate compiles the same kernels
+WARM_UP_TIMEOUT_S = 300.0  # a cold compile takes ~25 s on an idle 2-core host
 
 
 @dataclass
@@ -65,12 +68,26 @@ class Supervision:
         self._spawn(self.driver)
         self._spawn(self.recorder)
         self._spawn(self.publisher)
+        # validation's numba kernels are compiled in a child (into numba's cache) while the workers
+        # start; compiled in this process they would hold the GIL, and so this loop, for seconds
+        warm = multiprocessing.get_context("spawn").Process(
+            target=warm_up_in_child, args=(self.model, WARM_UP_RATE_HZ), name="robodyn-warm-up", daemon=True)
+        warm.start()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         poller = self._poller()
-        while not (self.driver.ready and self.recorder.ready and self.publisher.ready):
-            if time.monotonic() > deadline:
+        warm_deadline = time.monotonic() + WARM_UP_TIMEOUT_S
+        while True:
+            workers_ready = self.driver.ready and self.recorder.ready and self.publisher.ready
+            if workers_ready and not warm.is_alive():
+                break
+            now = time.monotonic()
+            if not workers_ready and now > deadline:
+                warm.kill()
                 raise RuntimeError("driver or recorder did not start within "
                                    f"{STARTUP_TIMEOUT_S:.0f} s")
+            if warm.is_alive() and now > warm_deadline:
+                warm.kill()
+                warm.join(5.0)
             self.notifier.heartbeat()  # a slow robot connection is not a wedged daemon
             for sock, _ in poller.poll(100):
                 if sock is self.driver_pipe:
@@ -83,8 +100,13 @@ class Supervision:
                     self.zap.serve_pending()
             for comp in (self.driver, self.recorder, self.publisher):
                 if comp.process is not None and not comp.process.is_alive() and not comp.ready:
+                    warm.kill()
                     reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
                     raise RuntimeError(f"{comp.name} failed to start: {reason}")
+        if warm.exitcode == 0:
+            warm_up_validation(self.model, WARM_UP_RATE_HZ)  # from numba's cache now: a fraction of a second
+        else:  # validation still works; its first call compiles in the validation thread
+            log.warning("compiling the validation kernels in advance failed (exit code %s)", warm.exitcode)
 
     def _poller(self):
         poller = self.zmq.Poller()

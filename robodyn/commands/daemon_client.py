@@ -14,7 +14,7 @@ from robodyn.cli import UserError, print_json
 from robodyn.identification.estimators import METHODS as LEAST_SQUARES
 
 from . import progress as bars
-from .common import add_json, positive_float, require_file
+from .common import add_json, nonnegative_int, positive_float, positive_int, require_file
 from .identify import add_processing_arguments, processing_from_args
 
 
@@ -67,8 +67,13 @@ def register(sub) -> None:
     add_json(p)
     p.set_defaults(handler=cmd_abort)
 
-    p = sub.add_parser("recordings", help="list the daemon's recordings")
+    p = sub.add_parser("recordings", help="list the daemon's recordings (the newest 100; --all or --offset for more)")
     _endpoint_arg(p)
+    p.add_argument("--limit", type=positive_int, default=None, metavar="N",
+                   help="how many recordings per page (the daemon allows 1..1000; default 100)")
+    p.add_argument("--offset", type=nonnegative_int, default=None, metavar="I",
+                   help="index of the first recording listed, oldest first (default: the newest page)")
+    p.add_argument("--all", action="store_true", help="every recording, fetched page by page")
     add_json(p)
     p.set_defaults(handler=cmd_recordings)
 
@@ -404,14 +409,30 @@ def cmd_abort(args) -> int:
 
 
 def cmd_recordings(args) -> int:
+    if args.all and args.offset is not None:
+        raise UserError("--all and --offset: give one of them")
     with _client(args) as c:
-        rows = _daemon_call(c.recordings)
+        if args.all:  # oldest first, one bounded page per request
+            page = _daemon_call(lambda: c.recordings_page(args.limit or 1000, 0))
+            rows = list(page["recordings"])
+            while page.get("next_offset") is not None and len(rows) < page["total"]:
+                page = _daemon_call(lambda: c.recordings_page(args.limit or 1000, page["next_offset"]))
+                if not page["recordings"]:
+                    break
+                rows += page["recordings"]
+        else:
+            page = _daemon_call(lambda: c.recordings_page(args.limit, args.offset))
+            rows = page["recordings"]
     if args.json:
         print_json(rows)
         return 0
     if not rows:
         print("no recordings")
         return 0
+    if len(rows) < page["total"]:
+        first = 0 if args.all else page["offset"]
+        print(f"recordings {first + 1}..{first + len(rows)} of {page['total']} (oldest first; --all or --offset "
+              f"for the others)")
     print(f"{'recording':<26} {'status':<22} {'samples':>8} {'lost':>6} {'duration [s]':>12}  label")
     for r in rows:
         print(f"{r['id']:<26} {str(r.get('status')):<22} {r.get('samples', '-')!s:>8} {r.get('lost', '-')!s:>6} "

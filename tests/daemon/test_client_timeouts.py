@@ -14,7 +14,7 @@ from robodyn.errors import UserError
 
 
 class ScriptedDaemon:
-    """Answers ``ping`` at once and ``recordings`` once ``release`` is set; records the commands."""
+    """Answers ``ping`` at once and ``recording_info`` once ``release`` is set; records the commands."""
 
     def __init__(self):
         import zmq
@@ -38,9 +38,9 @@ class ScriptedDaemon:
             ident, payload = self.sock.recv_multipart()
             request = P.unpackb(payload)
             self.commands.append(request["cmd"])
-            if request["cmd"] == "recordings":
+            if request["cmd"] == "recording_info":
                 self.release.wait(30)
-                result = {"recordings": []}
+                result = {"id": request["args"]["recording"], "samples": 0}
             else:
                 result = {"pong": True}
             self.sock.send_multipart([ident, P.ok_reply(request["id"], result)])
@@ -62,8 +62,8 @@ def scripted():
 
 def test_no_daemon_fails_within_the_users_timeout_even_for_a_long_request():
     with Client("tcp://127.0.0.1:1", timeout=0.3, token="t") as c:
-        with pytest.raises(DaemonUnavailable, match=r"within 0.3 s"):  # not the 30 s of a listing
-            c.recordings()
+        with pytest.raises(DaemonUnavailable, match=r"within 0.3 s"):  # not the 30 s of a file read
+            c.recording_info("r1")
         with pytest.raises(DaemonUnavailable, match=r"within 0.3 s"):  # nor the 600 s of a submission
             c.submit_run("panda", {"family": "fourier"})
 
@@ -77,11 +77,11 @@ def test_a_slow_answer_is_announced_once_with_what_it_waits_for(scripted):
 
     with Client(scripted.endpoint, timeout=0.2, token="t") as c:
         c.notice = notice
-        assert c.recordings() == []
+        assert c.recording_info("r1")["id"] == "r1"
         c.notice = None  # a loaded machine may make the next answer slow too: count only the first
-        assert c.recordings() == []  # answered before: no second ping
-    assert scripted.commands == ["ping", "recordings", "recordings"]
-    assert len(notices) == 1 and "list its recordings" in notices[0] and scripted.endpoint in notices[0]
+        assert c.recording_info("r2")["id"] == "r2"  # answered before: no second ping
+    assert scripted.commands == ["ping", "recording_info", "recording_info"]
+    assert len(notices) == 1 and "find the recording" in notices[0] and scripted.endpoint in notices[0]
 
 
 @pytest.mark.parametrize("endpoint", ["localhost:47770", "127.0.0.1:47770", "tcp://127.0.0.1", "tcp://:47770",

@@ -61,3 +61,22 @@ def test_stop_ramp_comes_to_rest_within_half_the_limits():
     assert np.allclose(qs[-1] - READY, v0 * ramp.duration / 2)  # travel v0 T / 2
     jerk = np.diff(np.array(qdds), axis=0) * 1000.0
     assert np.all(np.abs(jerk).max(axis=0) <= 0.5 * PANDA.qddd_max * 1.05)
+
+
+def test_the_start_up_warm_up_runs_every_validation_kernel_in_a_fresh_process():
+    """The daemon compiles validation's numba kernels in a child at start-up (daemon/supervision.py):
+    the warm-up must reach both RNEA builds (batches above and below the parallel threshold), or the
+    first submission would still compile one in the validation thread and hold the main loop. Run
+    in a fresh interpreter, where no kernel has been compiled or loaded yet."""
+    import subprocess
+    import sys
+
+    code = ("from robodyn.robot.loader import load_model\n"
+            "from robodyn.robot import dynamics\n"
+            "from robodyn.daemon.motion import warm_up_validation\n"
+            "assert not dynamics._rnea_parallel.signatures and not dynamics._rnea_serial.signatures\n"
+            "warm_up_validation(load_model('panda'), 1000.0)\n"
+            "print(len(dynamics._rnea_parallel.signatures), len(dynamics._rnea_serial.signatures))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1"]

@@ -54,6 +54,27 @@ def test_listing_is_paged_and_comes_from_the_index(crowded):
     assert info["samples"] == 20 and info["units"]["q"] == "rad" and info["gaps"] == []
 
 
+def test_the_recordings_command_pages_and_lists_everything_with_all(crowded, capsys):
+    """`robodyn recordings` shows the newest page and says how many there are; --all walks the pages."""
+    import json
+
+    from robodyn.cli import main
+
+    wait_indexed(crowded.client, RECORDINGS)
+    base = ["recordings", "--endpoint", crowded.control]
+    assert main(base) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"recordings {RECORDINGS - P.DEFAULT_PAGE + 1}..{RECORDINGS} of {RECORDINGS} " \
+                     "(oldest first; --all or --offset for the others)"
+    assert out[1].startswith("recording ") and len(out) == 2 + P.DEFAULT_PAGE
+    assert main(base + ["--all", "--limit", "7", "--json"]) == 0  # 18 pages of 7, in order, none twice
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == crowded.ids
+    assert main(base + ["--offset", "5", "--limit", "3", "--json"]) == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == crowded.ids[5:8]
+    assert main(base + ["--all", "--offset", "5"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 @pytest.mark.parametrize("args, field", [({"limit": 0}, "args.limit"), ({"limit": 1001}, "args.limit"),
                                          ({"offset": -1}, "args.offset"), ({"limit": "10"}, "args.limit")])
 def test_page_fields_are_validated_with_one_line(crowded, args, field):
