@@ -82,7 +82,7 @@ def warm_up_validation(model: RobotModel, rate_hz: float) -> None:
     """Run :func:`plan_run` once on a small move, at start-up, so numba compiles (or loads from its
     cache) every kernel validation uses before the daemon reports ready. Otherwise the first
     submission after an install compiles them in the validation thread, which holds the GIL for
-    the whole compile (over 20 s on a fresh install, 2 cores): the main loop then cannot drain
+    the whole compile: the main loop then cannot drain
     its workers' pipes, and healthy workers look hung."""
     finite = np.isfinite(model.q_min) & np.isfinite(model.q_max)
     mid = np.where(finite, (np.where(finite, model.q_min, 0.0) + np.where(finite, model.q_max, 0.0)) / 2, 0.0)
