@@ -27,7 +27,7 @@ SPEEDS = "0.04,0.08,0.2,0.5"
 # measured on five runs of this test (three on a loaded host, two in fresh-clone `make test` runs):
 # at most 1.5 % (fc), 2.7 % (fs), 8.2 % (vs, the Stribeck velocity, the least determined by four
 # speeds); a wider sweep (+-0.05 rad, 0.03 to 0.5 rad/s) missed vs by 6.1 %. Room for other noise
-# draws and timings, not for a wrong pairing or fit (a Coulomb-only fit misses fs by tens of %)
+# draws and timings, not for a wrong pairing or fit
 TOLERANCE = {"fc": 0.05, "fs": 0.08, "vs": 0.25}
 
 
