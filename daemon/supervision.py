@@ -104,7 +104,10 @@ class Supervision:
                     reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
                     raise RuntimeError(f"{comp.name} failed to start: {reason}")
         if warm.exitcode == 0:
-            warm_up_validation(self.model, WARM_UP_RATE_HZ)  # from numba's cache now: a fraction of a second
+            warm_up_validation(self.model, WARM_UP_RATE_HZ)  # from numba's cache now
+            # the workers kept sending meanwhile: read it all, or the first `arm` would find the
+            # driver's telemetry older than TELEMETRY_STALE_S (seen on a loaded host) and refuse
+            self._drain_pipes()
         else:  # validation still works; its first call compiles in the validation thread
             log.warning("compiling the validation kernels in advance failed (exit code %s)", warm.exitcode)
 
