@@ -115,8 +115,13 @@ class CurveKeys:
 def _with_auth(payload: bytes, token: str | None) -> bytes:
     """``payload`` with an ``auth`` entry appended when it is a msgpack map (header patched in
     place, the original bytes kept: malformed-input tests stay what they are)."""
-    if not token or not payload or b"auth" in payload:
+    if not token or not payload:
         return payload
+    try:  # a frame that already names its own auth keeps it (a byte search would also match a value)
+        if "auth" in P.unpackb(payload):
+            return payload
+    except Exception:  # noqa: BLE001 - malformed on purpose: patched below if it starts as a map
+        pass
     entry = P.packb("auth") + P.packb(token)
     head = payload[0]
     if 0x80 <= head < 0x8F:
