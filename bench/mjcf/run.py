@@ -24,19 +24,7 @@ from robodyn.identification.comparison_data import ASSUMED_PANDA_ROTOR_INERTIA, 
 from robodyn.identification.mjcf_export import verify_mjcf
 from robodyn.identification.regressor import sample_states
 from robodyn.robot.loader import load_model
-from robodyn.trajectory import FourierTrajectory
-
-
-def fourier(model, seed, wf=0.6, harmonics=5, amplitude=0.25, periods=2):
-    """A random rest-to-rest Fourier excitation (the one tests/identification use)."""
-    r = np.random.default_rng(seed)
-    n = model.dof
-    a = r.normal(size=(n, harmonics)) * amplitude
-    b = r.normal(size=(n, harmonics)) * amplitude
-    a[:, -1] = -a[:, :-1].sum(1)
-    l = np.arange(1, harmonics + 1)
-    b[:, -1] = -(b[:, :-1] * l[:-1]).sum(1) / harmonics
-    return FourierTrajectory(wf, (model.q_min + model.q_max) / 2, a, b, periods=periods)
+from robodyn.identification.comparison_data import excitation
 
 
 def run() -> dict:
@@ -52,7 +40,9 @@ def run() -> dict:
             assert main(["export-mjcf", str(tmp / "result.json"), "--out", str(tmp / "panda.xml")]) == 0
         doc = json.loads((tmp / "result.json").read_text())
         text = (tmp / "panda.xml").read_text()
-    _t, q, qd, qdd, _ = fourier(panda, 7).sample(100)
+    # the random rest-to-rest Fourier excitation of the comparison (wf = 0.6 rad/s, two periods)
+    period = 2 * np.pi / 0.6
+    _t, q, qd, qdd, _ = excitation(panda, 7, seconds=2 * period, amplitude=0.25, period=period).sample(100)
     out = {"data": "plant: simulated Panda (RNEA, assumed rotor inertias, 0.5 N.m noise, viscous 0.3, Coulomb 0.2)",
            "trajectory": verify_mjcf(text, panda, doc, q, qd, qdd),
            "random_states": verify_mjcf(text, panda, doc, *sample_states(panda, 200, seed=3))}
