@@ -34,8 +34,18 @@ STREAM_ZAP_DOMAIN = "robodyn-stream"
 
 class SubscriberGate:
     """ZAP decisions for the public stream: allow-listed keys (with CurveZMQ) and a cap on the
-    number of connected subscribers. Connections are counted from the PUB socket's monitor
-    (accepted minus disconnected), so a subscriber that leaves frees its place."""
+    number of admitted subscribers.
+
+    Only connections whose handshake succeeded hold a place: from the PUB socket's monitor,
+    ``succeeded - (disconnected - failed)``, since every connection whose handshake failed (refused
+    here, or broken before ZAP was asked) reports one failure and then one disconnect. Counting
+    accepted TCP connections instead made refused clients, which libzmq keeps re-connecting, hold
+    the freed places while their handshakes were in flight: on a loaded host two of them and a
+    newcomer kept each other out for minutes. Approvals whose success event has not arrived yet
+    count too (for at most PENDING_S), so two handshakes in one poll cannot both take the last place.
+    """
+
+    PENDING_S = 2.0
 
     def __init__(self, ctx, pub, clients: dict, max_subscribers: int):
         import zmq
@@ -45,38 +55,55 @@ class SubscriberGate:
         self.zmq = zmq
         self.zap = ZapHandler(ctx, clients)
         self.max_subscribers = max_subscribers
-        self.monitor = pub.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
-        self.accepted = 0
+        self.monitor = pub.get_monitor_socket(
+            zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+            | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_DISCONNECTED)
+        self.succeeded = 0
+        self.failed = 0
         self.disconnected = 0
+        self.pending: list[float] = []  # monotonic times of approvals not yet seen to succeed
         self.refused_cap = 0
         original = self.zap.handle
 
         def handle(frames):
             self.drain_monitor()
             domain = frames[2].decode(errors="replace") if len(frames) > 2 else ""
-            # the cap counts the connection being authenticated (already accepted)
-            if domain == STREAM_ZAP_DOMAIN and self.connected > self.max_subscribers:
+            if domain == STREAM_ZAP_DOMAIN and self.connected + len(self.pending) >= self.max_subscribers:
                 self.refused_cap += 1
                 self.zap.socket.send_multipart([frames[0], frames[1], b"400",
                                                 b"too many subscribers to the state stream", b"", b""])
                 return
+            refused_before = self.zap.refused
             original(frames)
+            if domain == STREAM_ZAP_DOMAIN and self.zap.refused == refused_before:
+                self.pending.append(time.monotonic())
 
         self.zap.handle = handle
 
     @property
     def connected(self) -> int:
-        return self.accepted - self.disconnected
+        """Subscribers admitted and still connected."""
+        return max(0, self.succeeded - (self.disconnected - self.failed))
 
     def drain_monitor(self) -> None:
         from zmq.utils.monitor import recv_monitor_message
 
-        while self.monitor.poll(0):
+        zmq = self.zmq
+        for _ in range(10_000):  # bounded: a connection storm is served over several polls
+            if not self.monitor.poll(0):
+                break
             event = recv_monitor_message(self.monitor)["event"]
-            if event == self.zmq.EVENT_ACCEPTED:
-                self.accepted += 1
-            elif event == self.zmq.EVENT_DISCONNECTED:
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.succeeded += 1
+                if self.pending:
+                    self.pending.pop(0)
+            elif event == zmq.EVENT_DISCONNECTED:
                 self.disconnected += 1
+            else:  # one of the handshake failures
+                self.failed += 1
+        horizon = time.monotonic() - self.PENDING_S
+        while self.pending and self.pending[0] < horizon:
+            self.pending.pop(0)
 
     def serve(self) -> None:
         self.drain_monitor()
