@@ -20,3 +20,19 @@ def restore_scheduler():
     yield
     if (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) != (policy, param.sched_priority):
         os.sched_setscheduler(0, policy, param)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def numba_kernels_compiled():
+    """numba's cache filled once, before the first test (robodyn.tools.testing.precompile says why:
+    a kernel compiled beside real-time peers took a daemon's whole start-up time-out). About 4 s with
+    a warm cache, about 70 s on a fresh clone. If it fails, each kernel compiles where first used,
+    as before, and the suite goes on."""
+    import subprocess
+    import sys
+
+    try:
+        subprocess.run([sys.executable, "-m", "robodyn.tools.testing.precompile"], timeout=900, check=False)
+    except subprocess.TimeoutExpired:
+        print("precompile: not done in 900 s; kernels compile where first used")
+    yield
