@@ -23,6 +23,7 @@ FAMILIES = ("validation", "identification")
 def validation() -> None:
     """Both RNEA builds (parallel and serial), through the daemon's own start-up warm-up."""
     from robodyn.daemon.motion import warm_up_validation
+
     from robodyn.robot.loader import load_model
 
     warm_up_validation(load_model("panda"), 1000.0)
@@ -32,9 +33,13 @@ def identification() -> None:
     """The regressor, Gram and prediction kernels, through the default identification of a short
     synthetic excitation (torques from RNEA, so the fit itself is meaningless here)."""
     import numpy as np
-
-    from robodyn.identification.pipeline import IdentificationConfig, identify, predict_base
+    from robodyn.identification.pipeline import (
+        IdentificationConfig,
+        identify,
+        predict_base,
+    )
     from robodyn.identification.signals import SampledData
+
     from robodyn.robot.dynamics import inverse_dynamics
     from robodyn.robot.loader import load_model
     from robodyn.trajectory import FourierTrajectory
