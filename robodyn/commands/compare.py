@@ -45,7 +45,7 @@ def register(sub) -> None:
     src = p.add_argument_group("held-out data (with recordings)")
     src.add_argument("--holdout", nargs="+", metavar="REC", help="held-out recordings: not identified on, only "
                                                                  "predicted (as in `robodyn identify --holdout`)")
-    src.add_argument("--heldout", dest="holdout", nargs="+", help=argparse.SUPPRESS)  # the old spelling
+    src.add_argument("--heldout", dest="heldout_old", nargs="+", help=argparse.SUPPRESS)  # the old spelling
     src.add_argument("--holdout-fraction", type=fraction, default=None, metavar="FRACTION",
                      help="instead of --holdout: hold out the last FRACTION of each recording, by time")
     src.add_argument("--ident", nargs="+", metavar="FILE", help=argparse.SUPPRESS)  # the old spelling of DATA
@@ -96,6 +96,10 @@ def _data(args):
     from robodyn.identification.comparison import recorded_data, simulated_data, tx40_data
     from robodyn.robot.loader import load_model
 
+    if args.heldout_old:
+        print("robodyn compare --heldout: deprecated, use --holdout (the old spelling goes in the next release)",
+              file=sys.stderr)
+        args.holdout = list(args.holdout or []) + list(args.heldout_old)
     if args.ident:
         print("robodyn compare --ident: deprecated, use `robodyn compare FILE ... --robot R --holdout FILE ...` (the "
               "old spelling goes in the next release)", file=sys.stderr)

@@ -163,4 +163,7 @@ def test_compare_any_methods_on_recordings(recordings, tmp_path, capsys):
     # the old spelling still works, with its deprecation line
     assert main(["compare", "--ident", str(ident), "--robot", "twolink", "--heldout", str(held), "--methods", "ols",
                  "--cutoff", "8", "--json"]) == 0
-    assert "deprecated" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    deprecations = [line for line in err.splitlines() if "deprecated" in line]
+    assert any("--ident:" in line for line in deprecations) and any("--heldout:" in line for line in deprecations), err
+    assert "heldout_rmse" in json.loads(out)["rows"][0]  # the held-out file was used, not dropped
