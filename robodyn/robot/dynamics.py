@@ -6,8 +6,6 @@ inertia about the COM, with full rotation matrices, so the two implementations c
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
 from numba import njit, prange
 
@@ -102,19 +100,10 @@ def _rnea_body(FR, Fp, jtype, g, mass, com, I_c, rotor, fv, fc, fo, q, qd, qdd, 
     return tau
 
 
-def _named_copy(fn, name: str):
-    """The same function under another name. numba's cache files are named after the function and
-    keyed by signature only, so two builds of one function with different options (parallel or not)
-    would share one cache entry, and every process after the first loaded whichever was written last."""
-    copy = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
-    copy.__qualname__ = name
-    return copy
-
-
 # Two builds of the same kernel: threads pay off on long batches, but starting the thread pool
 # costs milliseconds, which would dominate the one-pose calls of IK, calibration and controllers.
-_rnea_parallel = njit(cache=True, parallel=True)(_named_copy(_rnea_body, "_rnea_body_parallel"))
-_rnea_serial = njit(cache=True)(_named_copy(_rnea_body, "_rnea_body_serial"))
+_rnea_parallel = njit(cache=True, parallel=True)(_rnea_body)
+_rnea_serial = njit(cache=True)(_rnea_body)
 PARALLEL_THRESHOLD = 256
 
 
