@@ -31,7 +31,9 @@ def validation() -> None:
 
 def identification() -> None:
     """The regressor, Gram and prediction kernels, through the default identification of a short
-    synthetic excitation (torques from RNEA, so the fit itself is meaningless here)."""
+    synthetic excitation. The torques are random: the fit is meaningless here, and RNEA stays out
+    of this process (its two builds share one cache entry, and the serial one, compiled last by
+    :func:`validation`, is the one the daemon has always loaded)."""
     import numpy as np
     from robodyn.identification.pipeline import (
         IdentificationConfig,
@@ -39,8 +41,6 @@ def identification() -> None:
         predict_base,
     )
     from robodyn.identification.signals import SampledData
-
-    from robodyn.robot.dynamics import inverse_dynamics
     from robodyn.robot.loader import load_model
     from robodyn.trajectory import FourierTrajectory
 
@@ -50,7 +50,7 @@ def identification() -> None:
     traj = FourierTrajectory(0.6, (model.q_min + model.q_max) / 2, 0.1 * rng.normal(size=(n, 4)),
                              0.1 * rng.normal(size=(n, 4)), periods=1)
     t, q, qd, qdd, _ = traj.sample(200)
-    tau = inverse_dynamics(model, q, qd, qdd)
+    tau = rng.normal(size=q.shape)
     result = identify(model, [SampledData(t, q, tau, qd, qdd)], IdentificationConfig())
     predict_base(model, result.base, result.values, q, qd, qdd)
 
