@@ -39,10 +39,10 @@ class SubscriberGate:
     Only connections whose handshake succeeded hold a place: from the PUB socket's monitor,
     ``succeeded - (disconnected - failed)``, since every connection whose handshake failed (refused
     here, or broken before ZAP was asked) reports one failure and then one disconnect. Counting
-    accepted TCP connections instead made refused clients, which libzmq keeps re-connecting, hold
-    the freed places while their handshakes were in flight: on a loaded host two of them and a
-    newcomer kept each other out for minutes. Approvals whose success event has not arrived yet
-    count too (for at most PENDING_S), so two handshakes in one poll cannot both take the last place.
+    accepted TCP connections instead let connections still in their handshake hold places: five
+    subscribers connecting at once against a cap of three were all refused. Approvals whose success
+    event has not arrived yet count too (for at most PENDING_S), so two handshakes in one poll cannot
+    both take the last place. A refused ZeroMQ client does not retry on its own.
     """
 
     PENDING_S = 2.0

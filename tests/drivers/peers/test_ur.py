@@ -360,8 +360,8 @@ def test_drive_gains_from_a_load_unload_pair(tmp_path):
     Both controllers run in lockstep, so the two servo runs (and the estimate) are meant to be the same
     on any host: measured identical to 4 digits idle, with two CPU hogs beside, and without SCHED_FIFO.
     Not always: a fresh-clone run of the whole suite (2026-11-26, 9fef697) found joint 1 at 2.01 %,
-    where the idle runs give 0.7-0.9 % (the controller's tick work then stalled up to 40 ms; the
-    cause of the difference is not found yet, see docs/testing.md)."""
+    where the idle runs give 0.7-0.9 %. The cause is not found yet (docs/testing.md); in single runs
+    of the UR end-to-end test the same day, the controller's tick work stalled up to 40 ms."""
     from robodyn.identification.drive_gains import difference_drive_gains
     from robodyn.robot.loader import load_model
 
