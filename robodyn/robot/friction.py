@@ -31,20 +31,43 @@ DEFAULT_LINEAR_ZONE = 1e-2
 DEFAULT_SIGMOID_VELOCITY = 0.01  # vt of the tanh model, rad/s
 
 
+def stribeck_constants(fc, fs, vs, qd0=DEFAULT_LINEAR_ZONE):
+    """What eq. 2 needs per joint, computed once: (fs - fc, 1 / |vs|, the linear zone's slope
+    F(qd0) / qd0). A simulator evaluates the law every physics step (8 per control period), so it
+    keeps these instead of deriving them each time."""
+    fc = np.asarray(fc, float)
+    vs = np.abs(np.asarray(vs, float))
+    inv_vs = 1.0 / np.where(vs > 0, vs, 1e-12)
+    step = np.asarray(fs, float) - fc
+    qd0 = np.asarray(qd0, float)
+    return step, inv_vs, stribeck_level(qd0, fc, step, inv_vs) / qd0
+
+
+def stribeck_level(speed, fc, step, inv_vs):
+    """|F| of Ni et al. 2024 eq. 2 outside the linear zone, for speeds >= 0, from
+    :func:`stribeck_constants` (``step`` = fs - fc, ``inv_vs`` = 1 / |vs|)."""
+    return fc + step * np.exp(-np.square(np.asarray(speed, float) * inv_vs))
+
+
 def stribeck_magnitude(speed, fc, fs, vs):
     """|F| of Ni et al. 2024 eq. 2 outside the linear zone, for speeds >= 0 (vs enters squared)."""
-    vs = np.where(np.abs(vs) > 0, np.abs(vs), 1e-12)
-    return fc + (fs - fc) * np.exp(-(np.asarray(speed, float) / vs) ** 2)
+    vs = np.abs(np.asarray(vs, float))
+    return stribeck_level(speed, fc, np.asarray(fs, float) - np.asarray(fc, float), 1.0 / np.where(vs > 0, vs, 1e-12))
+
+
+def stribeck_from_constants(qd, fc, step, inv_vs, slope, fv, qd0):
+    """Eq. 2 plus viscous fv at velocities qd, from :func:`stribeck_constants`."""
+    qd = np.asarray(qd, float)
+    speed = np.abs(qd)
+    outside = stribeck_level(speed, fc, step, inv_vs) * np.sign(qd)
+    return np.where(speed >= qd0, outside, slope * qd) + fv * qd
 
 
 def stribeck(qd, fc, fs, vs, fv=0.0, qd0=DEFAULT_LINEAR_ZONE):
     """Ni et al. 2024 eq. 2 (plus optional viscous fv); parameters broadcast per joint, qd0 too."""
-    qd = np.asarray(qd, float)
     qd0 = np.asarray(qd0, float)
-    speed = np.abs(qd)
-    outside = stribeck_magnitude(speed, fc, fs, vs) * np.sign(qd)
-    inside = stribeck_magnitude(qd0, fc, fs, vs) / qd0 * qd
-    return np.where(speed >= qd0, outside, inside) + fv * qd
+    step, inv_vs, slope = stribeck_constants(fc, fs, vs, qd0)
+    return stribeck_from_constants(qd, np.asarray(fc, float), step, inv_vs, slope, fv, qd0)
 
 
 def coulomb_viscous(qd, fc, fv, fo=0.0):

@@ -430,6 +430,14 @@ def test_servoj_excitation_through_the_daemon_record_identify_and_disconnect(tmp
             assert np.abs(rec.signal("q")[ex] - rec.signal("q_d")[ex]).max() < 0.01
             assert np.all(np.array(s["tracking"]["max_rad"]) < 0.1 * speed * 1.05 + 0.01), (s["tracking"], speed)
             recs.append(execute_npz(s["recording"], tmp_path / f"ur{seed}.npz"))
+        # a disconnect mid-run: the controller dies; the run ends, the partial recording is kept
+        doc = fourier_excitation(q0, amp, duration=6.0, seed=23, robot="ur5e")
+        assert 500 <= disconnect_mid_run(c, peer, "ur5e", doc) < 3000
+        # the robot and the daemon are stopped before the identification: with the controller (SCHED_FIFO
+        # 20) and the driver (SCHED_FIFO 10) gone, it has both cores, not what those leave over
+        daemon.stop()
+        daemon = None
+        peer.stop()
         result = tmp_path / "ur5e.json"
         run_identify("identify", "--robot", "ur5e", recs[0], "--out", str(result))
         val = run_identify("validate", str(result), recs[1])
@@ -437,10 +445,6 @@ def test_servoj_excitation_through_the_daemon_record_identify_and_disconnect(tmp
         # nominal drive gains (the controller's true ones differ by ~5 %), the simulator's friction
         # and noise: held-out error measured MEASURED_HELD_OUT
         assert val["relative_error_total"] < 0.5, val
-
-        # a disconnect mid-run: the controller dies; the run ends, the partial recording is kept
-        doc = fourier_excitation(q0, amp, duration=6.0, seed=23, robot="ur5e")
-        assert 500 <= disconnect_mid_run(c, peer, "ur5e", doc) < 3000
     finally:
         if daemon is not None:
             daemon.stop()
