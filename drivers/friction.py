@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robodyn.robot.friction import DEFAULT_LINEAR_ZONE as DEFAULT_QD0
-from robodyn.robot.friction import FRANKA_STRIBECK, stribeck_constants, stribeck_from_constants
-from robodyn.robot.friction import stribeck_level as _level
+from robodyn.robot.friction import FRANKA_STRIBECK, stribeck, stribeck_magnitude
 
 
 @dataclass(frozen=True)
@@ -27,11 +26,8 @@ class StribeckFriction:
     qd0: np.ndarray  # half-width of the linear zone, rad/s (> 0)
 
     def __post_init__(self):
-        # eq. 2's per-joint constants, once: the plant evaluates the law at every physics step
-        step, inv_vs, slope = stribeck_constants(self.fc, self.fs, self.vs, self.qd0)
-        object.__setattr__(self, "_step", step)
-        object.__setattr__(self, "_inv_vs", inv_vs)
-        object.__setattr__(self, "_slope", slope)
+        # the linear zone's slope, once: the plant uses it at every physics step
+        object.__setattr__(self, "_slope", stribeck_magnitude(self.qd0, self.fc, self.fs, self.vs) / self.qd0)
 
     @classmethod
     def create(cls, dof: int, fc, fs, vs, fv=0.0, qd0=DEFAULT_QD0) -> "StribeckFriction":
@@ -65,12 +61,12 @@ class StribeckFriction:
 
 def stribeck_level(speed: np.ndarray, f: StribeckFriction) -> np.ndarray:
     """Magnitude of eq. 2 outside the linear zone, for speeds >= 0."""
-    return _level(speed, f.fc, f._step, f._inv_vs)
+    return stribeck_magnitude(speed, f.fc, f.fs, f.vs)
 
 
 def friction_torque(qd: np.ndarray, f: StribeckFriction) -> np.ndarray:
     """tau_f(qd): the torque friction opposes motion with (same sign as qd), shape of qd."""
-    return stribeck_from_constants(qd, f.fc, f._step, f._inv_vs, f._slope, f.fv, f.qd0)
+    return stribeck(qd, f.fc, f.fs, f.vs, f.fv, f.qd0)
 
 
 def linear_zone_slope(f: StribeckFriction) -> np.ndarray:
@@ -84,7 +80,7 @@ def friction_split(qd: np.ndarray, f: StribeckFriction, slope: np.ndarray) -> tu
     speed = np.abs(qd)
     inside = speed < f.qd0
     damping = np.where(inside, slope, 0.0) + f.fv
-    explicit = np.where(inside, 0.0, _level(speed, f.fc, f._step, f._inv_vs) * np.sign(qd))
+    explicit = np.where(inside, 0.0, stribeck_magnitude(speed, f.fc, f.fs, f.vs) * np.sign(qd))
     return explicit, damping
 
 

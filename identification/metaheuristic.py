@@ -32,7 +32,7 @@ from robodyn.robot.model import RobotModel
 from . import optimizers as opt
 from .base_params import BaseParameters, base_parameters
 from .estimators import NormalEquations, accumulate, ols
-from robodyn.robot.friction import DEFAULT_LINEAR_ZONE
+from robodyn.robot.friction import DEFAULT_LINEAR_ZONE, stribeck_value
 from .pipeline import IdentificationConfig, _chunks, base_rows
 from .regressor import gather_joint_major
 from .signals import SampledData
@@ -131,19 +131,6 @@ def naive_fitness(W_joint_major: np.ndarray, tau: np.ndarray, weights=None) -> C
     return fitness
 
 
-@njit(cache=True, inline="always")
-def _stribeck_value(v, fc, fs, vs, qd0):
-    """Ni et al. 2024 eq. 2 for one velocity (same model as friction.stribeck, without viscous friction)."""
-    if vs == 0.0:
-        vs = 1e-12
-    if abs(v) >= qd0:
-        r = v / vs
-        f = fc + (fs - fc) * np.exp(-r * r)
-        return f if v > 0 else -f
-    r0 = qd0 / vs
-    return (fc + (fs - fc) * np.exp(-r0 * r0)) / qd0 * v
-
-
 @njit(cache=True, parallel=True)
 def _stribeck_rss_kernel(linear_prediction, tau_j, qd_j, fc, fs, vs, qd0, out):
     """Per candidate c: sum_i (tau_i - linear_prediction[i, c] - F(qd_i; fc_c, fs_c, vs_c))^2."""
@@ -152,7 +139,7 @@ def _stribeck_rss_kernel(linear_prediction, tau_j, qd_j, fc, fs, vs, qd0, out):
         acc = 0.0
         a, b, s = fc[c], fs[c], abs(vs[c])
         for i in range(N):
-            e = tau_j[i] - linear_prediction[i, c] - _stribeck_value(qd_j[i], a, b, s, qd0)
+            e = tau_j[i] - linear_prediction[i, c] - stribeck_value(qd_j[i], a, b, s, 0.0, qd0)
             acc += e * e
         out[c] = acc
     return out
