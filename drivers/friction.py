@@ -59,11 +59,6 @@ class StribeckFriction:
         return {k: getattr(self, k).tolist() for k in ("fc", "fs", "vs", "fv", "qd0")}
 
 
-def stribeck_level(speed: np.ndarray, f: StribeckFriction) -> np.ndarray:
-    """Magnitude of eq. 2 outside the linear zone, for speeds >= 0."""
-    return stribeck_magnitude(speed, f.fc, f.fs, f.vs)
-
-
 def friction_torque(qd: np.ndarray, f: StribeckFriction) -> np.ndarray:
     """tau_f(qd): the torque friction opposes motion with (same sign as qd), shape of qd."""
     return stribeck(qd, f.fc, f.fs, f.vs, f.fv, f.qd0)
@@ -72,16 +67,6 @@ def friction_torque(qd: np.ndarray, f: StribeckFriction) -> np.ndarray:
 def linear_zone_slope(f: StribeckFriction) -> np.ndarray:
     """F(qd0)/qd0 per joint: the damping coefficient of eq. 2's linear zone."""
     return f._slope
-
-
-def friction_split(qd: np.ndarray, f: StribeckFriction, slope: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Split tau_f(qd) into (explicit torque, damping coefficient) with
-    tau_f(qd) = explicit + damping * qd exactly, the damping part suited to implicit integration."""
-    speed = np.abs(qd)
-    inside = speed < f.qd0
-    damping = np.where(inside, slope, 0.0) + f.fv
-    explicit = np.where(inside, 0.0, stribeck_magnitude(speed, f.fc, f.fs, f.vs) * np.sign(qd))
-    return explicit, damping
 
 
 @dataclass(frozen=True)

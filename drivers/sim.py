@@ -47,7 +47,8 @@ from robodyn.robot.urdf import model_to_urdf
 
 from .base import (ControlMode, Driver, DriverDescription, JointCommand, JointState, LimitViolation,
                    LifecycleError, Signal)
-from .friction import FrictionEffects, StribeckFriction, friction_split, friction_torque, linear_zone_slope
+from .friction import FrictionEffects, StribeckFriction, linear_zone_slope
+from .plant_kernels import add_sensed_torque, applied_forces, drive_and_friction, inverse_input, load_kernels
 from .pacing import Pacer
 
 FRANKA_MODELS = ("panda", "fr3")
@@ -251,8 +252,13 @@ class SimulatedRobot(Driver):
         self._qd_sampled = np.zeros(n)
         self._held_tau = np.zeros(n)
         self._tau_last = np.zeros(n)  # drive torque of the previous physics step (the spring's load)
-        self._extra_friction = np.zeros(n)
-        self._neg_tau_max = -self.model.tau_max
+        self._extra_friction = np.zeros(n)  # friction effects beyond eq. 2 (stays zero without them)
+        self._explicit_friction = np.zeros(n)
+        self._friction_damping = np.zeros(n)
+        self._applied = np.zeros(n)
+        self._dof_damping = np.zeros(n)
+        self._stiffness = np.broadcast_to(np.asarray(self.stiffness, float), (n,)).copy()
+        self._damping = np.broadcast_to(np.asarray(self.damping, float), (n,)).copy()
         self._effects = self.friction_effects.active
         self._elastic = bool(np.any(self.compliance))
         self._tick = 0
@@ -317,6 +323,7 @@ class SimulatedRobot(Driver):
         self._sensor_data = mujoco.MjData(self._sensor)
         self._nominal = mujoco_model(self.model, self.model.rotor_inertia, self.cfg.physics_dt)
         self._nominal_data = mujoco.MjData(self._nominal)
+        load_kernels(self.model.dof)
         self._plant_data.qpos[:] = self.initial_q
         self._brake()
         self._tick = 0
@@ -424,40 +431,28 @@ class SimulatedRobot(Driver):
         d = self._plant_data
         mj, plant = self._mujoco, self._plant
         dt = self.cfg.physics_dt
-        tau_max = self.model.tau_max
+        f = self.friction
         self._feedforward()
         position = self._mode is ControlMode.POSITION
         tau = self._tau_cmd
+        explicit, friction_damping = self._explicit_friction, self._friction_damping
+        applied, dof_damping = self._applied, self._dof_damping
         sample_at = max(self.substeps // 2 - 1, 0)
         for s in range(self.substeps):
             qvel = d.qvel
-            if position:
-                # first-order hold of the command inside the cycle (the target keeps moving)
-                np.multiply(self._cmd_qd, s * dt, out=tau)
-                tau += self._cmd_q
-                tau -= d.qpos
-                if self._elastic:  # the loop sees the motor side: link + spring deflection
-                    tau -= self.compliance * self._tau_last
-                tau *= self.stiffness
-                tau += self.damping * (self._cmd_qd - qvel)
-                tau += self._ff
-            else:
-                np.copyto(tau, self._ff)
-            # drive saturation (np.minimum/np.maximum: np.clip costs ~10x more on 7 values)
-            np.minimum(tau, tau_max, out=tau)
-            np.maximum(tau, self._neg_tau_max, out=tau)
-            explicit_friction, friction_damping = friction_split(qvel, self.friction, self._zone_slope)
+            # the drive (first-order hold of the command inside the cycle: the target keeps moving),
+            # saturated, and friction split into its explicit and implicit (damping) parts
+            drive_and_friction(tau, explicit, friction_damping, position, self._cmd_q, self._cmd_qd, s * dt,
+                               d.qpos, qvel, self._elastic, self.compliance, self._tau_last, self._stiffness,
+                               self._damping, self._ff, self.model.tau_max, f.fc, f.fs, f.vs, f.fv, f.qd0,
+                               self._zone_slope)
             if self._effects:
-                self._extra_friction[:] = self.friction_effects.explicit(d.qpos, qvel, explicit_friction,
+                self._extra_friction[:] = self.friction_effects.explicit(d.qpos, qvel, explicit,
                                                                          friction_damping * qvel, tau)
-                explicit_friction = explicit_friction + self._extra_friction
-            applied = tau - explicit_friction
-            if position:
-                free = np.abs(tau) < tau_max  # unsaturated joints: the -D qd term goes implicit
-                applied += np.where(free, self.damping * qvel, 0.0)
-                plant.dof_damping[:] = friction_damping + np.where(free, self.damping, 0.0)
-            else:
-                plant.dof_damping[:] = friction_damping
+                explicit += self._extra_friction
+            applied_forces(applied, dof_damping, position, tau, explicit, friction_damping, qvel, self._damping,
+                           self.model.tau_max)
+            plant.dof_damping[:] = dof_damping
             d.qfrc_applied[:] = applied
             np.copyto(self._qvel_before, d.qvel)
             np.copyto(self._tau_last, tau)
@@ -480,18 +475,11 @@ class SimulatedRobot(Driver):
         a spurious rotor inertia of about -/+ h D (0.006 to 0.018 kg.m^2 on joints 1-4).
         """
         d, sd = self._plant_data, self._sensor_data
-        sd.qpos[:] = d.qpos
-        sd.qvel[:] = d.qvel
-        np.subtract(d.qvel, self._qvel_before, out=sd.qacc)
-        sd.qacc /= self.cfg.physics_dt
+        inverse_input(sd.qpos, sd.qvel, sd.qacc, d.qpos, d.qvel, self._qvel_before, self.cfg.physics_dt)
         self._mujoco.mj_inverse(self._sensor, sd)
-        if first:
-            np.add(sd.qfrc_inverse, friction_torque(d.qvel, self.friction), out=self._tau_act)
-        else:
-            self._tau_act += sd.qfrc_inverse
-            self._tau_act += friction_torque(d.qvel, self.friction)
-        if self._effects:
-            self._tau_act += self._extra_friction
+        f = self.friction
+        add_sensed_torque(self._tau_act, first, sd.qfrc_inverse, d.qvel, self._extra_friction,
+                          f.fc, f.fs, f.vs, f.fv, f.qd0)
 
     def _fill_state(self) -> None:
         d = self._plant_data

@@ -11,6 +11,7 @@ them (identification.friction).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -38,35 +39,44 @@ def _stribeck_level(speed, fc, fs, vs):
     return fc + (fs - fc) * math.exp(-r * r)
 
 
-_level = njit(cache=True)(_stribeck_level)
+stribeck_magnitude_value = njit(cache=True)(_stribeck_level)
 
 
 def _stribeck_value(qd, fc, fs, vs, fv, qd0):
     speed = abs(qd)
     if speed >= qd0:
-        f = _level(speed, fc, fs, vs)
+        f = stribeck_magnitude_value(speed, fc, fs, vs)
         out = f if qd > 0.0 else -f
     else:
-        out = _level(qd0, fc, fs, vs) / qd0 * qd
+        out = stribeck_magnitude_value(qd0, fc, fs, vs) / qd0 * qd
     return out + fv * qd
 
 
 # The law is written once, per velocity, above. numba builds from it the scalar function that
-# kernels call (identification.metaheuristic) and the ufuncs below, which broadcast like numpy in
-# one pass: the simulated plant evaluates the law three times per 0.25 ms physics step, where a
-# chain of numpy operations cost it a third of its time.
+# kernels call (the plant's physics step, the Stribeck fitness) and the ufuncs below, which
+# broadcast like numpy in one pass.
 stribeck_value = njit(cache=True)(_stribeck_value)
-_F8 = "float64"
-# (``.ufunc``: numpy's own ufunc inside numba's wrapper, whose Python-level call costs 3x the work)
-stribeck_magnitude = vectorize([f"{_F8}({', '.join([_F8] * 4)})"], cache=True)(_stribeck_level).ufunc
-"""stribeck_magnitude(speed, fc, fs, vs): |F| of Ni et al. 2024 eq. 2 outside the linear zone, for
-speeds >= 0 (vs enters squared; 0 counts as 1e-12)."""
-_stribeck_ufunc = vectorize([f"{_F8}({', '.join([_F8] * 6)})"], cache=True)(_stribeck_value).ufunc
+
+
+@functools.cache
+def _ufuncs():
+    """Built on first use, not at import: even from numba's cache a ufunc costs about a second to
+    build, and most processes that import this module never evaluate the law on arrays. (``.ufunc``
+    is numpy's own ufunc inside numba's wrapper, whose Python-level call costs 3x the work.)"""
+    f8 = "float64"
+    return (vectorize([f"{f8}({', '.join([f8] * 4)})"], cache=True)(_stribeck_level).ufunc,
+            vectorize([f"{f8}({', '.join([f8] * 6)})"], cache=True)(_stribeck_value).ufunc)
+
+
+def stribeck_magnitude(speed, fc, fs, vs):
+    """|F| of Ni et al. 2024 eq. 2 outside the linear zone, for speeds >= 0 (vs enters squared;
+    0 counts as 1e-12)."""
+    return _ufuncs()[0](speed, fc, fs, vs)
 
 
 def stribeck(qd, fc, fs, vs, fv=0.0, qd0=DEFAULT_LINEAR_ZONE):
     """Ni et al. 2024 eq. 2 (plus optional viscous fv); parameters broadcast per joint, qd0 too."""
-    return _stribeck_ufunc(qd, fc, fs, vs, fv, qd0)
+    return _ufuncs()[1](qd, fc, fs, vs, fv, qd0)
 
 
 def coulomb_viscous(qd, fc, fv, fo=0.0):

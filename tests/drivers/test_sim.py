@@ -229,7 +229,7 @@ def test_friction_of_the_plant_opposes_a_small_torque():
     assert joint7_speed(1.0) > 20 * creep
 
 
-def test_stribeck_model_matches_seed_000_eq_2():
+def test_stribeck_model_matches_ni_2024_eq_2():
     f = StribeckFriction.franka()
     fast = friction_torque(np.full(7, 1.8), f)
     assert np.allclose(fast, f.fc, atol=1e-6)  # far above vs: Coulomb level
@@ -240,6 +240,31 @@ def test_stribeck_model_matches_seed_000_eq_2():
     # continuous at the edge of the linear zone
     assert np.allclose(friction_torque(f.qd0 * (1 - 1e-9), f), friction_torque(f.qd0 * (1 + 1e-9), f), atol=1e-6)
     assert f.vs[0] == pytest.approx(0.0729)  # Table 2's negative vs used by magnitude
+
+
+def test_the_plant_splits_friction_into_explicit_and_damping_parts_that_add_up_to_the_law():
+    """The physics-step kernel hands MuJoCo friction as an explicit torque plus an implicit
+    damping coefficient; together they must be eq. 2 at that velocity, with nothing explicit in the
+    linear zone (else the integrator sees a stiff explicit term there). Also: the drive torque
+    is saturated at tau_max both ways."""
+    from robodyn.drivers.plant_kernels import drive_and_friction
+
+    table = StribeckFriction.franka()
+    f = StribeckFriction.create(7, table.fc, table.fs, table.vs, fv=0.05)
+    slope = (friction_torque(f.qd0, f) - f.fv * f.qd0) / f.qd0  # F(qd0) / qd0
+    tau_max = np.full(7, 10.0)
+    speeds = (-1.5, -0.08, -0.011, -0.004, 0.0, 0.003, 0.0101, 0.05, 2.0)
+    for v in speeds:
+        qvel = np.full(7, v)
+        tau, explicit, damping = np.zeros(7), np.zeros(7), np.zeros(7)
+        ff = np.linspace(-30.0, 30.0, 7)  # beyond tau_max at both ends
+        drive_and_friction(tau, explicit, damping, False, np.zeros(7), np.zeros(7), 0.0, np.zeros(7), qvel,
+                           False, np.zeros(7), np.zeros(7), np.ones(7), np.ones(7), ff, tau_max,
+                           f.fc, f.fs, f.vs, f.fv, f.qd0, slope)
+        assert np.allclose(explicit + damping * qvel, friction_torque(qvel, f), rtol=1e-12, atol=1e-15), v
+        inside = np.abs(qvel) < f.qd0
+        assert np.all(explicit[inside] == 0.0) and np.all(explicit[~inside] != 0.0), v
+        assert np.array_equal(tau, np.clip(ff, -tau_max, tau_max))
 
 
 def test_rates_and_rotor_inertia_options():

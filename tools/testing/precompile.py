@@ -21,12 +21,17 @@ FAMILIES = ("validation", "identification")
 
 
 def validation() -> None:
-    """Both RNEA builds (parallel and serial), through the daemon's own start-up warm-up."""
+    """Both RNEA builds (parallel and serial), through the daemon's own start-up warm-up; the
+    simulated plant's kernels."""
     from robodyn.daemon.motion import warm_up_validation
 
     from robodyn.robot.loader import load_model
 
     warm_up_validation(load_model("panda"), 1000.0)
+    # and the simulated plant's physics-step kernels, which its driver loads when it connects
+    from robodyn.drivers.plant_kernels import load_kernels
+
+    load_kernels(7)
 
 
 def identification() -> None:
