@@ -197,6 +197,10 @@ class CommandLog:
                 "history": list(self.history[-20:])}
 
 
+def _kernel_array(values, n: int) -> np.ndarray:
+    return np.array(np.broadcast_to(np.asarray(values, float), (n,)), dtype=float, order="C")
+
+
 class SimulatedRobot(Driver):
     kind = "sim"
 
@@ -257,8 +261,14 @@ class SimulatedRobot(Driver):
         self._friction_damping = np.zeros(n)
         self._applied = np.zeros(n)
         self._dof_damping = np.zeros(n)
-        self._stiffness = np.broadcast_to(np.asarray(self.stiffness, float), (n,)).copy()
-        self._damping = np.broadcast_to(np.asarray(self.damping, float), (n,)).copy()
+        # the kernels' per-joint constants as contiguous, writable float64 arrays: the same array types
+        # as the kernels were loaded for at connect (a broadcast or read-only array is another type,
+        # and numba would compile for it at the first physics step, inside the control loop)
+        self._stiffness = _kernel_array(self.stiffness, n)
+        self._damping = _kernel_array(self.damping, n)
+        self._tau_max = _kernel_array(self.model.tau_max, n)
+        f = self.friction
+        self._friction_law = tuple(_kernel_array(a, n) for a in (f.fc, f.fs, f.vs, f.fv, f.qd0, self._zone_slope))
         self._effects = self.friction_effects.active
         self._elastic = bool(np.any(self.compliance))
         self._tick = 0
@@ -431,7 +441,7 @@ class SimulatedRobot(Driver):
         d = self._plant_data
         mj, plant = self._mujoco, self._plant
         dt = self.cfg.physics_dt
-        f = self.friction
+        law = self._friction_law
         self._feedforward()
         position = self._mode is ControlMode.POSITION
         tau = self._tau_cmd
@@ -444,14 +454,13 @@ class SimulatedRobot(Driver):
             # saturated, and friction split into its explicit and implicit (damping) parts
             drive_and_friction(tau, explicit, friction_damping, position, self._cmd_q, self._cmd_qd, s * dt,
                                d.qpos, qvel, self._elastic, self.compliance, self._tau_last, self._stiffness,
-                               self._damping, self._ff, self.model.tau_max, f.fc, f.fs, f.vs, f.fv, f.qd0,
-                               self._zone_slope)
+                               self._damping, self._ff, self._tau_max, *law)
             if self._effects:
                 self._extra_friction[:] = self.friction_effects.explicit(d.qpos, qvel, explicit,
                                                                          friction_damping * qvel, tau)
                 explicit += self._extra_friction
             applied_forces(applied, dof_damping, position, tau, explicit, friction_damping, qvel, self._damping,
-                           self.model.tau_max)
+                           self._tau_max)
             plant.dof_damping[:] = dof_damping
             d.qfrc_applied[:] = applied
             np.copyto(self._qvel_before, d.qvel)
@@ -477,9 +486,8 @@ class SimulatedRobot(Driver):
         d, sd = self._plant_data, self._sensor_data
         inverse_input(sd.qpos, sd.qvel, sd.qacc, d.qpos, d.qvel, self._qvel_before, self.cfg.physics_dt)
         self._mujoco.mj_inverse(self._sensor, sd)
-        f = self.friction
-        add_sensed_torque(self._tau_act, first, sd.qfrc_inverse, d.qvel, self._extra_friction,
-                          f.fc, f.fs, f.vs, f.fv, f.qd0)
+        fc, fs, vs, fv, qd0, _ = self._friction_law
+        add_sensed_torque(self._tau_act, first, sd.qfrc_inverse, d.qvel, self._extra_friction, fc, fs, vs, fv, qd0)
 
     def _fill_state(self) -> None:
         d = self._plant_data

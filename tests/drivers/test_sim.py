@@ -242,6 +242,29 @@ def test_stribeck_model_matches_ni_2024_eq_2():
     assert f.vs[0] == pytest.approx(0.0729)  # Table 2's negative vs used by magnitude
 
 
+def test_the_plant_runs_on_the_kernels_it_loaded_when_it_connected():
+    """No numba compile after connect: every physics step calls the kernels with the argument types
+    they were loaded for at connect. (A broadcast, read-only friction parameter once made numba
+    compile a second version at the first step of the first run, inside the control loop.)"""
+    from robodyn.drivers import plant_kernels
+
+    kernels = ("drive_and_friction", "applied_forces", "inverse_input", "add_sensed_torque")
+    for opts in ({}, {"robot": "ur5e", "rate_hz": 500.0, "friction_ripple": 0.1, "friction_load": 0.05,
+                      "joint_stiffness": {"1": 3000.0}, "viscous": 0.1}):
+        robot = make(**opts)
+        loaded = {k: len(getattr(plant_kernels, k).signatures) for k in kernels}
+        assert all(v >= 1 for v in loaded.values()), loaded
+        for mode in ("position", "torque"):
+            robot.start(mode)
+            cmd = JointCommand(robot.model.dof)
+            cmd.q[:] = robot.read().q
+            for _ in range(20):
+                robot.write(cmd)
+                robot.read()
+            robot.stop()
+        assert {k: len(getattr(plant_kernels, k).signatures) for k in kernels} == loaded, opts
+
+
 def test_the_plant_splits_friction_into_explicit_and_damping_parts_that_add_up_to_the_law():
     """The physics-step kernel hands MuJoCo friction as an explicit torque plus an implicit
     damping coefficient; together they must be eq. 2 at that velocity, with nothing explicit in the
