@@ -138,8 +138,14 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.control_waiting: list[tuple] = []  # read off the control socket, not yet handled
         self.request_cost: dict[str, dict] = {}  # per command: count, max and total handling time
         self._cmd = ""
-        self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_requests_ahead": 0,
-                             "max_rounds": 0}
+        self.control_empty_cpu = time.thread_time()
+        self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_work_periods": None,
+                             "work_over_one_period": 0, "max_requests_ahead": 0, "max_rounds": 0}
+        # cached reads (dispatch.py): their bytes, and what invalidates them
+        self.state_generation = 0
+        self.read_cache: dict[tuple, tuple] = {}
+        self.read_cache_counts = {"hits": 0, "built": 0}
+        self.row_bytes: dict[int, tuple] = {}
         self.stale_refusals = 0  # arm / submit refused for telemetry older than TELEMETRY_STALE_S
         # listed from memory, never by reading the files (recording/index.py)
         self.recording_index = RecordingIndex(self.recordings_dir)

@@ -237,6 +237,7 @@ class Supervision:
             if comp.process.is_alive():
                 continue
             comp.exit_code = comp.process.exitcode
+            self.state_changed()
             log.error("%s process %s died (exit code %s)", comp.name, comp.pid, comp.exit_code,
                       extra={"fields": {"component": comp.name, "event": "died", "exit_code": comp.exit_code}})
             comp.process = None
@@ -291,6 +292,8 @@ class Supervision:
 
     def _on_driver(self, msg: dict) -> None:
         kind = msg.get("type")
+        if kind != "telemetry":  # an event: cached reads are out of date
+            self.state_changed()
         if kind == "telemetry":
             self.driver.last = msg
             self.driver.last_time = time.monotonic()
@@ -315,6 +318,8 @@ class Supervision:
             self._disarm(f"driver error: {msg.get('message')}")
     def _on_recorder(self, msg: dict) -> None:
         kind = msg.get("type")
+        if kind != "stats":  # an event: cached reads are out of date
+            self.state_changed()
         run = self.current
         if kind == "stats":
             self.recorder.last = msg
@@ -359,6 +364,8 @@ class Supervision:
 
     def _on_publisher(self, msg: dict) -> None:
         kind = msg.get("type")
+        if kind != "stats":  # an event: cached reads are out of date
+            self.state_changed()
         if kind == "stats":
             self.publisher.last = msg
             self.publisher.last_time = time.monotonic()
