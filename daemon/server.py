@@ -35,7 +35,7 @@ from robodyn.robot.loader import load_model
 
 from . import access, security
 from .admission import Admission, PendingSubmit
-from .config import DaemonConfig
+from .config import DaemonConfig, resolve_state, state_stream_open
 from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, RateLimitedLog
 from .heavy import HeavyReads
 from .recording.index import RecordingIndex
@@ -62,6 +62,8 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         import zmq
 
         self.zmq = zmq
+        if not cfg.state:  # a config made in code, not by load_config
+            cfg.state = resolve_state(cfg)
         self.cfg = cfg
         self.model = load_model(cfg.robot)
         self.recordings_dir = cfg.recordings_dir
@@ -182,6 +184,9 @@ def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]]
              cfg.driver, daemon.recordings_dir,
              "CurveZMQ" if cfg.curve else f"loopback, access token in {daemon.token_path}",
              extra={"fields": {"event": "ready", "arming_required": cfg.arming_required}})
+    if state_stream_open(cfg):
+        log.warning("the state stream %s is loopback TCP without CurveZMQ: every local account can read the "
+                    "joint states (leave [daemon].state unset for an ipc socket only this user reaches)", cfg.state)
     print(f"robodyn daemon ready: control {cfg.control}, state {cfg.state}, robot {cfg.robot} "
           f"({cfg.driver}), recordings in {daemon.recordings_dir}", flush=True)
     daemon.serve_forever()  # sends READY=1 to systemd before its first poll

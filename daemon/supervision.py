@@ -13,6 +13,7 @@ import multiprocessing
 import shutil
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import access
 from .motion import warm_up_in_child, warm_up_validation
@@ -204,6 +205,9 @@ class Supervision:
                     log.warning("%s did not stop in 5 s; terminating", comp.name)
                     comp.process.terminate()
                     comp.process.join(2.0)
+        if self.cfg.state.startswith("ipc://"):  # the publisher's socket (libzmq leaves the file);
+            # removed while this daemon still holds the control endpoint, so no successor's yet
+            Path(self.cfg.state[len("ipc://"):]).unlink(missing_ok=True)
         self.ctx.destroy(linger=0)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
         if self.token is not None:
