@@ -34,13 +34,15 @@ COMMAND_ROLES = {"arm": P.ROLE_OPERATOR, "submit_run": P.ROLE_SUBMITTER, "identi
 # each, and a stop waits behind no status built or listing encoded per request. The rows of a
 # listing are encoded once each (ROW_CACHE_MAX kept), so even a page of MAX_PAGE rows built anew
 # is a join of bytes. What a read may miss meanwhile: the periodic figures (telemetry, counters)
-# of the last READ_CACHE_S (a job's progress: LISTING_CACHE_S).
+# of the last READ_CACHE_S (listings: below).
 CACHED_READS = frozenset({"status", "describe", "runs", "recordings", "jobs"})
 READ_ONLY = CACHED_READS | {"ping", "run_status", "recording_info", "job_status", "pull"}
 READ_CACHE_S = 0.05
-# a listing's own changes invalidate it (:meth:`Dispatch._read_generation`): recordings at once; a
-# running job's progress shows in `jobs` within LISTING_CACHE_S
-LISTING_CACHE_S = {"recordings": 10.0, "jobs": 0.5}
+# a listing's own changes invalidate it (:meth:`Dispatch._read_generation`): recordings and finished
+# jobs at once; a page with a job still queued or running is rebuilt after UNFINISHED_JOBS_S (its
+# progress is read from the job's file)
+LISTING_CACHE_S = 10.0
+UNFINISHED_JOBS_S = 0.5
 READ_CACHE_MAX = 256
 ROW_CACHE_MAX = 20_000
 
@@ -77,6 +79,30 @@ class RateLimitedLog:
         self.window_start, self.in_window, self.suppressed = now, 0, 0
 
 
+class LogsAfterReply(logging.Filter):
+    """Holds the daemon's log records while a stop is handled, to be written once its reply is
+    sent: the stop's action (disarmed, the driver told to ramp down) comes first, its reply next,
+    and the formatting and writing of its log lines (tens of microseconds each) after."""
+
+    def __init__(self):
+        super().__init__()
+        self.held: list | None = None
+
+    def filter(self, record) -> bool:
+        if self.held is None:
+            return True
+        self.held.append(record)
+        return False
+
+    def hold(self) -> None:
+        self.held = []
+
+    def release(self) -> None:
+        held, self.held = self.held or [], None
+        for record in held:
+            log.handle(record)
+
+
 class Dispatch:
     """The control endpoint: one request in, one reply out (now or later)."""
 
@@ -95,6 +121,11 @@ class Dispatch:
         self.control_empty_at, self.control_empty_round = when, self.loop_rounds
         self.control_empty_handled = self.requests_handled
         self.control_empty_cpu = time.thread_time()
+
+    def _control_readable(self) -> bool:
+        """A request waits on the control socket (ZMQ_EVENTS: no poller made per call, as
+        ``Socket.poll`` does; this runs before every request)."""
+        return bool(self.router.getsockopt(self.zmq.EVENTS) & self.zmq.POLLIN)
 
     def state_changed(self) -> None:
         """Something a read reports has changed: no cached read is served any more."""
@@ -116,9 +147,9 @@ class Dispatch:
         operator arming and stopping in a loop leaves them valid); the rest on every change."""
         if cmd == "recordings":
             return self.recording_index.changes, getattr(self.current, "id", None)
-        if cmd == "jobs":  # a new job changes the count; a job's progress shows within READ_CACHE_S
+        if cmd == "jobs":  # a new job, a job finished (its row kept from then on)
             jobs = getattr(self, "job_manager", None)
-            return None if jobs is None else len(jobs.states)
+            return None if jobs is None else (len(jobs.states), len(jobs._rows))
         return self.state_generation
 
     def _cached_read(self, req: P.Request, rid, handler) -> bytes:
@@ -128,14 +159,22 @@ class Dispatch:
         hit = self.read_cache.get(key)
         counts = self.read_cache_counts
         generation = self._read_generation(req.cmd)
-        if hit is not None and hit[0] == generation and now - hit[1] < LISTING_CACHE_S.get(req.cmd, READ_CACHE_S):
+        if hit is not None and hit[0] == generation and now < hit[1]:
             counts["hits"] += 1
             return P.ok_reply_packed(rid, hit[2])
         counts["built"] += 1
-        packed = P.pack_result(handler(req.args), self._pack_row)
+        result = handler(req.args)
+        packed = P.pack_result(result, self._pack_row)
         if len(self.read_cache) >= READ_CACHE_MAX:
             self.read_cache.clear()
-        self.read_cache[key] = (generation, now, packed)
+        if req.cmd == "recordings":
+            life = LISTING_CACHE_S
+        elif req.cmd == "jobs":
+            unfinished = any(row.get("state") not in ("completed", "failed") for row in result.get("jobs") or ())
+            life = UNFINISHED_JOBS_S if unfinished else LISTING_CACHE_S
+        else:
+            life = READ_CACHE_S
+        self.read_cache[key] = (generation, now + life, packed)
         return P.ok_reply_packed(rid, packed)
 
     def _serve_control(self) -> None:
@@ -147,7 +186,7 @@ class Dispatch:
         handled = 0
         waiting = self.control_waiting
         while True:
-            while len(waiting) < MAX_WAITING and self.router.poll(0):
+            while len(waiting) < MAX_WAITING and self._control_readable():
                 waiting.append(self._receive())
             if len(waiting) < MAX_WAITING:
                 self._control_empty(time.monotonic())
@@ -189,6 +228,7 @@ class Dispatch:
         rate = float((self.description or {}).get("rate_hz") or 0.0)
         waited = max(0.0, time.monotonic() - empty_at)
         worked = max(0.0, time.thread_time() - empty_cpu)
+        before = max(0.0, self._handling_cpu - empty_cpu)  # the part before the stop's own handling
         periods = waited * rate if rate else None
         work = worked * rate if rate else None
         ahead = max(0, self.requests_handled - empty_handled - 1)
@@ -202,8 +242,8 @@ class Dispatch:
             st["over_one_period"] += periods > 1.0
             st["max_work_periods"] = max(st["max_work_periods"] or 0.0, work)
             st["work_over_one_period"] += work > 1.0
-        return {"periods": periods, "work_periods": work, "requests_ahead": ahead, "rounds": rounds,
-                "rate_hz": rate or None}
+        return {"periods": periods, "work_periods": work, "work_ahead_periods": before * rate if rate else None,
+                "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None}
 
     def _handle_received(self, item: tuple) -> None:
         frames, envelope, payload = item[:3]
@@ -220,20 +260,30 @@ class Dispatch:
         self._peer = self._user_id(frames[-1])
         self._envelope = envelope
         self._received = item
-        started = time.monotonic()
-        reply = self.handle_payload(payload)
-        if reply is not None:
-            self.router.send_multipart(envelope + [reply])
+        started, started_cpu = time.monotonic(), time.thread_time()
+        self._handling_cpu = started_cpu
+        if item[3]:  # perhaps a stop: its log lines are written after its reply
+            self.logs_after_reply.hold()
+        try:
+            reply = self.handle_payload(payload)
+            if reply is not None:
+                self.router.send_multipart(envelope + [reply])
+        finally:
+            if item[3]:
+                self.logs_after_reply.release()
         # what one request costs the main loop (monotonic clock), per command: a stop waits for
         # at most one of these
-        cost = time.monotonic() - started
+        cost, cpu = time.monotonic() - started, time.thread_time() - started_cpu
         entry = self.request_cost.get(self._cmd)
         if entry is None and len(self.request_cost) < 64:
-            entry = self.request_cost[self._cmd] = {"count": 0, "max_ms": 0.0, "total_ms": 0.0}
-        if entry is not None:
+            entry = self.request_cost[self._cmd] = {"count": 0, "max_ms": 0.0, "total_ms": 0.0, "max_cpu_ms": 0.0,
+                                                    "total_cpu_ms": 0.0}
+        if entry is not None:  # wall clock (the host's scheduler included) and the thread's CPU clock
             entry["count"] += 1
             entry["total_ms"] += cost * 1e3
             entry["max_ms"] = max(entry["max_ms"], cost * 1e3)
+            entry["total_cpu_ms"] += cpu * 1e3
+            entry["max_cpu_ms"] = max(entry["max_cpu_ms"], cpu * 1e3)
 
     def _user_id(self, frame) -> str:
         """The client's name from the allow-list (set by the ZAP handler); '' without Curve."""

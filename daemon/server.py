@@ -36,7 +36,7 @@ from robodyn.robot.loader import load_model
 from . import access, security
 from .admission import Admission, PendingSubmit
 from .config import DaemonConfig, resolve_state, state_stream_open
-from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, RateLimitedLog
+from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog
 from .heavy import HeavyReads
 from .recording.index import RecordingIndex
 from .logs import setup_logging
@@ -99,6 +99,8 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
                 self.ctx.destroy(linger=0)
                 shutil.rmtree(self.runtime_dir, ignore_errors=True)
                 raise
+        self.logs_after_reply = LogsAfterReply()
+        log.addFilter(self.logs_after_reply)
         self.refused_auth = RateLimitedLog(log, window_s=10.0, what="requests refused for no or a wrong access token")
         self.driver_pipe = self.ctx.socket(zmq.PAIR)
         self.driver_pipe.bind(self.endpoints["driver_pipe"])
@@ -140,7 +142,7 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.control_waiting: list[tuple] = []  # read off the control socket, not yet handled
         self.request_cost: dict[str, dict] = {}  # per command: count, max and total handling time
         self._cmd = ""
-        self.control_empty_cpu = time.thread_time()
+        self.control_empty_cpu = self._handling_cpu = time.thread_time()
         self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_work_periods": None,
                              "work_over_one_period": 0, "max_requests_ahead": 0, "max_rounds": 0}
         # cached reads (dispatch.py): their bytes, and what invalidates them

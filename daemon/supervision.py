@@ -133,7 +133,7 @@ class Supervision:
             # queue was seen empty. A poll that blocked on an empty queue and woke for the control
             # socket alone saw the request arrive as it returned
             poll_start = time.monotonic()
-            empty_before = not self.control_waiting and not self.router.poll(0)
+            empty_before = not self.control_waiting and not self._control_readable()
             ready = poller.poll(0 if self.control_waiting else 50)
             self.loop_rounds += 1
             woke = time.monotonic()
@@ -190,6 +190,7 @@ class Supervision:
                 + (f"run {run.id} {run.state}" if run else "idle"))
 
     def close(self) -> None:
+        log.removeFilter(self.logs_after_reply)
         self._close_heavy()
         if self.zap is not None:
             self.zap.close()

@@ -131,6 +131,7 @@ def flood(control: str, clients: int, requests_per_client: int, stops: int, toke
         op.close()
     periods = [lat["periods"] for lat in latencies if lat["periods"] is not None]
     work = [lat["work_periods"] for lat in latencies if lat.get("work_periods") is not None]
+    ahead = [lat["work_ahead_periods"] for lat in latencies if lat.get("work_ahead_periods") is not None]
     return {"clients": clients, "flood_requests": done["requests"], "flood_errors": errors,
             "stops": len(latencies), "arm_refusals": refusals,
             "stop_latency_periods": {"max": max(periods) if periods else None,
@@ -138,12 +139,16 @@ def flood(control: str, clients: int, requests_per_client: int, stops: int, toke
                                      "over_one": sum(p > 1.0 for p in periods)},
             "stop_work_periods": {"count": len(work), "max": max(work) if work else None,
                                   "p50": float(np.median(work)) if work else None,
-                                  "over_one": sum(p > 1.0 for p in work)},
+                                  "over_one": sum(p > 1.0 for p in work),
+                                  "ahead_max": max(ahead) if ahead else None,
+                                  "ahead_p50": float(np.median(ahead)) if ahead else None},
             "max_requests_ahead": max(lat["requests_ahead"] for lat in latencies),
             "max_rounds": max(lat["rounds"] for lat in latencies),
             "rate_hz": latencies[0]["rate_hz"] if latencies else None,
             "daemon": {k: status["control"][k] for k in ("stop_latency", "stale_refusals", "loop_rounds",
                                                            "heavy_reads", "recordings_indexed", "read_cache")},
             "request_cost_ms": {cmd: {"count": v["count"], "max": round(v["max_ms"], 2),
-                                      "mean": round(v["total_ms"] / max(1, v["count"]), 3)}
+                                      "mean": round(v["total_ms"] / max(1, v["count"]), 3),
+                                      "cpu_max": round(v["max_cpu_ms"], 2),
+                                      "cpu_mean": round(v["total_cpu_ms"] / max(1, v["count"]), 3)}
                                 for cmd, v in status["control"]["request_cost_ms"].items()}}
