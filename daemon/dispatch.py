@@ -37,7 +37,7 @@ COMMAND_ROLES = {"arm": P.ROLE_OPERATOR, "submit_run": P.ROLE_SUBMITTER, "identi
 # of the last READ_CACHE_S (listings: below).
 CACHED_READS = frozenset({"status", "describe", "runs", "recordings", "jobs"})
 READ_ONLY = CACHED_READS | {"ping", "run_status", "recording_info", "job_status", "pull"}
-READ_CACHE_S = 0.05
+READ_CACHE_S = 0.02
 # a listing's own changes invalidate it (:meth:`Dispatch._read_generation`): recordings and finished
 # jobs at once; a page with a job still queued or running is rebuilt after UNFINISHED_JOBS_S (its
 # progress is read from the job's file)
@@ -251,6 +251,7 @@ class Dispatch:
         if envelope is None:
             data = payload
             self.requests["dropped"] += 1
+            self.state_changed()
             self.dropped.warning("dropped a control message with %d frames (expected 1 payload frame)",
                                  len(data) - 1)
             if len(data) >= 2:
@@ -363,6 +364,7 @@ class Dispatch:
                               {"role": role, "needed": needed, "client": who}, field="cmd")
 
     def _count_error(self, code: str) -> None:
+        self.state_changed()  # `status` counts them
         errors = self.requests["errors"]
         errors[code] = errors.get(code, 0) + 1
 

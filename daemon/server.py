@@ -38,8 +38,8 @@ from .admission import Admission, PendingSubmit
 from .config import DaemonConfig, resolve_state, state_stream_open
 from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog
 from .heavy import HeavyReads
-from .recording.index import RecordingIndex
 from .logs import setup_logging
+from .recording.index import RecordingIndex
 from .runs import Run, RunHistory
 from .sdnotify import Notifier
 from .status import StatusReport

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import access
-from .motion import warm_up_in_child, warm_up_validation
 from . import protocol as P
+from .motion import warm_up_in_child, warm_up_validation
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -157,8 +157,10 @@ class Supervision:
                         self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
                 elif self.zap is not None and sock is self.zap.socket:
                     self.zap.serve_pending()
+                    self.state_changed()  # `status.security` counts them
                 elif self.handshakes is not None and sock is self.handshakes.socket:
                     self.handshakes.serve_pending()
+                    self.state_changed()
             if self.pending is not None and (self.pending.future.done() or self.pending.cancelled):
                 self._complete_submit()
             self._complete_heavy()

@@ -1,7 +1,6 @@
 """Daemon configuration: defaults work out of the box, every bad key is named."""
 
 import pytest
-
 from robodyn.daemon.access import state_socket_path
 from robodyn.daemon.config import DEFAULT_CONTROL, load_config
 

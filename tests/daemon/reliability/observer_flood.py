@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from robodyn.daemon import protocol as P
 from robodyn.daemon.client import Client, DaemonError
 from robodyn.daemon.recording import RecordingWriter, index_row, write_index

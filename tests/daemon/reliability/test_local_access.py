@@ -9,9 +9,9 @@ import stat
 import subprocess
 
 import pytest
-
 from robodyn.daemon import access
 from robodyn.daemon.client import Client, DaemonError
+
 from tests.daemon.conftest import DaemonProcess, excitation
 
 OTHER_USER = "robodyn-test-other"
