@@ -178,3 +178,22 @@ def test_a_well_typed_identify_config_passes_the_check():
                          "motor_couplings": [[0, 0, 0, 0, 0, 1, 0.5]], "friction_scales": [0.1] * 7,
                          "processing": {"trim_s": 1, "cutoff_hz": "auto", "rate_hz": None,
                                         "q_cutoff_hz": 20.0}}) is None
+
+
+def test_cached_replies_are_the_bytes_of_the_plain_encoding():
+    """A cached read's reply (header spliced onto the result's bytes, rows encoded one by one and
+    kept) decodes to, and is byte for byte, what ok_reply gives: clients cannot tell them apart."""
+    kept = {}
+
+    def pack_row(row):
+        return kept.setdefault(id(row), (row, P.packb(row)))[1]
+
+    rows = [{"id": f"r{k}", "samples": k, "status": "completed", "lost": None} for k in range(1000)]
+    for n in (0, 1, 15, 16, 1000):
+        result = P.page_reply("recordings", rows[:n], 0, 1000, 1000)
+        for rid in (None, 7, "a-string-id"):
+            assert P.ok_reply_packed(rid, P.pack_result(result, pack_row)) == P.ok_reply(rid, result)
+    nested = {f"k{k}": {"v": [1, 2.5, "x"]} for k in range(20)}  # a map of 16+ keys, no listing
+    assert P.pack_result(nested, pack_row) == P.packb(nested)
+    assert P.unpackb(P.ok_reply_packed(3, P.pack_result({"jobs": rows[:2], "total": 2}, pack_row))) == \
+        {"v": P.PROTOCOL_VERSION, "id": 3, "ok": True, "result": {"jobs": rows[:2], "total": 2}}
