@@ -6,7 +6,7 @@ wall-clock bound of the test."""
 
 import pytest
 from robodyn.daemon import protocol as P
-from robodyn.daemon.client import Client, DaemonError
+from robodyn.daemon.client import DaemonError
 
 from tests.daemon.conftest import DaemonProcess
 from tests.daemon.reliability.observer_flood import (
