@@ -8,6 +8,10 @@ an operators' group). Every request but ``abort``, ``disarm`` and ``ping`` must 
 request's ``auth`` field): another account on the machine can stop the robot, never move it,
 change anything or read its data. Clients find it the same way, or from ``$ROBODYN_TOKEN`` /
 ``$ROBODYN_TOKEN_FILE`` (Jupyter's model).
+
+The state stream (1 kHz joint states) is served, by default, on an ``ipc://`` socket in the same
+directory (:func:`state_socket_path`): another account can neither connect to it nor read the
+token that ``describe`` (which names the stream's endpoint) needs.
 """
 
 from __future__ import annotations
@@ -45,6 +49,22 @@ def token_path(endpoint: str, configured: str = "") -> Path:
     if configured:
         return Path(configured).expanduser()
     return default_token_dir() / token_name(endpoint)
+
+
+# a Unix socket's path must fit sockaddr_un.sun_path (108 bytes with its terminating NUL)
+MAX_IPC_PATH = 107
+
+
+def state_socket_path(endpoint: str, configured: str = "") -> Path:
+    """The state stream's default socket, beside the token file of the daemon on ``endpoint``
+    (127.0.0.1-47770.token -> 127.0.0.1-47770.state): reachable by who can reach the token's
+    directory (0700: this user; a configured one, e.g. /run/robodyn 0750, its group too)."""
+    token = token_path(endpoint, configured)
+    path = token.with_name(token.stem + ".state")
+    if len(str(path).encode()) > MAX_IPC_PATH:
+        raise ValueError(f"config: the state stream's socket path {path} is longer than {MAX_IPC_PATH} bytes "
+                         "(a Unix socket's limit); set [daemon].state to a shorter ipc:// path")
+    return path
 
 
 def _check_dir(path: Path, strict: bool) -> None:

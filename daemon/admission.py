@@ -156,6 +156,7 @@ class Admission:
         self.armed = False
         self.armed_info = {}
         self.disarm_reason = reason
+        self.state_changed()
         self.notifier.status(self._status_line())
     def cmd_submit_run(self, args) -> object:
         """Quick checks here; the limit check of the trajectory runs on the validation thread and
@@ -252,6 +253,7 @@ class Admission:
 
     def _complete_submit(self) -> None:
         pend, self.pending = self.pending, None
+        self.state_changed()
         try:
             reply = P.ok_reply(pend.rid, self._accept_run(pend))
         except P.ProtocolError as exc:

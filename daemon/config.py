@@ -4,7 +4,10 @@ Example (every key optional)::
 
     [daemon]
     control = "tcp://127.0.0.1:47770"    # ROUTER, requests / replies
-    state = "tcp://127.0.0.1:47771"      # PUB, state stream (served by the publisher process)
+    state = "tcp://127.0.0.1:47771"      # PUB, state stream (served by the publisher process). Default:
+                                         # an ipc:// socket beside the access token (only this user; with
+                                         # CurveZMQ: tcp://127.0.0.1:47771). TCP without CurveZMQ: any
+                                         # local account can read the stream (a warning at start)
     max_subscribers = 32                 # state-stream connections; more are refused at handshake
     data_dir = "~/.local/share/robodyn"  # recordings go to <data_dir>/recordings
 
@@ -72,7 +75,7 @@ def default_data_dir() -> Path:
 @dataclass
 class DaemonConfig:
     control: str = DEFAULT_CONTROL
-    state: str = DEFAULT_STATE
+    state: str = ""  # "": resolve_state's default
     max_subscribers: int = 32
     data_dir: str = field(default_factory=lambda: str(default_data_dir()))
     robot: str = "panda"
@@ -173,8 +176,27 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     for key, value in (overrides or {}).items():
         if value is not None:
             setattr(cfg, key, value)
+    cfg.state = resolve_state(cfg)
     check_config(cfg)
     return cfg
+
+
+def resolve_state(cfg: DaemonConfig) -> str:
+    """The state stream's endpoint: the configured one, else an ipc socket beside the access
+    token (daemon/access.py: only who may read the token can connect), else, with CurveZMQ
+    (no token file; remote subscribers), DEFAULT_STATE."""
+    if cfg.state:
+        return cfg.state
+    if cfg.curve:
+        return DEFAULT_STATE
+    from .access import state_socket_path
+
+    return f"ipc://{state_socket_path(cfg.control, cfg.token_file)}"
+
+
+def state_stream_open(cfg: DaemonConfig) -> bool:
+    """True when any local account can read the state stream: TCP without CurveZMQ."""
+    return cfg.state.startswith("tcp://") and not cfg.curve
 
 
 def check_config(cfg: DaemonConfig) -> None:

@@ -27,6 +27,24 @@ STOP_COMMANDS = ("abort", "disarm")
 MAX_BURST = 100  # requests handled in a row before the worker pipes are read again
 MAX_WAITING = 1000  # requests read off the socket and not yet handled (REQ clients have one each)
 COMMAND_ROLES = {"arm": P.ROLE_OPERATOR, "submit_run": P.ROLE_SUBMITTER, "identify": P.ROLE_SUBMITTER}
+# Observers' reads are answered from the bytes of the last identical one (same command, arguments
+# and role) while nothing has changed (:attr:`state_generation`, bumped by every command that is
+# not a read and every worker event but the periodic telemetry and statistics) and for at most
+# READ_CACHE_S: a flood of them costs the main loop an unpack, a dictionary look-up and a send
+# each, and a stop waits behind no status built or listing encoded per request. The rows of a
+# listing are encoded once each (ROW_CACHE_MAX kept), so even a page of MAX_PAGE rows built anew
+# is a join of bytes. What a read may miss meanwhile: the periodic figures (telemetry, counters)
+# of the last READ_CACHE_S (listings: below).
+CACHED_READS = frozenset({"status", "describe", "runs", "recordings", "jobs"})
+READ_ONLY = CACHED_READS | {"ping", "run_status", "recording_info", "job_status", "pull"}
+READ_CACHE_S = 0.02
+# a listing's own changes invalidate it (:meth:`Dispatch._read_generation`): recordings and finished
+# jobs at once; a page with a job still queued or running is rebuilt after UNFINISHED_JOBS_S (its
+# progress is read from the job's file)
+LISTING_CACHE_S = 10.0
+UNFINISHED_JOBS_S = 0.5
+READ_CACHE_MAX = 256
+ROW_CACHE_MAX = 20_000
 
 
 class RateLimitedLog:
@@ -61,6 +79,30 @@ class RateLimitedLog:
         self.window_start, self.in_window, self.suppressed = now, 0, 0
 
 
+class LogsAfterReply(logging.Filter):
+    """Holds the daemon's log records while a stop is handled, to be written once its reply is
+    sent: the stop's action (disarmed, the driver told to ramp down) comes first, its reply next,
+    and the formatting and writing of its log lines (tens of microseconds each) after."""
+
+    def __init__(self):
+        super().__init__()
+        self.held: list | None = None
+
+    def filter(self, record) -> bool:
+        if self.held is None:
+            return True
+        self.held.append(record)
+        return False
+
+    def hold(self) -> None:
+        self.held = []
+
+    def release(self) -> None:
+        held, self.held = self.held or [], None
+        for record in held:
+            log.handle(record)
+
+
 class Dispatch:
     """The control endpoint: one request in, one reply out (now or later)."""
 
@@ -73,9 +115,67 @@ class Dispatch:
         self.commands[name] = handler
 
     def _control_empty(self, when: float) -> None:
-        """The main loop saw no request waiting at ``when``: any later one arrived after it."""
+        """The main loop saw no request waiting at ``when``: any later one arrived after it. The
+        main thread's CPU clock is read with it: the work the loop did from then on is what it
+        did before a stop that came in later (the rest of the wait was the host's scheduler)."""
         self.control_empty_at, self.control_empty_round = when, self.loop_rounds
         self.control_empty_handled = self.requests_handled
+        self.control_empty_cpu = time.thread_time()
+
+    def _control_readable(self) -> bool:
+        """A request waits on the control socket (ZMQ_EVENTS: no poller made per call, as
+        ``Socket.poll`` does; this runs before every request)."""
+        return bool(self.router.getsockopt(self.zmq.EVENTS) & self.zmq.POLLIN)
+
+    def state_changed(self) -> None:
+        """Something a read reports has changed: no cached read is served any more."""
+        self.state_generation += 1
+
+    def _pack_row(self, row: dict) -> bytes:
+        """A listing row's bytes, encoded once per row object (rows are replaced, never edited)."""
+        hit = self.row_bytes.get(id(row))
+        if hit is not None and hit[0] is row:
+            return hit[1]
+        if len(self.row_bytes) >= ROW_CACHE_MAX:
+            self.row_bytes.clear()
+        data = P.packb(row)
+        self.row_bytes[id(row)] = (row, data)  # the row is kept: its id is never reused meanwhile
+        return data
+
+    def _read_generation(self, cmd: str):
+        """What a cached read of ``cmd`` depends on: listings only on their own entries (an
+        operator arming and stopping in a loop leaves them valid); the rest on every change."""
+        if cmd == "recordings":
+            return self.recording_index.changes, getattr(self.current, "id", None)
+        if cmd == "jobs":  # a new job, a job finished (its row kept from then on)
+            jobs = getattr(self, "job_manager", None)
+            return None if jobs is None else (len(jobs.states), len(jobs._rows))
+        return self.state_generation
+
+    def _cached_read(self, req: P.Request, rid, handler) -> bytes:
+        """The reply to a read in CACHED_READS, from the last identical one when still valid."""
+        key = (req.cmd, self.role_of(self._peer), tuple(sorted((k, repr(v)) for k, v in req.args.items())))
+        now = time.monotonic()
+        hit = self.read_cache.get(key)
+        counts = self.read_cache_counts
+        generation = self._read_generation(req.cmd)
+        if hit is not None and hit[0] == generation and now < hit[1]:
+            counts["hits"] += 1
+            return P.ok_reply_packed(rid, hit[2])
+        counts["built"] += 1
+        result = handler(req.args)
+        packed = P.pack_result(result, self._pack_row)
+        if len(self.read_cache) >= READ_CACHE_MAX:
+            self.read_cache.clear()
+        if req.cmd == "recordings":
+            life = LISTING_CACHE_S
+        elif req.cmd == "jobs":
+            unfinished = any(row.get("state") not in ("completed", "failed") for row in result.get("jobs") or ())
+            life = UNFINISHED_JOBS_S if unfinished else LISTING_CACHE_S
+        else:
+            life = READ_CACHE_S
+        self.read_cache[key] = (generation, now + life, packed)
+        return P.ok_reply_packed(rid, packed)
 
     def _serve_control(self) -> None:
         """Requests on the control socket, at most MAX_BURST handled before the worker pipes are
@@ -86,7 +186,7 @@ class Dispatch:
         handled = 0
         waiting = self.control_waiting
         while True:
-            while len(waiting) < MAX_WAITING and self.router.poll(0):
+            while len(waiting) < MAX_WAITING and self._control_readable():
                 waiting.append(self._receive())
             if len(waiting) < MAX_WAITING:
                 self._control_empty(time.monotonic())
@@ -112,19 +212,25 @@ class Dispatch:
             envelope, payload = None, data
         urgent = payload is not None and envelope is not None and any(c.encode() in payload for c in STOP_COMMANDS)
         return (frames, envelope, payload, urgent, self.control_empty_at, self.control_empty_handled,
-                self.control_empty_round)
+                self.control_empty_round, self.control_empty_cpu)
 
     def _stop_latency(self) -> dict:
-        """How long a stop command can have waited, on the daemon's monotonic clock, from the last
-        moment the loop saw the control queue empty before it came in to its reply, in periods
-        of the real-time loop (an upper bound: it arrived after that moment); the requests handled
-        in between and the main-loop rounds it spanned. Kept per daemon in ``status``."""
+        """How long a stop command can have waited, from the last moment the loop saw the control
+        queue empty before it came in to its reply (an upper bound: it arrived after that moment),
+        in periods of the real-time loop: ``periods`` on the daemon's monotonic clock (the host's
+        scheduler included), ``work_periods`` on its main thread's CPU clock (what the daemon
+        itself did meanwhile: the requests ahead of it, the rest of the loop round, the stop's own
+        handling); the requests handled in between and the main-loop rounds it spanned. Kept per
+        daemon in ``status``."""
         if not self._received:  # a payload handled outside the loop (tests)
-            return {"periods": None, "requests_ahead": 0, "rounds": 0, "rate_hz": None}
-        _frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round = self._received
+            return {"periods": None, "work_periods": None, "requests_ahead": 0, "rounds": 0, "rate_hz": None}
+        _frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round, empty_cpu = self._received
         rate = float((self.description or {}).get("rate_hz") or 0.0)
         waited = max(0.0, time.monotonic() - empty_at)
+        worked = max(0.0, time.thread_time() - empty_cpu)
+        before = max(0.0, self._handling_cpu - empty_cpu)  # the part before the stop's own handling
         periods = waited * rate if rate else None
+        work = worked * rate if rate else None
         ahead = max(0, self.requests_handled - empty_handled - 1)
         rounds = self.loop_rounds - empty_round
         st = self.stop_latency
@@ -134,7 +240,10 @@ class Dispatch:
         if periods is not None:
             st["max_periods"] = max(st["max_periods"] or 0.0, periods)
             st["over_one_period"] += periods > 1.0
-        return {"periods": periods, "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None}
+            st["max_work_periods"] = max(st["max_work_periods"] or 0.0, work)
+            st["work_over_one_period"] += work > 1.0
+        return {"periods": periods, "work_periods": work, "work_ahead_periods": before * rate if rate else None,
+                "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None}
 
     def _handle_received(self, item: tuple) -> None:
         frames, envelope, payload = item[:3]
@@ -142,6 +251,7 @@ class Dispatch:
         if envelope is None:
             data = payload
             self.requests["dropped"] += 1
+            self.state_changed()
             self.dropped.warning("dropped a control message with %d frames (expected 1 payload frame)",
                                  len(data) - 1)
             if len(data) >= 2:
@@ -151,20 +261,30 @@ class Dispatch:
         self._peer = self._user_id(frames[-1])
         self._envelope = envelope
         self._received = item
-        started = time.monotonic()
-        reply = self.handle_payload(payload)
-        if reply is not None:
-            self.router.send_multipart(envelope + [reply])
+        started, started_cpu = time.monotonic(), time.thread_time()
+        self._handling_cpu = started_cpu
+        if item[3]:  # perhaps a stop: its log lines are written after its reply
+            self.logs_after_reply.hold()
+        try:
+            reply = self.handle_payload(payload)
+            if reply is not None:
+                self.router.send_multipart(envelope + [reply])
+        finally:
+            if item[3]:
+                self.logs_after_reply.release()
         # what one request costs the main loop (monotonic clock), per command: a stop waits for
         # at most one of these
-        cost = time.monotonic() - started
+        cost, cpu = time.monotonic() - started, time.thread_time() - started_cpu
         entry = self.request_cost.get(self._cmd)
         if entry is None and len(self.request_cost) < 64:
-            entry = self.request_cost[self._cmd] = {"count": 0, "max_ms": 0.0, "total_ms": 0.0}
-        if entry is not None:
+            entry = self.request_cost[self._cmd] = {"count": 0, "max_ms": 0.0, "total_ms": 0.0, "max_cpu_ms": 0.0,
+                                                    "total_cpu_ms": 0.0}
+        if entry is not None:  # wall clock (the host's scheduler included) and the thread's CPU clock
             entry["count"] += 1
             entry["total_ms"] += cost * 1e3
             entry["max_ms"] = max(entry["max_ms"], cost * 1e3)
+            entry["total_cpu_ms"] += cpu * 1e3
+            entry["max_cpu_ms"] = max(entry["max_cpu_ms"], cpu * 1e3)
 
     def _user_id(self, frame) -> str:
         """The client's name from the allow-list (set by the ZAP handler); '' without Curve."""
@@ -191,6 +311,10 @@ class Dispatch:
             self._rid = rid
             self._authenticate(req)
             self._authorise(req.cmd)
+            if req.cmd in CACHED_READS:
+                return self._cached_read(req, rid, handler)
+            if req.cmd not in READ_ONLY:
+                self.state_changed()
             result = handler(req.args)
             if req.cmd in STOP_COMMANDS and isinstance(result, dict):
                 result = {**result, "latency": self._stop_latency()}
@@ -240,6 +364,7 @@ class Dispatch:
                               {"role": role, "needed": needed, "client": who}, field="cmd")
 
     def _count_error(self, code: str) -> None:
+        self.state_changed()  # `status` counts them
         errors = self.requests["errors"]
         errors[code] = errors.get(code, 0) + 1
 

@@ -100,6 +100,7 @@ class HeavyReads:
         """From the main loop: reply to every finished heavy read."""
         if not self.heavy or not any(h.future.done() for h in self.heavy):
             return
+        self.state_changed()  # e.g. recordings indexed at start: listed now
         waiting = []
         for h in self.heavy:
             if not h.future.done():

@@ -346,6 +346,37 @@ def ok_reply(rid, result: dict) -> bytes:
     return packb({"v": PROTOCOL_VERSION, "id": rid, "ok": True, "result": result})
 
 
+def _map_header(n: int) -> bytes:
+    return bytes([0x80 | n]) if n < 16 else b"\xde" + n.to_bytes(2, "big")
+
+
+def _array_header(n: int) -> bytes:
+    return bytes([0x90 | n]) if n < 16 else b"\xdc" + n.to_bytes(2, "big") if n < 1 << 16 else \
+        b"\xdd" + n.to_bytes(4, "big")
+
+
+def ok_reply_packed(rid, packed_result: bytes) -> bytes:
+    """:func:`ok_reply` around a result already encoded (the daemon's cached reads: the same
+    bytes as ``ok_reply(rid, unpackb(packed_result))``)."""
+    return (_map_header(4) + packb("v") + packb(PROTOCOL_VERSION) + packb("id") + packb(rid) + packb("ok")
+            + packb(True) + packb("result") + packed_result)
+
+
+def pack_result(result: dict, pack_row) -> bytes:
+    """Encode a result whose lists of maps (a listing's rows) are encoded row by row with
+    ``pack_row(row) -> bytes`` (which may keep each row's bytes: a listing's rows rarely change),
+    everything else with :func:`packb`; the bytes :func:`packb` would give for the same result."""
+    parts = [_map_header(len(result))]
+    for key, value in result.items():
+        parts.append(packb(key))
+        if isinstance(value, list) and value and all(type(row) is dict for row in value):
+            parts.append(_array_header(len(value)))
+            parts.extend(pack_row(row) for row in value)
+        else:
+            parts.append(packb(value))
+    return b"".join(parts)
+
+
 def error_reply(rid, code: str, message: str, details: dict | None = None) -> bytes:
     return packb({"v": PROTOCOL_VERSION, "id": rid, "ok": False,
                   "error": {"code": code, "message": message, "details": details or {}}})

@@ -136,6 +136,10 @@ class Publisher:
             make_curve_server(self.pub, read_secret_key(cfg.curve_secret_key)[1])
             self.pub.setsockopt(zmq.ZAP_DOMAIN, STREAM_ZAP_DOMAIN.encode())
         self.pub.bind(cfg.state)
+        if cfg.state.startswith("ipc://"):
+            # connecting needs write permission on the socket: the token's readers get it (0640:
+            # the operators' group), nobody else; the directory's mode is the first guard
+            os.chmod(cfg.state[len("ipc://"):], 0o660 if cfg.token_file_mode == 0o640 else 0o600)
         self.sub = self.ctx.socket(zmq.SUB)
         self.sub.setsockopt(zmq.RCVHWM, RCV_HWM)
         self.sub.setsockopt(zmq.SUBSCRIBE, b"")

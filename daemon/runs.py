@@ -95,6 +95,7 @@ class RunHistory:
         self.recorder_pipe.send(P.packb({"type": "close", "run": run.number, "first_seq": done.get("first_seq", 1),
                                          "last_seq": done.get("last_seq", 0), "summary": summary}))
     def _finish_run(self, run: Run, status: str, reason: str = "", recorder_summary: dict | None = None) -> None:
+        self.state_changed()  # cached reads (dispatch.py) show the run's end
         done = run.done_event or {}
         summary = {"status": status, "reason": reason, "recording": run.path,
                    "samples": None, "expected_samples": None, "lost_samples": None,

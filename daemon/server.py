@@ -35,11 +35,11 @@ from robodyn.robot.loader import load_model
 
 from . import access, security
 from .admission import Admission, PendingSubmit
-from .config import DaemonConfig
-from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, RateLimitedLog
+from .config import DaemonConfig, resolve_state, state_stream_open
+from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog
 from .heavy import HeavyReads
-from .recording.index import RecordingIndex
 from .logs import setup_logging
+from .recording.index import RecordingIndex
 from .runs import Run, RunHistory
 from .sdnotify import Notifier
 from .status import StatusReport
@@ -62,6 +62,8 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         import zmq
 
         self.zmq = zmq
+        if not cfg.state:  # a config made in code, not by load_config
+            cfg.state = resolve_state(cfg)
         self.cfg = cfg
         self.model = load_model(cfg.robot)
         self.recordings_dir = cfg.recordings_dir
@@ -97,6 +99,8 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
                 self.ctx.destroy(linger=0)
                 shutil.rmtree(self.runtime_dir, ignore_errors=True)
                 raise
+        self.logs_after_reply = LogsAfterReply()
+        log.addFilter(self.logs_after_reply)
         self.refused_auth = RateLimitedLog(log, window_s=10.0, what="requests refused for no or a wrong access token")
         self.driver_pipe = self.ctx.socket(zmq.PAIR)
         self.driver_pipe.bind(self.endpoints["driver_pipe"])
@@ -138,8 +142,14 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.control_waiting: list[tuple] = []  # read off the control socket, not yet handled
         self.request_cost: dict[str, dict] = {}  # per command: count, max and total handling time
         self._cmd = ""
-        self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_requests_ahead": 0,
-                             "max_rounds": 0}
+        self.control_empty_cpu = self._handling_cpu = time.thread_time()
+        self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_work_periods": None,
+                             "work_over_one_period": 0, "max_requests_ahead": 0, "max_rounds": 0}
+        # cached reads (dispatch.py): their bytes, and what invalidates them
+        self.state_generation = 0
+        self.read_cache: dict[tuple, tuple] = {}
+        self.read_cache_counts = {"hits": 0, "built": 0}
+        self.row_bytes: dict[int, tuple] = {}
         self.stale_refusals = 0  # arm / submit refused for telemetry older than TELEMETRY_STALE_S
         # listed from memory, never by reading the files (recording/index.py)
         self.recording_index = RecordingIndex(self.recordings_dir)
@@ -176,6 +186,9 @@ def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]]
              cfg.driver, daemon.recordings_dir,
              "CurveZMQ" if cfg.curve else f"loopback, access token in {daemon.token_path}",
              extra={"fields": {"event": "ready", "arming_required": cfg.arming_required}})
+    if state_stream_open(cfg):
+        log.warning("the state stream %s is loopback TCP without CurveZMQ: every local account can read the "
+                    "joint states (leave [daemon].state unset for an ipc socket only this user reaches)", cfg.state)
     print(f"robodyn daemon ready: control {cfg.control}, state {cfg.state}, robot {cfg.robot} "
           f"({cfg.driver}), recordings in {daemon.recordings_dir}", flush=True)
     daemon.serve_forever()  # sends READY=1 to systemd before its first poll

@@ -18,6 +18,7 @@ from robodyn import __version__
 from . import protocol as P
 
 TELEMETRY_STALE_S = 1.0
+JOBS_SUMMARY_S = 0.5
 
 
 def loop_jitter(loop: dict, rate_hz: float | None) -> dict | None:
@@ -84,6 +85,7 @@ class StatusReport:
                         "stale_refusals": self.stale_refusals,
                         "request_cost_ms": {k: dict(v) for k, v in self.request_cost.items()},
                         "heavy_reads": {"in_flight": len(self.heavy), **self.heavy_counts},
+                        "read_cache": dict(self.read_cache_counts),
                         "recordings_indexed": len(self.recording_index)},
             "metrics": self._metrics(),
         }
@@ -112,8 +114,18 @@ class StatusReport:
                        "validations_pending": int(self.pending is not None),
                        "jobs_queued": None if jobs is None else len(jobs.queue)},
             "recorder_throughput": rec.get("throughput"),
-            "jobs": None if jobs is None else jobs.summary(),
+            "jobs": None if jobs is None else self._jobs_summary(jobs),
         }
+
+    def _jobs_summary(self, jobs) -> dict:
+        """The job manager's summary walks every job: reused while no job was added, for at most
+        JOBS_SUMMARY_S (a job's state shows that much later), so a status costs the same with
+        a long job history."""
+        key, now = len(jobs.states), time.monotonic()
+        cached = getattr(self, "_jobs_summary_cache", None)
+        if cached is None or cached[0] != key or now - cached[1] >= JOBS_SUMMARY_S:
+            cached = self._jobs_summary_cache = (key, now, jobs.summary())
+        return cached[2]
 
     def _current_q(self) -> np.ndarray:
         tel = self.driver.last

@@ -13,10 +13,11 @@ import multiprocessing
 import shutil
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import access
-from .motion import warm_up_in_child, warm_up_validation
 from . import protocol as P
+from .motion import warm_up_in_child, warm_up_validation
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -132,7 +133,7 @@ class Supervision:
             # queue was seen empty. A poll that blocked on an empty queue and woke for the control
             # socket alone saw the request arrive as it returned
             poll_start = time.monotonic()
-            empty_before = not self.control_waiting and not self.router.poll(0)
+            empty_before = not self.control_waiting and not self._control_readable()
             ready = poller.poll(0 if self.control_waiting else 50)
             self.loop_rounds += 1
             woke = time.monotonic()
@@ -156,8 +157,10 @@ class Supervision:
                         self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
                 elif self.zap is not None and sock is self.zap.socket:
                     self.zap.serve_pending()
+                    self.state_changed()  # `status.security` counts them
                 elif self.handshakes is not None and sock is self.handshakes.socket:
                     self.handshakes.serve_pending()
+                    self.state_changed()
             if self.pending is not None and (self.pending.future.done() or self.pending.cancelled):
                 self._complete_submit()
             self._complete_heavy()
@@ -189,6 +192,7 @@ class Supervision:
                 + (f"run {run.id} {run.state}" if run else "idle"))
 
     def close(self) -> None:
+        log.removeFilter(self.logs_after_reply)
         self._close_heavy()
         if self.zap is not None:
             self.zap.close()
@@ -204,6 +208,9 @@ class Supervision:
                     log.warning("%s did not stop in 5 s; terminating", comp.name)
                     comp.process.terminate()
                     comp.process.join(2.0)
+        if self.cfg.state.startswith("ipc://"):  # the publisher's socket (libzmq leaves the file);
+            # removed while this daemon still holds the control endpoint, so no successor's yet
+            Path(self.cfg.state[len("ipc://"):]).unlink(missing_ok=True)
         self.ctx.destroy(linger=0)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
         if self.token is not None:
@@ -237,6 +244,7 @@ class Supervision:
             if comp.process.is_alive():
                 continue
             comp.exit_code = comp.process.exitcode
+            self.state_changed()
             log.error("%s process %s died (exit code %s)", comp.name, comp.pid, comp.exit_code,
                       extra={"fields": {"component": comp.name, "event": "died", "exit_code": comp.exit_code}})
             comp.process = None
@@ -291,6 +299,8 @@ class Supervision:
 
     def _on_driver(self, msg: dict) -> None:
         kind = msg.get("type")
+        if kind != "telemetry":  # an event: cached reads are out of date
+            self.state_changed()
         if kind == "telemetry":
             self.driver.last = msg
             self.driver.last_time = time.monotonic()
@@ -315,6 +325,8 @@ class Supervision:
             self._disarm(f"driver error: {msg.get('message')}")
     def _on_recorder(self, msg: dict) -> None:
         kind = msg.get("type")
+        if kind != "stats":  # an event: cached reads are out of date
+            self.state_changed()
         run = self.current
         if kind == "stats":
             self.recorder.last = msg
@@ -359,6 +371,8 @@ class Supervision:
 
     def _on_publisher(self, msg: dict) -> None:
         kind = msg.get("type")
+        if kind != "stats":  # an event: cached reads are out of date
+            self.state_changed()
         if kind == "stats":
             self.publisher.last = msg
             self.publisher.last_time = time.monotonic()

@@ -267,6 +267,9 @@ class JobManager:
                 _write_json_atomic(status_file, st)
             self.states[status_file.parent.name] = st.get("state")
             self.queue_seq[status_file.parent.name] = int(st.get("queue_seq", 0))
+            if st.get("state") in ("completed", "failed"):  # read now: a first listing reads no file
+                self._rows[status_file.parent.name] = {k: st.get(k) for k in ("job", "state", "stage", "progress",
+                                                                             "error")}
         self.thread = threading.Thread(target=self._supervise if runner == "daemon" else self._rescan,
                                        name="robodyn-jobs", daemon=True)
         self.thread.start()

@@ -99,6 +99,7 @@ class RecordingIndex:
         self.rows: dict[str, dict] = {}
         self._order: list[str] | None = []
         self.missing: list[Path] = []  # recordings without an entry at start: to build once
+        self.changes = 0  # counts every change: a listing cached before it is out of date
 
     def load(self) -> None:
         """Read every entry (small files; one directory listing). Recordings without one are
@@ -112,6 +113,7 @@ class RecordingIndex:
                 self.missing.append(path)
             self.rows[_key(row)] = row
         self._order = None
+        self.changes += 1
 
     def put(self, row: dict, only_if_indexing: bool = False) -> None:
         """Add or replace an entry. ``only_if_indexing``: a row built by the worker at start
@@ -123,11 +125,13 @@ class RecordingIndex:
         if old is None:
             self._order = None
         self.rows[key] = row
+        self.changes += 1
 
     def remove(self, rid: str) -> None:
         """``rid``: the file's name without ``.mcap`` (a run's id, in the daemon's own files)."""
         if self.rows.pop(rid, None) is not None:
             self._order = None
+            self.changes += 1
 
     def get(self, rid: str) -> dict | None:
         return self.rows.get(rid)

@@ -23,7 +23,8 @@ def register(sub) -> None:
     p.add_argument("--data-dir", metavar="DIR", help="where recordings are written "
                                                      "(default ~/.local/share/robodyn)")
     p.add_argument("--control", metavar="ENDPOINT", help="control endpoint, e.g. tcp://127.0.0.1:47770")
-    p.add_argument("--state", metavar="ENDPOINT", help="state stream endpoint, e.g. tcp://127.0.0.1:47771")
+    p.add_argument("--state", metavar="ENDPOINT", help="state stream endpoint (default: an ipc socket beside the access token, only this user; "
+                   "tcp://127.0.0.1:47771 with CurveZMQ)")
     add_json(p, "log as JSON lines on stderr (one object per record) instead of text")
     p.set_defaults(handler=cmd_daemon)
 

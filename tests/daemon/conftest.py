@@ -19,17 +19,21 @@ class DaemonProcess:
     done right after start-up, so every run in these tests passes the arming gate.
 
     ``extra_config`` adds TOML sections; ``prefix`` wraps the command (e.g. ``unshare``);
-    ``env`` adds environment variables (e.g. a fake ``NOTIFY_SOCKET``)."""
+    ``env`` adds environment variables (e.g. a fake ``NOTIFY_SOCKET``); ``default_state``: no
+    ``[daemon].state``, so the stream is on the default ipc socket (``state`` is then None: clients
+    find it through ``describe``)."""
 
     def __init__(self, tmp_path, speed=0.0, extra_config: str = "", arm: bool = True, prefix=(), env=None,
-                 data_dir=None, require_arm: bool = True, max_subscribers: int | None = None):
+                 data_dir=None, require_arm: bool = True, max_subscribers: int | None = None,
+                 default_state: bool = False):
         self.control = f"tcp://127.0.0.1:{free_port()}"
-        self.state = f"tcp://127.0.0.1:{free_port()}"
+        self.state = None if default_state else f"tcp://127.0.0.1:{free_port()}"
         self.data_dir = data_dir or tmp_path / "data"
         self.config = tmp_path / "daemon.toml"
         safety = f"[safety]\nrequire_arm = {'true' if require_arm else 'false'}\n"
         self.config.write_text(
-            f'[daemon]\ncontrol = "{self.control}"\nstate = "{self.state}"\ndata_dir = "{self.data_dir}"\n'
+            f'[daemon]\ncontrol = "{self.control}"\n' + (f'state = "{self.state}"\n' if self.state else "")
+            + f'data_dir = "{self.data_dir}"\n'
             + (f"max_subscribers = {max_subscribers}\n" if max_subscribers else "")
             +             f'[robot]\nname = "panda"\ndriver = "sim"\n[driver]\nspeed = {speed}\nseed = 2\n'
             + (safety if "[safety]" not in extra_config else "") + extra_config)

@@ -1,14 +1,16 @@
 """Daemon configuration: defaults work out of the box, every bad key is named."""
 
 import pytest
-
+from robodyn.daemon.access import state_socket_path
 from robodyn.daemon.config import DEFAULT_CONTROL, load_config
 
 
 def test_no_config_is_a_simulated_panda_on_loopback():
     cfg = load_config(None)
     assert (cfg.robot, cfg.driver, cfg.control) == ("panda", "sim", DEFAULT_CONTROL)
-    assert "127.0.0.1" in cfg.state and cfg.driver_options == {"speed": 1.0}
+    assert cfg.driver_options == {"speed": 1.0}
+    # the state stream: an ipc socket beside the access token, only this user reaches it
+    assert cfg.state == f"ipc://{state_socket_path(DEFAULT_CONTROL)}" and cfg.state.endswith("127.0.0.1-47770.state")
 
 
 def test_file_and_overrides(tmp_path):

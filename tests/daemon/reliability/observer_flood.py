@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
+from robodyn.daemon import protocol as P
 from robodyn.daemon.client import Client, DaemonError
 from robodyn.daemon.recording import RecordingWriter, index_row, write_index
 
@@ -70,9 +70,11 @@ def wait_indexed(client: Client, count: int, timeout: float = 120.0) -> dict:
 
 def flood(control: str, clients: int, requests_per_client: int, stops: int, token_env: dict | None = None) -> dict:
     """``clients`` threads, each with its own connection, send ``requests_per_client`` requests
-    cycling ``recordings`` (every page), ``status`` and ``jobs``; meanwhile an operator connection
+    cycling ``recordings`` (every page of 100, and the largest page the protocol allows),
+    ``status`` and ``jobs`` (a page of 100 and the largest); meanwhile an operator connection
     alternates ``arm`` and ``disarm``/``abort`` ``stops`` times. Returns the counts and the stop
-    commands' latencies as the daemon measured them (dispatch.py: _stop_latency)."""
+    commands' latencies as the daemon measured them (dispatch.py: _stop_latency), on its clock
+    (``periods``) and on its main thread's CPU clock (``work_periods``)."""
     errors: dict[str, int] = {}
     done = {"requests": 0}
     lock = threading.Lock()
@@ -85,13 +87,17 @@ def flood(control: str, clients: int, requests_per_client: int, stops: int, toke
                 if stop_flood.is_set():
                     break
                 try:
-                    kind = (i + k) % 3
+                    kind = (i + k) % 5
                     if kind == 0:
                         c.recordings_page(limit=100, offset=(i * 37) % 200)
                     elif kind == 1:
                         c.status()
-                    else:
+                    elif kind == 2:
                         c.jobs(limit=100)
+                    elif kind == 3:
+                        c.jobs(limit=P.MAX_PAGE, offset=0)
+                    else:
+                        c.recordings_page(limit=P.MAX_PAGE, offset=0)
                     with lock:
                         done["requests"] += 1
                 except DaemonError as exc:
@@ -123,16 +129,25 @@ def flood(control: str, clients: int, requests_per_client: int, stops: int, toke
             t.join(120.0)
         op.close()
     periods = [lat["periods"] for lat in latencies if lat["periods"] is not None]
+    work = [lat["work_periods"] for lat in latencies if lat.get("work_periods") is not None]
+    ahead = [lat["work_ahead_periods"] for lat in latencies if lat.get("work_ahead_periods") is not None]
     return {"clients": clients, "flood_requests": done["requests"], "flood_errors": errors,
             "stops": len(latencies), "arm_refusals": refusals,
             "stop_latency_periods": {"max": max(periods) if periods else None,
                                      "p50": float(np.median(periods)) if periods else None,
                                      "over_one": sum(p > 1.0 for p in periods)},
+            "stop_work_periods": {"count": len(work), "max": max(work) if work else None,
+                                  "p50": float(np.median(work)) if work else None,
+                                  "over_one": sum(p > 1.0 for p in work),
+                                  "ahead_max": max(ahead) if ahead else None,
+                                  "ahead_p50": float(np.median(ahead)) if ahead else None},
             "max_requests_ahead": max(lat["requests_ahead"] for lat in latencies),
             "max_rounds": max(lat["rounds"] for lat in latencies),
             "rate_hz": latencies[0]["rate_hz"] if latencies else None,
             "daemon": {k: status["control"][k] for k in ("stop_latency", "stale_refusals", "loop_rounds",
-                                                           "heavy_reads", "recordings_indexed")},
+                                                           "heavy_reads", "recordings_indexed", "read_cache")},
             "request_cost_ms": {cmd: {"count": v["count"], "max": round(v["max_ms"], 2),
-                                      "mean": round(v["total_ms"] / max(1, v["count"]), 3)}
+                                      "mean": round(v["total_ms"] / max(1, v["count"]), 3),
+                                      "cpu_max": round(v["max_cpu_ms"], 2),
+                                      "cpu_mean": round(v["total_cpu_ms"] / max(1, v["count"]), 3)}
                                 for cmd, v in status["control"]["request_cost_ms"].items()}}

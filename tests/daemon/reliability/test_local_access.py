@@ -1,5 +1,6 @@
 """Local access by default (no CurveZMQ): the daemon's token file decides who may do more than
-stop the robot. A second Unix account can abort and disarm, never arm, submit, identify or read."""
+stop the robot. A second Unix account can abort and disarm, never arm, submit, identify or read,
+nor connect to the state stream (an ipc socket beside the token, by default)."""
 
 import json
 import os
@@ -8,9 +9,9 @@ import stat
 import subprocess
 
 import pytest
-
 from robodyn.daemon import access
 from robodyn.daemon.client import Client, DaemonError
+
 from tests.daemon.conftest import DaemonProcess, excitation
 
 OTHER_USER = "robodyn-test-other"
@@ -145,16 +146,44 @@ def test_a_second_unix_user_can_stop_but_not_move(tmp_path, monkeypatch, other_u
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
     for name in ("ROBODYN_TOKEN", "ROBODYN_TOKEN_FILE"):
         monkeypatch.delenv(name, raising=False)
-    d = DaemonProcess(tmp_path)
+    d = DaemonProcess(tmp_path, default_state=True)  # the stream on its default socket, too
     path = access.token_path(d.control)
+    stream = d.client.describe()["state_endpoint"]
+    socket_path = access.state_socket_path(d.control)
+    assert stream == f"ipc://{socket_path}" and socket_path.parent == path.parent  # beside the token, 0700
+    assert _mode(socket_path) == 0o600
+    # the daemon's own user (the Client finds the endpoint through describe) gets the 1 kHz states
+    assert len(list(d.client.stream(max_batches=3, timeout=30.0))) == 3
 
     def attempts() -> dict:
+        import socket
+
+        import zmq
+
         result = {"uid": os.geteuid()}
         try:
             open(path).read()
             result["read_token"] = "read"
         except PermissionError:
             result["read_token"] = "denied"
+        # the state stream: the socket's directory is closed to this account, so no connection
+        # (a raw connect is refused; a ZeroMQ subscriber keeps retrying and receives nothing)
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            raw.connect(str(socket_path))
+            result["connect_state"] = "connected"
+        except PermissionError:
+            result["connect_state"] = "denied"
+        finally:
+            raw.close()
+        ctx = zmq.Context()
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        sub.connect(stream)
+        result["state_messages"] = sum(1 for _ in range(20) if sub.poll(100))  # 2 s of a 1 kHz stream
+        sub.close()
+        ctx.term()
         with Client(d.control, timeout=10.0) as c:
             for name, call in (("arm", c.arm), ("status", c.status), ("recordings", c.recordings),
                                ("submit_run", lambda: c.submit_run("panda", excitation(1.0))),
@@ -170,7 +199,8 @@ def test_a_second_unix_user_can_stop_but_not_move(tmp_path, monkeypatch, other_u
 
     try:
         other = _as_user(other_user.pw_uid, other_user.pw_gid, attempts)
-        assert other == {"uid": other_user.pw_uid, "read_token": "denied", "arm": "unauthorised",
+        assert other == {"uid": other_user.pw_uid, "read_token": "denied", "connect_state": "denied",
+                         "state_messages": 0, "arm": "unauthorised",
                          "status": "unauthorised", "recordings": "unauthorised", "submit_run": "unauthorised",
                          "identify": "unauthorised", "abort": "ok", "disarm": "ok"}, other
         assert d.client.status()["safety"]["armed"] is False  # the other account's disarm held
@@ -184,6 +214,7 @@ def test_a_second_unix_user_can_stop_but_not_move(tmp_path, monkeypatch, other_u
     finally:
         d.stop()
     assert not path.exists()
+    assert not socket_path.exists()  # the publisher's socket goes with it
 
 
 def test_token_file_options_are_checked(tmp_path):
@@ -195,6 +226,15 @@ def test_token_file_options_are_checked(tmp_path):
     assert loaded.token_file == "/run/robodyn/token" and loaded.token_file_mode == 0o640
     assert access.token_path("tcp://127.0.0.1:1", loaded.token_file) == access.Path("/run/robodyn/token")
     assert load_config(None).token_file_mode == 0o600
+    # the state stream's default: an ipc socket beside the token (here the configured one); TCP
+    # only when asked for, or with CurveZMQ (remote subscribers, no token file)
+    assert loaded.state == "ipc:///run/robodyn/token.state"
+    assert load_config(None).state == f"ipc://{access.state_socket_path('tcp://127.0.0.1:47770')}"
+    cfg.write_text('[daemon]\nstate = "tcp://127.0.0.1:47771"\n')
+    assert load_config(cfg).state == "tcp://127.0.0.1:47771"
+    cfg.write_text(f'[daemon]\ncontrol = "tcp://127.0.0.1:1"\n[security]\ntoken_file = "/{"x" * 120}/token"\n')
+    with pytest.raises(ValueError, match="longer than 107 bytes"):
+        load_config(cfg)
     cfg.write_text('[security]\ntoken_file_mode = 0o644\n')
     with pytest.raises(ValueError, match=r"token_file_mode must be 0o600 or 0o640, got 0o644"):
         load_config(cfg)
