@@ -15,6 +15,7 @@ from robodyn.errors import UserError
 
 STARTUP_MARGIN_S = 30.0  # beyond the daemon's own start-up limits: its process start and imports
 WAIT_REPORT_S = 10.0  # how often a waiting caller hears what it waits for
+POLL_TIMEOUT_S = 1.0  # one readiness poll's wait for the daemon's answer
 
 
 def free_port() -> int:
@@ -67,7 +68,9 @@ class LocalDaemon:
             if self.proc.poll() is not None:
                 raise UserError(f"the daemon exited during start-up; see {self.log_path}")
             try:
-                st = self.client.status()
+                # a short wait per poll (DEALER: a late reply is dropped by its id), so the deadline
+                # and the reports keep their pace while the daemon does not answer yet
+                st = self.client.call("status", timeout=POLL_TIMEOUT_S)
                 if st["driver"]["ready"] and st["recorder"]["ready"] and st["state"].get("q"):
                     break
             except Exception:  # not listening yet
