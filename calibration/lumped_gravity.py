@@ -218,14 +218,16 @@ def fit_lumped_gravity(gm, sets, free, start_params, prior, *, loss: str = "line
     together to every measurement set, starting from ``start_params`` (a geometric fit) with no sag.
 
     The terms kept are those the poses tell from the geometry (:func:`data_terms`) and, of those,
-    the ones the fit resolves from zero (|theta| >= SIGNIFICANCE sigma): a term at the noise level
-    adds only variance to every prediction (a sweep plan resolves a handful of the 30 terms of a
-    six-axis arm). The fit is repeated once with the resolved terms."""
+    the ones the data resolve from zero (|theta| >= SIGNIFICANCE sigma), chosen by backward
+    elimination on the problem linearised at the start (:func:`select_terms`): a term at the noise
+    level adds only variance to every prediction (a sweep plan resolves a handful of the 30 terms of
+    a six-axis arm). The nonlinear fit then runs once, with the resolved terms, from the linear
+    solution (the terms' and compliances' values; the geometry from ``start_params``)."""
     idx = gm.indices(free)
     residuals = [Residual(gm, s) for s in sets]
     robot0 = robot_for(gm, start_params)
     terms = lumped_terms(gm.robot)
-    Jg_all, Jt_all, Jp_all = [], [], []
+    Jg_all, Jt_all, Jp_all, r0 = [], [], [], []
     for r, s in zip(residuals, sets):
         Jg, Jq = r.jacobian(start_params, s.q, joint=True)
         Jg_all.append(Jg[:, idx])
@@ -233,22 +235,55 @@ def fit_lumped_gravity(gm, sets, free, start_params, prior, *, loss: str = "line
         loaded = s.load is not None and s.load.mass > 0
         tp = payload_holding_torques(robot0, s.q, s.load)[r.row_pose] if loaded else np.zeros((r.size, gm.dof))
         Jp_all.append(-Jq * tp)
-    keep = data_terms(terms, np.vstack(Jg_all), np.vstack(Jt_all))
-    pn = np.linalg.norm(np.vstack(Jp_all), axis=0)
+        r0.append(r(start_params, s.q))
+    Jg, Jt, Jp, r0 = np.vstack(Jg_all), np.vstack(Jt_all), np.vstack(Jp_all), np.concatenate(r0)
+    keep = data_terms(terms, Jg, Jt)
+    pn = np.linalg.norm(Jp, axis=0)
     cj = np.flatnonzero(pn > excitation_tol * float(pn.max())) if pn.max() > 0 else np.array([], int)
-    fit = _solve(gm, sets, residuals, idx, terms.subset(keep), cj, start_params, prior, loss, f_scale)
-    t = np.abs(fit.lumped.values) / np.where(fit.lumped.std > 0, fit.lumped.std, np.inf)
-    resolved = np.flatnonzero(t >= SIGNIFICANCE)
-    if resolved.size < fit.lumped.count:
-        keep = keep[resolved]
-        fit = _solve(gm, sets, residuals, idx, terms.subset(keep), cj, start_params, prior, loss, f_scale)
+    keep, x = select_terms(Jg, Jt, Jp[:, cj], r0, keep)
+    theta0 = x[idx.size:idx.size + keep.size]
+    c0 = np.maximum(x[idx.size + keep.size:], 0.0)  # a compliance is never negative (the fit's bound)
+    # the geometry starts where the geometric fit left it: the linear step's share in its poorly
+    # identifiable directions is the pseudo-inverse's choice, not the data's
+    fit = _solve(gm, sets, residuals, idx, terms.subset(keep), cj, start_params[idx], prior, loss, f_scale,
+                 theta0=theta0, c0=c0)
     fit.dropped_terms = [terms.names[k] for k in range(terms.count) if k not in set(keep.tolist())]
     return fit
 
 
-def _solve(gm, sets, residuals, idx, terms: LumpedGravity, cj, start_params, prior, loss, f_scale) -> LumpedFit:
+def select_terms(Jg: np.ndarray, Jt: np.ndarray, Jc: np.ndarray, r0: np.ndarray, keep) -> tuple[np.ndarray, np.ndarray]:
+    """Backward elimination of the lumped terms on the linearised problem r0 + [Jg Jt Jc] dx: fit,
+    drop the term of smallest |theta| / sigma while it is below SIGNIFICANCE, refit. One term at a
+    time, because the terms of one joint are nearly collinear on a sweep plan: together they share
+    one effect, so each one's sigma is inflated by the others and a single cut at 2 sigma can drop
+    every one of them, the effect with them. The deflections are 1e-4 rad, so the first-order model
+    is the nonlinear one to 1e-8 relative. Returns the kept term indices and the linear solution
+    (geometry step, theta, compliances) for them."""
+    keep = np.asarray(keep, int)
+    g = Jg.shape[1]
+    while True:
+        A = np.hstack([Jg, Jt[:, keep], Jc])
+        cn = np.maximum(np.linalg.norm(A, axis=0), 1e-300)  # unit columns, as in _solve's covariance
+        An = A / cn
+        # normal equations of the unit columns: one small pseudo-inverse gives the step and the
+        # covariance (the tall lstsq / SVD per step cost 10x more where BLAS threads share busy cores)
+        Ginv = np.linalg.pinv(An.T @ An, rcond=1e-12)
+        xn = Ginv @ (An.T @ -r0)
+        res = r0 + An @ xn
+        chi2 = float(res @ res) / max(res.size - An.shape[1], 1)
+        sd = np.sqrt(np.clip(np.diag(chi2 * Ginv), 0, None))
+        t = np.abs(xn[g:g + keep.size]) / np.where(sd[g:g + keep.size] > 0, sd[g:g + keep.size], np.inf)
+        if not keep.size or t.min() >= SIGNIFICANCE:
+            return keep, xn / cn
+        keep = np.delete(keep, int(np.argmin(t)))
+
+
+def _solve(gm, sets, residuals, idx, terms: LumpedGravity, cj, start_free, prior, loss, f_scale, *, theta0, c0
+           ) -> LumpedFit:
     n = gm.dof
     T = terms.count
+    start_params = gm.nominal.copy()
+    start_params[idx] = start_free
     robot0 = robot_for(gm, start_params)
     Jt = np.vstack([-r.jacobian(start_params, s.q, joint=True)[1][:, terms.joint] * terms.columns(robot0, s.q)[r.row_pose]
                     for r, s in zip(residuals, sets)])
@@ -285,7 +320,7 @@ def _solve(gm, sets, residuals, idx, terms: LumpedGravity, cj, start_params, pri
             blocks.append(np.hstack([Jg[:, idx], Jth, Jc]))
         return np.vstack(blocks)
 
-    x0 = np.concatenate([start_params[idx], np.zeros(T), prior[cj] / c_scale])
+    x0 = np.concatenate([start_free, np.asarray(theta0, float) / t_scale, np.asarray(c0, float) / c_scale])
     lower = np.concatenate([np.full(idx.size + T, -np.inf), np.zeros(cj.size)])
     r0 = residual(x0)
     scale = 1.0 if loss == "linear" else (robust_scale(r0) if f_scale is None else float(f_scale))

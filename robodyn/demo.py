@@ -85,7 +85,7 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
     say(f"robodyn demo: simulated Panda, output in {out}")
 
     say("[1/7] starting the daemon (MuJoCo plant, torque noise, encoder quantization, Stribeck friction)")
-    with LocalDaemon(out / "daemon", "panda", {"speed": 0.0, "seed": 1}) as daemon:
+    with LocalDaemon(out / "daemon", "panda", {"speed": 0.0, "seed": 1}, say=say) as daemon:
         plant = daemon.client.describe()["driver"]["info"]  # the simulator's ground truth
         noise = float(plant["torque_noise_std"])
         say(f"  daemon ready at {daemon.control}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import numpy as np
 
@@ -33,6 +34,9 @@ def register(sub) -> None:
                                                         "setup's)")
     add_json(p)
     p.add_argument("--out", default=None, metavar="JSON", help="also write the JSON report here")
+    p.add_argument("--plot", default=None, metavar="PREFIX",
+                   help="calibration only: PNG plots of the held-out position error per pose for every method, "
+                        "PREFIX_no_load.png and PREFIX_loaded.png (needs the plot extra: matplotlib)")
     p.set_defaults(handler=cmd_reproduce)
 
     p = sub.add_parser("stepwise-flexible")  # deprecated: not listed
@@ -50,7 +54,19 @@ def register(sub) -> None:
 def cmd_reproduce(args) -> int:
     from robodyn.reproduce import json_default, reproduce
 
-    rep = reproduce(args.paper, quick=args.quick, part=args.part)
+    if args.plot:  # refused before the run, not after it
+        import importlib.util
+        from pathlib import Path
+
+        from robodyn.errors import UserError
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise UserError("plot: matplotlib is not installed; install the plot extra (pip install matplotlib) "
+                            "or leave out --plot")
+        folder = Path(args.plot).parent
+        if not folder.is_dir():
+            raise UserError(f"plot: the folder {str(folder)!r} of the prefix {args.plot!r} does not exist")
+    rep = reproduce(args.paper, quick=args.quick, part=args.part, plot=args.plot)
     doc = rep.to_dict()
     if args.out:
         with open(args.out, "w") as f:
@@ -59,6 +75,8 @@ def cmd_reproduce(args) -> int:
         print_json(doc)
     else:
         print(rep.format())
+    if args.plot:
+        print(f"plots: {args.plot}_no_load.png, {args.plot}_loaded.png", file=sys.stderr)
     return 0
 
 

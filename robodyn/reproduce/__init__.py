@@ -46,14 +46,20 @@ REPRODUCERS = {"wso": reproduce_wso, "stepwise": reproduce_stepwise, "icpso": re
 PARTS = {"stepwise": STEPWISE_PARTS}
 
 
-def reproduce(key: str, quick: bool = False, part: str | None = None) -> Reproduction:
-    """One paper's reproduction; ``part`` picks one part of a paper that has several (PARTS)."""
+PLOTTING = ("calibration",)  # the reproductions that draw their figures (``plot``: a PNG prefix)
+
+
+def reproduce(key: str, quick: bool = False, part: str | None = None, plot: str | None = None) -> Reproduction:
+    """One paper's reproduction; ``part`` picks one part of a paper that has several (PARTS);
+    ``plot`` a PNG prefix for the figures of the reproductions in PLOTTING."""
+    if plot and key not in PLOTTING:
+        raise ValueError(f"plot: only {', '.join(PLOTTING)} draws plots, not {key}")
     if key not in REPRODUCERS:
         raise ValueError(f"paper: unknown {key!r}; expected one of {list(PAPER_KEYS)}")
     if part not in (None, "all") and part not in PARTS.get(key, ()):
         raise ValueError(f"part: {key} has " + (f"the parts {list(PARTS[key])}" if key in PARTS else "one part")
                          + f", not {part!r}")
     t0 = time.perf_counter()
-    rep = REPRODUCERS[key](quick=quick, **({"part": part} if key in PARTS else {}))
+    rep = REPRODUCERS[key](quick=quick, **({"part": part} if key in PARTS else {}), **({"plot": plot} if plot else {}))
     rep.elapsed = time.perf_counter() - t0
     return rep

@@ -38,12 +38,13 @@ def stiffness_cell(k: dict) -> tuple[object, str]:
     return float(1.0 / c), f"+-2 standard errors: {1.0 / (c + 2 * sd):.0f}..{1.0 / (c - 2 * sd):.0f}"
 
 
-def reproduce_calibration(quick: bool = False) -> Reproduction:
-    """Li et al. 2023 Tables 3-5 through robodyn.calibration.paper_replay (called as it is)."""
-    from robodyn.calibration.paper_replay import run_paper_replay
+def reproduce_calibration(quick: bool = False, plot: str | None = None) -> Reproduction:
+    """Li et al. 2023 Tables 3-5 through robodyn.calibration.paper_replay (called as it is); with
+    ``plot`` a PNG prefix, also the held-out error per pose of every method, PREFIX_no_load.png and
+    PREFIX_loaded.png (the paper's Fig. 5 / Fig. 6 in kind)."""
+    from robodyn.calibration.paper_replay import replay_with_plots
 
-    report = run_paper_replay(seed=0, holdout=50 if quick else 200)
-    report.pop("_per_pose_mm", None)
+    report = replay_with_plots(plot, seed=0, holdout=50 if quick else 200)
     cmd = "robodyn calibrate replay --json" + (" --holdout 50" if quick else "")
     rep = Reproduction("calibration", "Simulated UR5 whose true geometry and joint stiffness are the paper's own "
                                       "Table 3 (combined row), a simulated AT960 tracker, 50 poses in the largest "

@@ -17,8 +17,8 @@ from robodyn.robot.urdf import model_from_urdf
 LOAD = "4.678,0,-0.03686,0.02985"
 
 
-def run(capsys, *argv):
-    code = main(["calibrate", *argv])
+def run(capsys, *argv, prefix=("calibrate",)):
+    code = main([*prefix, *argv])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -172,3 +172,39 @@ def test_plot_writes_a_png_or_says_matplotlib_is_missing(calibrated, tmp_path, c
     pytest.importorskip("matplotlib", reason="plots need the `plot` extra (installed by make test)")
     code, _, _ = run(capsys, "evaluate", str(calibrated / "calib.json"), str(calibrated / "meas.csv"), "--plot", str(png))
     assert code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_reproduce_calibration_plot_writes_both_pngs(tmp_path, capsys, monkeypatch, replay_report):
+    """`robodyn reproduce calibration --plot PREFIX` (the replacement of `calibrate replay --plot`)
+    draws the held-out error per pose of every method: two PNGs with a line per method."""
+    import copy
+
+    from robodyn.calibration import paper_replay
+
+    mpimg = pytest.importorskip("matplotlib.image", reason="plots need the `plot` extra (installed by make test)")
+    asked = []
+
+    def session_replay(**kw):  # the session's replay (seed 0, 200 held out) is the run the command asks for
+        asked.append(kw)
+        return copy.deepcopy(replay_report)
+
+    monkeypatch.setattr(paper_replay, "run_paper_replay", session_replay)
+    code, out, err = run(capsys, "reproduce", "calibration", "--plot", str(tmp_path / "li"), prefix=())
+    assert asked == [{"seed": 0, "holdout": 200}]
+    assert code == 0 and "Table 4" in out and "li_no_load.png" in err
+    for cond in ("no_load", "loaded"):
+        png = tmp_path / f"li_{cond}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        img = mpimg.imread(png)[..., :3].reshape(-1, 3)
+        methods = replay_report["_per_pose_mm"][cond]
+        assert len(methods) >= 4
+        # a line per method, in matplotlib's default colour cycle. Loaded, every line shows; unloaded,
+        # geometric-stiffness is the geometric fit (no payload to twist the joints) drawn over it
+        cycle = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"][:len(methods)]
+        shown = [np.count_nonzero(np.abs(img - np.array([int(h[k:k + 2], 16) / 255 for k in (1, 3, 5)])).max(axis=1)
+                                  < 0.02) > 200 for h in cycle]
+        assert sum(shown) >= (len(methods) if cond == "loaded" else len(methods) - 1), (cond, shown)
+    code, _, err = run(capsys, "reproduce", "wso", "--plot", str(tmp_path / "w"), prefix=())
+    assert code == 2 and err.count("\n") == 1 and "plot: only calibration" in err
+    code, _, err = run(capsys, "reproduce", "calibration", "--plot", str(tmp_path / "nowhere" / "li"), prefix=())
+    assert code == 2 and "does not exist" in err

@@ -160,3 +160,58 @@ def test_identify_warns_of_extrapolation_and_evaluate_does_not_call_the_far_pose
     found, _ = find_outliers(result, meas)
     assert any(o.label.startswith("H03") for o in found)
 
+
+def test_lumped_form_with_a_payload_fits_the_payload_compliances(heavy):
+    """With a loaded set the payload's torque (its mass is known) loads the joints through their own
+    compliances, fitted beside the lumped link terms; the loaded held-out poses come out far better
+    than the geometric fit's, which ignores the payload."""
+    from robodyn.calibration.heavy_arm import HEAVY_LOAD, NEST, HeavyArmPlant
+    from robodyn.calibration.measurement_csv import measurement_frame
+    from robodyn.calibration.measurements import MeasurementSet
+    from robodyn.calibration.methods import calibrate
+    from robodyn.calibration.parameters import Target, geometric_model, preset_free_names
+    from robodyn.calibration.stiffness import Load
+
+    plant = HeavyArmPlant(heavy, HeavyArmTruth(seed=0))
+    load = Load(HEAVY_LOAD[0], HEAVY_LOAD[1])
+    q_id, q_held = sweep_plan()
+    jm = heavy.joint_map
+    sub = np.arange(0, len(q_id), 2)
+    noload = MeasurementSet(jm.to_model(q_id), plant.points(q_id), q_controller=q_id)
+    loaded = MeasurementSet(jm.to_model(q_id[sub]), plant.points(q_id[sub], load), load=load, q_controller=q_id[sub])
+    held = MeasurementSet(jm.to_model(q_held), plant.points(q_held, load, noise=False), load=load, q_controller=q_held)
+    targets = [Target(n, o) for n, o in NEST]
+    base, _, _ = measurement_frame(geometric_model(heavy, targets=targets), noload)
+    gm = geometric_model(massless(heavy), targets=targets, base=base)
+    free = preset_free_names(gm, "all", identify_base=True, identify_tool=True)
+    r = calibrate(gm, noload, loaded, method="combined-gravity", free_names=free)
+    geo = calibrate(gm, noload, None, method="geometric", free_names=free)
+    assert not r.failed and r.lumped is not None and r.lumped.count >= 1
+    # the nonlinear fit starts from the linearised solution: it converges in a handful of evaluations
+    # (from the prior compliances with every data term it crawled to its 200-evaluation limit)
+    assert r.history[-1]["nfev"] <= 30
+    assert r.compliance_identified[1] and r.compliance_identified[2]  # the payload twists J2 and J3
+    assert r.stiffness[1] == pytest.approx(HeavyArmTruth().stiffness[1], rel=0.3)
+    assert r.errors(held).max() < 0.3 * geo.errors(held).max()
+    assert r.parameter_count == len(r.free_names) + int(r.compliance_identified.sum()) + r.lumped.count
+
+
+def test_backward_elimination_keeps_an_effect_that_collinear_terms_share():
+    """Two terms that are nearly the same column share one real effect: fitted together each one's
+    sigma is inflated by the other and neither reaches 2 sigma, so a single cut would drop the
+    effect. Eliminated one at a time, one of them stays and carries it; a pure-noise term goes."""
+    from robodyn.calibration.lumped_gravity import SIGNIFICANCE, select_terms
+
+    rng = np.random.default_rng(3)
+    m = 400
+    Jg = rng.normal(size=(m, 3))
+    v = rng.normal(size=m)
+    Jt = np.column_stack([v, v + 1e-3 * rng.normal(size=m), rng.normal(size=m)])
+    r0 = -(0.2 * v) + rng.normal(size=m)  # the effect: theta 0.2 on v, 4 sigma alone
+    both = np.hstack([Jg, Jt])
+    cov = np.linalg.inv(both.T @ both)
+    x = np.linalg.lstsq(both, -r0, rcond=None)[0]
+    assert np.all(np.abs(x[3:5]) / np.sqrt(np.diag(cov)[3:5]) < SIGNIFICANCE)  # a single cut drops both
+    keep, sol = select_terms(Jg, Jt, np.zeros((m, 0)), r0, [0, 1, 2])
+    assert keep.size == 1 and keep[0] in (0, 1)
+    assert sol[3] == pytest.approx(0.2, abs=0.1)

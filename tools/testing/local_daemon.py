@@ -13,6 +13,11 @@ from pathlib import Path
 from robodyn.errors import UserError
 
 
+STARTUP_MARGIN_S = 30.0  # beyond the daemon's own start-up limits: its process start and imports
+WAIT_REPORT_S = 10.0  # how often a waiting caller hears what it waits for
+POLL_TIMEOUT_S = 1.0  # one readiness poll's wait for the daemon's answer
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -29,7 +34,15 @@ class LocalDaemon:
     """``robodyn daemon`` in a subprocess, with its own config, data dir and log file."""
 
     def __init__(self, workdir: str | Path, robot: str = "panda", driver_options: dict | None = None,
-                 startup_timeout: float = 90.0):
+                 startup_timeout: float | None = None, say=None):
+        """``startup_timeout`` defaults to what the daemon itself allows its start (its workers' time-out
+        plus the numba warm-up's, daemon/supervision.py), so a first start after an install, which
+        compiles the validation kernels, is not given up on while the daemon still waits for them.
+        ``say(text)``, when given, hears what the wait is for every WAIT_REPORT_S."""
+        from robodyn.daemon.supervision import STARTUP_TIMEOUT_S, WARM_UP_TIMEOUT_S
+
+        if startup_timeout is None:
+            startup_timeout = STARTUP_TIMEOUT_S + WARM_UP_TIMEOUT_S + STARTUP_MARGIN_S
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.control = f"tcp://127.0.0.1:{free_port()}"
@@ -48,19 +61,28 @@ class LocalDaemon:
         from robodyn.daemon.client import Client, DaemonError
 
         self.client = Client(self.control, timeout=30.0)
-        deadline = time.monotonic() + startup_timeout
+        started = time.monotonic()
+        deadline = started + startup_timeout
+        next_report = started + WAIT_REPORT_S
         while True:
             if self.proc.poll() is not None:
                 raise UserError(f"the daemon exited during start-up; see {self.log_path}")
             try:
-                st = self.client.status()
+                # a short wait per poll (DEALER: a late reply is dropped by its id), so the deadline
+                # and the reports keep their pace while the daemon does not answer yet
+                st = self.client.call("status", timeout=POLL_TIMEOUT_S)
                 if st["driver"]["ready"] and st["recorder"]["ready"] and st["state"].get("q"):
                     break
             except Exception:  # not listening yet
                 pass
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 self.stop()
                 raise UserError(f"the daemon did not become ready in {startup_timeout:.0f} s; see {self.log_path}")
+            if say is not None and now >= next_report:
+                say(f"  waiting for the daemon to become ready ({now - started:.0f} s): the first start after an "
+                    "install compiles its numba kernels (about 25 s on an idle 2-core host, minutes on a busy one)")
+                next_report = now + WAIT_REPORT_S
             time.sleep(0.2)
         # whoever starts a local simulated daemon is its operator: arm it, as `robodyn arm` would
         # (the first state samples may still be in flight: the daemon refuses to arm without them)

@@ -1,0 +1,40 @@
+"""tools/testing/local_daemon.py: a daemon that is slow to become ready (a first start after an
+install compiles its numba kernels) is waited for as long as the daemon itself allows, and the
+caller hears what it is waiting for."""
+
+import subprocess
+import sys
+
+import pytest
+
+from robodyn.daemon.supervision import STARTUP_TIMEOUT_S, WARM_UP_TIMEOUT_S
+from robodyn.errors import UserError
+from robodyn.tools.testing import local_daemon
+
+
+def test_a_slow_start_is_reported_while_waited_for_then_given_up_with_one_line(tmp_path, monkeypatch):
+    started = []
+    popen = subprocess.Popen
+
+    def silent_daemon(argv, **kw):  # a process that never answers on the control port
+        started.append(argv)
+        return popen([sys.executable, "-c", "import time; time.sleep(60)"], **kw)
+
+    monkeypatch.setattr(local_daemon.subprocess, "Popen", silent_daemon)
+    monkeypatch.setattr(local_daemon, "WAIT_REPORT_S", 1.0)
+    monkeypatch.setattr(local_daemon, "POLL_TIMEOUT_S", 0.2)  # about ten polls in the 4 s
+    heard = []
+    with pytest.raises(UserError, match=r"did not become ready in 4 s; see .*daemon\.log"):
+        local_daemon.LocalDaemon(tmp_path, startup_timeout=4.0, say=heard.append)
+    assert started and started[0][1:4] == ["-m", "robodyn", "daemon"]
+    assert 2 <= len(heard) <= 5  # every WAIT_REPORT_S while waiting, not on every poll
+    assert all("waiting for the daemon" in h and "numba" in h for h in heard)
+
+
+def test_the_default_wait_covers_the_daemons_own_start_up_limits():
+    import inspect
+
+    assert inspect.signature(local_daemon.LocalDaemon).parameters["startup_timeout"].default is None
+    assert local_daemon.STARTUP_MARGIN_S > 0
+    # what __init__ uses when none is given: the workers' limit plus the warm-up's, and a margin
+    assert STARTUP_TIMEOUT_S + WARM_UP_TIMEOUT_S + local_daemon.STARTUP_MARGIN_S > 90.0
