@@ -112,6 +112,8 @@ SOURCES: dict[str, Source] = {
     "observer_flood": Source("bench/reliability/observer_flood.json",
                              "python bench/reliability/observer_flood.py --out {out}", None,
                              "a daemon in real time flooded by observers; its latencies are the host's load"),
+    "blas": Source("bench/blas/result.json", "python bench/blas/run.py --out {out}", None,
+                   "wall times of OpenBLAS's threads on a shared host: they depend on its load"),
     "plant": Source("bench/plant/result.json", "python bench/plant/run.py --out {out}", None,
                     "CPU timings: they depend on the host's load"),
     "plant_numpy": Source("bench/plant/result_numpy_560fe14.json", "python bench/plant/run.py --out {out}", None,

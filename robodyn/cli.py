@@ -19,6 +19,14 @@ import sys
 
 from robodyn.errors import UserError  # noqa: F401  (re-exported: commands raise it from here)
 
+# One OpenBLAS thread per robodyn process (daemon workers included, they inherit it) unless
+# OPENBLAS_NUM_THREADS says otherwise. The long loops are numba kernels; what reaches BLAS is mostly
+# small solves and SVDs, and on a busy host (a shared lab PC, or beside the daemon's real-time
+# processes) OpenBLAS's waiting threads spin: `python bench/blas/run.py` measured such solves 100 to
+# 400 times slower with the default threads on a 2-core host at load average 3-5. numpy reads the
+# variable once, when a command first imports it, after this line.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 # Modules that add subcommands, in help order. A module that is not (yet) part of the
 # installed package is skipped; an import error inside an existing module is a bug and raises.
 COMMAND_MODULES = (

@@ -1,4 +1,10 @@
 import os
+
+# One OpenBLAS thread in the test runner and every process it starts (daemons, CLI runs), as the
+# `robodyn` command itself sets (robodyn/cli.py, which says why; `python bench/blas/run.py` measures
+# it), unless the caller chose otherwise. numpy reads the variable when it loads, after this line.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from pathlib import Path
 
 import pytest
