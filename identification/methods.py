@@ -230,7 +230,8 @@ def identification_document(model: RobotModel, datasets: Sequence[SampledData], 
         measured = validate(model, doc, datasets)
         doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
         # the residual model of the prediction intervals (intervals.py), on the same samples
-        doc["residual_model"] = residual_model(model, doc, datasets)
+        # held-out recordings of other motion, when given, calibrate the interval's spread
+        doc["residual_model"] = residual_model(model, doc, datasets, held_out=list(holdout))
         if len(datasets) > 1:  # several recordings, each processed on its own and stacked: each one's fit
             names = list(sources) if len(sources) == len(datasets) else [f"recording {k + 1}"
                                                                          for k in range(len(datasets))]
