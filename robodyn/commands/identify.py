@@ -299,8 +299,7 @@ def summary_lines(doc: dict) -> list[str]:
     if "measured" in doc["metrics"]:
         lines += metric_lines(doc["metrics"]["measured"], "fit against the measured torque")
     for rec in doc["metrics"].get("per_recording") or []:
-        weight = rec.get("weight")
-        weight = "" if weight is None else ", weight per joint " + " ".join(f"{w:.3g}" for w in weight)
+        weight = "" if rec.get("weight") is None else ", weight per joint " + " ".join(f"{w:.3g}" for w in rec["weight"])
         lines.append(f"recording {rec['recording']}: RMSE sum {rec['rmse_sum']:.4f} N.m, total relative error "
                      f"{rec['relative_error_total']:.4f} (against the measured torque){weight}")
     if "held_out" in doc["metrics"]:
