@@ -81,7 +81,7 @@ def markdown(result: dict, command: str) -> str:
     """The table docs/identification.md includes verbatim: coverage per joint, in %, with the
     held-out residual RMS over the identification residual std and the lag-1 autocorrelation."""
     lines = [f"`{command}`", "",
-             "| data | evaluated on | inside the 95 % interval, per joint [%] | RMS / identification std | "
+             "| data | evaluated on | inside the 95 % interval, per joint [%] | RMS / residual-model std | "
              "lag-1 autocorrelation |", "|---|---|---|---|---|"]
     for name, r in result.items():
         for part, label in PARTS:
