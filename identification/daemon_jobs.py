@@ -182,11 +182,12 @@ def run_job(job_dir: str, recordings_dir: str) -> None:
         report("coverage and residual model", 0.92)
         doc["coverage"] = identification_coverage(datasets, result.config.processing, model.joint_names,
                                                   result.friction_model)
-        doc["residual_model"] = residual_model(model, doc, datasets)
         holdout = request.get("holdout") or []
+        held = [recording_dataset(load_recording(Path(recordings_dir) / f"{rid}.mcap")) for rid in holdout]
+        # held-out recordings, when given, calibrate the interval's spread (as identify --holdout)
+        doc["residual_model"] = residual_model(model, doc, datasets, held_out=held)
         if holdout:
             report("validating on hold-out", 0.95)
-            held = [recording_dataset(load_recording(Path(recordings_dir) / f"{rid}.mcap")) for rid in holdout]
             doc["metrics"]["holdout"] = validate(model, doc, held)
             doc["provenance"]["holdout"] = holdout
         _write_json_atomic(job_dir / "result.json", doc)

@@ -230,13 +230,17 @@ def identification_document(model: RobotModel, datasets: Sequence[SampledData], 
         measured = validate(model, doc, datasets)
         doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
         # the residual model of the prediction intervals (intervals.py), on the same samples
-        doc["residual_model"] = residual_model(model, doc, datasets)
+        # held-out recordings of other motion, when given, calibrate the interval's spread
+        doc["residual_model"] = residual_model(model, doc, datasets, held_out=list(holdout))
         if len(datasets) > 1:  # several recordings, each processed on its own and stacked: each one's fit
             names = list(sources) if len(sources) == len(datasets) else [f"recording {k + 1}"
                                                                          for k in range(len(datasets))]
+            weights = doc["config"].get("recording_weights")
+            weights = weights if isinstance(weights, list) and len(weights) == len(datasets) else [None] * len(datasets)
             doc["metrics"]["per_recording"] = [
-                {"recording": name, **{k: v for k, v in validate(model, doc, [d]).items() if k != "filtered"}}
-                for name, d in zip(names, datasets)]
+                {"recording": name, "weight": None if w is None else np.broadcast_to(w, (model.dof,)).tolist(),
+                 **{k: v for k, v in validate(model, doc, [d]).items() if k != "filtered"}}
+                for name, d, w in zip(names, datasets, weights)]
     if holdout:
         held = validate(model, doc, list(holdout))
         doc["metrics"]["held_out"] = {"recordings": list(holdout_sources),

@@ -27,6 +27,7 @@ from .base_params import BaseParameters, base_parameters
 from .estimators import Estimate, estimate
 from .friction import FrictionColumns, choose_friction_scales
 from .processing import ProcessingConfig, process_windows, resolve_processing
+from .recording_weights import StackedChunks, check_spec
 from .regressor import ColumnSpec, regressor
 from .signals import SampledData
 from .streaming import RegressorChunks, coulomb_signal
@@ -50,6 +51,9 @@ class IdentificationConfig:
     # per-joint velocity scale of sigmoid / Stribeck friction identified with the dynamics (rad/s);
     # None: chosen from the data (friction.choose_friction_scales)
     friction_scales: list | None = None
+    # several recordings: "inverse-variance" (default), "equal", or numbers per recording; the
+    # result stores the weights used, per recording and joint (recording_weights.py says why)
+    recording_weights: str | list = "inverse-variance"
 
     def __post_init__(self):
         if self.friction not in FRICTION_CHOICES:
@@ -58,6 +62,7 @@ class IdentificationConfig:
             raise ValueError(f"chunk_samples: must be >= 100, got {self.chunk_samples}")
         if self.friction_scales is not None:
             self.friction_scales = [float(x) for x in np.asarray(self.friction_scales, float).ravel()]
+        self.recording_weights = check_spec(self.recording_weights)
 
     @property
     def joint_friction(self) -> bool:
@@ -84,7 +89,7 @@ class IdentificationConfig:
                 "friction_model": self.friction_model, "processing": self.processing.to_dict(),
                 "chunk_samples": self.chunk_samples,
                 "motor_couplings": [list(c) for c in self.motor_couplings],
-                "friction_scales": self.friction_scales}
+                "friction_scales": self.friction_scales, "recording_weights": self.recording_weights}
 
 
 @dataclass
@@ -283,6 +288,7 @@ class PreparedData:
     extra_names: list
     steps: list
     chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]
+    stacked: object = None  # recording_weights.StackedChunks when several recordings are weighted
 
     @property
     def params(self) -> int:
@@ -307,6 +313,9 @@ def prepare(model: RobotModel, datasets: Sequence[SampledData], config: Identifi
             raise ValueError(f"recording {k}: has {raw.dof} joints but robot {model.name} has {model.dof}")
         if preprocessed and (raw.qd is None or raw.qdd is None):
             raise ValueError(f"recording {k}: preprocessed data must carry qd and qdd")
+    if isinstance(config.recording_weights, list) and len(config.recording_weights) != len(datasets):
+        raise ValueError(f"recording_weights: {len(config.recording_weights)} weights given for {len(datasets)} "
+                         "recordings (one per recording, in the order the recordings are given)")
     steps: list = [None] * len(datasets)
     if not preprocessed:
         # one cut-off for every recording, chosen from all of them: the result stores the number
@@ -319,28 +328,45 @@ def prepare(model: RobotModel, datasets: Sequence[SampledData], config: Identifi
         config = dataclasses.replace(config, friction_scales=_friction_scales(model, datasets, config, preprocessed))
     columns = config.columns
 
-    def source() -> Iterator[SampledData]:
-        """Processed data, window by window: long recordings never sit in memory processed whole."""
-        for k, raw in enumerate(datasets):
+    def source_of(k: int) -> Callable[[], Iterator[SampledData]]:
+        """Processed data of recording k, window by window: long recordings never sit in memory
+        processed whole."""
+        raw = datasets[k]
+
+        def source() -> Iterator[SampledData]:
             if preprocessed:
                 steps[k] = [{"step": "none", "reason": "preprocessed data"}]
                 yield raw
-                continue
+                return
             for piece in process_windows(raw, config.processing, friction=friction, columns=columns):
                 if steps[k] is None:
                     steps[k] = piece.steps
                 yield piece.data
 
+        return source
+
+    def source() -> Iterator[SampledData]:
+        for k in range(len(datasets)):
+            yield from source_of(k)()
+
     spec = config.spec
     base = _base_parameters(model, spec)
     extra_names = columns.extra_names(model.dof) if columns is not None else []
-    chunks = _chunks(model, source, spec, base, config.chunk_samples, extra=len(extra_names))
+    stacked = None
+    if len(datasets) > 1 and config.recording_weights != "equal":
+        # each recording's normal equations on their own, summed with its weights
+        stacked = StackedChunks([_chunks(model, source_of(k), spec, base, config.chunk_samples,
+                                         extra=len(extra_names)) for k in range(len(datasets))],
+                                config.recording_weights, list(base.names) + list(extra_names))
+        chunks = stacked
+    else:
+        chunks = _chunks(model, source, spec, base, config.chunk_samples, extra=len(extra_names))
     if cache:
         # estimators that pass over the data many times (IRLS, model selection) reuse the regressor
         # rows instead of reprocessing: the joint-major base rows of the whole data set, kept once
         kept = [(np.ascontiguousarray(W), tau) for W, tau in chunks()]
         chunks = lambda: iter(kept)  # noqa: E731
-    return PreparedData(config, base, friction, extra_names, steps, chunks)
+    return PreparedData(config, base, friction, extra_names, steps, chunks, stacked)
 
 
 _BASE_CACHE: dict = {}
@@ -381,6 +407,11 @@ def result_from(model: RobotModel, prep: PreparedData, est: Estimate, statistics
     # when a friction model was subtracted: the errors are the same, the torque scale is smaller).
     # They are the fit against the processed (filtered) torque; figures against the measured torque
     # come from `validate`, which the command line runs on the identification data too.
+    config = prep.config if method is None else dataclasses.replace(prep.config, method=method)
+    if prep.stacked is not None:
+        # weighted recordings: the metrics count every sample once (torque units), the weights are stored
+        statistics = prep.stacked.unweighted_statistics()
+        config = dataclasses.replace(config, recording_weights=prep.stacked.weights.tolist())
     metrics = {"identification": {"against": "processed torque",
                                   **statistics.metrics(est.theta, model.joint_names)}}
     provenance = {
@@ -388,7 +419,6 @@ def result_from(model: RobotModel, prep: PreparedData, est: Estimate, statistics
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "model": model.summary(),
     }
-    config = prep.config if method is None else dataclasses.replace(prep.config, method=method)
     return IdentificationResult(model.name, prep.base, est, prep.friction, config, metrics, prep.steps, provenance)
 
 

@@ -171,10 +171,12 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     families = [(f, r, c) for f in frictions for r in rotor_inertia for c in cutoffs]
     if (reference_key[0], reference_key[1], reference_key[3]) not in families:
         families.insert(0, (reference_key[0], reference_key[1], reference_key[3]))
+    weights = _training_weights(model, datasets, config)
     candidates: list[dict] = []
     step, total = 0, len(families) * len(plan)
     for friction, rotor, cutoff in families:
         trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, friction_scales=None,
+                                    recording_weights="equal",
                                     processing=dataclasses.replace(
                                         config.processing, cutoff_hz=cutoff,
                                         cutoff_choice=choice if cutoff == cutoffs[len(cutoffs) // 2] else None))
@@ -185,13 +187,16 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
             report(f"candidates: friction {friction}, rotor inertia {'on' if rotor else 'off'}, {fold.name}",
                    step / (total + 1))
             fit = _pieces(datasets, fold.fit)
+            fitted = [r for r, s, e in fold.fit if e - s >= MIN_PIECE]
+            fold_trial = trial if weights is None or len(fit) < 2 else dataclasses.replace(
+                trial, recording_weights=[weights[r] for r in fitted])
             held = [holdout[fold.held_out_recording]] if fold.held_out_recording is not None else \
                 _pieces(datasets, fold.held_out)
             live = [m for m in methods if rows[m]["error"] is None]
             if not live:
                 break
             try:
-                prep = prepare(model, fit, trial, cache=True)
+                prep = prepare(model, fit, fold_trial, cache=True)
                 statistics = accumulate(prep.chunks, model.dof, prep.params)
             except ValueError as exc:
                 for m in live:
@@ -239,6 +244,18 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         "candidates": [candidates[k] for k in order],
     }
     return result
+
+
+def _training_weights(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig):
+    """Per recording, the weights (one per joint) every fold's pieces of that recording get: chosen
+    once on all the training recordings with the reference configuration, as the cut-off is (a
+    fold's pieces of one recording are one recording, not several to weigh against each other).
+    None for one recording or equal weights."""
+    if len(datasets) < 2 or config.recording_weights == "equal":
+        return None
+    prep = prepare(model, datasets, config)
+    prep.stacked.normal_equations()
+    return prep.stacked.weights.tolist()
 
 
 def _key(c: dict) -> dict:

@@ -78,6 +78,10 @@ def add_model_arguments(p) -> None:
                         "JSON `robodyn friction fit` writes from the constant-velocity friction experiment "
                         "(`robodyn friction design`, then `robodyn run`)")
     p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
+    p.add_argument("--recording-weights", default="inverse-variance", metavar="inverse-variance|equal|W1,...,WR",
+                   help="several recordings: weight of each in the stacked fit. inverse-variance (default): within "
+                        "each joint, each recording by the inverse of its residual variance after an unweighted "
+                        "fit; equal: every sample the same; or one relative weight per recording, in order")
     p.add_argument("--drive-gains", metavar="K1,...,KN", help=DRIVE_GAINS_HELP)
     p.add_argument("--preprocessed", action="store_true",
                    help="the data already carry exact qd and qdd (simulations): no signal processing")
@@ -133,7 +137,8 @@ def config_from_args(args, model, method: str = "ols"):
     return IdentificationConfig(method=method if method in ("ols", "wls", "irls", "ridge", "tls") else "ols",
                                 friction=args.friction, rotor_inertia=not args.no_rotor_inertia,
                                 friction_model=friction_model, processing=processing_from_args(args),
-                                motor_couplings=model.motor_couplings)
+                                motor_couplings=model.motor_couplings,
+                                recording_weights=getattr(args, "recording_weights", "inverse-variance"))
 
 
 TOPIC_HELP = ("ROS 2 bags: the sensor_msgs/msg/JointState topic to read (default: the bag's only one); joints are "
@@ -294,8 +299,9 @@ def summary_lines(doc: dict) -> list[str]:
     if "measured" in doc["metrics"]:
         lines += metric_lines(doc["metrics"]["measured"], "fit against the measured torque")
     for rec in doc["metrics"].get("per_recording") or []:
+        weight = "" if rec.get("weight") is None else ", weight per joint " + " ".join(f"{w:.3g}" for w in rec["weight"])
         lines.append(f"recording {rec['recording']}: RMSE sum {rec['rmse_sum']:.4f} N.m, total relative error "
-                     f"{rec['relative_error_total']:.4f} (against the measured torque)")
+                     f"{rec['relative_error_total']:.4f} (against the measured torque){weight}")
     if "held_out" in doc["metrics"]:
         held = doc["metrics"]["held_out"]
         lines += metric_lines(held, "held-out recording(s) " + ", ".join(held["recordings"])
