@@ -3,7 +3,8 @@
     python bench/papers/run.py [--papers wso,stepwise,icpso,ur10e,calibration] [--quick]
                                           [--out bench/papers/result.json]
 
-A run of some papers replaces their entries in an existing result file and keeps the others.
+A run of some papers replaces their entries in an existing result file and keeps the others; each
+paper's entry is written as soon as it is done.
 
 Prints every paper's text report (its headline table beside robodyn's, the command behind every
 number, and why a number is not reached) and writes the JSON reports with their wall times.
@@ -34,13 +35,6 @@ def main() -> None:
     if unknown:
         p.error(f"--papers: unknown {unknown}; expected some of {list(reproduce.PAPER_KEYS)}")
     out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "quick": a.quick, "papers": {}}
-    previous = Path(a.out)
-    if set(keys) != set(reproduce.PAPER_KEYS) and previous.exists():
-        # a run of some papers updates their entries and keeps the others' (each entry has its own time)
-        old = json.loads(previous.read_text())
-        if old.get("quick") == a.quick:
-            out["papers"] = old.get("papers", {})
-    t0 = time.perf_counter()
     for key in keys:
         rep = reproduce.reproduce(key, quick=a.quick)
         print(rep.format(), flush=True)
@@ -55,9 +49,22 @@ def main() -> None:
         out["papers"][key] = {**doc, "measured": time.strftime("%Y-%m-%d"), "command": command, "parts": parts,
                               "bench_command": f"python bench/papers/run.py --papers {key}"
                                                + (" --quick" if a.quick else "")}
-    out["seconds"] = sum(p.get("elapsed_s", 0.0) for p in out["papers"].values())
-    Path(a.out).write_text(json.dumps(out, indent=1, default=reproduce.json_default) + "\n")
-    print(f"wrote {a.out} ({out['seconds']:.0f} s)")
+        write(Path(a.out), out, key, a.quick)
+        print(f"wrote {key} to {a.out}", flush=True)
+
+
+def write(path: Path, out: dict, key: str, quick: bool) -> None:
+    """Write one paper's entry, keeping every other paper's entry of the file as it is NOW (re-read at
+    each write: a run of some papers, even one running beside another, updates only its own entries,
+    and a paper that fails later does not lose the finished ones)."""
+    merged = dict(out, papers={})
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old.get("quick") == quick:
+            merged["papers"] = old.get("papers", {})
+    merged["papers"][key] = out["papers"][key]
+    merged["seconds"] = sum(p.get("elapsed_s", 0.0) for p in merged["papers"].values())
+    path.write_text(json.dumps(merged, indent=1, default=reproduce.json_default) + "\n")
 
 
 if __name__ == "__main__":

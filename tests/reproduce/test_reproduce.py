@@ -53,7 +53,9 @@ def test_table4_comparison_on_real_tx40_data():
     assert set(rows) == {"ols", "wls", "wso", "pso", "ga"}
     # eq. 14 is convex: the closed form is the global minimum on real data too
     assert all(rows["ols"]["fitness"] <= r["fitness"] + 1e-9 for r in rows.values())
-    assert rows["wso"]["fitness"] < rows["pso"]["fitness"] and rows["wso"]["fitness"] < rows["ga"]["fitness"]
+    # each metaheuristic spent the evaluations its iteration count implies (no ranking is asserted)
+    for m in ("wso", "pso", "ga"):
+        assert 0 < rows[m]["nfev"] <= 60 * (table["iterations"][m] + 1)
     assert table["equations"]["identification"] > 600 and table["equations"]["held_out"] > 600
     assert len(rows["ols"]["heldout_rmse"]) == 6
 
@@ -179,3 +181,9 @@ def test_friction_floor_on_the_papers_50hz_grid():
     assert friction_cond_floor(np.arange(1, 251) / 50.0) == pytest.approx(friction_cond_floor(np.arange(250) / 50.0))
     assert friction_cond_floor(np.arange(250) / 50.0) == pytest.approx(3.3061, abs=1e-4)
     assert friction_cond_floor(np.linspace(0.0, 5.0, 250)) == pytest.approx(3.2888, abs=1e-4)
+
+
+def test_wso_has_the_table_and_the_pipeline_as_parts():
+    assert R.PARTS["wso"] == ("table4", "pipeline")
+    with pytest.raises(ValueError, match="part"):
+        R.reproduce("wso", part="table2")
