@@ -187,3 +187,17 @@ def test_wso_has_the_table_and_the_pipeline_as_parts():
     assert R.PARTS["wso"] == ("table4", "pipeline")
     with pytest.raises(ValueError, match="part"):
         R.reproduce("wso", part="table2")
+
+
+def test_zhong_plant_with_friction_is_unlike_the_networks_model():
+    from robodyn.reproduce import zhong2023 as z
+    from robodyn.robot.loader import load_model
+
+    model = load_model("scara")
+    test, excitation = z.zhong_test_trajectory(model), z.zhong_test_trajectory(model, seed=3)
+    own = z.zhong_identify(model, excitation, test, 0.0, epochs=10)
+    plant = z.zhong_identify(model, excitation, test, 0.0, epochs=10, friction=True)
+    # the model's own noise-free torques give the true p back (the inverse crime); the plant does not
+    assert np.allclose(own["p_ols"], z.ZHONG_TRUE_P, atol=2e-3) and own["friction"] is None
+    assert np.abs(np.array(plant["p_ols"]) - z.ZHONG_TRUE_P).max() > 0.005  # p2, p4 off by 0.006-0.007
+    assert R.report.origin_word(z.PLANT_ORIGIN) == "plant"
