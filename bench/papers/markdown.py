@@ -1,7 +1,7 @@
 """The papers' tables and findings as markdown, from bench/papers/result.json, with the figure markers
 that tie every number to that file (bench/docs_figures.py checks them).
 
-    python bench/papers/markdown.py [--result bench/papers/result.json] [--papers wso,stepwise,...]
+    python bench/papers/markdown.py [--result bench/papers/result.json] [--papers wso_table4,icpso,...]
 
 Prints one section per paper: the command and its time, the setup, every table (each row with its
 data's origin and command) and every finding. docs/identification-methods.md holds its output under
@@ -28,9 +28,12 @@ def _cell(text: str) -> str:
 
 
 def section(key: str, paper: dict) -> str:
-    out = [f"### {HEADINGS.get(key, key)}", "",
-           f"`robodyn reproduce {key}` ({paper['elapsed_s']:.0f} s<!-- fig~ papers papers.{key}.elapsed_s -->). "
-           + _cell(paper["setup"]), ""]
+    paper_key, _, part = key.partition("_")
+    heading = HEADINGS.get(paper_key, paper_key) + (f": part {part}" if part else "")
+    command = paper.get("command", f"robodyn reproduce {key}")
+    out = [f"### {heading}", "",
+           f"`{command}` ({paper['elapsed_s']:.0f} s<!-- fig~ papers papers.{key}.elapsed_s -->). "
+           + _cell(paper["setup"]).strip(), ""]
     for i, table in enumerate(paper["tables"]):
         out += [f"**{_cell(table['title'])}**", "",
                 f"<!-- table papers papers.{key}.tables[{i}].rows match=quantity column=paper field=paper -->",
@@ -56,7 +59,8 @@ def section(key: str, paper: dict) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--result", default=str(Path(__file__).with_name("result.json")))
-    p.add_argument("--papers", default="wso,stepwise,icpso,ur10e,calibration")
+    p.add_argument("--papers", default="wso,stepwise,icpso,ur10e,calibration",
+                   help="entries of the result file (a part's entry is PAPER_PART)")
     a = p.parse_args()
     doc = json.loads(Path(a.result).read_text())
     print("\n".join(section(k, doc["papers"][k]) for k in a.papers.split(",") if k in doc["papers"]))
