@@ -99,7 +99,8 @@ def reproduce_wso(quick: bool = False, part: str | None = None) -> Reproduction:
     if part in (None, "all", "pipeline"):
         from .ni2024_pipeline import reproduce_pipeline
 
-        reproduce_pipeline(rep, quick)
+        reproduce_pipeline(rep, quick, budget=QUICK_BUDGET if quick else EQUAL_BUDGET, seeds=EQUAL_BUDGET_SEEDS,
+                           paper_sums=NI_TABLE_4_SUM, paper_origin=PAPER_ORIGIN)
     return rep
 
 

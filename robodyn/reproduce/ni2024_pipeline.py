@@ -117,22 +117,14 @@ def pipeline_data(quick: bool = False):
     return data, steps
 
 
-def reproduce_pipeline(rep, quick: bool = False) -> None:
+def reproduce_pipeline(rep, quick: bool, *, budget: int, seeds, paper_sums: dict, paper_origin: str) -> None:
     """Part "pipeline" of `robodyn reproduce wso`: every step on the Franka-like plant, the friction fits
     beside the plant's own friction and Table 4 at equal budgets (10 optimiser seeds)."""
     from .equal_budget import equal_budget_on_data
-    from .ni2024 import (
-        EQUAL_BUDGET,
-        EQUAL_BUDGET_SEEDS,
-        NI_TABLE_4_SUM,
-        PAPER_ORIGIN,
-        QUICK_BUDGET,
-    )
     from .report import Finding, Row, Table
 
     data, steps = pipeline_data(quick)
-    budget = QUICK_BUDGET if quick else EQUAL_BUDGET
-    study = equal_budget_on_data(data, ("wso", "pso", "ga"), budget=budget, seeds=EQUAL_BUDGET_SEEDS)
+    study = equal_budget_on_data(data, ("wso", "pso", "ga"), budget=budget, seeds=seeds)
     command = COMMAND + (" --quick" if quick else "")
     origin = "plant (" + data.plant["description"] + "; Ni et al.'s pipeline run on it, see the setup)"
     fr, truth = steps["friction"], steps["friction"]["plant_truth"]
@@ -152,10 +144,10 @@ def reproduce_pipeline(rep, quick: bool = False) -> None:
     for method in ("wso", "pso", "ga"):
         m = study["methods"][method]
         h, j, nfev = m["heldout_sum"], m["fitness"], m["nfev"]
-        rows.append(Row(f"{method.upper()} held-out sum (N.m)", NI_TABLE_4_SUM[method], h["mean"], command, origin,
+        rows.append(Row(f"{method.upper()} held-out sum (N.m)", paper_sums[method], h["mean"], command, origin,
                         f"mean over {h['n']} optimiser seeds, std {h['std']:.4f} (min {h['min']:.4f}, max "
                         f"{h['max']:.4f}); J {j['mean']:.6g} +- {j['std']:.2g} (OLS {study['ols_fitness']:.6g}); "
-                        f"evaluations {nfev['min']:.0f}-{nfev['max']:.0f} of {budget}", PAPER_ORIGIN))
+                        f"evaluations {nfev['min']:.0f}-{nfev['max']:.0f} of {budget}", paper_origin))
     rows.append(Row("OLS held-out sum (N.m)", None, study["ols_heldout_sum"], command, origin,
                     f"noise floor of the held-out log {steps['noise_floor_heldout']:.4f}"))
     rep.tables.append(Table(
