@@ -1,9 +1,10 @@
 """All five source papers reproduced side by side: `robodyn reproduce PAPER` for each, one JSON.
 
-    python bench/papers/run.py [--papers wso,stepwise,icpso,ur10e,calibration] [--quick]
+    python bench/papers/run.py [--papers wso,stepwise,icpso,ur10e,calibration] [--part PART] [--quick]
                                           [--out bench/papers/result.json]
 
-A run of some papers replaces their entries in an existing result file and keeps the others.
+A run of some papers replaces their entries in an existing result file and keeps the others; each
+paper's entry is written as soon as it is done.
 
 Prints every paper's text report (its headline table beside robodyn's, the command behind every
 number, and why a number is not reached) and writes the JSON reports with their wall times.
@@ -27,6 +28,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--papers", default=",".join(reproduce.PAPER_KEYS))
     p.add_argument("--quick", action="store_true", help="smoke run with small budgets (not the papers' setups)")
+    p.add_argument("--part", default=None, help="one part of a paper that has several (robodyn reproduce --part); "
+                                                "its entry is PAPER_PART, beside the paper's whole entry")
     p.add_argument("--out", default=str(Path(__file__).with_name("result.json")))
     a = p.parse_args()
     keys = [k.strip() for k in a.papers.split(",") if k.strip()]
@@ -34,30 +37,40 @@ def main() -> None:
     if unknown:
         p.error(f"--papers: unknown {unknown}; expected some of {list(reproduce.PAPER_KEYS)}")
     out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "quick": a.quick, "papers": {}}
-    previous = Path(a.out)
-    if set(keys) != set(reproduce.PAPER_KEYS) and previous.exists():
-        # a run of some papers updates their entries and keeps the others' (each entry has its own time)
-        old = json.loads(previous.read_text())
-        if old.get("quick") == a.quick:
-            out["papers"] = old.get("papers", {})
-    t0 = time.perf_counter()
+    if a.part and len(keys) != 1:
+        p.error("--part: name one paper with --papers")
     for key in keys:
-        rep = reproduce.reproduce(key, quick=a.quick)
+        rep = reproduce.reproduce(key, quick=a.quick, part=a.part)
         print(rep.format(), flush=True)
         doc = rep.to_dict()
-        command = f"robodyn reproduce {key}" + (" --quick" if a.quick else "")
+        command = f"robodyn reproduce {key}" + (f" --part {a.part}" if a.part else "") + (" --quick" if a.quick else "")
         # every part with its command and what it measured: the rows (robodyn's value, its origin and
         # the row's own command) and the findings
         parts = {t["title"]: {"command": command, "rows": [{k: r[k] for k in ("quantity", "paper", "robodyn",
                                                                                 "origin", "paper_origin", "command")}
                                                              for r in t["rows"]]}
                  for t in doc["tables"]}
-        out["papers"][key] = {**doc, "measured": time.strftime("%Y-%m-%d"), "command": command, "parts": parts,
-                              "bench_command": f"python bench/papers/run.py --papers {key}"
-                                               + (" --quick" if a.quick else "")}
-    out["seconds"] = sum(p.get("elapsed_s", 0.0) for p in out["papers"].values())
-    Path(a.out).write_text(json.dumps(out, indent=1, default=reproduce.json_default) + "\n")
-    print(f"wrote {a.out} ({out['seconds']:.0f} s)")
+        entry = f"{key}_{a.part}" if a.part else key
+        out["papers"][entry] = {**doc, "measured": time.strftime("%Y-%m-%d"), "command": command, "parts": parts,
+                                "bench_command": f"python bench/papers/run.py --papers {key}"
+                                                 + (f" --part {a.part}" if a.part else "")
+                                                 + (" --quick" if a.quick else "")}
+        write(Path(a.out), out, entry, a.quick)
+        print(f"wrote {entry} to {a.out}", flush=True)
+
+
+def write(path: Path, out: dict, key: str, quick: bool) -> None:
+    """Write one paper's entry, keeping every other paper's entry of the file as it is NOW (re-read at
+    each write: a run of some papers, even one running beside another, updates only its own entries,
+    and a paper that fails later does not lose the finished ones)."""
+    merged = dict(out, papers={})
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old.get("quick") == quick:
+            merged["papers"] = old.get("papers", {})
+    merged["papers"][key] = out["papers"][key]
+    merged["seconds"] = sum(p.get("elapsed_s", 0.0) for p in merged["papers"].values())
+    path.write_text(json.dumps(merged, indent=1, default=reproduce.json_default) + "\n")
 
 
 if __name__ == "__main__":

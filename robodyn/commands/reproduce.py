@@ -29,7 +29,9 @@ def register(sub) -> None:
     p.add_argument("--part", default=None, metavar="PART",
                    help="one part of a paper that has several (stepwise: table3 = the excitation design of Table 3, "
                         "flexible = the stepwise identification of the simulated flexible-joint arm, recorded = the "
-                        "same from recordings of a plant the identifier does not model exactly); default all")
+                        "same from recordings of a plant the identifier does not model exactly; wso: table4 = Table 4 on "
+                        "substitute data at the paper's and at equal budgets, pipeline = the paper's pipeline on a "
+                        "plant unlike the model); default all")
     p.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run; numbers differ from the paper "
                                                         "setup's)")
     add_json(p)

@@ -8,7 +8,9 @@ origin, robodyn's and the paper's: real / plant / own-model (report.py).
 
 - ``wso``          Ni et al. 2024, white shark optimizer identification of a Franka arm: Table 4
                    (torque RMSE of WSO / PSO / GA; the paper's real Franka) on an own-model Panda,
-                   two plants unlike the model and the real Staubli TX40.
+                   two plants unlike the model and the real Staubli TX40, at the paper's and at equal
+                   evaluation budgets (part ``table4``); the paper's pipeline (friction experiment,
+                   wf = 0.1 excitation, filtering) on a plant unlike the model (part ``pipeline``).
 - ``stepwise``     Chen et al. 2021, stepwise identification of flexible-joint robots: Table 3
                    (minimum condition numbers of the periodic-polynomial excitation; part ``table3``) and
                    the stepwise identification of the simulated flexible-joint arm (part ``flexible``,
@@ -29,7 +31,7 @@ import time
 
 from .chen2021 import STEPWISE_PARTS, reproduce_stepwise, stepwise_flexible
 from .li2023 import reproduce_calibration
-from .ni2024 import reproduce_wso
+from .ni2024 import WSO_PARTS, reproduce_wso
 from .report import Finding, Reproduction, Row, Table, json_default
 from .ur10e_walkthrough import reproduce_ur10e
 from .zhong2023 import reproduce_icpso
@@ -43,7 +45,7 @@ REPRODUCERS = {"wso": reproduce_wso, "stepwise": reproduce_stepwise, "icpso": re
                "ur10e": reproduce_ur10e, "calibration": reproduce_calibration}
 
 
-PARTS = {"stepwise": STEPWISE_PARTS}
+PARTS = {"stepwise": STEPWISE_PARTS, "wso": WSO_PARTS}
 
 
 PLOTTING = ("calibration",)  # the reproductions that draw their figures (``plot``: a PNG prefix)

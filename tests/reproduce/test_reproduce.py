@@ -53,7 +53,9 @@ def test_table4_comparison_on_real_tx40_data():
     assert set(rows) == {"ols", "wls", "wso", "pso", "ga"}
     # eq. 14 is convex: the closed form is the global minimum on real data too
     assert all(rows["ols"]["fitness"] <= r["fitness"] + 1e-9 for r in rows.values())
-    assert rows["wso"]["fitness"] < rows["pso"]["fitness"] and rows["wso"]["fitness"] < rows["ga"]["fitness"]
+    # each metaheuristic spent the evaluations its iteration count implies (no ranking is asserted)
+    for m in ("wso", "pso", "ga"):
+        assert 0 < rows[m]["nfev"] <= 60 * (table["iterations"][m] + 1)
     assert table["equations"]["identification"] > 600 and table["equations"]["held_out"] > 600
     assert len(rows["ols"]["heldout_rmse"]) == 6
 
@@ -179,3 +181,23 @@ def test_friction_floor_on_the_papers_50hz_grid():
     assert friction_cond_floor(np.arange(1, 251) / 50.0) == pytest.approx(friction_cond_floor(np.arange(250) / 50.0))
     assert friction_cond_floor(np.arange(250) / 50.0) == pytest.approx(3.3061, abs=1e-4)
     assert friction_cond_floor(np.linspace(0.0, 5.0, 250)) == pytest.approx(3.2888, abs=1e-4)
+
+
+def test_wso_has_the_table_and_the_pipeline_as_parts():
+    assert R.PARTS["wso"] == ("table4", "pipeline")
+    with pytest.raises(ValueError, match="part"):
+        R.reproduce("wso", part="table2")
+
+
+def test_zhong_plant_with_friction_is_unlike_the_networks_model():
+    from robodyn.reproduce import zhong2023 as z
+    from robodyn.robot.loader import load_model
+
+    model = load_model("scara")
+    test, excitation = z.zhong_test_trajectory(model), z.zhong_test_trajectory(model, seed=3)
+    own = z.zhong_identify(model, excitation, test, 0.0, epochs=10)
+    plant = z.zhong_identify(model, excitation, test, 0.0, epochs=10, friction=True)
+    # the model's own noise-free torques give the true p back (the inverse crime); the plant does not
+    assert np.allclose(own["p_ols"], z.ZHONG_TRUE_P, atol=2e-3) and own["friction"] is None
+    assert np.abs(np.array(plant["p_ols"]) - z.ZHONG_TRUE_P).max() > 0.005  # p2, p4 off by 0.006-0.007
+    assert R.report.origin_word(z.PLANT_ORIGIN) == "plant"
