@@ -139,16 +139,17 @@ def test_stops_are_answered_at_once_while_observers_flood_listings(crowded, figu
     # and what the daemon did for observers before each stop (from the last moment it saw no
     # request waiting to the start of the stop's handling: the request in progress, the rest of
     # the loop round), on its main thread's CPU clock, in periods of the real-time loop: half a
-    # period at the median and never two, because observers' reads are served from cached bytes,
+    # period at the median and never three, because observers' reads are served from cached bytes,
     # never a status summarizing 3000 jobs or a page of 1000 rows built per request. With the
     # cache off: median 0.66, max 3.2 (load average 12). With it, the max was within one period
-    # in four runs at load average 9-13 (0.64-0.85), 1.06 and 1.14 in two at 16-18: the CPU time of the
-    # same work grows with the host's load (cold caches, syscalls), so the bound for every stop
-    # is two periods. The stop's own handling and the wall-clock wait (the host's scheduler) are
-    # reported only (docs/reliability.md)
+    # in four runs at load average 9-13 (0.64-0.85), 1.06 and 1.14 in two at 16-18, and 1.73 (median
+    # 0.21) beside stress-ng --cpu 4: the CPU time of the same work grows with the host's load (cold
+    # caches, syscalls), so the bound for every stop is three periods, and the median's half period
+    # is what tells the cached replies from the built ones. The stop's own handling and the
+    # wall-clock wait (the host's scheduler) are reported only (docs/reliability.md)
     assert result["rate_hz"] == 1000.0
     work = result["stop_work_periods"]
-    assert work["count"] == 40 and 0 < work["ahead_p50"] <= 0.5 and work["ahead_max"] <= 2.0, work
+    assert work["count"] == 40 and 0 < work["ahead_p50"] <= 0.5 and work["ahead_max"] <= 3.0, work
     cache = result["daemon"]["read_cache"]
     assert cache["hits"] > cache["built"] > 0
 
