@@ -9,6 +9,46 @@ from pathlib import Path
 
 import pytest
 
+TESTS = Path(__file__).parent
+# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup) on a 2-core host.
+# Tests that start daemons, real-time peers and browsers share one process and run one after
+# another, first: two real-time daemons side by side would each judge the other's load. Every other
+# folder is one group too, so its session fixtures (realistic logs, the calibration cube, the Ray
+# fleet) are built once, in one process.
+REALTIME_FOLDERS = ("daemon", "drivers", "tools")
+
+
+def xdist_group_of(path: Path) -> str:
+    parts = path.relative_to(TESTS).parts
+    folder = parts[0] if len(parts) > 1 else "top"
+    return "realtime" if folder in REALTIME_FOLDERS else folder
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.pluginmanager.hasplugin("xdist"):  # the marker is registered by pytest-xdist
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(Path(str(item.fspath)))))
+    # the longest group first, so the other process works through the rest beside it
+    items.sort(key=lambda item: xdist_group_of(Path(str(item.fspath))) != "realtime")
+
+
+# Figures that tests report (the reliability tests' `figure` fixture) travel on the test report, so
+# the summary shows them whether the tests ran in this process or in a pytest-xdist worker.
+FIGURES: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "teardown":  # carries what the call and the fixtures recorded
+        FIGURES.extend((report.nodeid.rsplit("::", 1)[-1], value)
+                       for key, value in report.user_properties if key == "figure")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if FIGURES:
+        terminalreporter.section("reliability figures")
+        for name, line in FIGURES:
+            terminalreporter.write_line(f"{name}: {line}")
+
 
 @pytest.fixture
 def data_dir() -> Path:
