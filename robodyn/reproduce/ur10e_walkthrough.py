@@ -184,7 +184,7 @@ def reproduce_ur10e(quick: bool = False, data_dir: str | None = None) -> Reprodu
             paper_origin=repo_code),
     ]))
     val_rows = [Row(f"relative error {j + 1} {JOINTS[j]} (%)", None, float(headline["relative_error_percent"][j]),
-                    cmd, real_v, note="100 ||tau_m - tau_p|| / ||tau_m||, tau_m = raw current x gain")
+                    cmd, real_v, note="100 norm(tau_m - tau_p) / norm(tau_m), tau_m = raw current x gain")
                 for j in range(6)]
     val_rows += [Row(f"RMSE {j + 1} {JOINTS[j]} (N.m)", None, float(headline["rmse_Nm"][j]), cmd, real_v,
                      note=f"measured RMS {headline['measured_rms_Nm'][j]:.3g} N.m")
@@ -210,7 +210,7 @@ def reproduce_ur10e(quick: bool = False, data_dir: str | None = None) -> Reprodu
             f"real (UR10e, {val_name} rows {rows_v[0]}-{rows_v[1]}; nominal URDF parameters, nothing identified)")
         for j in range(6)], own_model_allowed=False))
     rep.findings.append(Finding(
-        "robodyn's built-in ur10e against the repository's URDF", "reached",
+        "robodyn's built-in ur10e against the repository's URDF", "kinematics and limits compared",
         f"same joint order and axis senses ({'yes' if kin['same_axis_sense'] else 'NO'}); axes within "
         f"{kin['axis_angle_deg_max']:.2g} deg and {kin['axis_offset_mm_max']:.2f} mm, flange within "
         f"{kin['flange_mm_max']:.2f} mm over 200 random poses (the URDF rounds UR's lengths to the mm); "
