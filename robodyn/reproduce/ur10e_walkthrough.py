@@ -248,6 +248,8 @@ def _side_rows(files, ds, walk, model, builtin, theta, val, cmd, details) -> lis
     val_name, rows_v = ds.VALIDATION_LOG, ds.TRIMMED_ROWS[ds.VALIDATION_LOG]
     others = {}
     for name in ("ur-20_02_12-40sec_12harm.csv", "ur-20_02_05-20sec_8harm.csv", "ur-20_02_12-50sec_12harm.csv"):
+        if not files.has(name):  # a folder with some of the logs: the rows it can fill
+            continue
         flog = ds.filter_log(files.log(name).rows(*ds.TRIMMED_ROWS[name]))
         others[name] = walk.validate(val, walk.identify(flog).theta)
     details["other_identification_logs"] = others
