@@ -35,6 +35,9 @@ JOINTS = ("shoulder pan", "shoulder lift", "elbow", "wrist 1", "wrist 2", "wrist
 # the repository's counts: 11 standard parameters per link (base_params_qr.m with motor dynamics),
 # 40 of them base (estimate_dynamic_params.m: pi_OLS(1:40)), and 3 friction parameters per joint
 REPOSITORY_COUNTS = {"standard": 66, "base": 40, "friction": 18}
+# estimate_drive_gains.m: the unloaded and loaded runs of one trajectory, and the payload's mass (kg)
+GAIN_LOGS = ("ur-20_02_19_14harm50sec.csv", "ur-20_02_19_14harm50secLoad.csv")
+PAYLOAD_KG = 2.805
 
 
 def relative_error_percent(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
@@ -96,6 +99,30 @@ class Walkthrough:
                 "rmse_Nm": rmse(measured, predicted), "samples": int(measured.shape[0]),
                 "at_rest_fraction": float(np.mean(np.all(np.abs(flog.qd) < 0.01, axis=1))),
                 "measured_rms_Nm": np.sqrt(np.mean(measured ** 2, axis=0))}
+
+
+def drive_gains_ols(walk: Walkthrough, unloaded, loaded, payload_kg: float = PAYLOAD_KG) -> np.ndarray:
+    """The drive gains of estimate_drive_gains.m's OLS branch: one least-squares system over an
+    unloaded and a loaded run, K_j i_j - W theta (- W_load pi_load in the loaded run) = 0, with
+    the arm's base and friction parameters, the payload's first moments and inertia unknown and its
+    known mass moving the right-hand side (it fixes the scale K and theta share). The payload is
+    rigid with the last link, so its columns are that link's ten."""
+    from robodyn.identification.regressor import ColumnSpec, regressor
+
+    def currents(flog):
+        n, dof = flog.current.shape
+        out = np.zeros((n * dof, dof))
+        for j in range(dof):
+            out[j::dof, j] = flog.current[:, j]
+        return out
+
+    last = 10 * (walk.model.dof - 1)
+    w_load = regressor(walk.model, loaded.q, loaded.qd, loaded.qdd, ColumnSpec())[:, last:last + 10]
+    w_unloaded, w_loaded = walk.rows(unloaded), walk.rows(loaded)
+    A = np.block([[currents(unloaded), -w_unloaded, np.zeros((w_unloaded.shape[0], 9))],
+                  [currents(loaded), -w_loaded, -w_load[:, :9]]])
+    b = np.concatenate([np.zeros(w_unloaded.shape[0]), payload_kg * w_load[:, 9]])
+    return np.linalg.lstsq(A, b, rcond=None)[0][:walk.model.dof]
 
 
 def compare_models(builtin, repository, samples: int = 200, seed: int = 0) -> dict:
@@ -288,6 +315,24 @@ def _side_rows(files, ds, walk, model, builtin, theta, val, cmd, details) -> lis
     rows.append(Row("with the gains main.m attributes to De Luca: relative error per joint (%)", None,
                     " / ".join(f"{x:.1f}" for x in v["relative_error_percent"]), cmd,
                     f"real (UR10e, {val_name} rows {rows_v[0]}-{rows_v[1]}; gains {ds.DE_LUCA_GAINS.tolist()})"))
+    if all(files.has(n) for n in GAIN_LOGS):
+        unloaded, loaded = (ds.filter_log(files.log(n).rows(*ds.TRIMMED_ROWS[n])) for n in GAIN_LOGS)
+        gains = drive_gains_ols(walk, unloaded, loaded)
+        again = Walkthrough(model, gains)
+        v = again.validate(val, again.identify(ident).theta)
+        details["drive_gains_ols"] = {"gains": gains, "validation": v}
+        origin = (f"real (UR10e, {GAIN_LOGS[0]} rows {ds.TRIMMED_ROWS[GAIN_LOGS[0]][0]}-"
+                  f"{ds.TRIMMED_ROWS[GAIN_LOGS[0]][1]} and {GAIN_LOGS[1]} rows {ds.TRIMMED_ROWS[GAIN_LOGS[1]][0]}-"
+                  f"{ds.TRIMMED_ROWS[GAIN_LOGS[1]][1]}, payload {PAYLOAD_KG} kg)")
+        rows.append(Row("drive gains by the repository's OLS branch, joints 1-6 (N.m/A)",
+                        " / ".join(f"{g:.4f}" for g in ds.DRIVE_GAINS), " / ".join(f"{g:.3f}" for g in gains), cmd,
+                        origin, paper_origin="real (the repository's logs; its stored PC-OLS estimate, constrained "
+                                             "to K1 > 10, UR10E_parameters.txt)",
+                        note="joint 1 carries no gravity, so the payload changes only its inertial torques and "
+                             "its gain is weakly determined; the repository constrains it to K1 > 10"))
+        rows.append(Row("with those OLS gains: relative error per joint (%)", None,
+                        " / ".join(f"{x:.1f}" for x in v["relative_error_percent"]), cmd,
+                        f"real (UR10e, {val_name} rows {rows_v[0]}-{rows_v[1]}; gains from the two runs above)"))
     alt = Walkthrough(builtin, ds.DRIVE_GAINS)
     v = alt.validate(val, alt.identify(ident).theta)
     details["builtin_kinematics"] = v

@@ -84,3 +84,34 @@ def test_on_logs_made_from_a_known_model_the_pipeline_predicts_their_torques(tmp
     assert rel.shape == (6,) and np.all(rel < 3.0) and rel.mean() < 1.5, rel  # 1.6 / 0.16 / 0.21 / 0.95 / 2.4 / 0.89
     assert rep.details["base_count"] == 58
     assert rep.details["validation"]["samples"] == 4200 - 700 + 1
+
+
+def test_drive_gains_of_the_ols_branch_come_back_from_noise_free_runs():
+    # an unloaded and a loaded run of a known arm (rotors, friction) and a 2.805 kg payload rigid with
+    # the last link; currents = torques / gains. The payload's mass alone fixes the scale
+    from robodyn.identification.datasets.ur10e import FilteredLog
+    from robodyn.identification.regressor import ColumnSpec, regressor, standard_parameter_vector
+    from robodyn.robot.loader import load_model
+
+    model = load_model("ur10e")
+    walk = W.Walkthrough(model, np.ones(6))
+    spec = walk.spec
+    theta = standard_parameter_vector(model, spec, friction={"viscous": np.full(6, 3.0), "coulomb": np.full(6, 2.0),
+                                                             "offset": np.full(6, 0.1)})
+    theta[10::14] = 0.2
+    payload = np.zeros(84)
+    payload[70:80] = [0.01, 0.0, 0.0, 0.012, 0.0, 0.008, 0.02, -0.03, 0.15, 2.805]  # link 6 block, about its frame
+    gains = np.array([14.0, 10.5, 8.4, 9.0, 9.5, 10.1])
+    runs = []
+    for seed, extra in ((1, 0.0), (2, 1.0)):
+        t = np.arange(1500) * 0.01
+        r = np.random.default_rng(seed)
+        w, a = 2 * np.pi * r.uniform(0.1, 0.4, size=(3, 6)), r.uniform(0.3, 0.8, size=(3, 6))
+        q = (a * np.sin(w * t[:, None, None])).sum(axis=1)
+        qd = (a * w * np.cos(w * t[:, None, None])).sum(axis=1)
+        qdd = (-a * w * w * np.sin(w * t[:, None, None])).sum(axis=1)
+        tau = (regressor(model, q, qd, qdd, spec) @ (theta + extra * payload)).reshape(q.shape)
+        runs.append(FilteredLog(t, q, qd, qdd, tau / gains, None))
+    np.testing.assert_allclose(W.drive_gains_ols(walk, *runs, payload_kg=2.805), gains, rtol=1e-6)
+    # a payload mass stated 10 % high scales every gain by 1.1: the mass is what fixes the scale
+    np.testing.assert_allclose(W.drive_gains_ols(walk, *runs, payload_kg=1.1 * 2.805), 1.1 * gains, rtol=1e-6)
