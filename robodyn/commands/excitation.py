@@ -52,8 +52,9 @@ def register(sub) -> None:
     d.add_argument("--box", default=None, metavar="X0,Y0,Z0,X1,Y1,Z1", help="tool must stay inside this box (m)")
     d.add_argument("--torque-limits", action="store_true", help="keep nominal joint torques within tau_max")
     d.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
-                   help="stop optimising this many seconds (wall time) after the design started and keep the best "
-                        "design so far; checking it against every limit then takes a few seconds more")
+                   help="stop the search after this many seconds (wall time) and keep the best design so far; "
+                        "before it, the first run after an install compiles numba kernels (said on stderr), and "
+                        "after it the design is checked against every limit")
     d.add_argument("--moving", default=None, metavar="J1,J2,..",
                    help="a sub-experiment of a stepwise identification: only these joints (1-based) move, the "
                         "others hold --start, and the criterion covers that step's torques and parameters "
