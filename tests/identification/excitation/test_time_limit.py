@@ -149,3 +149,20 @@ def test_the_first_compile_is_announced_and_kept_out_of_the_search_budget():
     # the search: calls at t = 100, 101, ..., 105 (the limit runs from 100 to 105.5), then the stop
     assert r.optimizer["nfev"] == 6 * 8 and r.optimizer["message"] == "stopped (time limit)"
     assert lines[0].startswith("preparing the given criterion for")
+
+
+def test_the_command_says_what_it_optimises_on_stderr_when_no_bar_is_drawn(tmp_path, capsys):
+    from robodyn.cli import main
+
+    out = tmp_path / "t.json"
+    rc = main(["excitation", "design", "--robot", "twolink", "--harmonics", "2", "--wf", "1", "--grid", "40",
+               "--friction", "none", "--iterations", "3", "--out", str(out)])
+    assert rc == 0 and out.exists()
+    err = capsys.readouterr().err.splitlines()
+    name = "robodyn excitation design: "
+    assert err[0].startswith(name + "preparing cond(W_base) for")
+    assert err[1].startswith(name + "optimising cond(W_base) with slsqp: starting")
+    assert err[-1].startswith(name + "optimisation ended")
+    assert main(["excitation", "design", "--robot", "twolink", "--harmonics", "2", "--wf", "1", "--grid", "40",
+                 "--friction", "none", "--iterations", "3", "--quiet", "--out", str(out)]) == 0
+    assert capsys.readouterr().err == ""
