@@ -117,7 +117,8 @@ def _numba_dispatchers() -> list:
         for value in list(vars(module).values()):
             disp = getattr(value, "_dispatcher", value)  # a DUFunc wraps its dispatcher
             stats = getattr(disp, "stats", None)
-            if stats is not None and hasattr(stats, "cache_path") and getattr(disp, "signatures", None):
+            # a dispatcher without a cache (cache_path None) compiles in every process: nothing to record
+            if getattr(stats, "cache_path", None) and getattr(disp, "signatures", None):
                 found[id(disp)] = disp
     return list(found.values())
 
