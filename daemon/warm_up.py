@@ -109,18 +109,19 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 def _numba_dispatchers() -> list:
-    """Every numba dispatcher of a loaded robodyn module that has compiled or loaded a version."""
-    found = {}
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("robodyn") or module is None:
-            continue
-        for value in list(vars(module).values()):
-            disp = getattr(value, "_dispatcher", value)  # a DUFunc wraps its dispatcher
-            stats = getattr(disp, "stats", None)
-            # a dispatcher without a cache (cache_path None) compiles in every process: nothing to record
-            if getattr(stats, "cache_path", None) and getattr(disp, "signatures", None):
-                found[id(disp)] = disp
-    return list(found.values())
+    """Every numba dispatcher of robodyn code in this process that has compiled or loaded a version
+    and has a cache (one without compiles in every process: nothing to record). Found among all
+    live objects, so a kernel held in a closure or a table counts as well as a module's."""
+    import gc
+
+    from numba.core.dispatcher import Dispatcher
+
+    found = []
+    for obj in gc.get_objects():
+        if (isinstance(obj, Dispatcher) and obj.signatures and getattr(obj.stats, "cache_path", None)
+                and str(getattr(obj.py_func, "__module__", "")).startswith("robodyn")):
+            found.append(obj)
+    return found
 
 
 def _sha256(path: Path) -> str:
