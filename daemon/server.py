@@ -43,7 +43,7 @@ from .recording.index import RecordingIndex
 from .runs import Run, RunHistory
 from .sdnotify import Notifier
 from .status import StatusReport
-from .supervision import Component, Supervision
+from .supervision import Component, StartAbandoned, Supervision
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -178,6 +178,11 @@ def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]]
     signal.signal(signal.SIGINT, daemon.request_shutdown)
     try:
         daemon.start()
+    except StartAbandoned as exc:  # SIGTERM/SIGINT while starting: a clean stop, nothing left running
+        log.info("%s", exc)
+        daemon.running = False
+        daemon.close()
+        return 0
     except Exception:
         daemon.running = False
         daemon.close()

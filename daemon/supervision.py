@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import access
 from . import protocol as P
-from .motion import warm_up_in_child, warm_up_validation
+from .warm_up import WarmUp
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -27,8 +27,12 @@ SHUTDOWN_TIMEOUT_S = 10.0
 # a worker that is alive but silent this long is wedged: killed and restarted like a dead one
 # (telemetry comes every 0.1 s, recorder statistics every 0.5 s)
 HANG_TIMEOUT_S = 5.0
-WARM_UP_RATE_HZ = 1000.0  # any rate compiles the same kernels
-WARM_UP_TIMEOUT_S = 300.0  # a cold compile takes ~25 s on an idle 2-core host
+# each warm-up status line extends systemd's start time-out (TimeoutStartSec) by this much: a start
+# that is still compiling is progressing; one that stops reporting is not
+EXTEND_START_S = 30.0
+
+class StartAbandoned(Exception):
+    """SIGTERM or SIGINT came during start-up: stop starting, leave nothing running."""
 
 
 @dataclass
@@ -65,52 +69,53 @@ class Supervision:
         log.info("started %s process pid %d", comp.name, comp.pid)
 
     def start(self) -> None:
-        """Spawn the workers and wait until both report ready (or one reports a fatal error)."""
+        """Spawn the workers and wait until both report ready (or one reports a fatal error), and the
+        validation kernels are compiled (daemon/warm_up.py). Raises StartAbandoned on SIGTERM/SIGINT."""
         self._spawn(self.driver)
         self._spawn(self.recorder)
         self._spawn(self.publisher)
         # validation's numba kernels are compiled in a child (into numba's cache) while the workers
         # start; compiled in this process they would hold the GIL, and so this loop, for seconds
-        warm = multiprocessing.get_context("spawn").Process(
-            target=warm_up_in_child, args=(self.model, WARM_UP_RATE_HZ), name="robodyn-warm-up", daemon=True)
+        warm = WarmUp(self.model, self.cfg.warm_up_limit_s,
+                      status=lambda line: self.notifier.send(f"EXTEND_TIMEOUT_USEC={int(EXTEND_START_S * 1e6)}",
+                                                             f"STATUS={line}"))
         warm.start()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         poller = self._poller()
-        warm_deadline = time.monotonic() + WARM_UP_TIMEOUT_S
-        while True:
-            workers_ready = self.driver.ready and self.recorder.ready and self.publisher.ready
-            if workers_ready and not warm.is_alive():
-                break
-            now = time.monotonic()
-            if not workers_ready and now > deadline:
-                warm.kill()
-                raise RuntimeError("driver or recorder did not start within "
-                                   f"{STARTUP_TIMEOUT_S:.0f} s")
-            if warm.is_alive() and now > warm_deadline:
-                warm.kill()
-                warm.join(5.0)
-            self.notifier.heartbeat()  # a slow robot connection is not a wedged daemon
-            for sock, _ in poller.poll(100):
-                if sock is self.driver_pipe:
-                    self._on_driver(P.unpackb(sock.recv()))
-                elif sock is self.recorder_pipe:
-                    self._on_recorder(P.unpackb(sock.recv()))
-                elif sock is self.publisher_pipe:
-                    self._on_publisher(P.unpackb(sock.recv()))
-                elif sock is getattr(self.zap, "socket", None):
-                    self.zap.serve_pending()
-            for comp in (self.driver, self.recorder, self.publisher):
-                if comp.process is not None and not comp.process.is_alive() and not comp.ready:
-                    warm.kill()
-                    reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
-                    raise RuntimeError(f"{comp.name} failed to start: {reason}")
-        if warm.exitcode == 0:
-            warm_up_validation(self.model, WARM_UP_RATE_HZ)  # from numba's cache now
+        try:
+            while True:
+                workers_ready = self.driver.ready and self.recorder.ready and self.publisher.ready
+                if not warm.poll() and workers_ready:
+                    break
+                if not self.running:
+                    raise StartAbandoned("start-up abandoned: asked to stop")
+                if not workers_ready and time.monotonic() > deadline:
+                    raise RuntimeError("driver or recorder did not start within "
+                                       f"{STARTUP_TIMEOUT_S:.0f} s")
+                self.notifier.heartbeat()  # a slow robot connection is not a wedged daemon
+                for sock, _ in poller.poll(100):
+                    if sock is self.driver_pipe:
+                        self._on_driver(P.unpackb(sock.recv()))
+                    elif sock is self.recorder_pipe:
+                        self._on_recorder(P.unpackb(sock.recv()))
+                    elif sock is self.publisher_pipe:
+                        self._on_publisher(P.unpackb(sock.recv()))
+                    elif sock is getattr(self.zap, "socket", None):
+                        self.zap.serve_pending()
+                for comp in (self.driver, self.recorder, self.publisher):
+                    if comp.process is not None and not comp.process.is_alive() and not comp.ready:
+                        reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
+                        raise RuntimeError(f"{comp.name} failed to start: {reason}")
+        except BaseException:
+            warm.kill("abandoned")
+            raise
+        if warm.outcome == "done":
+            warm.finish()  # loads the kernels from numba's cache
             # the workers kept sending meanwhile: read it all, or the first `arm` would find the
             # driver's telemetry older than TELEMETRY_STALE_S (seen on a loaded host) and refuse
             self._drain_pipes()
         else:  # validation still works; its first call compiles in the validation thread
-            log.warning("compiling the validation kernels in advance failed (exit code %s)", warm.exitcode)
+            warm.finish()
 
     def _poller(self):
         poller = self.zmq.Poller()

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from robodyn.daemon.supervision import STARTUP_TIMEOUT_S, WARM_UP_TIMEOUT_S
+from robodyn.daemon.supervision import STARTUP_TIMEOUT_S
+from robodyn.daemon.warm_up import DEFAULT_LIMIT_S
 from robodyn.errors import UserError
 from robodyn.tools.testing import local_daemon
 
@@ -36,5 +37,33 @@ def test_the_default_wait_covers_the_daemons_own_start_up_limits():
 
     assert inspect.signature(local_daemon.LocalDaemon).parameters["startup_timeout"].default is None
     assert local_daemon.STARTUP_MARGIN_S > 0
-    # what __init__ uses when none is given: the workers' limit plus the warm-up's, and a margin
-    assert STARTUP_TIMEOUT_S + WARM_UP_TIMEOUT_S + local_daemon.STARTUP_MARGIN_S > 90.0
+    # what __init__ uses when none is given: the workers' limit plus the warm-up's hard cap, and a margin
+    assert STARTUP_TIMEOUT_S + DEFAULT_LIMIT_S + local_daemon.STARTUP_MARGIN_S > 90.0
+
+
+def test_an_abandoned_start_leaves_no_daemon_and_the_wait_repeats_the_daemons_warm_up_line(tmp_path, monkeypatch):
+    """Ctrl-C (or any error) during the wait stops the daemon it started; while waiting, the caller
+    hears the daemon's own warm-up status line from its log."""
+    started = []
+    popen = subprocess.Popen
+    line = "compiling the validation kernels in a child process (20 s, 9 s of CPU; limit 1800 s)"
+
+    def warming_daemon(argv, **kw):
+        proc = popen([sys.executable, "-c", f"import sys, time; print({line!r}, flush=True); time.sleep(60)"], **kw)
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(local_daemon.subprocess, "Popen", warming_daemon)
+    monkeypatch.setattr(local_daemon, "WAIT_REPORT_S", 0.5)
+    monkeypatch.setattr(local_daemon, "POLL_TIMEOUT_S", 0.2)
+    heard = []
+
+    def say(text):
+        heard.append(text)
+        if "it is compiling" in text or len(heard) >= 100:  # the fake's start may take a while on a busy host
+            raise KeyboardInterrupt  # the user gives up while the daemon is still compiling
+
+    with pytest.raises(KeyboardInterrupt):
+        local_daemon.LocalDaemon(tmp_path, say=say)
+    assert started and started[0].poll() is not None  # stopped, not left running
+    assert heard[-1].endswith("it is " + line)
