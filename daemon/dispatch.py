@@ -8,6 +8,7 @@ A mixin of :class:`robodyn.daemon.server.Daemon`.
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 from . import access
@@ -121,6 +122,18 @@ class Dispatch:
         self.control_empty_at, self.control_empty_round = when, self.loop_rounds
         self.control_empty_handled = self.requests_handled
         self.control_empty_cpu = time.thread_time()
+        self.control_empty_delay = self._run_delay()
+
+    def _run_delay(self) -> float | None:
+        """Seconds the main thread has spent runnable but waiting for a CPU (the kernel's
+        schedstat; None where it is not kept): the part of a stop's wait that is the host's
+        scheduler, told apart from the daemon's work (its CPU clock) and from blocking."""
+        if self._schedstat is None:
+            return None
+        try:
+            return int(os.pread(self._schedstat, 64, 0).split()[1]) * 1e-9
+        except (OSError, ValueError, IndexError):
+            return None
 
     def _control_readable(self) -> bool:
         """A request waits on the control socket (ZMQ_EVENTS: no poller made per call, as
@@ -182,7 +195,10 @@ class Dispatch:
         read again (the rest wait in :attr:`control_waiting` for the next round). The socket is
         drained before each request is handled and a stop command goes first, so an `abort` or a
         `disarm` waits for at most the one request being handled when it came in, however many
-        observers are asking."""
+        observers are asking: from its receipt to its reply no other request is handled (each
+        stop's ``latency.handled_since_received``, counted by receive sequence numbers). Before
+        any other request the driver's pipe is read: `arm` and `submit_run` judge the newest
+        robot state the driver sent, not the last one the loop got to."""
         handled = 0
         waiting = self.control_waiting
         while True:
@@ -195,13 +211,17 @@ class Dispatch:
                 if not waiting or handled >= MAX_BURST:
                     return
                 k = 0
+                self._drain_driver()
+            self._overtook = k  # requests received before this one, still waiting (stops only)
             self._handle_received(waiting.pop(k))
             handled += 1
 
     def _receive(self) -> tuple:
-        """(frames, envelope, payload, urgent, empty_at, empty_handled, empty_round) of one request,
-        or of a framing error (envelope None); ``urgent``: it may be a stop command (a cheap look
-        at the payload: a label that mentions one is only served early)."""
+        """(frames, envelope, payload, urgent, empty_at, empty_handled, empty_round, empty_cpu,
+        received_seq, handled_at_receipt, empty_run_delay) of one request, or of a framing error (envelope None);
+        ``urgent``: it may be a stop command (a cheap look at the payload: a label that mentions
+        one is only served early); ``received_seq``: its receive sequence number, and the count of
+        requests handled when it was read off the socket."""
         frames = self.router.recv_multipart(copy=False)
         data = [f.bytes for f in frames]
         if len(data) == 3 and data[1] == b"":  # REQ client: identity, delimiter, payload
@@ -211,8 +231,10 @@ class Dispatch:
         else:
             envelope, payload = None, data
         urgent = payload is not None and envelope is not None and any(c.encode() in payload for c in STOP_COMMANDS)
+        self.requests_received += 1
         return (frames, envelope, payload, urgent, self.control_empty_at, self.control_empty_handled,
-                self.control_empty_round, self.control_empty_cpu)
+                self.control_empty_round, self.control_empty_cpu, self.requests_received, self.requests_handled,
+                self.control_empty_delay)
 
     def _stop_latency(self) -> dict:
         """How long a stop command can have waited, from the last moment the loop saw the control
@@ -220,11 +242,20 @@ class Dispatch:
         in periods of the real-time loop: ``periods`` on the daemon's monotonic clock (the host's
         scheduler included), ``work_periods`` on its main thread's CPU clock (what the daemon
         itself did meanwhile: the requests ahead of it, the rest of the loop round, the stop's own
-        handling); the requests handled in between and the main-loop rounds it spanned. Kept per
-        daemon in ``status``."""
+        handling); the requests handled in between and the main-loop rounds it spanned. Counted
+        by the daemon's sequence numbers: ``handled_since_received``, the requests handled between
+        the stop's receipt (read off the socket) and its reply (0: stops go first), and
+        ``overtook``, the requests received before it and answered after it. Where the rest of
+        the wait went: ``runqueue_periods``, the main thread runnable but not running (the host's
+        scheduler), and ``blocked_periods``, neither running nor runnable (the GIL held by another
+        thread, a poll). Kept per daemon in ``status``."""
         if not self._received:  # a payload handled outside the loop (tests)
-            return {"periods": None, "work_periods": None, "requests_ahead": 0, "rounds": 0, "rate_hz": None}
-        _frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round, empty_cpu = self._received
+            return {"periods": None, "work_periods": None, "requests_ahead": 0, "rounds": 0, "rate_hz": None,
+                    "received_seq": None, "handled_since_received": 0, "overtook": 0}
+        (_frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round, empty_cpu, received_seq,
+         handled_at_receipt, empty_delay) = self._received
+        delay = self._run_delay()
+        runqueue = None if delay is None or empty_delay is None else max(0.0, delay - empty_delay)
         rate = float((self.description or {}).get("rate_hz") or 0.0)
         waited = max(0.0, time.monotonic() - empty_at)
         worked = max(0.0, time.thread_time() - empty_cpu)
@@ -233,8 +264,11 @@ class Dispatch:
         work = worked * rate if rate else None
         ahead = max(0, self.requests_handled - empty_handled - 1)
         rounds = self.loop_rounds - empty_round
+        since_received = self.requests_handled - handled_at_receipt - 1  # less the stop itself
         st = self.stop_latency
         st["count"] += 1
+        st["max_handled_since_received"] = max(st["max_handled_since_received"], since_received)
+        st["overtook"] += self._overtook
         st["max_requests_ahead"] = max(st["max_requests_ahead"], ahead)
         st["max_rounds"] = max(st["max_rounds"], rounds)
         if periods is not None:
@@ -243,7 +277,11 @@ class Dispatch:
             st["max_work_periods"] = max(st["max_work_periods"] or 0.0, work)
             st["work_over_one_period"] += work > 1.0
         return {"periods": periods, "work_periods": work, "work_ahead_periods": before * rate if rate else None,
-                "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None}
+                "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None, "received_seq": received_seq,
+                "handled_since_received": since_received, "overtook": self._overtook,
+                "runqueue_periods": None if runqueue is None or not rate else runqueue * rate,
+                "blocked_periods": None if runqueue is None or not rate else
+                max(0.0, waited - worked - runqueue) * rate}
 
     def _handle_received(self, item: tuple) -> None:
         frames, envelope, payload = item[:3]

@@ -1,0 +1,71 @@
+"""The main process's scheduling: its loop thread (the control socket, the worker pipes) and
+ZeroMQ's I/O thread (which moves a request from the TCP or ipc socket to the loop) run at a
+real-time priority just under the driver's loop, where the host allows it.
+
+Why: on the default scheduler a stop that the loop would answer at once still waits until the
+host's scheduler runs the loop again. At a load average of 13 on 2 cores that wait reached 7.4
+real-time periods for a stop whose own work ahead was under one period
+(bench/reliability/observer_flood.py). SCHED_FIFO just under the driver puts the loop ahead of
+every ordinary process and never ahead of the driver.
+
+``SCHED_RESET_ON_FORK``: every thread and process created afterwards starts on the default
+scheduler (the identification jobs' supervisor, a validation thread, the workers, the jobs
+themselves); only the loop thread and ZeroMQ's I/O thread are real-time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def main_priority(driver_priority: int) -> int:
+    """The loop thread's SCHED_FIFO priority: one under the driver's, or 0 (default scheduler)
+    when the driver runs on the default scheduler (or at 1, with nothing under it)."""
+    return driver_priority - 1 if driver_priority > 1 else 0
+
+
+def set_main_realtime(priority: int) -> tuple[bool, str]:
+    """Move the calling thread to SCHED_FIFO ``priority`` with SCHED_RESET_ON_FORK; (done, what
+    it runs on). Refused without CAP_SYS_NICE (root) or an RLIMIT_RTPRIO of at least ``priority``."""
+    if priority <= 0:
+        return False, "default scheduler"
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(priority))
+    except OSError as exc:
+        return False, f"default scheduler (SCHED_FIFO {priority} refused: {exc.strerror or exc})"
+    return True, f"SCHED_FIFO {priority}"
+
+
+def realtime_io_threads(ctx, zmq, priority: int) -> None:
+    """ZeroMQ's I/O threads of ``ctx`` at SCHED_FIFO ``priority``: they start with the context's
+    first socket, so this is called before it. Only once ``set_main_realtime`` succeeded: libzmq
+    aborts the process when the host refuses its threads' priority."""
+    ctx.set(zmq.THREAD_SCHED_POLICY, os.SCHED_FIFO)
+    ctx.set(zmq.THREAD_PRIORITY, priority)
+
+
+class GcPauses:
+    """The cyclic garbage collector's pauses in this process, per generation: count, longest and
+    total (ms, monotonic clock). A collection runs inside whatever allocates when a threshold is
+    crossed, a request's handling included, so its pause is work a stop can wait behind."""
+
+    def __init__(self):
+        self.started = 0
+        self.by_generation = {g: {"count": 0, "max_ms": 0.0, "total_ms": 0.0} for g in (0, 1, 2)}
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self.started = time.perf_counter_ns()
+            return
+        entry = self.by_generation.get(info.get("generation"))
+        if entry is None or not self.started:
+            return
+        ms = (time.perf_counter_ns() - self.started) / 1e6
+        entry["count"] += 1
+        entry["max_ms"] = max(entry["max_ms"], ms)
+        entry["total_ms"] += ms
+
+    def report(self) -> dict:
+        return {str(g): {k: round(v, 3) if isinstance(v, float) else v for k, v in e.items()}
+                for g, e in self.by_generation.items()}
