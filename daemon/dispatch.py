@@ -115,14 +115,18 @@ class Dispatch:
             P.register_command(name, args)
         self.commands[name] = handler
 
-    def _control_empty(self, when: float) -> None:
+    def _control_empty(self, when: float, cpu: float | None = None, delay: float | None = None,
+                       in_poll: bool = False) -> None:
         """The main loop saw no request waiting at ``when``: any later one arrived after it. The
-        main thread's CPU clock is read with it: the work the loop did from then on is what it
-        did before a stop that came in later (the rest of the wait was the host's scheduler)."""
+        main thread's CPU clock (and run-queue time) is read with it, or given, read at ``when``:
+        the work the loop did from then on is what it did before a stop that came in later.
+        ``in_poll``: ``when`` is the start of a poll that woke for the control socket, so the
+        request came in sometime during the poll's sleep (dispatch.py: ``wall_periods``)."""
         self.control_empty_at, self.control_empty_round = when, self.loop_rounds
         self.control_empty_handled = self.requests_handled
-        self.control_empty_cpu = time.thread_time()
-        self.control_empty_delay = self._run_delay()
+        self.control_empty_cpu = time.thread_time() if cpu is None else cpu
+        self.control_empty_delay = self._run_delay() if cpu is None else delay
+        self.control_empty_in_poll = in_poll
 
     def _run_delay(self) -> float | None:
         """Seconds the main thread has spent runnable but waiting for a CPU (the kernel's
@@ -218,7 +222,7 @@ class Dispatch:
 
     def _receive(self) -> tuple:
         """(frames, envelope, payload, urgent, empty_at, empty_handled, empty_round, empty_cpu,
-        received_seq, handled_at_receipt, empty_run_delay) of one request, or of a framing error (envelope None);
+        received_seq, handled_at_receipt, empty_run_delay, empty_in_poll) of one request, or of a framing error (envelope None);
         ``urgent``: it may be a stop command (a cheap look at the payload: a label that mentions
         one is only served early); ``received_seq``: its receive sequence number, and the count of
         requests handled when it was read off the socket."""
@@ -234,7 +238,7 @@ class Dispatch:
         self.requests_received += 1
         return (frames, envelope, payload, urgent, self.control_empty_at, self.control_empty_handled,
                 self.control_empty_round, self.control_empty_cpu, self.requests_received, self.requests_handled,
-                self.control_empty_delay)
+                self.control_empty_delay, self.control_empty_in_poll)
 
     def _stop_latency(self) -> dict:
         """How long a stop command can have waited, from the last moment the loop saw the control
@@ -248,19 +252,25 @@ class Dispatch:
         ``overtook``, the requests received before it and answered after it. Where the rest of
         the wait went: ``runqueue_periods``, the main thread runnable but not running (the host's
         scheduler), and ``blocked_periods``, neither running nor runnable (the GIL held by another
-        thread, a poll). Kept per daemon in ``status``."""
+        thread, a poll). ``in_poll``: the span began with the loop asleep in its poll, and the
+        stop came in during that sleep, which is then no part of its wait: ``wall_periods`` is
+        ``periods`` less it (the work and the run queue), otherwise ``periods`` itself. Kept per
+        daemon in ``status``."""
         if not self._received:  # a payload handled outside the loop (tests)
-            return {"periods": None, "work_periods": None, "requests_ahead": 0, "rounds": 0, "rate_hz": None,
-                    "received_seq": None, "handled_since_received": 0, "overtook": 0}
+            return {"periods": None, "wall_periods": None, "work_periods": None, "requests_ahead": 0, "rounds": 0,
+                    "rate_hz": None, "received_seq": None, "handled_since_received": 0, "overtook": 0}
         (_frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round, empty_cpu, received_seq,
-         handled_at_receipt, empty_delay) = self._received
-        delay = self._run_delay()
-        runqueue = None if delay is None or empty_delay is None else max(0.0, delay - empty_delay)
+         handled_at_receipt, empty_delay, in_poll) = self._received
+        delay, now, cpu_now = self._run_delay(), time.monotonic(), time.thread_time()
         rate = float((self.description or {}).get("rate_hz") or 0.0)
-        waited = max(0.0, time.monotonic() - empty_at)
-        worked = max(0.0, time.thread_time() - empty_cpu)
+        waited = max(0.0, now - empty_at)
+        worked = max(0.0, cpu_now - empty_cpu)
+        runqueue = None if delay is None or empty_delay is None else max(0.0, delay - empty_delay)
+        blocked = None if runqueue is None else max(0.0, waited - worked - runqueue)
+        asleep = blocked if in_poll and blocked is not None else 0.0  # in the poll, before it came
         before = max(0.0, self._handling_cpu - empty_cpu)  # the part before the stop's own handling
         periods = waited * rate if rate else None
+        wall = max(0.0, waited - asleep) * rate if rate else None
         work = worked * rate if rate else None
         ahead = max(0, self.requests_handled - empty_handled - 1)
         rounds = self.loop_rounds - empty_round
@@ -272,16 +282,16 @@ class Dispatch:
         st["max_requests_ahead"] = max(st["max_requests_ahead"], ahead)
         st["max_rounds"] = max(st["max_rounds"], rounds)
         if periods is not None:
-            st["max_periods"] = max(st["max_periods"] or 0.0, periods)
-            st["over_one_period"] += periods > 1.0
+            st["max_periods"] = max(st["max_periods"] or 0.0, wall)
+            st["over_one_period"] += wall > 1.0
             st["max_work_periods"] = max(st["max_work_periods"] or 0.0, work)
             st["work_over_one_period"] += work > 1.0
         return {"periods": periods, "work_periods": work, "work_ahead_periods": before * rate if rate else None,
                 "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None, "received_seq": received_seq,
                 "handled_since_received": since_received, "overtook": self._overtook,
                 "runqueue_periods": None if runqueue is None or not rate else runqueue * rate,
-                "blocked_periods": None if runqueue is None or not rate else
-                max(0.0, waited - worked - runqueue) * rate}
+                "blocked_periods": None if blocked is None or not rate else blocked * rate, "in_poll": in_poll,
+                "wall_periods": wall}
 
     def _handle_received(self, item: tuple) -> None:
         frames, envelope, payload = item[:3]

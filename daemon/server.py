@@ -165,6 +165,7 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.gc_frozen = 0  # objects of the start-up moved out of the collector's reach (serve_forever)
         self.control_empty_cpu = self._handling_cpu = time.thread_time()
         self.control_empty_delay = self._run_delay()
+        self.control_empty_in_poll = False
         self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_work_periods": None,
                              "work_over_one_period": 0, "max_requests_ahead": 0, "max_rounds": 0,
                              "max_handled_since_received": 0, "overtook": 0}

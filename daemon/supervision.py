@@ -139,17 +139,18 @@ class Supervision:
         self.notifier.ready(self._status_line())
         while True:
             # when a stop command came in, for its latency (dispatch.py): the last moment the control
-            # queue was seen empty. A poll that blocked on an empty queue and woke for the control
-            # socket alone saw the request arrive as it returned
-            poll_start = time.monotonic()
+            # queue was seen empty. A request that woke a poll on an empty queue came in during the
+            # poll: its wait is counted from the poll's start, with the CPU and run-queue clocks read
+            # there, so the delay between its arrival and this thread running again (the host's
+            # scheduler) is in it, and the poll's sleep before it is told apart (dispatch.py)
+            poll_start, poll_cpu, poll_delay = time.monotonic(), time.thread_time(), self._run_delay()
             empty_before = not self.control_waiting and not self._control_readable()
             ready = poller.poll(0 if self.control_waiting else 50)
             self.loop_rounds += 1
-            woke = time.monotonic()
             if not any(sock is self.router for sock, _ in ready):
-                self._control_empty(woke)
+                self._control_empty(time.monotonic())
             elif empty_before:
-                self._control_empty(woke if len(ready) == 1 else poll_start)
+                self._control_empty(poll_start, poll_cpu, poll_delay, in_poll=True)
             if self.control_waiting and not any(sock is self.router for sock, _ in ready):
                 self._serve_control()  # the rest of the last round's requests
             for sock, _ in ready:
