@@ -69,3 +69,26 @@ class GcPauses:
     def report(self) -> dict:
         return {str(g): {k: round(v, 3) if isinstance(v, float) else v for k, v in e.items()}
                 for g, e in self.by_generation.items()}
+
+
+def realtime_python_threads(priority: int) -> list[str]:
+    """The process's other Python threads alive now (the identification jobs' supervisor, started
+    by an extension) at SCHED_FIFO ``priority`` too, reset on fork; the names of those moved.
+
+    Why: the loop thread needs the GIL after every poll. Held by an ordinary thread that the host
+    has preempted, the loop waits until that thread runs again, however high its own priority
+    (priority inversion). These threads do little (the jobs' supervisor looks every 0.2 s), so at
+    the loop's priority they take the GIL briefly and give it back without being preempted.
+    Threads started later (a validation, the heavy reads' pool) stay on the default scheduler."""
+    import threading
+
+    moved = []
+    for thread in threading.enumerate():
+        if thread is threading.current_thread() or not thread.native_id:
+            continue
+        try:
+            os.sched_setscheduler(thread.native_id, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(priority))
+            moved.append(thread.name)
+        except OSError:  # ended meanwhile
+            pass
+    return moved

@@ -40,7 +40,7 @@ from .config import DaemonConfig, resolve_state, state_stream_open
 from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog
 from .heavy import HeavyReads
 from .logs import setup_logging
-from .priority import GcPauses, main_priority, realtime_io_threads, set_main_realtime
+from .priority import GcPauses, main_priority, realtime_io_threads, realtime_python_threads, set_main_realtime
 from .recording.index import RecordingIndex
 from .runs import Run, RunHistory
 from .sdnotify import Notifier
@@ -189,6 +189,8 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         }
         for register in extensions:
             register(self)
+        if realtime:  # the threads they started hold the GIL now and then (daemon/priority.py)
+            realtime_python_threads(wanted)
         self._start_heavy()
 
 

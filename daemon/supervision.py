@@ -133,6 +133,7 @@ class Supervision:
         # index, the job rows) is kept for good: moved out of the collector's generations, so that a
         # full collection that falls inside a request scans only what was made since (one took 149
         # ms under the observer flood before, work a stop would have waited behind)
+        self._warm_rows()
         gc.collect()
         gc.freeze()
         self.gc_frozen = gc.get_freeze_count()  # walks the list: counted once, here
