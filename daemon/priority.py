@@ -1,16 +1,21 @@
-"""The main process's scheduling: its loop thread (the control socket, the worker pipes) and
-ZeroMQ's I/O thread (which moves a request from the TCP or ipc socket to the loop) run at a
-real-time priority just under the driver's loop, where the host allows it.
+"""The main process's scheduling: its loop thread (the control socket, the worker pipes),
+ZeroMQ's I/O thread (which moves a request from the TCP or ipc socket to the loop) and the Python
+threads alive when the loop starts serving run at a real-time priority just under the driver's
+loop, where the host allows it.
 
 Why: on the default scheduler a stop that the loop would answer at once still waits until the
 host's scheduler runs the loop again. At a load average of 13 on 2 cores that wait reached 7.4
 real-time periods for a stop whose own work ahead was under one period
 (bench/reliability/observer_flood.py). SCHED_FIFO just under the driver puts the loop ahead of
-every ordinary process and never ahead of the driver.
+every ordinary process and never ahead of the driver. The other Python threads alive then (the
+identification jobs' supervisor) go with it: the loop needs the GIL after every poll, and an
+ordinary thread preempted while holding it would hold the loop up (priority inversion).
 
-``SCHED_RESET_ON_FORK``: every thread and process created afterwards starts on the default
-scheduler (the identification jobs' supervisor, a validation thread, the workers, the jobs
-themselves); only the loop thread and ZeroMQ's I/O thread are real-time.
+The loop thread is raised when it starts serving: start-up (spawning the workers, loading the
+validation kernels, a full garbage collection) runs on the default scheduler. ZeroMQ's threads get
+their priority when they start, with the context's first socket. ``SCHED_RESET_ON_FORK``: every
+thread and process started afterwards starts on the default scheduler (a validation thread, the
+heavy reads' pool, the workers, the identification jobs).
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ def set_main_realtime(priority: int) -> tuple[bool, str]:
     except OSError as exc:
         return False, f"default scheduler (SCHED_FIFO {priority} refused: {exc.strerror or exc})"
     return True, f"SCHED_FIFO {priority}"
+
+
+def default_scheduler() -> None:
+    """The calling thread back on the default scheduler (always allowed)."""
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 def realtime_io_threads(ctx, zmq, priority: int) -> None:

@@ -40,7 +40,7 @@ from .config import DaemonConfig, resolve_state, state_stream_open
 from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog
 from .heavy import HeavyReads
 from .logs import setup_logging
-from .priority import GcPauses, main_priority, realtime_io_threads, realtime_python_threads, set_main_realtime
+from .priority import GcPauses, default_scheduler, main_priority, realtime_io_threads, set_main_realtime
 from .recording.index import RecordingIndex
 from .runs import Run, RunHistory
 from .sdnotify import Notifier
@@ -78,12 +78,16 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
                           f"ipc://{self.runtime_dir}/recorder", "state_ipc": f"ipc://{self.runtime_dir}/state"}
         self.ctx = zmq.Context()
         # the loop thread just under the driver's real-time loop, so that no ordinary process on the
-        # host delays a stop (daemon/priority.py); before the first socket, which starts ZeroMQ's
-        # I/O thread, and before any thread of ours
+        # host delays a stop (daemon/priority.py). Tried here, before the first socket starts
+        # ZeroMQ's I/O thread (which gets the priority only if the host allows it), then given up
+        # until the loop starts serving (serve_forever): start-up's work (the workers' spawning,
+        # loading the validation kernels, a full garbage collection) runs on the default scheduler
         wanted = main_priority(cfg.rt_priority)
         realtime, self.main_scheduler = set_main_realtime(wanted)
+        self.main_rt_priority = wanted if realtime else 0
         if realtime:
             realtime_io_threads(self.ctx, zmq, wanted)
+            default_scheduler()
         elif wanted:
             log.warning("main loop on the %s: a stop may wait for the host's scheduler (give the daemon "
                         "CAP_SYS_NICE or an RLIMIT_RTPRIO of %d)", self.main_scheduler, wanted)
@@ -189,8 +193,6 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         }
         for register in extensions:
             register(self)
-        if realtime:  # the threads they started hold the GIL now and then (daemon/priority.py)
-            realtime_python_threads(wanted)
         self._start_heavy()
 
 

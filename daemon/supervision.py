@@ -20,6 +20,7 @@ from pathlib import Path
 from . import access
 from . import protocol as P
 from .motion import warm_up_in_child, warm_up_validation
+from .priority import realtime_python_threads, set_main_realtime
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -137,6 +138,10 @@ class Supervision:
         gc.collect()
         gc.freeze()
         self.gc_frozen = gc.get_freeze_count()  # walks the list: counted once, here
+        if self.main_rt_priority:  # just under the driver from now on (daemon/priority.py), with the
+            # Python threads alive now (the jobs' supervisor): they hold the GIL now and then
+            set_main_realtime(self.main_rt_priority)
+            realtime_python_threads(self.main_rt_priority)
         self.notifier.ready(self._status_line())
         while True:
             # when a stop command came in, for its latency (dispatch.py): the last moment the control
