@@ -49,7 +49,7 @@ def _threads(pid: int) -> dict[int, str]:
     return out
 
 
-def test_the_main_loop_and_its_io_thread_run_just_under_the_driver_and_nothing_else(tmp_path):
+def test_the_main_loop_and_its_threads_run_just_under_the_driver_and_nothing_they_start(tmp_path):
     _need_root()
     d = DaemonProcess(tmp_path, speed=1.0, extra_config=RT_CONFIG, arm=False)
     try:
