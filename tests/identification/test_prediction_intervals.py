@@ -218,3 +218,33 @@ def test_a_result_without_a_residual_model_gets_a_note_not_an_interval(fitted):
     assert calibration(model, old, [held]) is None
     assert calibration_lines(None) == ["note: the result stores no residual model (made before intervals were "
                                        "stored): no interval"]
+
+
+def test_a_plant_run_beyond_the_identified_range_warns_for_the_joint_that_leaves_it(ur_plant):
+    """The UR-like plant driven along the identification excitation with the wrist-2 joint's
+    Fourier coefficients tripled: that joint's positions leave the identified range on a large
+    share of the samples (the excitation's range is about a third of the new one), and the result
+    says so in one warning line naming it, with the fraction outside."""
+    from robodyn.drivers.sim import default_initial_q
+    from robodyn.identification.coverage import result_warnings
+    from robodyn.identification.realistic_logs import default_plant, run_plant, ur_like
+    from robodyn.trajectory import FourierTrajectory
+
+    model, data = ur_plant
+    doc, _, _ = identification_document(model, [data], IdentificationConfig(), "wls")
+    base = rest_to_rest_fourier(model, 4, wf=1.2, amplitude=0.08, periods=1)
+    wide = 4  # wrist_2
+    a, b = base.a.copy(), base.b.copy()
+    a[wide] *= 3.0
+    b[wide] *= 3.0
+    traj = FourierTrajectory(base.wf, default_initial_q(model), a, b, periods=base.periods)
+    moved, _, _ = ur_like(run_plant("ur5e", traj, 500.0, 7, default_plant("ur5e")), 5, "ur5e", gain_seed=7)
+    warnings = result_warnings(model, doc, [moved])
+    by_joint = {w["joint"]: w for w in warnings}
+    name = model.joint_names[wide]
+    assert name in by_joint, warnings
+    assert by_joint[name]["outside"]["q"]["fraction"] > 0.3
+    assert by_joint[name]["message"].startswith(f"warning: joint {name}:") and "outside the identified range" in \
+        by_joint[name]["message"]
+    # the same run as identified warns about nothing
+    assert result_warnings(model, doc, [data]) == []
