@@ -48,9 +48,10 @@ def measure(model, config, ident, held, calibrate, later) -> dict:
 
     doc, _, _ = identification_document(model, [ident], config, "wls")
     cal, _, _ = identification_document(model, [ident], config, "wls", holdout=[calibrate])
-    return {"residual_model": doc["residual_model"], "identification": calibration(model, doc, [ident]),
+    brief = lambda rm: {k: v for k, v in rm.items() if k != "fold_covariance"}  # noqa: E731 (a P x P matrix)
+    return {"residual_model": brief(doc["residual_model"]), "identification": calibration(model, doc, [ident]),
             "held_out": calibration(model, doc, [held]),
-            "calibrated_residual_model": cal["residual_model"],
+            "calibrated_residual_model": brief(cal["residual_model"]),
             "held_out_after_calibration": calibration(model, cal, [later])}
 
 
