@@ -570,10 +570,8 @@ def cmd_predict(args) -> int:
         if interval is None:
             print("note: the result stores no residual model (made before intervals were stored): no interval")
         else:
-            print(f"{interval['level'] * 100:g} % prediction interval in tau_lower/tau_upper; measured samples "
-                  "inside: " + ", ".join(f"{x * 100:.1f} %" for x in interval["inside_fraction"]))
-            if interval["note"]:
-                print(interval["note"])
+            print(f"{interval['level'] * 100:g} % prediction interval in tau_lower/tau_upper; measured samples inside: "
+                  + ", ".join(f"{x * 100:.1f} %" for x in interval["inside_fraction"]) + (f"\n{interval['note']}" if interval["note"] else ""))
         print("\n".join(coverage_lines(warnings, doc)))
     return 0
 
