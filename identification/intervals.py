@@ -91,9 +91,9 @@ def predicted_pieces(model: RobotModel, result: dict, raw: SampledData, *, varia
     samples of each processed piece of ``raw``, processed as :func:`.pipeline.predict` does (the same
     prediction); torques and variances in the controller's joints. ``variance`` False skips both
     variances (zeros). ``phi`` and the fold covariance ``F`` come from the result's residual model
-    when it has them (the module doc); ``folds`` overrides ``F``."""
+    when it has them (the module doc); ``folds`` overrides ``F`` and leaves the ``C`` term out."""
     base, theta, friction, columns = _result_parts(result)
-    cov = _covariance(result, theta.size) if variance else None
+    cov = _covariance(result, theta.size) if variance and folds is None else None
     if variance and folds is None:
         folds = _fold_covariance(result, theta.size)
     phi = np.asarray((result.get("residual_model") or {}).get("parameter_inflation") or np.ones(model.dof), float)
