@@ -4,6 +4,7 @@ caller hears what it is waiting for."""
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -11,6 +12,23 @@ from robodyn.daemon.supervision import STARTUP_TIMEOUT_S
 from robodyn.daemon.warm_up import DEFAULT_LIMIT_S
 from robodyn.errors import UserError
 from robodyn.tools.testing import local_daemon
+
+
+class QuarterSecondPolls:
+    """``local_daemon``'s time module, with a monotonic clock that each sleep between polls moves
+    by exactly 0.25 s (so the count of reports is exact on any host)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += 0.25
+
+    def __getattr__(self, name):
+        return getattr(time, name)
 
 
 def test_a_slow_start_is_reported_while_waited_for_then_given_up_with_one_line(tmp_path, monkeypatch):
@@ -23,12 +41,15 @@ def test_a_slow_start_is_reported_while_waited_for_then_given_up_with_one_line(t
 
     monkeypatch.setattr(local_daemon.subprocess, "Popen", silent_daemon)
     monkeypatch.setattr(local_daemon, "WAIT_REPORT_S", 1.0)
-    monkeypatch.setattr(local_daemon, "POLL_TIMEOUT_S", 0.2)  # about ten polls in the 4 s
+    monkeypatch.setattr(local_daemon, "POLL_TIMEOUT_S", 0.2)
+    # the wait's clock moves a quarter second per poll, whatever the host does: 16 polls in the
+    # 4 s, and a report at 1, 2, 3 and 4 s, not on every poll
+    monkeypatch.setattr(local_daemon, "time", QuarterSecondPolls())
     heard = []
     with pytest.raises(UserError, match=r"did not become ready in 4 s; see .*daemon\.log"):
         local_daemon.LocalDaemon(tmp_path, startup_timeout=4.0, say=heard.append)
     assert started and started[0][1:4] == ["-m", "robodyn", "daemon"]
-    assert 2 <= len(heard) <= 5  # every WAIT_REPORT_S while waiting, not on every poll
+    assert len(heard) == 4, heard
     assert all("waiting for the daemon" in h and "numba" in h for h in heard)
 
 
