@@ -38,7 +38,7 @@ demo: $(DEMO_STAMP)
 # Two test processes (at most one per core): tests/conftest.py keeps the real-time tests together in
 # one of them; the other works through the rest beside it.
 test: $(TEST_STAMP) system-packages
-	$(BIN)/python -m pytest -q --durations=20 -n auto --maxprocesses 2 --dist loadgroup
+	$(BIN)/python -m pytest -q --durations=20 -n auto --maxprocesses 2 --dist loadscope --no-loadscope-reorder
 
 bench: $(TEST_STAMP)
 	$(PIP) -e '.[bench]'
