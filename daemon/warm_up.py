@@ -118,7 +118,8 @@ def _numba_dispatchers() -> list:
 
     found = []
     for obj in gc.get_objects():
-        if (isinstance(obj, Dispatcher) and obj.signatures and getattr(obj.stats, "cache_path", None)
+        # by the object's own type: isinstance() on a dead weak proxy among them raises ReferenceError
+        if (issubclass(type(obj), Dispatcher) and obj.signatures and getattr(obj.stats, "cache_path", None)
                 and str(getattr(obj.py_func, "__module__", "")).startswith("robodyn")):
             found.append(obj)
     return found
