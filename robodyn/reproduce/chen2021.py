@@ -121,7 +121,8 @@ def chen_table3(grid_points: int = 400, run_ga: bool = True) -> dict:
     W = select_block(p.crit.base.base_regressor(regressor(model, q, qd, qdd, p.crit.spec)), model.dof, p.selection)
     from .chen2021_regressors import rigid_candidates
 
-    out["candidates"] = rigid_candidates(*((121, 25) if run_ga else (41, 11)))
+    out["candidates"] = rigid_candidates(CHEN_TABLE_3["rigid"], CHEN_MOVING, CHEN_PERIOD_S, CHEN_RATE_HZ, CHEN_START_DEG,
+                                         *((121, 25) if run_ga else (41, 11)))
     out["friction_floor"] = {"grid_50hz": friction_cond_floor(np.arange(CHEN_GRID) / CHEN_RATE_HZ),
                              "linspace_with_end": friction_cond_floor(np.linspace(0.0, CHEN_PERIOD_S, CHEN_GRID))}
     out["diagnostics"] = {

@@ -225,30 +225,29 @@ def distance(values: dict, paper: dict) -> float:
     return float(np.mean([abs(math.log(values[c] / float(paper[c]))) for c in paper]))
 
 
-def rigid_candidates(points_single: int = 241, points_both: int = 61) -> dict:
-    """Every candidate's three rigid-body cells (minimum over the amplitudes), its distance to the
-    paper's Table 3, sorted closest first; robodyn's own choice marked."""
+def rigid_candidates(paper: dict, cells_moving: dict, period: float, rate: float, start_deg: float,
+                     points_single: int = 241, points_both: int = 61) -> dict:
+    """Every candidate's rigid-body cells (``cells_moving``: {cell: moving joints}; minimum over the
+    amplitudes) and its distance to the ``paper``'s printed values {cell: string}, sorted closest
+    first; robodyn's own choice marked."""
     from robodyn.robot.loader import load_model
 
-    from .chen2021 import CHEN_MOVING, CHEN_PERIOD_S, CHEN_RATE_HZ, CHEN_START_DEG, CHEN_TABLE_3
-
     model = load_model("twolink")
-    start = math.radians(CHEN_START_DEG)
+    start = math.radians(start_deg)
     cells = {}
-    for experiment, moving in CHEN_MOVING.items():
+    for experiment, moving in cells_moving.items():
         pts = points_both if len(moving) > 1 else points_single
-        amps = amplitude_grid(model, moving, start, CHEN_PERIOD_S, pts)
-        grams = cell_grams(model, moving, amps, start, CHEN_RATE_HZ, CHEN_PERIOD_S)
+        amps = amplitude_grid(model, moving, start, period, pts)
+        grams = cell_grams(model, moving, amps, start, rate, period)
         cells[experiment] = evaluate_cell(model, moving, amps, grams, start)
-    paper = CHEN_TABLE_3["rigid"]
     rows = []
     for cand in candidates():
-        values = {e: cells[e][cand][0] for e in CHEN_MOVING}
+        values = {e: cells[e][cand][0] for e in cells_moving}
         finite = all(math.isfinite(v) for v in values.values())
         rows.append({"candidate": dict(zip(("parameters", "extra", "gravity", "rows", "grid", "cond"), cand)),
                      "label": describe(cand), "cells": values,
-                     "amplitudes_deg": {e: cells[e][cand][1] for e in CHEN_MOVING},
-                     "base_parameters": {e: cells[e][cand][2] for e in CHEN_MOVING},
+                     "amplitudes_deg": {e: cells[e][cand][1] for e in cells_moving},
+                     "base_parameters": {e: cells[e][cand][2] for e in cells_moving},
                      "distance": distance(values, paper) if finite else float("inf"),
                      "robodyn_choice": cand == ROBODYN_CHOICE})
     rows.sort(key=lambda r: r["distance"])
