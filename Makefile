@@ -35,8 +35,10 @@ setup: $(TEST_STAMP) system-packages
 demo: $(DEMO_STAMP)
 	$(BIN)/robodyn demo
 
+# Two test processes (at most one per core): tests/conftest.py keeps the real-time tests together in
+# one of them; the other works through the rest beside it.
 test: $(TEST_STAMP) system-packages
-	$(BIN)/python -m pytest -q --durations=20
+	$(BIN)/python -m pytest -q --durations=20 -n auto --maxprocesses 2 --dist loadscope --no-loadscope-reorder
 
 bench: $(TEST_STAMP)
 	$(PIP) -e '.[bench]'

@@ -36,6 +36,17 @@ from robodyn.daemon.config import DEFAULT_CONTROL
 from robodyn.errors import UserError
 
 
+
+def run_stage(run: dict) -> tuple[str, float]:
+    """(what the run is doing, fraction of it done) from a ``run_status`` reply: the move to the
+    start, then the trajectory."""
+    p = run.get("progress") or {}
+    if "move_samples" in p and p.get("phase") == "move_to_start":
+        return "moving to start", p["move_index"] / max(1, p["move_samples"])
+    if "trajectory_samples" in p and p.get("phase") in ("execute", "settle", "stopping"):
+        return run["state"], p["trajectory_index"] / max(1, p["trajectory_samples"])
+    return run["state"], 0.0
+
 class DaemonError(Exception):
     def __init__(self, code: str, message: str, details: dict | None = None):
         super().__init__(message)

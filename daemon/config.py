@@ -10,6 +10,9 @@ Example (every key optional)::
                                          # local account can read the stream (a warning at start)
     max_subscribers = 32                 # state-stream connections; more are refused at handshake
     data_dir = "~/.local/share/robodyn"  # recordings go to <data_dir>/recordings
+    warm_up_limit_s = 1800               # start-up waits for the validation kernels' compile while it
+                                         # progresses (CPU time gained), at most this long; then it
+                                         # starts without (the first validation compiles them)
 
     [robot]
     name = "panda"        # model: built-in name or a .toml / .urdf file
@@ -77,6 +80,7 @@ class DaemonConfig:
     control: str = DEFAULT_CONTROL
     state: str = ""  # "": resolve_state's default
     max_subscribers: int = 32
+    warm_up_limit_s: float = 1800.0  # daemon/warm_up.py DEFAULT_LIMIT_S
     data_dir: str = field(default_factory=lambda: str(default_data_dir()))
     robot: str = "panda"
     driver: str = "sim"
@@ -125,7 +129,8 @@ class DaemonConfig:
 
 
 _SECTIONS = {
-    "daemon": {"control": str, "state": str, "data_dir": str, "max_subscribers": int},
+    "daemon": {"control": str, "state": str, "data_dir": str, "max_subscribers": int,
+               "warm_up_limit_s": (int, float)},
     "robot": {"name": str, "driver": str},
     "loop": {"rt_priority": int, "publish_interval_ms": (int, float), "settle_s": (int, float)},
     "recorder": {"block_ms": (int, float), "compression": str, "ros2": bool},
@@ -206,6 +211,8 @@ def check_config(cfg: DaemonConfig) -> None:
             raise ValueError(f"config: [daemon].{name} must be a tcp:// or ipc:// endpoint, got {ep!r}")
     if not 1 <= cfg.max_subscribers <= 1000:
         raise ValueError(f"config: [daemon].max_subscribers must be in [1, 1000], got {cfg.max_subscribers}")
+    if not 0 <= cfg.warm_up_limit_s <= 86400:
+        raise ValueError(f"config: [daemon].warm_up_limit_s must be in [0, 86400], got {cfg.warm_up_limit_s}")
     if not 0 <= cfg.rt_priority <= 99:
         raise ValueError(f"config: [loop].rt_priority must be 0..99, got {cfg.rt_priority}")
     if not 0 < cfg.publish_interval_ms <= 50:

@@ -8,6 +8,7 @@ A mixin of :class:`robodyn.daemon.server.Daemon`.
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 from . import access
@@ -114,13 +115,29 @@ class Dispatch:
             P.register_command(name, args)
         self.commands[name] = handler
 
-    def _control_empty(self, when: float) -> None:
+    def _control_empty(self, when: float, cpu: float | None = None, delay: float | None = None,
+                       in_poll: bool = False) -> None:
         """The main loop saw no request waiting at ``when``: any later one arrived after it. The
-        main thread's CPU clock is read with it: the work the loop did from then on is what it
-        did before a stop that came in later (the rest of the wait was the host's scheduler)."""
+        main thread's CPU clock (and run-queue time) is read with it, or given, read at ``when``:
+        the work the loop did from then on is what it did before a stop that came in later.
+        ``in_poll``: ``when`` is the start of a poll that woke for the control socket, so the
+        request came in sometime during the poll's sleep (dispatch.py: ``wall_periods``)."""
         self.control_empty_at, self.control_empty_round = when, self.loop_rounds
         self.control_empty_handled = self.requests_handled
-        self.control_empty_cpu = time.thread_time()
+        self.control_empty_cpu = time.thread_time() if cpu is None else cpu
+        self.control_empty_delay = self._run_delay() if cpu is None else delay
+        self.control_empty_in_poll = in_poll
+
+    def _run_delay(self) -> float | None:
+        """Seconds the main thread has spent runnable but waiting for a CPU (the kernel's
+        schedstat; None where it is not kept): the part of a stop's wait that is the host's
+        scheduler, told apart from the daemon's work (its CPU clock) and from blocking."""
+        if self._schedstat is None:
+            return None
+        try:
+            return int(os.pread(self._schedstat, 64, 0).split()[1]) * 1e-9
+        except (OSError, ValueError, IndexError):
+            return None
 
     def _control_readable(self) -> bool:
         """A request waits on the control socket (ZMQ_EVENTS: no poller made per call, as
@@ -141,6 +158,19 @@ class Dispatch:
         data = P.packb(row)
         self.row_bytes[id(row)] = (row, data)  # the row is kept: its id is never reused meanwhile
         return data
+
+    def _warm_rows(self) -> int:
+        """The listing rows there are at start (recordings, finished jobs) encoded before the
+        daemon reports ready: the first page of 1 000 rows built on a request is then a join of
+        bytes, not 1 000 encodings (up to 4 ms of CPU under load, work a stop could wait behind)."""
+        rows = list(self.recording_index.rows.values())
+        jobs = getattr(self, "job_manager", None)
+        if jobs is not None:
+            with jobs.lock:
+                rows += list(jobs._rows.values())
+        for row in rows[:ROW_CACHE_MAX]:
+            self._pack_row(row)
+        return min(len(rows), ROW_CACHE_MAX)
 
     def _read_generation(self, cmd: str):
         """What a cached read of ``cmd`` depends on: listings only on their own entries (an
@@ -182,7 +212,10 @@ class Dispatch:
         read again (the rest wait in :attr:`control_waiting` for the next round). The socket is
         drained before each request is handled and a stop command goes first, so an `abort` or a
         `disarm` waits for at most the one request being handled when it came in, however many
-        observers are asking."""
+        observers are asking: from its receipt to its reply no other request is handled (each
+        stop's ``latency.handled_since_received``, counted by receive sequence numbers). Before
+        any other request the driver's pipe is read: `arm` and `submit_run` judge the newest
+        robot state the driver sent, not the last one the loop got to."""
         handled = 0
         waiting = self.control_waiting
         while True:
@@ -195,13 +228,17 @@ class Dispatch:
                 if not waiting or handled >= MAX_BURST:
                     return
                 k = 0
+                self._drain_driver()
+            self._overtook = k  # requests received before this one, still waiting (stops only)
             self._handle_received(waiting.pop(k))
             handled += 1
 
     def _receive(self) -> tuple:
-        """(frames, envelope, payload, urgent, empty_at, empty_handled, empty_round) of one request,
-        or of a framing error (envelope None); ``urgent``: it may be a stop command (a cheap look
-        at the payload: a label that mentions one is only served early)."""
+        """(frames, envelope, payload, urgent, empty_at, empty_handled, empty_round, empty_cpu,
+        received_seq, handled_at_receipt, empty_run_delay, empty_in_poll) of one request, or of a framing error (envelope None);
+        ``urgent``: it may be a stop command (a cheap look at the payload: a label that mentions
+        one is only served early); ``received_seq``: its receive sequence number, and the count of
+        requests handled when it was read off the socket."""
         frames = self.router.recv_multipart(copy=False)
         data = [f.bytes for f in frames]
         if len(data) == 3 and data[1] == b"":  # REQ client: identity, delimiter, payload
@@ -211,8 +248,10 @@ class Dispatch:
         else:
             envelope, payload = None, data
         urgent = payload is not None and envelope is not None and any(c.encode() in payload for c in STOP_COMMANDS)
+        self.requests_received += 1
         return (frames, envelope, payload, urgent, self.control_empty_at, self.control_empty_handled,
-                self.control_empty_round, self.control_empty_cpu)
+                self.control_empty_round, self.control_empty_cpu, self.requests_received, self.requests_handled,
+                self.control_empty_delay, self.control_empty_in_poll)
 
     def _stop_latency(self) -> dict:
         """How long a stop command can have waited, from the last moment the loop saw the control
@@ -220,30 +259,52 @@ class Dispatch:
         in periods of the real-time loop: ``periods`` on the daemon's monotonic clock (the host's
         scheduler included), ``work_periods`` on its main thread's CPU clock (what the daemon
         itself did meanwhile: the requests ahead of it, the rest of the loop round, the stop's own
-        handling); the requests handled in between and the main-loop rounds it spanned. Kept per
+        handling); the requests handled in between and the main-loop rounds it spanned. Counted
+        by the daemon's sequence numbers: ``handled_since_received``, the requests handled between
+        the stop's receipt (read off the socket) and its reply (0: stops go first), and
+        ``overtook``, the requests received before it and answered after it. Where the rest of
+        the wait went: ``runqueue_periods``, the main thread runnable but not running (the host's
+        scheduler), and ``blocked_periods``, neither running nor runnable (the GIL held by another
+        thread, a poll). ``in_poll``: the span began with the loop asleep in its poll, and the
+        stop came in during that sleep, which is then no part of its wait: ``wall_periods`` is
+        ``periods`` less it (the work and the run queue), otherwise ``periods`` itself. Kept per
         daemon in ``status``."""
         if not self._received:  # a payload handled outside the loop (tests)
-            return {"periods": None, "work_periods": None, "requests_ahead": 0, "rounds": 0, "rate_hz": None}
-        _frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round, empty_cpu = self._received
+            return {"periods": None, "wall_periods": None, "work_periods": None, "requests_ahead": 0, "rounds": 0,
+                    "rate_hz": None, "received_seq": None, "handled_since_received": 0, "overtook": 0}
+        (_frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round, empty_cpu, received_seq,
+         handled_at_receipt, empty_delay, in_poll) = self._received
+        delay, now, cpu_now = self._run_delay(), time.monotonic(), time.thread_time()
         rate = float((self.description or {}).get("rate_hz") or 0.0)
-        waited = max(0.0, time.monotonic() - empty_at)
-        worked = max(0.0, time.thread_time() - empty_cpu)
+        waited = max(0.0, now - empty_at)
+        worked = max(0.0, cpu_now - empty_cpu)
+        runqueue = None if delay is None or empty_delay is None else max(0.0, delay - empty_delay)
+        blocked = None if runqueue is None else max(0.0, waited - worked - runqueue)
+        asleep = blocked if in_poll and blocked is not None else 0.0  # in the poll, before it came
         before = max(0.0, self._handling_cpu - empty_cpu)  # the part before the stop's own handling
         periods = waited * rate if rate else None
+        wall = max(0.0, waited - asleep) * rate if rate else None
         work = worked * rate if rate else None
         ahead = max(0, self.requests_handled - empty_handled - 1)
         rounds = self.loop_rounds - empty_round
+        since_received = self.requests_handled - handled_at_receipt - 1  # less the stop itself
         st = self.stop_latency
         st["count"] += 1
+        st["max_handled_since_received"] = max(st["max_handled_since_received"], since_received)
+        st["overtook"] += self._overtook
         st["max_requests_ahead"] = max(st["max_requests_ahead"], ahead)
         st["max_rounds"] = max(st["max_rounds"], rounds)
         if periods is not None:
-            st["max_periods"] = max(st["max_periods"] or 0.0, periods)
-            st["over_one_period"] += periods > 1.0
+            st["max_periods"] = max(st["max_periods"] or 0.0, wall)
+            st["over_one_period"] += wall > 1.0
             st["max_work_periods"] = max(st["max_work_periods"] or 0.0, work)
             st["work_over_one_period"] += work > 1.0
         return {"periods": periods, "work_periods": work, "work_ahead_periods": before * rate if rate else None,
-                "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None}
+                "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None, "received_seq": received_seq,
+                "handled_since_received": since_received, "overtook": self._overtook,
+                "runqueue_periods": None if runqueue is None or not rate else runqueue * rate,
+                "blocked_periods": None if blocked is None or not rate else blocked * rate, "in_poll": in_poll,
+                "wall_periods": wall}
 
     def _handle_received(self, item: tuple) -> None:
         frames, envelope, payload = item[:3]

@@ -95,13 +95,6 @@ def warm_up_validation(model: RobotModel, rate_hz: float) -> None:
             pass  # a model whose limits reject even this move: the kernels ran all the same
 
 
-def warm_up_in_child(model: RobotModel, rate_hz: float) -> None:
-    """:func:`warm_up_validation` in a process of its own: numba writes what it compiled to its
-    cache, so the daemon's main process loads the kernels instead of compiling them, and its loop
-    (heartbeats included) is never held by a compile."""
-    warm_up_validation(model, rate_hz)
-
-
 class TrajectoryFeeder:
     """Commands of one trajectory at ``k / rate`` for k = 0..count-1, evaluated FEED_BLOCK at a time."""
 

@@ -304,8 +304,10 @@ class DriverLoop:
             self.dropped_to_main += 1
             return False
 
-    def _telemetry(self, state) -> dict:
-        return {"type": "telemetry", "seq": self.seq, "robot_time": state.robot_time,
+    def _telemetry(self, state, now_ns: int) -> dict:
+        # sent_ns (CLOCK_MONOTONIC, shared by the processes): how old this state is when the main
+        # process judges it, however late it reads its pipe
+        return {"type": "telemetry", "seq": self.seq, "robot_time": state.robot_time, "sent_ns": now_ns,
                 "q": state.q.tolist(), "qd": state.qd.tolist(), "tau": state.tau.tolist(),
                 "progress": self.executor.progress(), "loop": self.stats_all.summary(),
                 "loop_run": self.stats_run.summary(), "driver": self.driver.diagnostics(),
@@ -377,7 +379,7 @@ class DriverLoop:
                     self._handle(P.unpackb(pipe.recv()), state)
                 if now >= next_telemetry:
                     next_telemetry = now + telemetry_ns
-                    self._to_main(self._telemetry(state))
+                    self._to_main(self._telemetry(state, now))
                     if self.running and (self._parent_gone() or self.terminate_requested):
                         # ramp any motion to rest and leave; never keep moving unsupervised
                         self._handle({"type": "shutdown"}, state)

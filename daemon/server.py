@@ -21,6 +21,7 @@ written). A dead or hung worker is restarted; the run in progress is reported ab
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import shutil
@@ -39,11 +40,12 @@ from .config import DaemonConfig, resolve_state, state_stream_open
 from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog
 from .heavy import HeavyReads
 from .logs import setup_logging
+from .priority import GcPauses, default_scheduler, main_priority, realtime_io_threads, set_main_realtime
 from .recording.index import RecordingIndex
 from .runs import Run, RunHistory
 from .sdnotify import Notifier
 from .status import StatusReport
-from .supervision import Component, Supervision
+from .supervision import Component, StartAbandoned, Supervision
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -75,6 +77,20 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
                           f"ipc://{self.runtime_dir}/publisher", "recorder_pipe":
                           f"ipc://{self.runtime_dir}/recorder", "state_ipc": f"ipc://{self.runtime_dir}/state"}
         self.ctx = zmq.Context()
+        # the loop thread just under the driver's real-time loop, so that no ordinary process on the
+        # host delays a stop (daemon/priority.py). Tried here, before the first socket starts
+        # ZeroMQ's I/O thread (which gets the priority only if the host allows it), then given up
+        # until the loop starts serving (serve_forever): start-up's work (the workers' spawning,
+        # loading the validation kernels, a full garbage collection) runs on the default scheduler
+        wanted = main_priority(cfg.rt_priority)
+        realtime, self.main_scheduler = set_main_realtime(wanted)
+        self.main_rt_priority = wanted if realtime else 0
+        if realtime:
+            realtime_io_threads(self.ctx, zmq, wanted)
+            default_scheduler()
+        elif wanted:
+            log.warning("main loop on the %s: a stop may wait for the host's scheduler (give the daemon "
+                        "CAP_SYS_NICE or an RLIMIT_RTPRIO of %d)", self.main_scheduler, wanted)
         self.zap = None
         if cfg.curve:
             _public, secret = security.read_secret_key(cfg.curve_secret_key)
@@ -138,13 +154,25 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.loop_rounds = 0
         self.requests_handled = 0
         self.control_empty_at, self.control_empty_round, self.control_empty_handled = time.monotonic(), 0, 0
+        self.requests_received = 0  # read off the control socket: a request's receive sequence number
+        self._overtook = 0  # requests received before the stop being handled and still waiting
         self._received: tuple = ()
         self.control_waiting: list[tuple] = []  # read off the control socket, not yet handled
         self.request_cost: dict[str, dict] = {}  # per command: count, max and total handling time
         self._cmd = ""
+        try:  # this (the loop's) thread's scheduler statistics, for the stop latency (dispatch.py)
+            self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._schedstat = None
+        self.gc_pauses = GcPauses()  # the collector's pauses are work a stop can wait behind
+        gc.callbacks.append(self.gc_pauses)
+        self.gc_frozen = 0  # objects of the start-up moved out of the collector's reach (serve_forever)
         self.control_empty_cpu = self._handling_cpu = time.thread_time()
+        self.control_empty_delay = self._run_delay()
+        self.control_empty_in_poll = False
         self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_work_periods": None,
-                             "work_over_one_period": 0, "max_requests_ahead": 0, "max_rounds": 0}
+                             "work_over_one_period": 0, "max_requests_ahead": 0, "max_rounds": 0,
+                             "max_handled_since_received": 0, "overtook": 0}
         # cached reads (dispatch.py): their bytes, and what invalidates them
         self.state_generation = 0
         self.read_cache: dict[tuple, tuple] = {}
@@ -178,6 +206,11 @@ def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]]
     signal.signal(signal.SIGINT, daemon.request_shutdown)
     try:
         daemon.start()
+    except StartAbandoned as exc:  # SIGTERM/SIGINT while starting: a clean stop, nothing left running
+        log.info("%s", exc)
+        daemon.running = False
+        daemon.close()
+        return 0
     except Exception:
         daemon.running = False
         daemon.close()

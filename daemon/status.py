@@ -53,8 +53,7 @@ class StatusReport:
             "robot": {"name": self.model.name, "driver": self.cfg.driver, "dof": self.model.dof,
                       "rate_hz": (self.description or {}).get("rate_hz")},
             "driver": {"pid": self.driver.pid, "alive": self.driver.alive, "ready": self.driver.ready,
-                       "restarts": self.driver.restarts, "telemetry_age_s": now - self.driver.last_time
-                       if self.driver.last_time else None, "lifecycle": tel.get("lifecycle"),
+                       "restarts": self.driver.restarts, "telemetry_age_s": self.telemetry_age(), "lifecycle": tel.get("lifecycle"),
                        "scheduler": tel.get("scheduler"), "loop": tel.get("loop"),
                        "diagnostics": tel.get("driver"), "error": tel.get("fatal")},
             "state": {"seq": tel.get("seq"), "robot_time": tel.get("robot_time"), "q": tel.get("q"),
@@ -82,7 +81,8 @@ class StatusReport:
                         "dropped": self.requests["dropped"],
                         "validating_s": None if self.pending is None else now - self.pending.started,
                         "stop_latency": dict(self.stop_latency), "loop_rounds": self.loop_rounds,
-                        "stale_refusals": self.stale_refusals,
+                        "stale_refusals": self.stale_refusals, "main_scheduler": self.main_scheduler,
+                        "gc_pauses": self.gc_pauses.report(), "gc_frozen_objects": self.gc_frozen,
                         "request_cost_ms": {k: dict(v) for k, v in self.request_cost.items()},
                         "heavy_reads": {"in_flight": len(self.heavy), **self.heavy_counts},
                         "read_cache": dict(self.read_cache_counts),
@@ -127,12 +127,25 @@ class StatusReport:
             cached = self._jobs_summary_cache = (key, now, jobs.summary())
         return cached[2]
 
+    def telemetry_age(self) -> float | None:
+        """How old the newest robot state the loop has read is: since the driver sent it (its
+        CLOCK_MONOTONIC stamp), not since this loop got round to reading it. The loop reads the
+        driver's pipe before every request but a stop (dispatch.py), so a loop that served
+        observers for a while judges the state the driver sent meanwhile, and a driver that has
+        really fallen silent is seen as such however recently its last message was read."""
+        sent = self.driver.last.get("sent_ns")
+        if sent is not None:
+            return max(0.0, time.monotonic_ns() - int(sent)) / 1e9
+        return time.monotonic() - self.driver.last_time if self.driver.last_time else None
+
     def _current_q(self) -> np.ndarray:
         tel = self.driver.last
         if not self.driver.ready or not self.driver.alive:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the driver process is not running; see `robodyn status`")
-        if time.monotonic() - self.driver.last_time > TELEMETRY_STALE_S or "q" not in tel:
+        age = self.telemetry_age()
+        if age is None or age > TELEMETRY_STALE_S or "q" not in tel:
             self.stale_refusals += 1
-            raise P.ProtocolError(P.E_UNAVAILABLE, "no fresh robot state from the driver (telemetry older than "
-                                                   f"{TELEMETRY_STALE_S} s)")
+            raise P.ProtocolError(P.E_UNAVAILABLE, "no fresh robot state from the driver (its newest telemetry is "
+                                                   f"{'missing' if age is None else f'{age:.2f} s old'}, the limit "
+                                                   f"is {TELEMETRY_STALE_S} s)", {"telemetry_age_s": age})
         return np.asarray(tel["q"], float)

@@ -8,8 +8,10 @@ A mixin of :class:`robodyn.daemon.server.Daemon`, which owns the sockets and the
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -17,7 +19,8 @@ from pathlib import Path
 
 from . import access
 from . import protocol as P
-from .motion import warm_up_in_child, warm_up_validation
+from .priority import realtime_python_threads, set_main_realtime
+from .warm_up import WarmUp
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -27,8 +30,12 @@ SHUTDOWN_TIMEOUT_S = 10.0
 # a worker that is alive but silent this long is wedged: killed and restarted like a dead one
 # (telemetry comes every 0.1 s, recorder statistics every 0.5 s)
 HANG_TIMEOUT_S = 5.0
-WARM_UP_RATE_HZ = 1000.0  # any rate compiles the same kernels
-WARM_UP_TIMEOUT_S = 300.0  # a cold compile takes ~25 s on an idle 2-core host
+# each warm-up status line extends systemd's start time-out (TimeoutStartSec) by this much: a start
+# that is still compiling is progressing; one that stops reporting is not
+EXTEND_START_S = 30.0
+
+class StartAbandoned(Exception):
+    """SIGTERM or SIGINT came during start-up: stop starting, leave nothing running."""
 
 
 @dataclass
@@ -65,52 +72,53 @@ class Supervision:
         log.info("started %s process pid %d", comp.name, comp.pid)
 
     def start(self) -> None:
-        """Spawn the workers and wait until both report ready (or one reports a fatal error)."""
+        """Spawn the workers and wait until both report ready (or one reports a fatal error), and the
+        validation kernels are compiled (daemon/warm_up.py). Raises StartAbandoned on SIGTERM/SIGINT."""
         self._spawn(self.driver)
         self._spawn(self.recorder)
         self._spawn(self.publisher)
         # validation's numba kernels are compiled in a child (into numba's cache) while the workers
         # start; compiled in this process they would hold the GIL, and so this loop, for seconds
-        warm = multiprocessing.get_context("spawn").Process(
-            target=warm_up_in_child, args=(self.model, WARM_UP_RATE_HZ), name="robodyn-warm-up", daemon=True)
+        warm = WarmUp(self.model, self.cfg.warm_up_limit_s,
+                      status=lambda line: self.notifier.send(f"EXTEND_TIMEOUT_USEC={int(EXTEND_START_S * 1e6)}",
+                                                             f"STATUS={line}"))
         warm.start()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         poller = self._poller()
-        warm_deadline = time.monotonic() + WARM_UP_TIMEOUT_S
-        while True:
-            workers_ready = self.driver.ready and self.recorder.ready and self.publisher.ready
-            if workers_ready and not warm.is_alive():
-                break
-            now = time.monotonic()
-            if not workers_ready and now > deadline:
-                warm.kill()
-                raise RuntimeError("driver or recorder did not start within "
-                                   f"{STARTUP_TIMEOUT_S:.0f} s")
-            if warm.is_alive() and now > warm_deadline:
-                warm.kill()
-                warm.join(5.0)
-            self.notifier.heartbeat()  # a slow robot connection is not a wedged daemon
-            for sock, _ in poller.poll(100):
-                if sock is self.driver_pipe:
-                    self._on_driver(P.unpackb(sock.recv()))
-                elif sock is self.recorder_pipe:
-                    self._on_recorder(P.unpackb(sock.recv()))
-                elif sock is self.publisher_pipe:
-                    self._on_publisher(P.unpackb(sock.recv()))
-                elif sock is getattr(self.zap, "socket", None):
-                    self.zap.serve_pending()
-            for comp in (self.driver, self.recorder, self.publisher):
-                if comp.process is not None and not comp.process.is_alive() and not comp.ready:
-                    warm.kill()
-                    reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
-                    raise RuntimeError(f"{comp.name} failed to start: {reason}")
-        if warm.exitcode == 0:
-            warm_up_validation(self.model, WARM_UP_RATE_HZ)  # from numba's cache now
+        try:
+            while True:
+                workers_ready = self.driver.ready and self.recorder.ready and self.publisher.ready
+                if not warm.poll() and workers_ready:
+                    break
+                if not self.running:
+                    raise StartAbandoned("start-up abandoned: asked to stop")
+                if not workers_ready and time.monotonic() > deadline:
+                    raise RuntimeError("driver or recorder did not start within "
+                                       f"{STARTUP_TIMEOUT_S:.0f} s")
+                self.notifier.heartbeat()  # a slow robot connection is not a wedged daemon
+                for sock, _ in poller.poll(100):
+                    if sock is self.driver_pipe:
+                        self._on_driver(P.unpackb(sock.recv()))
+                    elif sock is self.recorder_pipe:
+                        self._on_recorder(P.unpackb(sock.recv()))
+                    elif sock is self.publisher_pipe:
+                        self._on_publisher(P.unpackb(sock.recv()))
+                    elif sock is getattr(self.zap, "socket", None):
+                        self.zap.serve_pending()
+                for comp in (self.driver, self.recorder, self.publisher):
+                    if comp.process is not None and not comp.process.is_alive() and not comp.ready:
+                        reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
+                        raise RuntimeError(f"{comp.name} failed to start: {reason}")
+        except BaseException:
+            warm.kill("abandoned")
+            raise
+        if warm.outcome == "done":
+            warm.finish()  # loads the kernels from numba's cache
             # the workers kept sending meanwhile: read it all, or the first `arm` would find the
             # driver's telemetry older than TELEMETRY_STALE_S (seen on a loaded host) and refuse
             self._drain_pipes()
         else:  # validation still works; its first call compiles in the validation thread
-            log.warning("compiling the validation kernels in advance failed (exit code %s)", warm.exitcode)
+            warm.finish()
 
     def _poller(self):
         poller = self.zmq.Poller()
@@ -127,20 +135,33 @@ class Supervision:
         poller = self._poller()
         next_health = time.monotonic()
         shutdown_deadline = None
+        # everything made at start-up (the model, numba's and the libraries' objects, the recording
+        # index, the job rows) is kept for good: moved out of the collector's generations, so that a
+        # full collection that falls inside a request scans only what was made since (one took 149
+        # ms under the observer flood before, work a stop would have waited behind)
+        self._warm_rows()
+        gc.collect()
+        gc.freeze()
+        self.gc_frozen = gc.get_freeze_count()  # walks the list: counted once, here
+        if self.main_rt_priority:  # just under the driver from now on (daemon/priority.py), with the
+            # Python threads alive now (the jobs' supervisor): they hold the GIL now and then
+            set_main_realtime(self.main_rt_priority)
+            realtime_python_threads(self.main_rt_priority)
         self.notifier.ready(self._status_line())
         while True:
             # when a stop command came in, for its latency (dispatch.py): the last moment the control
-            # queue was seen empty. A poll that blocked on an empty queue and woke for the control
-            # socket alone saw the request arrive as it returned
-            poll_start = time.monotonic()
+            # queue was seen empty. A request that woke a poll on an empty queue came in during the
+            # poll: its wait is counted from the poll's start, with the CPU and run-queue clocks read
+            # there, so the delay between its arrival and this thread running again (the host's
+            # scheduler) is in it, and the poll's sleep before it is told apart (dispatch.py)
+            poll_start, poll_cpu, poll_delay = time.monotonic(), time.thread_time(), self._run_delay()
             empty_before = not self.control_waiting and not self._control_readable()
             ready = poller.poll(0 if self.control_waiting else 50)
             self.loop_rounds += 1
-            woke = time.monotonic()
             if not any(sock is self.router for sock, _ in ready):
-                self._control_empty(woke)
+                self._control_empty(time.monotonic())
             elif empty_before:
-                self._control_empty(woke if len(ready) == 1 else poll_start)
+                self._control_empty(poll_start, poll_cpu, poll_delay, in_poll=True)
             if self.control_waiting and not any(sock is self.router for sock, _ in ready):
                 self._serve_control()  # the rest of the last round's requests
             for sock, _ in ready:
@@ -162,6 +183,7 @@ class Supervision:
                     self.handshakes.serve_pending()
                     self.state_changed()
             if self.pending is not None and (self.pending.future.done() or self.pending.cancelled):
+                self._drain_driver()  # it compares the robot's newest state with the validated one
                 self._complete_submit()
             self._complete_heavy()
             now = time.monotonic()
@@ -193,6 +215,8 @@ class Supervision:
 
     def close(self) -> None:
         log.removeFilter(self.logs_after_reply)
+        if self.gc_pauses in gc.callbacks:
+            gc.callbacks.remove(self.gc_pauses)
         self._close_heavy()
         if self.zap is not None:
             self.zap.close()
@@ -212,13 +236,22 @@ class Supervision:
             # removed while this daemon still holds the control endpoint, so no successor's yet
             Path(self.cfg.state[len("ipc://"):]).unlink(missing_ok=True)
         self.ctx.destroy(linger=0)
+        if self._schedstat is not None:
+            os.close(self._schedstat)
+            self._schedstat = None
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
         if self.token is not None:
             access.remove_token(self.token_path, self.token)
 
+    def _drain_driver(self) -> None:
+        """Everything the driver sent so far (ZMQ_EVENTS: no poller made per call; this runs
+        before every request that is not a stop)."""
+        pipe, pollin = self.driver_pipe, self.zmq.POLLIN
+        while pipe.getsockopt(self.zmq.EVENTS) & pollin:
+            self._on_driver(P.unpackb(pipe.recv()))
+
     def _drain_pipes(self) -> None:
-        while self.driver_pipe.poll(0):
-            self._on_driver(P.unpackb(self.driver_pipe.recv()))
+        self._drain_driver()
         while self.recorder_pipe.poll(0):
             self._on_recorder(P.unpackb(self.recorder_pipe.recv()))
         while self.publisher_pipe.poll(0):

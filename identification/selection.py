@@ -112,6 +112,40 @@ def blocked_folds(counts: Sequence[int], folds: int = FOLDS, holdout_recordings:
     return out
 
 
+
+def repeat_folds(datasets: Sequence[SampledData], folds: int = FOLDS, min_block: int = MIN_BLOCK) -> list[Fold] | None:
+    """Folds whose held-out block is motion the fit never saw, for a periodic excitation run for
+    several periods: block k holds the k-th of ``folds`` equal stretches of every period (phase
+    k/folds to (k+1)/folds after the recording's start), so no repeat of it stays in the fit, as a
+    contiguous block would. A recording whose motion does not repeat (:func:`.signals.repeat_period`)
+    is cut into ``folds`` contiguous blocks of its own. None when no recording repeats (contiguous
+    blocks, :func:`blocked_folds`, say the same) or a stretch would be shorter than ``min_block``
+    samples. Each fold fits on the complement of its block."""
+    from .signals import repeat_period
+
+    periods = [repeat_period(d.t, d.q) for d in datasets]
+    if not any(periods):
+        return None
+    held = [[] for _ in range(folds)]
+    for r, (d, period) in enumerate(zip(datasets, periods)):
+        span = period or (d.t[-1] - d.t[0]) * (1.0 + 1e-9)
+        if d.count * span / max(d.t[-1] - d.t[0], 1e-12) / folds < min_block:
+            return None
+        phase = np.minimum(((d.t - d.t[0]) % span) / span * folds, folds - 1).astype(int)
+        cuts = np.nonzero(np.diff(phase))[0] + 1
+        for s, e in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [d.count]])):
+            held[phase[s]].append((r, int(s), int(e)))
+    out = []
+    for k in range(folds):
+        fit = []
+        for r, s, e in sorted(x for j, block in enumerate(held) if j != k for x in block):
+            if fit and fit[-1][0] == r and fit[-1][2] == s:
+                fit[-1] = (r, fit[-1][1], e)
+            else:
+                fit.append((r, s, e))
+        out.append(Fold(f"phase {k + 1}/{folds} of each period", tuple(fit), tuple(held[k])))
+    return out
+
 def fold_summary(scores: Sequence[float]) -> dict:
     """Mean, standard deviation over folds (ddof 1) and standard error of fold scores."""
     s = np.asarray(scores, float)

@@ -250,6 +250,48 @@ def average_periods(data: SampledData, period_s: float) -> tuple[SampledData, in
                        avg(data.tau_friction), avg(data.coulomb), avg(data.friction_extra), data.trajectory), periods
 
 
+REPEAT_RATE_HZ = 100.0  # q is resampled at this rate to look for a repeat (a motion's period, not its noise)
+REPEAT_CORRELATION = 0.9  # the motion repeats when q correlates with itself this well one period later
+REPEAT_DIP = 0.5  # ... after first decorrelating below this (a slow motion correlates at short lags)
+
+
+def repeat_period(t: np.ndarray, q: np.ndarray) -> float | None:
+    """The period in seconds after which the joint positions repeat (a periodic excitation run for
+    several periods), or None when they do not repeat at least twice within the recording.
+
+    The autocorrelation of each moving joint's position about its mean, resampled on a uniform
+    grid and averaged over joints: the period is the first lag, after the correlation has dipped
+    below ``REPEAT_DIP``, at which it peaks above ``REPEAT_CORRELATION`` (the first peak, so a
+    multiple of the period is never taken for it), and at most half the recording."""
+    t = np.asarray(t, float)
+    q = np.asarray(q, float)
+    if t.size < 4 or t[-1] <= t[0]:
+        return None
+    grid = np.arange(t[0], t[-1], 1.0 / REPEAT_RATE_HZ)
+    x = np.stack([np.interp(grid, t, q[:, j]) for j in range(q.shape[1])], axis=1)
+    x = x - x.mean(axis=0)
+    spread = x.std(axis=0)
+    moving = spread > 1e-9 * max(1.0, float(np.max(np.abs(q))))
+    if grid.size < 8 or not np.any(moving):
+        return None
+    x = x[:, moving] / spread[moving]
+    N = x.shape[0]
+    n_fft = next_fast_len(2 * N)
+    F = rfft(x, n_fft, axis=0)
+    rho = irfft(F * np.conj(F), n_fft, axis=0)[:N].mean(axis=1) / (N - np.arange(N))
+    half = N // 2
+    below = np.nonzero(rho[:half] < REPEAT_DIP)[0]
+    if below.size == 0:
+        return None
+    above = below[0] + np.nonzero(rho[below[0]:half] >= REPEAT_CORRELATION)[0]
+    if above.size == 0:
+        return None
+    k = int(above[0])
+    while k + 1 < half and rho[k + 1] >= rho[k]:  # climb to the top of that first peak
+        k += 1
+    return k / REPEAT_RATE_HZ
+
+
 def moving_mask(qd: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:
     """Samples where every joint moves faster than ``threshold`` (rad/s): the Coulomb
     model's discontinuity at zero velocity makes the others unreliable."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,15 +34,38 @@ WELL_EXCITED_SHARE = 0.10  # a base parameter carrying >= 10 % of some joint's R
 # determined by the friction experiment; its error is not a number worth printing
 DETERMINED_RELATIVE_STD = 0.5
 STRIBECK = ("fc", "fs", "vs")
+REPORT_S = 10.0  # a step that runs longer says how far it got this often
 
 
-def _run(client, traj, label: str, say) -> dict:
+def _run(client, traj, label: str, say, report_s: float = REPORT_S) -> dict:
+    from robodyn.daemon.client import run_stage
+
     reply = client.submit_run("panda", traj.to_dict(robot="panda"), label=label)
-    st = client.wait_run(reply["run_id"], timeout=max(600.0, 20 * traj.duration))
+    report = _every(report_s, say)  # a run takes minutes on a busy host: say how far it got
+
+    def progress(st: dict) -> None:
+        stage, fraction = run_stage(st)
+        report(lambda waited: f"  {label}: {stage}, {100 * fraction:.0f} % after {waited:.0f} s")
+
+    st = client.wait_run(reply["run_id"], progress, timeout=max(600.0, 20 * traj.duration))
     if st["state"] != "completed":
         raise RuntimeError(f"run {reply['run_id']} ({label}) ended {st['state']}: {st.get('reason')}")
     say(f"  {label}: {traj.duration:.1f} s of motion recorded as {reply['run_id']}")
     return reply
+
+
+def _every(report_s: float, say):
+    """``report(text_of_waited_s)``: says the text at most once per ``report_s`` (from the first call on)."""
+    started = time.monotonic()
+    next_at = [started + report_s]
+
+    def report(text) -> None:
+        now = time.monotonic()
+        if now >= next_at[0]:
+            next_at[0] = now + report_s
+            say(text(now - started))
+
+    return report
 
 
 def _execute_phase(path):
@@ -53,13 +77,13 @@ def _execute_phase(path):
     return t - t[0], rec.signal("q")[mask], rec.signal("qd")[mask], rec.signal("tau")[mask]
 
 
-def design(model, seed: int, budget: float, periods: int):
+def design(model, seed: int, budget: float, periods: int, say=None):
     from robodyn.identification.excitation.designer import DesignRequest, design_excitation
     from robodyn.trajectory import FourierTrajectory
 
     req = DesignRequest(family="fourier", harmonics=5, wf=2 * math.pi / PERIOD_S, optimizer="slsqp", starts=1,
                         seed=seed, time_limit=budget)
-    result = design_excitation(model, req)
+    result = design_excitation(model, req, progress=None if say is None else (lambda text: say(f"  {text}")))
     one = result.trajectory
     return FourierTrajectory(one.wf, one.q0, one.a, one.b, periods=periods), result
 
@@ -91,11 +115,11 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
         say(f"  daemon ready at {daemon.control}")
 
         say(f"[2/7] designing the excitation (5-harmonic Fourier, SLSQP, budget {design_time:.0f} s)")
-        excitation, result = design(model, 0, design_time, periods)
+        excitation, result = design(model, 0, design_time, periods, say)
         say(f"  raw cond(W_base) {result.metrics['cond_raw']:.1f} (column-scaled {result.metrics['cond_scaled']:.1f}), "
             f"designed in {result.elapsed:.1f} s, within limits: {result.limit_report['ok']}")
         say(f"  designing the held-out trajectory (another start, budget {design_time / 2:.0f} s)")
-        held_out, held_result = design(model, 7, design_time / 2, 1)
+        held_out, held_result = design(model, 7, design_time / 2, 1, say)
         (out / "excitation.json").write_text(json.dumps(excitation.to_dict(robot="panda"), indent=1))
 
         say(f"[3/7] friction experiment: {len(DEMO_SPEEDS)} speeds x 7 joints, one run per joint")
@@ -125,8 +149,14 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
                                                              "rotor_inertia": True,
                                                              "friction_model": friction.to_dict(),
                                                              "processing": processing})["job"]
-        st = daemon.client.wait_job(job, lambda s: job_progress(f"job {job}: {s.get('stage') or s['state']}",
-                                                                s.get("progress") or 0.0), timeout=900)
+        report = _every(REPORT_S, say)
+
+        def on_job(s: dict) -> None:
+            stage, fraction = s.get("stage") or s["state"], s.get("progress") or 0.0
+            job_progress(f"job {job}: {stage}", fraction)
+            report(lambda waited: f"  job {job}: {stage}, {100 * fraction:.0f} % after {waited:.0f} s")
+
+        st = daemon.client.wait_job(job, on_job, timeout=900)
         if st["state"] != "completed":
             raise RuntimeError(f"identification job failed: {st.get('error')}")
         doc = daemon.client.pull(job)

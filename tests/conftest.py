@@ -9,6 +9,55 @@ from pathlib import Path
 
 import pytest
 
+TESTS = Path(__file__).parent
+# `make test` runs the suite in two processes (pytest-xdist) on a 2-core host. Tests that start
+# daemons, real-time peers and browsers share one process and run one after another, first: two
+# real-time daemons side by side would each judge the other's load. Every other folder is one unit
+# too, so its session fixtures (realistic logs, the calibration cube, the Ray fleet) are built once.
+REALTIME_FOLDERS = ("daemon", "drivers", "tools")
+
+
+def folder_group(nodeid: str) -> str:
+    """The unit of work of a test, from its id (``tests/FOLDER/...::name``)."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else "top"
+    return "realtime" if folder in REALTIME_FOLDERS else folder
+
+
+def pytest_xdist_make_scheduler(config, log):
+    # xdist's own `loadgroup` marks do not group under pytest 9 (its node-id suffix is lost), so
+    # the units are made here: whole folders, the real-time ones together, in collection order
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FolderScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return folder_group(nodeid)
+
+    return FolderScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    # the real-time unit first, so the other process works through the rest beside it
+    items.sort(key=lambda item: folder_group(item.nodeid) != "realtime")
+
+
+# Figures that tests report (the reliability tests' `figure` fixture) travel on the test report, so
+# the summary shows them whether the tests ran in this process or in a pytest-xdist worker.
+FIGURES: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "teardown":  # carries what the call and the fixtures recorded
+        FIGURES.extend((report.nodeid.rsplit("::", 1)[-1], value)
+                       for key, value in report.user_properties if key == "figure")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if FIGURES:
+        terminalreporter.section("reliability figures")
+        for name, line in FIGURES:
+            terminalreporter.write_line(f"{name}: {line}")
+
 
 @pytest.fixture
 def data_dir() -> Path:

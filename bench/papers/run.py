@@ -1,7 +1,11 @@
 """All five source papers reproduced side by side: `robodyn reproduce PAPER` for each, one JSON.
 
     python bench/papers/run.py [--papers wso,stepwise,icpso,ur10e,calibration] [--part PART] [--quick]
-                                          [--out bench/papers/result.json]
+                                          [--data-dir DIR] [--out bench/papers/result.json]
+
+ur10e reads the real UR10e logs of the dynamic_calibration repository, which robodyn does not ship:
+git clone https://github.com/shamilmamedov/dynamic_calibration and pass its folder with --data-dir
+(or set ROBODYN_UR10E_DATA).
 
 A run of some papers replaces their entries in an existing result file and keeps the others; each
 paper's entry is written as soon as it is done.
@@ -30,6 +34,8 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="smoke run with small budgets (not the papers' setups)")
     p.add_argument("--part", default=None, help="one part of a paper that has several (robodyn reproduce --part); "
                                                 "its entry is PAPER_PART, beside the paper's whole entry")
+    p.add_argument("--data-dir", default=None, help="ur10e: a copy of the dynamic_calibration repository "
+                                                    "(default: the environment variable ROBODYN_UR10E_DATA)")
     p.add_argument("--out", default=str(Path(__file__).with_name("result.json")))
     a = p.parse_args()
     keys = [k.strip() for k in a.papers.split(",") if k.strip()]
@@ -40,10 +46,14 @@ def main() -> None:
     if a.part and len(keys) != 1:
         p.error("--part: name one paper with --papers")
     for key in keys:
-        rep = reproduce.reproduce(key, quick=a.quick, part=a.part)
+        reads = key in reproduce.READS_DATA
+        rep = reproduce.reproduce(key, quick=a.quick, part=a.part, data_dir=a.data_dir if reads else None)
         print(rep.format(), flush=True)
         doc = rep.to_dict()
-        command = f"robodyn reproduce {key}" + (f" --part {a.part}" if a.part else "") + (" --quick" if a.quick else "")
+        # a user's copy of the data is named by the folder `git clone` makes, not by this machine's path
+        data = " --data-dir dynamic_calibration" if reads else ""
+        command = (f"robodyn reproduce {key}" + (f" --part {a.part}" if a.part else "") + data
+                   + (" --quick" if a.quick else ""))
         # every part with its command and what it measured: the rows (robodyn's value, its origin and
         # the row's own command) and the findings
         parts = {t["title"]: {"command": command, "rows": [{k: r[k] for k in ("quantity", "paper", "robodyn",
@@ -53,7 +63,7 @@ def main() -> None:
         entry = f"{key}_{a.part}" if a.part else key
         out["papers"][entry] = {**doc, "measured": time.strftime("%Y-%m-%d"), "command": command, "parts": parts,
                                 "bench_command": f"python bench/papers/run.py --papers {key}"
-                                                 + (f" --part {a.part}" if a.part else "")
+                                                 + (f" --part {a.part}" if a.part else "") + data
                                                  + (" --quick" if a.quick else "")}
         write(Path(a.out), out, entry, a.quick)
         print(f"wrote {entry} to {a.out}", flush=True)

@@ -13,13 +13,17 @@ Data sets:
   inertial parameters 15 % off the model, Stribeck friction with position ripple and load-dependent
   Coulomb, one elastic joint; Franka-like 1 kHz jittered torque sensors with drops and drifting
   offsets, UR-like 500 Hz currents through drive gains 7 % off, quantised, one sample late);
-  excitation seed 1 identifies, seed 2 (another trajectory, same arm) is held out.
+  excitation seed 1 identifies, seed 2 (another trajectory, same arm) is held out;
+- ``ur10e`` (``--ur10e-log DIR``): the real UR10e logs of Mamedov & Mikhel's dynamic_calibration
+  repository (no licence, never shipped; identification/datasets/ur10e.py), torque = current x
+  the repository's drive gains: its 12-harmonic excitation identifies, its point-to-point
+  validation run (another trajectory) is held out.
 
 Third row per data set: the residual model calibrated on held-out data (``identify --holdout``:
-seed 2; the TX40's 60-80 % stretch) and evaluated on data used for neither (seed 3; the TX40's
-last 20 %).
+seed 2; the TX40's 60-80 % stretch; the UR10e's point-to-point run p1) and evaluated on data used
+for neither (seed 3; the TX40's last 20 %; the UR10e's 10-point run).
 
-    .venv/bin/python bench/realdata/interval_coverage.py [--tx40 DIR] [--sims] [--seconds S] [--out JSON]
+    .venv/bin/python bench/realdata/interval_coverage.py [--tx40 DIR] [--sims] [--seconds S] [--ur10e-log DIR] [--out JSON]
 """
 
 from __future__ import annotations
@@ -44,9 +48,10 @@ def measure(model, config, ident, held, calibrate, later) -> dict:
 
     doc, _, _ = identification_document(model, [ident], config, "wls")
     cal, _, _ = identification_document(model, [ident], config, "wls", holdout=[calibrate])
-    return {"residual_model": doc["residual_model"], "identification": calibration(model, doc, [ident]),
+    brief = lambda rm: {k: v for k, v in rm.items() if k != "fold_covariance"}  # noqa: E731 (a P x P matrix)
+    return {"residual_model": brief(doc["residual_model"]), "identification": calibration(model, doc, [ident]),
             "held_out": calibration(model, doc, [held]),
-            "calibrated_residual_model": cal["residual_model"],
+            "calibrated_residual_model": brief(cal["residual_model"]),
             "held_out_after_calibration": calibration(model, cal, [later])}
 
 
@@ -62,6 +67,18 @@ def tx40(directory: Path) -> dict:
     config = IdentificationConfig(method="wls", motor_couplings=(T.WRIST_COUPLING,))
     return measure(model, config, raw.select(raw.t < cut), raw.select(raw.t >= cut),
                    raw.select((raw.t >= cut) & (raw.t < mid)), raw.select(raw.t >= mid))
+
+
+def ur10e(directory: Path) -> dict:
+    from robodyn.identification.datasets import ur10e as U
+    from robodyn.identification.pipeline import IdentificationConfig
+    from robodyn.robot.loader import load_model
+
+    files = U.locate(directory)
+    ident, held = (files.log(name).rows(*U.TRIMMED_ROWS[name]).sampled()
+                   for name in (U.IDENTIFICATION_LOG, U.VALIDATION_LOG))
+    calibrate = files.log(U.POINT_TO_POINT_LOGS[0]).sampled()
+    return measure(load_model("ur10e"), IdentificationConfig(), ident, held, calibrate, held)
 
 
 def sims(seconds: float) -> dict:
@@ -97,18 +114,21 @@ def main() -> int:
     ap.add_argument("--tx40", type=Path, default=ROOT / "tests" / "data" / "staubli_tx40")
     ap.add_argument("--sims", action="store_true")
     ap.add_argument("--seconds", type=float, default=20.0, help="length of each realistic log")
+    ap.add_argument("--ur10e-log", type=Path, help="directory of the UR10e logs of the dynamic_calibration repository")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "realdata" / "interval_coverage.json")
     ap.add_argument("--markdown", type=Path, default=ROOT / "bench" / "realdata" / "interval_coverage.md")
     ap.add_argument("--from-json", type=Path, default=None, help="render a result written before; measure nothing")
     args = ap.parse_args()
     command = "python bench/realdata/interval_coverage.py" + (" --sims" if args.sims else "") + (
-        f" --seconds {args.seconds:g}" if args.sims else "")
+        f" --seconds {args.seconds:g}" if args.sims else "") + (" --ur10e-log DIR" if args.ur10e_log else "")
     if args.from_json:
         result = json.loads(args.from_json.read_text())
     else:
         result = {"tx40": tx40(args.tx40)}
         if args.sims:
             result.update(sims(args.seconds))
+        if args.ur10e_log:
+            result["ur10e"] = ur10e(args.ur10e_log)
         args.out.write_text(json.dumps(result, indent=1))
     args.markdown.write_text(markdown(result, command))
     for name, r in result.items():

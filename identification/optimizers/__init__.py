@@ -51,7 +51,7 @@ from .local import _grid, _slsqp, free_coordinates
 from .options import (ALL_METHODS, CHAOS_ACCEPTANCE, CHAOS_REGIONS, DEFAULT_OPTIONS, METHODS, APSOOptions, GAOptions,
                       GridOptions, ICPSOOptions, LPSOOptions, PSOOptions, SLSQPOptions, WSOOptions, default_options)
 from .problem import (INFEASIBLE_OFFSET, Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult,
-                      PopulationFitness, Progress, _Evaluator, _Stop, vectorize)
+                      Heartbeat, PopulationFitness, Progress, _Evaluator, _OutOfTime, _Stop, vectorize)
 from .swarm import (_pso, icpso_inertia, icpso_learning_factors, is_premature, premature_variance,
                     tent_map_sequence)
 from .wso import (_wso, wso_constriction, wso_frequency, wso_movement_force, wso_school, wso_school_strength, wso_velocity,
@@ -59,7 +59,7 @@ from .wso import (_wso, wso_constriction, wso_frequency, wso_movement_force, wso
 
 # the one interface: minimize and its pieces, plus the formulas the tests check one by one
 __all__ = ["ALL_METHODS", "APSOOptions", "BENCHMARK_FUNCTIONS", "Bounds", "CHAOS_ACCEPTANCE", "CHAOS_REGIONS",
-           "DEFAULT_OPTIONS", "GAOptions", "GridOptions", "ICPSOOptions", "INFEASIBLE_OFFSET", "LPSOOptions",
+           "DEFAULT_OPTIONS", "GAOptions", "GridOptions", "Heartbeat", "ICPSOOptions", "INFEASIBLE_OFFSET", "LPSOOptions",
            "LinearConstraint", "METHODS", "NonlinearConstraint", "OptimizeResult", "PSOOptions", "PopulationFitness",
            "Progress", "SLSQPOptions", "WSOOptions", "ackley", "benchmark", "best_of", "default_options",
            "free_coordinates", "griewank", "icpso_inertia", "icpso_learning_factors", "is_better", "is_premature",
@@ -91,12 +91,17 @@ def best_of(results: Sequence[OptimizeResult]) -> OptimizeResult:
 
 def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", *, seed=None, x0=None,
              options=None, constraints: Sequence = (), repair=None, callback=None, restarts: int = 1,
-             time_limit: float | None = None, runs: Sequence[int] | None = None) -> OptimizeResult:
+             time_limit: float | None = None, runs: Sequence[int] | None = None, deadline: float | None = None,
+             clock=time.monotonic, heartbeat: Heartbeat | None = None) -> OptimizeResult:
     """Minimise ``fitness`` over ``bounds`` with ``method``; see the module docstring.
 
     ``options`` is the method's options dataclass (defaults: :func:`default_options`).
     ``restarts`` > 1 runs independent starts (seeds spawned from ``seed``) and keeps the best;
-    ``x0`` seeds the first start only. ``time_limit`` (s) bounds the whole call.
+    ``x0`` seeds the first start only. ``time_limit`` (s) bounds the whole call; ``deadline`` (a time
+    on ``clock``, wall time by default) does the same for a caller whose budget began earlier, and wins
+    over ``time_limit``. Both are checked before every evaluation, and the best point so far is
+    returned at the first check after the deadline (message "stopped (time limit)").
+    ``heartbeat`` (:class:`Heartbeat`) reports progress from inside the evaluations.
     ``runs`` (start indices, default all) runs only those of the ``restarts`` starts, each with the
     seed it has in the full run, so starts can execute on different machines and be combined by
     :func:`best_of` into the result of the full run.
@@ -119,20 +124,21 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
     selected = range(int(restarts)) if runs is None else [int(k) for k in runs]
     if not selected or any(k < 0 or k >= int(restarts) for k in selected):
         raise ValueError(f"runs: expected start indices in [0, {int(restarts)}), got {list(selected)}")
-    t_start = time.perf_counter()
+    t_start = clock()
+    if deadline is None and time_limit is not None:
+        deadline = t_start + float(time_limit)
     best: OptimizeResult | None = None
     run_docs = []  # not `runs`: that name is the parameter choosing the starts
     total_fev = 0
     for k in selected:
         ss = seeds[k]
-        remaining = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
-        if remaining is not None and remaining <= 0 and best is not None:
+        if deadline is not None and clock() > deadline and best is not None:
             break
         rng = np.random.default_rng(ss)
-        ev = _Evaluator(fitness, bounds, constraints, repair, remaining,
-                        tolerance=opts.ftol if method == "slsqp" else 0.0)
         history: list[float] = []
-        stopped_by_user = False
+        ev = _Evaluator(fitness, bounds, constraints, repair, None, tolerance=opts.ftol if method == "slsqp" else 0.0,
+                        clock=clock, deadline=deadline, heartbeat=heartbeat, method=method, run=k, history=history)
+        stopped = False
         try:
             if method == "slsqp":
                 nit, msg = _slsqp(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
@@ -144,10 +150,13 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
                 nit, msg = _grid(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
             else:
                 nit, msg = _pso(ev, x0 if k == 0 else None, opts, rng, callback, k, history, method)
+        except _OutOfTime:
+            nit, msg, stopped = len(history), "stopped (time limit)", True
         except _Stop:
-            nit, msg, stopped_by_user = len(history), "stopped by callback", True
+            nit, msg, stopped = len(history), "stopped by callback", True
+        stopped = stopped or msg == "stopped (time limit)"
         if ev.best_x is None:  # SLSQP never reached a feasible iterate: rank its start honestly
-            ev.ranked(ev.prepare(x0 if (x0 is not None and k == 0) else bounds.sample(rng, 1)))
+            ev.ranked(ev.prepare(x0 if (x0 is not None and k == 0) else bounds.sample(rng, 1)), check=False)
         feasible = bool(ev.best_f < INFEASIBLE_OFFSET and ev.is_feasible(ev.best_x))
         fun = ev.best_raw
         total_fev += ev.nfev
@@ -156,7 +165,7 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
                          "elapsed": ev.elapsed, "message": msg})
         if is_better(result, best):
             best = result
-        if stopped_by_user:
+        if stopped:
             break
     assert best is not None
-    return replace(best, runs=run_docs, nfev=total_fev, elapsed=time.perf_counter() - t_start)
+    return replace(best, runs=run_docs, nfev=total_fev, elapsed=clock() - t_start)

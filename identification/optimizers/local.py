@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .options import GridOptions, SLSQPOptions
-from .problem import INFEASIBLE_OFFSET, Bounds, LinearConstraint, _Evaluator, _notify, _Stop
+from .problem import INFEASIBLE_OFFSET, Bounds, LinearConstraint, _Evaluator, _notify, _OutOfTime, _Stop
 
 # --------------------------------------------------------------------------- SLSQP
 
@@ -29,6 +29,7 @@ def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) 
     def value(x) -> float:
         key = x.tobytes()
         if last.get("key") != key:
+            ev.checkpoint()
             f = float(np.asarray(ev.fitness(x[None]), float)[0])
             ev.nfev += 1
             last.update(key=key, f=f if np.isfinite(f) else INFEASIBLE_OFFSET)
@@ -43,6 +44,7 @@ def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) 
     def jac(x):
         f0 = value(x)
         h = steps(x)
+        ev.checkpoint()
         F = np.asarray(ev.fitness(x + np.diag(h)), float)  # the dim perturbed points in one call
         ev.nfev += x.size
         F = np.where(np.isfinite(F), F, INFEASIBLE_OFFSET)
@@ -55,9 +57,11 @@ def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) 
             cons.append({"type": "ineq", "fun": lambda x, A=A, ub=ub: ub - A @ x, "jac": lambda x, A=A: -A})
         else:
             def g(x, c=c):
+                ev.checkpoint()
                 return -np.asarray(c.fun(x[None]), float)[0]
 
             def g_jac(x, c=c):
+                ev.checkpoint()
                 h = steps(x)
                 X = np.vstack([x, x + np.diag(h)])
                 G = np.asarray(c.fun(X), float)
@@ -71,7 +75,7 @@ def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) 
         history.append(float(fun(xk)))
         _notify(callback, "slsqp", it[0], ev, run)
         if ev.out_of_time():
-            raise _Stop
+            raise _OutOfTime
 
     try:
         with warnings.catch_warnings():
@@ -82,8 +86,10 @@ def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) 
                                           options={"maxiter": opts.max_iter, "ftol": opts.ftol})
         fun(res.x)  # let the final iterate compete for the incumbent
         return int(res.nit), str(res.message)
+    except _OutOfTime:
+        return it[0], "stopped (time limit)"
     except _Stop:
-        return it[0], "stopped (callback or time limit)"
+        return it[0], "stopped (callback)"
 
 
 
@@ -119,7 +125,7 @@ def _grid(ev: _Evaluator, x0, opts: GridOptions, rng, callback, run, history) ->
             history.append(ev.best_f)
             _notify(callback, "grid", batches[0], ev, run)
             if ev.out_of_time():
-                raise _Stop
+                raise _OutOfTime
 
     try:
         evaluate([np.linspace(lo[i], hi[i], k) for i in range(d)])
@@ -129,6 +135,8 @@ def _grid(ev: _Evaluator, x0, opts: GridOptions, rng, callback, run, history) ->
             evaluate([np.linspace(max(lo[i], best[i] - 2 * cell[i]), min(hi[i], best[i] + 2 * cell[i]),
                                   opts.refine_points) for i in range(d)])
             cell = cell * 4.0 / (opts.refine_points - 1)
+    except _OutOfTime:
+        return batches[0], "stopped (time limit)"
     except _Stop:
-        return batches[0], "stopped (callback or time limit)"
+        return batches[0], "stopped (callback)"
     return batches[0], f"grid of {k} points per free coordinate ({d} free), {opts.refine_rounds} refinements"

@@ -93,6 +93,7 @@ class Progress:
     best_x: np.ndarray
     elapsed: float
     run: int = 0
+    time_left: float | None = None  # s until the time limit (None: no limit)
 
 
 @dataclass
@@ -121,11 +122,44 @@ class _Stop(Exception):
     pass
 
 
+class _OutOfTime(_Stop):
+    """The time limit passed: raised at the first evaluation after the deadline."""
+
+
+class Heartbeat:
+    """``emit(progress)`` from inside the evaluations, at the first one and then whenever ``every_s``
+    of ``clock`` time has passed since the last. An optimizer iteration can take minutes on a loaded
+    host (an SLSQP iteration is a line search plus a finite-difference gradient), so a per-iteration
+    callback alone can leave the user without news for that long."""
+
+    def __init__(self, emit: Callable[[Progress], None], every_s: float = 5.0):
+        if not every_s > 0:
+            raise ValueError(f"heartbeat every_s: must be > 0, got {every_s}")
+        self.emit = emit
+        self.every_s = float(every_s)
+        self.next_at: float | None = None
+        self.beats = 0
+
+    def tick(self, now: float, ev: "_Evaluator") -> None:
+        if self.next_at is not None and now < self.next_at:
+            return
+        self.next_at = now + self.every_s
+        self.beats += 1
+        self.emit(ev.progress(now))
+
+
 class _Evaluator:
-    """Counts evaluations, applies repair and constraints, and remembers the best point seen."""
+    """Counts evaluations, applies repair and constraints, and remembers the best point seen.
+
+    The time limit is judged on ``clock`` (wall time: it is the user's time) at every evaluation,
+    inside the optimizers' inner loops (:meth:`checkpoint`), not once per iteration: an iteration
+    can be long. ``deadline`` (on ``clock``) overrides ``time_limit`` when given, so several starts
+    share one deadline."""
 
     def __init__(self, fitness: PopulationFitness, bounds: Bounds, constraints: Sequence, repair,
-                 time_limit: float | None, tolerance: float = 0.0):
+                 time_limit: float | None, tolerance: float = 0.0, *, clock: Callable[[], float] = time.monotonic,
+                 deadline: float | None = None, heartbeat: Heartbeat | None = None, method: str = "",
+                 run: int = 0, history: list | None = None):
         self.fitness = fitness
         # total violation (constraint units) a point may have and still count as feasible: 0 for the
         # metaheuristics (Deb's rules rank any violation as infeasible), SLSQP's own `ftol` for SLSQP,
@@ -138,8 +172,30 @@ class _Evaluator:
         self.best_x: np.ndarray | None = None
         self.best_f = np.inf  # ranked value (feasible fitness, or offset + violation)
         self.best_raw = np.inf  # the fitness itself at best_x
-        self.t0 = time.perf_counter()
-        self.deadline = None if time_limit is None else self.t0 + float(time_limit)
+        self.clock = clock
+        self.t0 = clock()
+        if deadline is None and time_limit is not None:
+            deadline = self.t0 + float(time_limit)
+        self.deadline = deadline
+        self.heartbeat = heartbeat
+        self.method = method
+        self.run = run
+        self.history = history if history is not None else []
+
+    def checkpoint(self) -> None:
+        """Before each evaluation: the heartbeat, then the time limit. Raises _OutOfTime once the
+        deadline has passed and at least one point was evaluated (a run always has a best point)."""
+        now = self.clock()
+        if self.heartbeat is not None:
+            self.heartbeat.tick(now, self)
+        if self.deadline is not None and now > self.deadline and self.nfev > 0:
+            raise _OutOfTime
+
+    def progress(self, now: float | None = None) -> Progress:
+        now = self.clock() if now is None else now
+        return Progress(self.method, len(self.history), self.nfev, self.best_f,
+                        None if self.best_x is None else self.best_x.copy(), now - self.t0, self.run,
+                        None if self.deadline is None else max(0.0, self.deadline - now))
 
     def prepare(self, X: np.ndarray) -> np.ndarray:
         X = self.bounds.clip(np.atleast_2d(np.asarray(X, float)))
@@ -153,8 +209,11 @@ class _Evaluator:
             total += c.violation(X)
         return total
 
-    def ranked(self, X: np.ndarray) -> np.ndarray:
-        """Fitness with Deb's feasibility rules folded in; updates the incumbent."""
+    def ranked(self, X: np.ndarray, check: bool = True) -> np.ndarray:
+        """Fitness with Deb's feasibility rules folded in; updates the incumbent. ``check``: pass the
+        :meth:`checkpoint` first (False only for the one evaluation that ranks a start with no point)."""
+        if check:
+            self.checkpoint()
         F = np.asarray(self.fitness(X), float).reshape(X.shape[0])
         self.nfev += X.shape[0]
         F = np.where(np.isfinite(F), F, INFEASIBLE_OFFSET / 2)  # NaN/inf: worse than any real value
@@ -170,17 +229,18 @@ class _Evaluator:
         return bool(self.violation(np.asarray(x, float)[None])[0] <= self.tolerance)
 
     def out_of_time(self) -> bool:
-        return self.deadline is not None and time.perf_counter() > self.deadline
+        return self.deadline is not None and self.clock() > self.deadline
 
     @property
     def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
+        return self.clock() - self.t0
 
 
 def _notify(callback, method, it, ev: _Evaluator, run: int) -> None:
     if callback is None:
         return
+    now = ev.clock()
     stop = callback(Progress(method, it, ev.nfev, ev.best_f, None if ev.best_x is None else ev.best_x.copy(),
-                             ev.elapsed, run))
+                             now - ev.t0, run, None if ev.deadline is None else max(0.0, ev.deadline - now)))
     if stop:
         raise _Stop

@@ -330,12 +330,10 @@ def cmd_status(args) -> int:
 
 def _run_stage(run: dict) -> tuple[str, float]:
     """(label, fraction) of a run in progress: the move to the start, then the trajectory."""
-    p = run.get("progress") or {}
-    if "move_samples" in p and p.get("phase") == "move_to_start":
-        return f"run {run['run_id']}: moving to start", p["move_index"] / max(1, p["move_samples"])
-    if "trajectory_samples" in p and p.get("phase") in ("execute", "settle", "stopping"):
-        return f"run {run['run_id']}: {run['state']}", p["trajectory_index"] / max(1, p["trajectory_samples"])
-    return f"run {run['run_id']}: {run['state']}", 0.0
+    from robodyn.daemon.client import run_stage
+
+    stage, fraction = run_stage(run)
+    return f"run {run['run_id']}: {stage}", fraction
 
 
 def _progress_text(run: dict) -> str:

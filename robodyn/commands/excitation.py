@@ -52,7 +52,9 @@ def register(sub) -> None:
     d.add_argument("--box", default=None, metavar="X0,Y0,Z0,X1,Y1,Z1", help="tool must stay inside this box (m)")
     d.add_argument("--torque-limits", action="store_true", help="keep nominal joint torques within tau_max")
     d.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
-                   help="stop optimising after this many seconds and keep the best so far")
+                   help="stop the search after this many seconds (wall time) and keep the best design so far; "
+                        "before it, the first run after an install compiles numba kernels (said on stderr), and "
+                        "after it the design is checked against every limit")
     d.add_argument("--moving", default=None, metavar="J1,J2,..",
                    help="a sub-experiment of a stepwise identification: only these joints (1-based) move, the "
                         "others hold --start, and the criterion covers that step's torques and parameters "
@@ -66,7 +68,8 @@ def register(sub) -> None:
                    help="override a joint limit for every joint, e.g. qddd_max=1e6 (repeatable)")
     d.add_argument("--out", required=True, help="trajectory JSON to write")
     add_json(d)
-    d.add_argument("--quiet", action="store_true", help="no progress bar (there is none when not at a terminal)")
+    d.add_argument("--quiet", action="store_true",
+                   help="no progress: neither the bar at a terminal nor the line every 5 s on stderr otherwise")
     d.set_defaults(handler=cmd_design)
 
     c = esub.add_parser("check", help="limits report for a trajectory file (the daemon's validator)")
@@ -193,7 +196,8 @@ def cmd_design(args) -> int:
     try:
         with (bars.bar(args, total=per_start * args.starts if per_start else None, desc=f"design ({args.optimizer})",
                        unit="it") if show else bars.none()) as b:
-            result = design_excitation(model, req, callback=bars.iterations(b, per_start, "best"))
+            result = design_excitation(model, req, callback=bars.iterations(b, per_start, "best"),
+                                       progress=bars.lines(args, b, "robodyn excitation design") if show else None)
     except InfeasibleDesign as exc:
         if args.json:
             print_json({"ok": False, "infeasible": exc.report})

@@ -537,7 +537,7 @@ def cmd_predict(args) -> int:
     import numpy as np
 
     from robodyn.identification.coverage import result_warnings
-    from robodyn.identification.intervals import LEVEL, predict_with_interval
+    from robodyn.identification.intervals import LEVEL, calibration_note, predict_with_interval
     from robodyn.identification.pipeline import load_result, predict, torque_metrics
 
     doc = load_result(args.result)
@@ -553,7 +553,7 @@ def cmd_predict(args) -> int:
         table = [t, measured, predicted, lower, upper]
         inside = ((measured >= lower) & (measured <= upper)).mean(0)
         interval = {"level": doc["residual_model"].get("level", LEVEL), "columns": "tau_lower, tau_upper",
-                    "inside_fraction": inside.tolist()}
+                    "inside_fraction": inside.tolist(), "note": calibration_note(doc)}
     else:
         t, measured, predicted = predict(model, doc, raw)
         table = [t, measured, predicted]
@@ -570,8 +570,8 @@ def cmd_predict(args) -> int:
         if interval is None:
             print("note: the result stores no residual model (made before intervals were stored): no interval")
         else:
-            print(f"{interval['level'] * 100:g} % prediction interval in tau_lower/tau_upper; measured samples "
-                  "inside: " + ", ".join(f"{x * 100:.1f} %" for x in interval["inside_fraction"]))
+            print(f"{interval['level'] * 100:g} % prediction interval in tau_lower/tau_upper; measured samples inside: "
+                  + ", ".join(f"{x * 100:.1f} %" for x in interval["inside_fraction"]) + (f"\n{interval['note']}" if interval["note"] else ""))
         print("\n".join(coverage_lines(warnings, doc)))
     return 0
 

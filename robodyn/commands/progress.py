@@ -1,9 +1,11 @@
 """Progress bars for long steps (tqdm, on stderr).
 
 A bar shows only when a person is watching: stdout and stderr are both terminals and ``--json``
-is off. Piped, redirected, under a service manager or with ``--json``, the command prints nothing
-but its result. The library functions report progress through callbacks; the adapters here turn
-those callbacks into bar updates:
+is off. Piped, redirected, under a service manager or with ``--json``, a command prints nothing
+but its result on stdout; a step that can run for minutes (excitation design) still says on
+stderr what it is doing every few seconds (:func:`lines`), since a silent minute looks like a hang.
+The library functions report progress through callbacks; the adapters here turn those callbacks
+into bar updates:
 
 - :func:`stages`: ``progress(stage, fraction)`` of identification, model selection, scale-out;
 - :func:`iterations`: the optimizers' per-iteration ``callback(Progress)`` (excitation design,
@@ -69,6 +71,19 @@ def bar(args=None, *, total=None, desc: str = "", unit: str = "it"):
     except ImportError:  # pragma: no cover - tqdm is a core dependency; a broken install still runs
         return _NoBar()
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
+def lines(args, b, name: str):
+    """``progress(text)`` of a long library step: the text becomes the bar's postfix when a bar is
+    drawn, else one line ``NAME: TEXT`` on stderr (also with ``--json``: stdout keeps the JSON)."""
+
+    def progress(text: str) -> None:
+        if isinstance(b, _NoBar):
+            print(f"{name}: {text}", file=sys.stderr, flush=True)
+        else:
+            b.set_postfix_str(text, refresh=True)
+
+    return progress
 
 
 def stages(b):

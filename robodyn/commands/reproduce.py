@@ -39,6 +39,10 @@ def register(sub) -> None:
     p.add_argument("--plot", default=None, metavar="PREFIX",
                    help="calibration only: PNG plots of the held-out position error per pose for every method, "
                         "PREFIX_no_load.png and PREFIX_loaded.png (needs the plot extra: matplotlib)")
+    p.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="ur10e only: a copy of the dynamic_calibration repository (git clone "
+                        "https://github.com/shamilmamedov/dynamic_calibration: a checkout, a bare clone or a folder of "
+                        "its CSV logs and ur10e.urdf); default the environment variable ROBODYN_UR10E_DATA")
     p.set_defaults(handler=cmd_reproduce)
 
     p = sub.add_parser("stepwise-flexible")  # deprecated: not listed
@@ -68,7 +72,7 @@ def cmd_reproduce(args) -> int:
         folder = Path(args.plot).parent
         if not folder.is_dir():
             raise UserError(f"plot: the folder {str(folder)!r} of the prefix {args.plot!r} does not exist")
-    rep = reproduce(args.paper, quick=args.quick, part=args.part, plot=args.plot)
+    rep = reproduce(args.paper, quick=args.quick, part=args.part, plot=args.plot, data_dir=args.data_dir)
     doc = rep.to_dict()
     if args.out:
         with open(args.out, "w") as f:

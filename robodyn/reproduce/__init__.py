@@ -22,8 +22,10 @@ origin, robodyn's and the paper's: real / plant / own-model (report.py).
                    printed, APSO, LPSO, PSO on F1-F5, the tuned ICPSO as an ablation, and an
                    equal-evaluation comparison), the SCARA excitation's condition numbers, Tables 4-5 (linear neural
                    network identification).
-- ``ur10e``        Mamedov & Mikhel 2020 walk-through: 70 -> 43 base parameters of a 7-DOF arm by QR,
-                   and the simulated torque error, on a Franka Panda (NOT the walk-through's UR10e).
+- ``ur10e``        Mamedov & Mikhel 2020 walk-through: the dynamic_calibration repository's real UR10e
+                   logs identified (OLS, rotor inertia, fv/fc/f0 friction) and validated as its code
+                   does, per-joint relative error and RMSE against the raw current x gain; the data are
+                   read from the user's copy of that repository (``data_dir``, not shipped).
 - ``calibration``  Li et al. 2023, UR5 kinematic calibration with joint stiffness: Tables 3 (stiffness),
                    4 and 5 (the abstract's max-error reduction), through the existing replay (robodyn.calibration.paper_replay), unchanged.
 """
@@ -41,7 +43,7 @@ from .zhong2023 import reproduce_icpso
 
 PAPER_KEYS = ("wso", "stepwise", "icpso", "ur10e", "calibration")
 
-__all__ = ["PAPER_KEYS", "PARTS", "REPRODUCERS", "Finding", "Reproduction", "Row", "Table", "json_default", "reproduce",
+__all__ = ["PAPER_KEYS", "PARTS", "READS_DATA", "REPRODUCERS", "Finding", "Reproduction", "Row", "Table", "json_default", "reproduce",
            "stepwise_flexible"]
 
 REPRODUCERS = {"wso": reproduce_wso, "stepwise": reproduce_stepwise, "icpso": reproduce_icpso,
@@ -52,19 +54,25 @@ PARTS = {"stepwise": STEPWISE_PARTS, "wso": WSO_PARTS}
 
 
 PLOTTING = ("calibration",)  # the reproductions that draw their figures (``plot``: a PNG prefix)
+READS_DATA = ("ur10e",)  # the reproductions that read a data set the user has (``data_dir``)
 
 
-def reproduce(key: str, quick: bool = False, part: str | None = None, plot: str | None = None) -> Reproduction:
+def reproduce(key: str, quick: bool = False, part: str | None = None, plot: str | None = None,
+              data_dir: str | None = None) -> Reproduction:
     """One paper's reproduction; ``part`` picks one part of a paper that has several (PARTS);
-    ``plot`` a PNG prefix for the figures of the reproductions in PLOTTING."""
+    ``plot`` a PNG prefix for the figures of the reproductions in PLOTTING; ``data_dir`` the
+    folder of the data set of a reproduction in READS_DATA."""
     if plot and key not in PLOTTING:
         raise ValueError(f"plot: only {', '.join(PLOTTING)} draws plots, not {key}")
+    if data_dir and key not in READS_DATA:
+        raise ValueError(f"data-dir: only {', '.join(READS_DATA)} reads a data set, not {key}")
     if key not in REPRODUCERS:
         raise ValueError(f"paper: unknown {key!r}; expected one of {list(PAPER_KEYS)}")
     if part not in (None, "all") and part not in PARTS.get(key, ()):
         raise ValueError(f"part: {key} has " + (f"the parts {list(PARTS[key])}" if key in PARTS else "one part")
                          + f", not {part!r}")
     t0 = time.perf_counter()
-    rep = REPRODUCERS[key](quick=quick, **({"part": part} if key in PARTS else {}), **({"plot": plot} if plot else {}))
+    rep = REPRODUCERS[key](quick=quick, **({"part": part} if key in PARTS else {}), **({"plot": plot} if plot else {}),
+                           **({"data_dir": data_dir} if key in READS_DATA else {}))
     rep.elapsed = time.perf_counter() - t0
     return rep

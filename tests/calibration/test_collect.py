@@ -89,14 +89,14 @@ def test_collect_through_the_daemon_with_a_dropped_measurement(daemon, tmp_path,
     capsys.readouterr()
     with SimulatedTrackerServer(daemon.control, cell.robot, cell.tracker, drop={"P003"}) as tracker:
         code = main(["calibrate", "collect", str(plan), "--daemon", daemon.control, "--source",
-                     f"tcp:127.0.0.1:{tracker.port}", "--timeout", "1.5", "--settle", "0.3", "--window", "0.3",
+                     f"tcp:127.0.0.1:{tracker.port}", "--timeout", "8", "--settle", "0.3", "--window", "0.3",
                      "--out", str(out), "--json"])
         asked = list(tracker.requests)
     captured = capsys.readouterr()
     report = json.loads(captured.out)
     assert code == 0, (captured.err, report)
     assert report["planned"] == 6 and report["collected"] == 5
-    assert report["skipped"] == [{"pose": "P003", "reason": "no reply for P003 within 1.5 s"}]
+    assert report["skipped"] == [{"pose": "P003", "reason": "no reply for P003 within 8 s"}]
     assert asked == ["P001", "P002", "P003", "P004", "P005", "P006"]  # every pose was visited and asked for
     assert len(report["runs"]) == 6 and report["stopped"] is None
     meas, info = load_measurements(out, gm)

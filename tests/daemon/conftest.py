@@ -43,7 +43,7 @@ class DaemonProcess:
                                      preexec_fn=die_with_parent)
         from robodyn.daemon.client import Client
 
-        self.client = Client(self.control, timeout=10.0)
+        self.client = Client(self.control, timeout=30.0)  # an outer time-out: a loaded host may answer late
         try:
             self.wait_ready()
         except BaseException:  # a daemon that never got ready must not run on beside the next tests
@@ -81,7 +81,7 @@ class DaemonProcess:
 
     def stop(self):
         self.client.close()
-        terminate_daemon(self.proc, 20)
+        terminate_daemon(self.proc, 60)  # SIGTERM: ramp to rest and finalize; SIGKILL only after 60 s
         self.log.close()
 
 

@@ -75,7 +75,9 @@ def test_a_slow_answer_is_announced_once_with_what_it_waits_for(scripted):
         notices.append(text)
         scripted.release.set()  # the daemon answers once the wait has been announced
 
-    with Client(scripted.endpoint, timeout=0.2, token="t") as c:
+    # the ping that goes first must come back within this timeout: 2 s, not less, so a loaded host
+    # that wakes the scripted daemon late does not turn it into "no daemon there"
+    with Client(scripted.endpoint, timeout=2.0, token="t") as c:
         c.notice = notice
         assert c.recording_info("r1")["id"] == "r1"
         c.notice = None  # a loaded machine may make the next answer slow too: count only the first

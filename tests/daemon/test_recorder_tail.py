@@ -17,14 +17,34 @@ DESC = SimulatedRobot({"seed": 0}).describe().to_dict()
 WIDTH = sum(s["width"] for s in DESC["signals"])
 
 
+class SteppedClock:
+    """The recorder's ``time`` module with a monotonic clock the test moves: the close wait is
+    judged on it, so a host that wakes the test late cannot finalize a run early."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+
 @pytest.fixture
 def recorder(tmp_path, monkeypatch):
     cfg = DaemonConfig(data_dir=str(tmp_path), ros2=False)
+    clock = SteppedClock()
+    monkeypatch.setattr(R, "time", clock)
     rec = R.Recorder(cfg, {"state_ipc": f"ipc://{tmp_path}/state", "recorder_pipe": f"ipc://{tmp_path}/pipe"})
     replies = []
     monkeypatch.setattr(rec, "_reply", replies.append)
     monkeypatch.setattr(R, "CLOSE_WAIT_S", 0.2)
     rec.replies = replies
+    rec.clock = clock
     yield rec
     rec.ctx.destroy(linger=0)
 
@@ -52,7 +72,7 @@ def test_a_slow_recorder_keeps_the_tail_that_is_still_arriving(recorder, tmp_pat
     recorder._handle({"type": "close", "run": 1, "first_seq": 1, "last_seq": 400})
     # the rest trickles in, each batch later than the whole close wait after the close message
     for first in (101, 201, 301):
-        time.sleep(0.12)
+        recorder.clock.sleep(0.12)
         recorder._maybe_finalize()
         assert not closed(recorder)
         recorder._on_stream(P.TOPIC_STATE, batch(first, 100, 1))
@@ -78,7 +98,7 @@ def test_a_silent_stream_ends_the_wait(recorder, tmp_path):
     recorder._handle({"type": "close", "run": 1, "first_seq": 1, "last_seq": 150})
     recorder._maybe_finalize()
     assert not closed(recorder)
-    time.sleep(0.3)
+    recorder.clock.sleep(0.3)
     recorder._maybe_finalize()
     (msg,) = closed(recorder)
     assert msg["summary"]["lost_samples"] == 50

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from robodyn.identification.coverage import coverage_of, extrapolation_warnings
-from robodyn.identification.selection import blocked_folds, fold_summary, one_standard_error_choice
-from robodyn.identification.signals import SampledData
+from robodyn.identification.selection import blocked_folds, fold_summary, one_standard_error_choice, repeat_folds
+from robodyn.identification.signals import SampledData, repeat_period
 
 
 def _candidate(scores, parameters):
@@ -87,6 +87,59 @@ def test_a_boundary_near_a_recording_edge_moves_to_it_and_too_few_samples_are_re
     with pytest.raises(ValueError, match="folds"):
         blocked_folds([5000], 1)
 
+
+
+def _periodic(period, duration, rate=500.0, jitter=0.0, seed=0):
+    """Two joints moving with two harmonics of ``period`` (no other repeat), jittered sampling."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(0.0, duration, 1 / rate) + rng.uniform(0, jitter / rate, int(np.ceil(duration * rate)))[: int(
+        np.ceil(duration * rate))]
+    t = np.sort(t)
+    w = 2 * np.pi / period
+    q = np.column_stack([np.sin(w * t) + 0.4 * np.cos(3 * w * t), 0.7 * np.cos(w * t + 0.3) - 0.2 * np.sin(2 * w * t)])
+    return SampledData(t, q, np.zeros_like(q))
+
+
+@pytest.mark.parametrize("period", [2.5, 3.7])
+def test_the_repeat_period_of_a_periodic_motion_and_none_without_two_repeats(period):
+    d = _periodic(period, 3 * period, jitter=0.3)
+    assert repeat_period(d.t, d.q) == pytest.approx(period, abs=0.02)
+    once = _periodic(period, 1.6 * period)  # less than two periods: nothing repeats within it
+    assert repeat_period(once.t, once.q) is None
+    ramp = SampledData(d.t, np.column_stack([d.t, d.t ** 2]), np.zeros_like(d.q))
+    assert repeat_period(ramp.t, ramp.q) is None
+
+
+def test_repeat_folds_hold_out_a_phase_of_every_period_that_no_fit_sees():
+    """Block k holds phase [k/K, (k+1)/K) of every period: the fit (its complement) holds no sample
+    at a phase of the block, so a repeat of the held-out motion never stays in the fit, as it
+    does with contiguous blocks."""
+    period, k = 2.0, 5
+    d = _periodic(period, 3 * period)
+    folds = repeat_folds([d], k)
+    assert folds is not None and len(folds) == k
+    phase = ((d.t - d.t[0]) % period) / period
+    seen = np.zeros(d.count, int)
+    for j, fold in enumerate(folds):
+        held = np.zeros(d.count, bool)
+        for r, s, e in fold.held_out:
+            held[s:e] = True
+        fit = np.zeros(d.count, bool)
+        for r, s, e in fold.fit:
+            fit[s:e] = True
+        assert not (held & fit).any() and (held | fit).all()
+        assert len(fold.held_out) == 3  # one stretch per period
+        lo, hi = phase[held].min(), phase[held].max()
+        assert lo >= j / k - 0.01 and hi <= (j + 1) / k + 0.01
+        assert not np.any((phase[fit] > lo + 0.01) & (phase[fit] < hi - 0.01))
+        seen += held
+    assert (seen == 1).all()
+    # contiguous blocks of the same data leave the held-out phases in the fit, a period away
+    block = blocked_folds([d.count], k)[0]
+    s, e = block.held_out[0][1:]
+    assert np.any((phase[e:] >= phase[s:e].min()) & (phase[e:] <= phase[s:e].max()))
+    # nothing repeats: no repeat folds (contiguous blocks say the same)
+    assert repeat_folds([_periodic(period, 1.5 * period)], k) is None
 
 def _piece(q, qd, qdd, tau):
     n = len(q)

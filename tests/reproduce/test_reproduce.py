@@ -1,4 +1,5 @@
-"""`robodyn reproduce PAPER`, the Table-4 comparison on real TX40 data, and the plant hook of `compare`."""
+"""`robodyn reproduce PAPER`, the Table-4 comparison on real TX40 data, and the plant hook of `compare`
+(ur10e: test_ur10e_walkthrough.py)."""
 
 import json
 from pathlib import Path
@@ -12,27 +13,6 @@ from robodyn.identification import comparison_data as cd
 from robodyn.papers import cite
 
 TX40 = Path(__file__).resolve().parents[1] / "data" / "staubli_tx40"
-
-
-def test_reproduce_ur10e_prints_the_table_with_a_command_behind_every_number(tmp_path, capsys):
-    from robodyn.cli import main
-
-    out = tmp_path / "ur10e.json"
-    assert main(["reproduce", "ur10e", "--quick", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "Mamedov Shamil, Mikhel Stanislav (2020)" in text and "seed 00" not in text
-    doc = json.loads(out.read_text())
-    rows = [r for t in doc["tables"] for r in t["rows"]]
-    assert all(r["command"].startswith("robodyn ") for r in rows)
-    # a Panda is not a UR10e: every row says so in its origin, and the printed setup too
-    assert all(r["origin"].startswith("own-model") and "not a UR10e" in r["origin"] for r in rows)
-    assert "NOT a UR10e" in text
-    counts = {r["quantity"]: r for r in rows}
-    assert counts["standard parameters"]["paper"] == "70" and counts["standard parameters"]["robodyn"] == 70
-    assert counts["base parameters"]["paper"] == "43" and counts["base parameters"]["robodyn"] == 43
-    # the walk-through's < 0.001 N.m, with torques from an independent library and differentiated positions
-    assert counts["torque error, identification trajectory, max (N.m)"]["robodyn"] < 1e-3
-    assert doc["findings"] and all(f["reason"] and f["evidence"] for f in doc["findings"])
 
 
 def test_every_paper_is_reproducible_and_cited_by_authors():

@@ -52,7 +52,7 @@ def without_volatile(doc):
     """A result document without what legitimately differs between two runs of the same job: the
     creation time and wall-clock durations."""
     if isinstance(doc, dict):
-        return {k: without_volatile(v) for k, v in doc.items() if k not in ("created", "elapsed", "design_seconds")}
+        return {k: without_volatile(v) for k, v in doc.items() if k not in ("created", "elapsed", "design_seconds", "preparation_s")}
     if isinstance(doc, list):
         return [without_volatile(v) for v in doc]
     return doc

@@ -7,13 +7,16 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+from robodyn.daemon.warm_up import cpu_seconds  # noqa: F401  (the benchmarks' CPU meter, from here)
 from robodyn.errors import UserError
 
 
 STARTUP_MARGIN_S = 30.0  # beyond the daemon's own start-up limits: its process start and imports
+WARM_UP_LINE = "compiling the validation kernels"  # the daemon's own status line while it warms up
 WAIT_REPORT_S = 10.0  # how often a waiting caller hears what it waits for
 POLL_TIMEOUT_S = 1.0  # one readiness poll's wait for the daemon's answer
 
@@ -24,25 +27,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) a process has used so far, from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class LocalDaemon:
     """``robodyn daemon`` in a subprocess, with its own config, data dir and log file."""
 
     def __init__(self, workdir: str | Path, robot: str = "panda", driver_options: dict | None = None,
                  startup_timeout: float | None = None, say=None):
         """``startup_timeout`` defaults to what the daemon itself allows its start (its workers' time-out
-        plus the numba warm-up's, daemon/supervision.py), so a first start after an install, which
-        compiles the validation kernels, is not given up on while the daemon still waits for them.
-        ``say(text)``, when given, hears what the wait is for every WAIT_REPORT_S."""
-        from robodyn.daemon.supervision import STARTUP_TIMEOUT_S, WARM_UP_TIMEOUT_S
+        plus the numba warm-up's hard cap, daemon/supervision.py and daemon/warm_up.py): the daemon
+        judges its warm-up by progress and starts without it at that cap, so it gets ready or exits
+        before this wait ends. ``say(text)``, when given, hears what the wait is for every
+        WAIT_REPORT_S, with the daemon's own warm-up status line when it has one. The daemon dies
+        with the process that started it (Linux), and a start that is given up on (time-out,
+        Ctrl-C, any error) stops it."""
+        from robodyn.daemon.supervision import STARTUP_TIMEOUT_S
+        from robodyn.daemon.warm_up import DEFAULT_LIMIT_S, die_with_parent
 
         if startup_timeout is None:
-            startup_timeout = STARTUP_TIMEOUT_S + WARM_UP_TIMEOUT_S + STARTUP_MARGIN_S
+            startup_timeout = STARTUP_TIMEOUT_S + DEFAULT_LIMIT_S + STARTUP_MARGIN_S
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.control = f"tcp://127.0.0.1:{free_port()}"
@@ -56,11 +57,23 @@ class LocalDaemon:
         self.config.write_text("\n".join(lines) + "\n")
         self.log_path = self.workdir / "daemon.log"
         self._log = open(self.log_path, "w")
+        # the kernel's parent-death signal follows the starting thread: only the main thread lives
+        # as long as this process
+        tie = die_with_parent if threading.current_thread() is threading.main_thread() else None
         self.proc = subprocess.Popen([sys.executable, "-m", "robodyn", "daemon", "--config", str(self.config)],
-                                     stdout=self._log, stderr=subprocess.STDOUT)
-        from robodyn.daemon.client import Client, DaemonError
+                                     stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=tie)
+        from robodyn.daemon.client import Client
 
         self.client = Client(self.control, timeout=30.0)
+        try:
+            self._wait_ready(startup_timeout, say)
+        except BaseException:  # given up on, interrupted or failed: no daemon (or compiler) left behind
+            self.stop()
+            raise
+
+    def _wait_ready(self, startup_timeout: float, say) -> None:
+        from robodyn.daemon.client import DaemonError
+
         started = time.monotonic()
         deadline = started + startup_timeout
         next_report = started + WAIT_REPORT_S
@@ -77,11 +90,12 @@ class LocalDaemon:
                 pass
             now = time.monotonic()
             if now > deadline:
-                self.stop()
                 raise UserError(f"the daemon did not become ready in {startup_timeout:.0f} s; see {self.log_path}")
             if say is not None and now >= next_report:
-                say(f"  waiting for the daemon to become ready ({now - started:.0f} s): the first start after an "
-                    "install compiles its numba kernels (about 25 s on an idle 2-core host, minutes on a busy one)")
+                latest = self._latest_warm_up_line()
+                say(f"  waiting for the daemon to become ready ({now - started:.0f} s): "
+                    + (f"it is {latest}" if latest else "the first start after an install compiles its numba "
+                       "kernels (about 25 s on an idle 2-core host, minutes on a busy one)"))
                 next_report = now + WAIT_REPORT_S
             time.sleep(0.2)
         # whoever starts a local simulated daemon is its operator: arm it, as `robodyn arm` would
@@ -92,9 +106,19 @@ class LocalDaemon:
                 break
             except DaemonError:
                 if attempt == 49:
-                    self.stop()
                     raise
                 time.sleep(0.2)
+
+    def _latest_warm_up_line(self) -> str:
+        """The daemon's last warm-up status line in its log ("compiling ... (N s, M s of CPU; ...)")."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
+                tail = f.read().decode(errors="replace")
+        except OSError:
+            return ""
+        found = [line[line.index(WARM_UP_LINE):] for line in tail.splitlines() if WARM_UP_LINE in line]
+        return found[-1].rstrip('"}') if found else ""
 
     def recording_path(self, run_or_recording_id: str) -> Path:
         return self.data_dir / "recordings" / f"{run_or_recording_id}.mcap"

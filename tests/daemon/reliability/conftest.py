@@ -6,22 +6,12 @@ import json
 
 import pytest
 
-FIGURES: list[tuple[str, str]] = []
-
 
 @pytest.fixture
 def figure(request):
     def record(text: str, **values) -> None:
         line = text + (" " + json.dumps(values, default=str) if values else "")
-        FIGURES.append((request.node.name, line))
+        request.node.user_properties.append(("figure", line))  # printed by tests/conftest.py
         print(f"FIGURE {request.node.name}: {line}")
 
     return record
-
-
-def pytest_terminal_summary(terminalreporter):
-    if not FIGURES:
-        return
-    terminalreporter.section("reliability figures")
-    for name, line in FIGURES:
-        terminalreporter.write_line(f"{name}: {line}")

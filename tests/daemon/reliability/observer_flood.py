@@ -129,23 +129,50 @@ def flood(control: str, clients: int, requests_per_client: int, stops: int, toke
             t.join(120.0)
         op.close()
     periods = [lat["periods"] for lat in latencies if lat["periods"] is not None]
+    wall = [lat["wall_periods"] for lat in latencies if lat.get("wall_periods") is not None]
     work = [lat["work_periods"] for lat in latencies if lat.get("work_periods") is not None]
     ahead = [lat["work_ahead_periods"] for lat in latencies if lat.get("work_ahead_periods") is not None]
+    runqueue = [lat["runqueue_periods"] for lat in latencies if lat.get("runqueue_periods") is not None]
+    blocked = [lat["blocked_periods"] for lat in latencies if lat.get("blocked_periods") is not None]
+    # blocked with the loop awake: not asleep in its poll before the stop came in (the GIL, ...)
+    blocked_awake = [lat["blocked_periods"] for lat in latencies
+                     if lat.get("blocked_periods") is not None and not lat.get("in_poll")]
+
+    def spread(values):
+        return {"p50": float(np.median(values)) if values else None, "max": max(values) if values else None}
     return {"clients": clients, "flood_requests": done["requests"], "flood_errors": errors,
             "stops": len(latencies), "arm_refusals": refusals,
             "stop_latency_periods": {"max": max(periods) if periods else None,
                                      "p50": float(np.median(periods)) if periods else None,
                                      "over_one": sum(p > 1.0 for p in periods)},
+            # the same less the loop's sleep in its poll before the stop came in
+            "stop_wall_periods": {"max": max(wall) if wall else None, "p50": float(np.median(wall)) if wall else None,
+                                  "over_one": sum(p > 1.0 for p in wall)},
             "stop_work_periods": {"count": len(work), "max": max(work) if work else None,
                                   "p50": float(np.median(work)) if work else None,
                                   "over_one": sum(p > 1.0 for p in work),
                                   "ahead_max": max(ahead) if ahead else None,
                                   "ahead_p50": float(np.median(ahead)) if ahead else None},
+            # the rest of the wall-clock wait: runnable but not running (the host's scheduler), and
+            # neither (blocked: the GIL, a poll), from the main thread's schedstat
+            "stop_runqueue_periods": spread(runqueue), "stop_blocked_periods": spread(blocked),
+            "stop_blocked_awake_periods": spread(blocked_awake),
+            "stops_in_poll": sum(bool(lat.get("in_poll")) for lat in latencies),
             "max_requests_ahead": max(lat["requests_ahead"] for lat in latencies),
+            # counted by the daemon's receive sequence numbers: requests handled between a stop's
+            # receipt and its reply, and requests received before a stop that it overtook
+            "max_handled_since_received": max(lat["handled_since_received"] for lat in latencies),
+            "overtook": {"requests": sum(lat["overtook"] for lat in latencies),
+                         "stops": sum(lat["overtook"] > 0 for lat in latencies)},
+            "received_seq_increasing": all(a["received_seq"] < b["received_seq"]
+                                           for a, b in zip(latencies, latencies[1:])),
             "max_rounds": max(lat["rounds"] for lat in latencies),
             "rate_hz": latencies[0]["rate_hz"] if latencies else None,
+            # what the flood cost the rest of the daemon: the driver's loop and the recorder
+            "lost_samples": status["metrics"]["lost_samples"], "loop_jitter_ms": status["metrics"]["loop_jitter_ms"],
             "daemon": {k: status["control"][k] for k in ("stop_latency", "stale_refusals", "loop_rounds",
-                                                           "heavy_reads", "recordings_indexed", "read_cache")},
+                                                           "heavy_reads", "recordings_indexed", "read_cache",
+                                                           "main_scheduler", "gc_pauses")},
             "request_cost_ms": {cmd: {"count": v["count"], "max": round(v["max_ms"], 2),
                                       "mean": round(v["total_ms"] / max(1, v["count"]), 3),
                                       "cpu_max": round(v["max_cpu_ms"], 2),

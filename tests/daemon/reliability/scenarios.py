@@ -322,11 +322,13 @@ def soak(daemon, samples: int, trajectory: dict, rss_every_s: float = 2.0, progr
     start_written = (st["metrics"]["recorder_throughput"] or {}).get("samples_written", 0)
     points, runs, lost, next_rss = [], 0, 0, 0.0
     t0 = time.monotonic()
+    give_up = t0 + 500.0  # an outer time-out (below pytest's 600 s), so a stuck soak says where it stuck
     written = 0
     while written < samples:
         accepted = client.submit_run("panda", trajectory, label="soak")
         while True:
             now = time.monotonic()
+            assert now < give_up, f"soak: {written} of {samples} samples written after {now - t0:.0f} s"
             if now >= next_rss:
                 next_rss = now + rss_every_s
                 st = client.status()

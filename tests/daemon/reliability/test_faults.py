@@ -15,6 +15,7 @@ from robodyn.daemon.recording import load_recording
 from robodyn.daemon.rtloop import BATCH_CAPACITY
 from robodyn.daemon.client import Client, DaemonError
 from tests.daemon.conftest import DaemonProcess, excitation, recorder_flushed
+from tests.processes import die_with_parent
 
 from .scenarios import kill_daemon_mid_run, kill_mid_run, official_read, wait_state, wait_stopped
 
@@ -78,15 +79,17 @@ def test_client_loss_mid_run_does_not_wedge_the_daemon(daemon, figure):
         "c = Client(sys.argv[1], timeout=60)\n"
         "a = c.submit_run('panda', excitation(6.0))\n"
         "print(a['run_id'], flush=True)\n"
-        "while True:\n"
+        "for _ in range(1_000_000):  # bounded; killed long before\n"
         "    c.run_status(a['run_id'])\n"
     )
     child = subprocess.Popen([sys.executable, "-c", script, daemon.control], stdout=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).resolve().parents[3])
-    run_id = child.stdout.readline().strip()
-    wait_state(daemon.client, run_id, ("execute",))
-    child.kill()  # vanishes mid-run, mid-request
-    child.wait(10)
+                             cwd=Path(__file__).resolve().parents[3], preexec_fn=die_with_parent)
+    try:
+        run_id = child.stdout.readline().strip()
+        wait_state(daemon.client, run_id, ("execute",))
+    finally:
+        child.kill()  # vanishes mid-run, mid-request
+        child.wait(10)
     # a second client floods requests and never reads a reply, then disappears
     ctx = zmq.Context()
     rude = ctx.socket(zmq.DEALER)
@@ -98,14 +101,16 @@ def test_client_loss_mid_run_does_not_wedge_the_daemon(daemon, figure):
     for i in range(2000):
         rude.send(P.make_request("status", rid=i, auth=access.client_token(daemon.control)))
     latencies = []
-    with Client(daemon.control, timeout=5.0) as watcher:
-        while True:
+    with Client(daemon.control, timeout=30.0) as watcher:  # an outer time-out; latencies are a figure
+        for _ in range(6000):  # bounded: at least 300 s of polling
             t0 = time.monotonic()
             run = watcher.run_status(run_id)
             latencies.append(time.monotonic() - t0)
             if run["state"] in ("completed", "aborted", "failed"):
                 break
             time.sleep(0.05)
+        else:
+            raise AssertionError(f"run {run_id} did not end: {run}")
     rude.close(linger=0)
     ctx.destroy(linger=0)
     assert run["state"] == "completed" and run["summary"]["lost_samples"] == 0, run

@@ -34,7 +34,7 @@ class Daemon:
                                      stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         from robodyn.daemon.client import Client
 
-        self.client = Client(self.control, timeout=10.0)
+        self.client = Client(self.control, timeout=30.0)  # an outer time-out: a loaded host may answer late
         # an outer time-out only: at a load average of 16 a daemon's start took over 60 s
         deadline = time.monotonic() + 180
         while True:

@@ -19,6 +19,7 @@ from tests.system_tools import require_system_tool
 pytestmark = pytest.mark.browser
 
 RUN_S = 4.0
+WATCHED_RUN_S = 60.0  # aborted once the page has shown it executing
 # headless, no sandbox (root in a container), and nothing that reaches out to the network
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -64,23 +65,31 @@ def test_page_shows_the_run_its_recording_and_the_identification_job_as_they_hap
     # a page to look at, not to steer: no form, button or input anywhere
     assert page.locator("form, button, input, select, textarea").count() == 0
 
-    run = rt_daemon.client.submit_run("panda", excitation(RUN_S), label="watched in chromium")
-    run_id = run["run_id"]
-    expect(page.locator("#run-phase")).to_have_text("execute", timeout=30_000)
+    # mid-run: a long run, so the page (polling every 0.25 s) sees it executing on any host, however
+    # late it is woken; it is aborted once seen
+    run_id = rt_daemon.client.submit_run("panda", excitation(WATCHED_RUN_S), label="watched in chromium")["run_id"]
+    expect(page.locator("#run-phase")).to_have_text("execute", timeout=60_000)
     first = float(page.locator("#run-progress").evaluate("e => e.value"))
     # progress moves on while the trajectory executes, and the text says how far
     page.wait_for_function(f"() => document.getElementById('run-phase').textContent === 'execute' && "
-                           f"document.getElementById('run-progress').value > {first} + 0.1", timeout=15_000)
+                           f"document.getElementById('run-progress').value > {first} + 0.01", timeout=60_000)
     assert run_id in text(page, "#run-id") and "watched in chromium" in text(page, "#run-id")
-    assert "% of 4.0 s" in text(page, "#run-progress-text")
+    assert f"% of {WATCHED_RUN_S:.1f} s" in text(page, "#run-progress-text")
     row = page.locator(f"#recordings tr[data-recording-id='{run_id}']")
-    row.wait_for(timeout=10_000)
+    row.wait_for(timeout=60_000)
     assert row.locator("td").nth(1).inner_text().startswith("recording")
     page.screenshot(path=str(tmp_path / "status-page-during-run.png"), full_page=True)
+    rt_daemon.client.abort(run_id, reason="seen mid-run by the status page")
+    assert rt_daemon.client.wait_run(run_id, timeout=120)["state"] == "aborted"
+    if not rt_daemon.client.status()["safety"]["armed"]:
+        rt_daemon.client.arm()
 
-    # the run ends: the phase says so and the recording row turns into the finished file's summary
-    expect(page.locator("#run-phase")).to_have_text("completed", timeout=60_000)
-    row.locator("td:nth-child(2)", has_text="completed").wait_for(timeout=15_000)
+    # a short run to its end: the phase says so and the recording row turns into the finished file's summary
+    run_id = rt_daemon.client.submit_run("panda", excitation(RUN_S), label="completed in chromium")["run_id"]
+    row = page.locator(f"#recordings tr[data-recording-id='{run_id}']")
+    expect(page.locator("#run-id")).to_contain_text(run_id, timeout=60_000)
+    expect(page.locator("#run-phase")).to_have_text("completed", timeout=120_000)
+    row.locator("td:nth-child(2)", has_text="completed").wait_for(timeout=60_000)
     listed = {r["id"]: r for r in rt_daemon.client.recordings()}[run_id]
     cells = row.locator("td").all_inner_texts()
     assert int(cells[2]) == listed["samples"] > RUN_S * 1000 and int(cells[3]) == listed["lost"]
@@ -138,7 +147,7 @@ def test_the_page_exposes_no_motion_or_arming_endpoint(rt_daemon, page_server):
             if path not in ("/", "/api/status"):
                 assert request(base + path, token=token)[0] == 404, path
         # the page shows the daemon disarmed once it has polled since (twice a second)
-        for _ in range(50):
+        for _ in range(300):  # an outer time-out of about 60 s
             status, body = request(base + "/api/status", token=token)
             snap = json.loads(body)
             if snap["updated"] > disarmed_at:

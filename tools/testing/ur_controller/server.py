@@ -140,6 +140,10 @@ class URController:
         self.command_arrived = threading.Event()
         self.lockstep_waits = 0  # ticks that waited for the client's command
         self.lockstep_timeouts = 0  # ticks that went ahead without it (LOCKSTEP_WAIT_S)
+        # the ticks lockstep was paused, [first, last] (last None while still paused; the newest
+        # 1,000): from a timeout until the client's next command the ticks run on the wall clock,
+        # so a client can miss packages only inside these spans, which tests check against its count
+        self.lockstep_pauses: deque[list] = deque(maxlen=1000)
         self._lockstep_paused = False
         self.running = False
         self._sockets: list[socket.socket] = []
@@ -253,6 +257,8 @@ class URController:
         """Wait for the streaming client's next command; True if the tick had to wait for it. A
         client that stops streaming pauses lockstep until its next command."""
         if self.command_arrived.is_set():
+            if self._lockstep_paused and self.lockstep_pauses:
+                self.lockstep_pauses[-1][1] = self.tick
             self._lockstep_paused = False
             return False
         if self._lockstep_paused:
@@ -260,6 +266,7 @@ class URController:
         self.lockstep_waits += 1
         if not self.command_arrived.wait(self.cfg.lockstep_wait_s):
             self.lockstep_timeouts += 1
+            self.lockstep_pauses.append([self.tick, None])
             self._lockstep_paused = True
         return True
 
@@ -525,7 +532,8 @@ class URController:
         return {"tick": self.tick, "timestamp": self.tick * self.dt, "clock": self.cfg.clock,
                 "withheld": self.withheld, "withheld_ticks": [list(r) for r in self.withheld_ticks],
                 **self.timing.summary(), "lockstep_waits": self.lockstep_waits,
-                "lockstep_timeouts": self.lockstep_timeouts, "clients": [{"sent": c.sent, "dropped": c.dropped} for c in self.clients],
+                "lockstep_timeouts": self.lockstep_timeouts,
+                "lockstep_pauses": [list(p) for p in list(self.lockstep_pauses)], "clients": [{"sent": c.sent, "dropped": c.dropped} for c in self.clients],
                 "script_running": self.script.running, "commands": {str(k): v for k, v in self.script.counts.items()},
                 "unsupported": {str(k): v for k, v in self.script.unsupported.items()},
                 "drive_gains": self.plant.drive_gains.tolist(), "q_true": self.plant.q_true.tolist(),
