@@ -24,6 +24,7 @@ def folder_group(nodeid: str) -> str:
     return "realtime" if folder in REALTIME_FOLDERS else folder
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, never called
 def pytest_xdist_make_scheduler(config, log):
     # xdist's own `loadgroup` marks do not group under pytest 9 (its node-id suffix is lost), so
     # the units are made here: whole folders, the real-time ones together, in collection order
