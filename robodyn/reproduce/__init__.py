@@ -9,10 +9,13 @@ origin, robodyn's and the paper's: real / plant / own-model (report.py).
 - ``wso``          Ni et al. 2024, white shark optimizer identification of a Franka arm: Table 4
                    (torque RMSE of WSO / PSO / GA; the paper's real Franka) on an own-model Panda,
                    two plants unlike the model and the real Staubli TX40, at the paper's and at equal
-                   evaluation budgets (part ``table4``); the paper's pipeline (friction experiment,
-                   wf = 0.1 excitation, filtering) on a plant unlike the model (part ``pipeline``).
+                   evaluation budgets (part ``table4``); Table 2, the friction experiment on the
+                   paper's 37 speeds, on a plant unlike the model (part ``table2``); the paper's
+                   pipeline (friction experiment on 6 speeds, wf = 0.1 excitation, filtering) on
+                   that plant (part ``pipeline``).
 - ``stepwise``     Chen et al. 2021, stepwise identification of flexible-joint robots: Table 3
-                   (minimum condition numbers of the periodic-polynomial excitation; part ``table3``) and
+                   (minimum condition numbers of the periodic-polynomial excitation, and the candidate
+                   observation matrices of eqs. 7-12 for its rigid-body cells; part ``table3``) and
                    the stepwise identification of the simulated flexible-joint arm (part ``flexible``,
                    own-model) and of recordings of a plant unlike the model (part ``recorded``).
 - ``icpso``        Zhong et al. 2023, chaotic PSO excitation design for a SCARA: Table 2 (ICPSO as

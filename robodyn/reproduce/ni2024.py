@@ -85,17 +85,22 @@ WSO_SETUPS = (
 )
 
 
-WSO_PARTS = ("table4", "pipeline")
+WSO_PARTS = ("table4", "table2", "pipeline")
 
 
 def reproduce_wso(quick: bool = False, part: str | None = None) -> Reproduction:
-    """Ni et al. 2024: Table 4 on substitute data (part "table4") and the paper's pipeline step by step
-    on a plant unlike the model (part "pipeline"); both unless ``part`` names one."""
+    """Ni et al. 2024: Table 4 on substitute data (part "table4"), the friction experiment of Table 2 on
+    a plant unlike the model (part "table2") and the paper's pipeline step by step on that plant (part
+    "pipeline"); all unless ``part`` names one."""
     if part not in (None, "all") + WSO_PARTS:
         raise ValueError(f"part: expected one of {list(WSO_PARTS)}, got {part!r}")
     rep = Reproduction("wso", "")
     if part in (None, "all", "table4"):
         _table4(rep, quick)
+    if part in (None, "all", "table2"):
+        from .ni2024_pipeline import reproduce_table2
+
+        reproduce_table2(rep, quick, paper_origin=PAPER_ORIGIN)
     if part in (None, "all", "pipeline"):
         from .ni2024_pipeline import reproduce_pipeline
 

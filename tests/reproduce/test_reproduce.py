@@ -164,9 +164,9 @@ def test_friction_floor_on_the_papers_50hz_grid():
 
 
 def test_wso_has_the_table_and_the_pipeline_as_parts():
-    assert R.PARTS["wso"] == ("table4", "pipeline")
+    assert R.PARTS["wso"] == ("table4", "table2", "pipeline")
     with pytest.raises(ValueError, match="part"):
-        R.reproduce("wso", part="table2")
+        R.reproduce("wso", part="table9")
 
 
 def test_zhong_plant_with_friction_is_unlike_the_networks_model():
