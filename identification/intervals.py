@@ -208,16 +208,13 @@ def out_of_fold_refits(model: RobotModel, result: dict, datasets: Sequence[Sampl
     import dataclasses
 
     from .pipeline import identify
-    from .selection import MIN_PIECE, blocked_folds, repeat_folds
+    from .selection import MIN_PIECE, cross_validation_folds
 
     config = _config_of(result, len(datasets))
     if config is None:
         return None
     try:
-        plan = repeat_folds(datasets, folds)
-        blocks = f"{folds} blocks by phase of each recording's repeat period" if plan else ""
-        plan = plan or blocked_folds([d.count for d in datasets], folds)
-        blocks = blocks or f"{folds} contiguous blocks"
+        plan, blocks = cross_validation_folds(datasets, folds)
     except ValueError:
         return None
     weights = config.recording_weights

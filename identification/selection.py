@@ -4,7 +4,11 @@ A single time split rewards whatever happens to fit the last stretch of one exci
 friction tuned to the end of a periodic run, say) and says nothing about how sure that choice is.
 Here the training recordings, laid end to end, are cut into ``folds`` contiguous blocks (no
 shuffling: neighbouring samples are strongly correlated, so a shuffled fold would score the fit on
-near-copies of its own data). Each block is held out in turn and every candidate is fitted on the
+near-copies of its own data). When an excitation repeats (a periodic trajectory run for several
+periods), a contiguous block's motion comes back a period later and stays in the fit, so its score
+is in-sample and rewards terms that fit the periodic structure; then block k holds instead the
+k-th ``folds``-th of every period (:func:`cross_validation_folds`, shared with the prediction
+intervals). Each block is held out in turn and every candidate is fitted on the
 rest; a separate recording given as ``holdout`` is one more fold (fitted on all the training
 recordings, scored on it). The score of a fold is the sum over joints of the per-joint RMSE against
 the measured torque (Ni et al. 2024's Table 4 figure).
@@ -146,6 +150,28 @@ def repeat_folds(datasets: Sequence[SampledData], folds: int = FOLDS, min_block:
         out.append(Fold(f"phase {k + 1}/{folds} of each period", tuple(fit), tuple(held[k])))
     return out
 
+def cross_validation_folds(datasets: Sequence[SampledData], folds: int = FOLDS, holdout_recordings: int = 0,
+                           min_block: int = MIN_BLOCK) -> tuple[list[Fold], str]:
+    """The folds model selection and the prediction intervals score on, and the sentence naming
+    them: blocks by phase of each recording's repeat period when an excitation repeats
+    (:func:`repeat_folds`; a contiguous block would leave its repeat, a period away, in the fit and
+    score in-sample), else contiguous blocks (:func:`blocked_folds`); then one fold per held-out
+    recording, fitted on all the training samples. ValueError when the data are too short."""
+    plan = repeat_folds(datasets, folds, min_block)
+    if plan is None:
+        plan = blocked_folds([d.count for d in datasets], folds, 0, min_block)
+        text = f"{folds} contiguous blocks over the training recordings laid end to end (no shuffling)"
+    else:
+        text = (f"{folds} blocks by phase of each recording's repeat period (block k holds the k-th "
+                f"{folds}th of every period, so no repeat of it stays in the fit; a recording that does "
+                "not repeat is cut into contiguous blocks)")
+    whole = tuple((r, 0, d.count) for r, d in enumerate(datasets))
+    plan = plan + [Fold(f"held-out recording {h + 1}", whole, (), h) for h in range(holdout_recordings)]
+    if holdout_recordings:
+        text += f", plus {holdout_recordings} held-out recording(s) as their own fold"
+    return plan, text
+
+
 def fold_summary(scores: Sequence[float]) -> dict:
     """Mean, standard deviation over folds (ddof 1) and standard error of fold scores."""
     s = np.asarray(scores, float)
@@ -192,7 +218,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     if config.friction_model is not None:
         raise ValueError("select: a subtracted friction model fixes the friction; selection chooses it (drop "
                          "--friction-model, or identify without --select)")
-    plan = blocked_folds([d.count for d in datasets], folds, len(holdout))
+    plan, cross_validation = cross_validation_folds(datasets, folds, len(holdout))
     if config.processing.cutoff_hz == "auto":
         # one cut-off, chosen once from all the training data, for every fold and the refit
         auto = resolve_processing(config.processing, datasets)
@@ -268,8 +294,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     result.selection = {
         "folds": [{"name": f.name, "held_out": [list(r) for r in f.held_out],
                    "held_out_recording": f.held_out_recording} for f in plan],
-        "cross_validation": f"{folds} contiguous blocks over the training recordings laid end to end (no shuffling)"
-                            + (f", plus {len(holdout)} held-out recording(s) as their own fold" if holdout else ""),
+        "cross_validation": cross_validation,
         "score": SCORE,
         "rule": rule,
         "automatic_cutoff": choice,

@@ -8,8 +8,8 @@ others are split by time: the first 60 % identifies, the last 40 % is held out a
   qd and tau, least squares on the full regressor;
 - ``default``: ``robodyn identify`` with no options (automatic cut-off, WLS, Coulomb-viscous);
 - ``selected``: ``robodyn identify --select`` (friction x rotor inertia x estimator, chosen by blocked
-  cross-validation in 5 contiguous blocks of the identification part and the one-standard-error
-  rule), with every candidate's mean, spread and standard error over the folds;
+  cross-validation in 5 blocks of the identification part -- by phase of the period when its
+  excitation repeats, else contiguous -- and the one-standard-error rule), with every candidate's mean, spread and standard error over the folds;
 - ``ceiling``: the default configuration fitted on the held-out data itself (the best this model
   class can do there);
 - ``interval``: the default's nominal 95 % prediction interval (identification/intervals.py), the
@@ -90,6 +90,7 @@ def evaluate(name: str, model, data, couplings=(), select: bool = True, held=Non
         chosen = run_select(model, [fit], config).to_dict()
         v = validate(model, chosen, [held])
         out["selected"] = {"chosen": chosen["selection"]["chosen"], "rule": chosen["selection"]["rule"],
+                           "cross_validation": chosen["selection"]["cross_validation"],
                            "rmse": v["rmse"], "rmse_sum": v["rmse_sum"],
                            "relative_error_total": v["relative_error_total"],
                            "seconds": round(time.perf_counter() - t0, 2),

@@ -158,11 +158,11 @@ def add_identify_arguments(p, default_method: str | None = None) -> None:
     p.add_argument("--select", action="store_true",
                    help="choose friction model (Coulomb-viscous, smooth Coulomb tanh, Stribeck), rotor inertia and "
                         "least-squares estimator (OLS, WLS, IRLS, ridge, TLS) by blocked cross-validation: --folds "
-                        "contiguous blocks, each --holdout recording one more fold; the default is kept unless a "
+                        "blocks (by phase of the period when the excitation repeats, else contiguous), each --holdout recording one more fold; the default is kept unless a "
                         "candidate beats it by more than one standard error (then the simplest within one standard "
                         "error of the best); prints every candidate's mean +- spread")
     p.add_argument("--folds", type=int, default=None, metavar="K",
-                   help="with --select: contiguous blocks of the cross-validation (default 5)")
+                   help="with --select: blocks of the cross-validation (default 5)")
     p.add_argument("--holdout", dest="holdout", nargs="+", default=None, metavar="REC",
                    help="recordings not identified on, only predicted: the result reports the error on them; with "
                         "--select each is one more cross-validation fold; with --method stepwise they validate "
