@@ -1,3 +1,4 @@
+import functools
 import os
 
 # One OpenBLAS thread in the test runner and every process it starts (daemons, CLI runs), as the
@@ -11,17 +12,32 @@ import pytest
 
 TESTS = Path(__file__).parent
 # `make test` runs the suite in two processes (pytest-xdist) on a 2-core host. Tests that start
-# daemons, real-time peers and browsers share one process and run one after another, first: two
+# daemons, real-time peers and browsers (their folders, and any other file that starts a daemon)
+# share one process and run one after another, first: two
 # real-time daemons side by side would each judge the other's load. Every other folder is one unit
 # too, so its session fixtures (realistic logs, the calibration cube, the Ray fleet) are built once.
 REALTIME_FOLDERS = ("daemon", "drivers", "tools")
 
 
+# a test file elsewhere that starts a daemon of its own goes with them
+STARTS_A_DAEMON = ("DaemonProcess(", "LocalDaemon(")
+
+
+@functools.lru_cache(maxsize=None)
+def starts_a_daemon(path: str) -> bool:
+    try:
+        text = (TESTS.parent / path).read_text()
+    except OSError:
+        return False
+    return any(call in text for call in STARTS_A_DAEMON)
+
+
 def folder_group(nodeid: str) -> str:
     """The unit of work of a test, from its id (``tests/FOLDER/...::name``)."""
-    parts = nodeid.split("::", 1)[0].split("/")
+    path = nodeid.split("::", 1)[0]
+    parts = path.split("/")
     folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else "top"
-    return "realtime" if folder in REALTIME_FOLDERS else folder
+    return "realtime" if folder in REALTIME_FOLDERS or starts_a_daemon(path) else folder
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, never called
