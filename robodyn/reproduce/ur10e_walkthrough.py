@@ -309,18 +309,21 @@ def _side_rows(files, ds, walk, model, builtin, theta, val, cmd, details) -> lis
         rows.append(Row("logs p1-p10: RMSE per joint, mean over logs (N.m)", None,
                         " / ".join(f"{x:.2f}" for x in rmses.mean(axis=0)), cmd, origin))
     ident = ds.filter_log(files.log(ds.IDENTIFICATION_LOG).rows(*ds.TRIMMED_ROWS[ds.IDENTIFICATION_LOG]))
-    de_luca = Walkthrough(model, ds.DE_LUCA_GAINS)
-    v = de_luca.validate(val, de_luca.identify(ident).theta)
-    details["de_luca_gains"] = v
-    rows.append(Row("with the gains main.m attributes to De Luca: relative error per joint (%)", None,
-                    " / ".join(f"{x:.1f}" for x in v["relative_error_percent"]), cmd,
-                    f"real (UR10e, {val_name} rows {rows_v[0]}-{rows_v[1]}; gains {ds.DE_LUCA_GAINS.tolist()})"))
+
+    def variant_row(walkthrough, label: str, setup: str) -> dict:
+        """Identify on the identification log with this variant, validate, and add its row."""
+        v = walkthrough.validate(val, walkthrough.identify(ident).theta)
+        rows.append(Row(f"{label}: relative error per joint (%)", None,
+                        " / ".join(f"{x:.1f}" for x in v["relative_error_percent"]), cmd,
+                        f"real (UR10e, {val_name} rows {rows_v[0]}-{rows_v[1]}; {setup})"))
+        return v
+
+    details["de_luca_gains"] = variant_row(Walkthrough(model, ds.DE_LUCA_GAINS),
+                                           "with the gains main.m attributes to De Luca",
+                                           f"gains {ds.DE_LUCA_GAINS.tolist()}")
     if all(files.has(n) for n in GAIN_LOGS):
         unloaded, loaded = (ds.filter_log(files.log(n).rows(*ds.TRIMMED_ROWS[n])) for n in GAIN_LOGS)
         gains = drive_gains_ols(walk, unloaded, loaded)
-        again = Walkthrough(model, gains)
-        v = again.validate(val, again.identify(ident).theta)
-        details["drive_gains_ols"] = {"gains": gains, "validation": v}
         origin = (f"real (UR10e, {GAIN_LOGS[0]} rows {ds.TRIMMED_ROWS[GAIN_LOGS[0]][0]}-"
                   f"{ds.TRIMMED_ROWS[GAIN_LOGS[0]][1]} and {GAIN_LOGS[1]} rows {ds.TRIMMED_ROWS[GAIN_LOGS[1]][0]}-"
                   f"{ds.TRIMMED_ROWS[GAIN_LOGS[1]][1]}, payload {PAYLOAD_KG} kg)")
@@ -330,13 +333,8 @@ def _side_rows(files, ds, walk, model, builtin, theta, val, cmd, details) -> lis
                                              "to K1 > 10, UR10E_parameters.txt)",
                         note="joint 1 carries no gravity, so the payload changes only its inertial torques and "
                              "its gain is weakly determined; the repository constrains it to K1 > 10"))
-        rows.append(Row("with those OLS gains: relative error per joint (%)", None,
-                        " / ".join(f"{x:.1f}" for x in v["relative_error_percent"]), cmd,
-                        f"real (UR10e, {val_name} rows {rows_v[0]}-{rows_v[1]}; gains from the two runs above)"))
-    alt = Walkthrough(builtin, ds.DRIVE_GAINS)
-    v = alt.validate(val, alt.identify(ident).theta)
-    details["builtin_kinematics"] = v
-    rows.append(Row("with robodyn's built-in ur10e kinematics: relative error per joint (%)", None,
-                    " / ".join(f"{x:.1f}" for x in v["relative_error_percent"]), cmd,
-                    f"real (UR10e, {val_name} rows {rows_v[0]}-{rows_v[1]}; built-in DH model)"))
+        details["drive_gains_ols"] = {"gains": gains, "validation": variant_row(
+            Walkthrough(model, gains), "with those OLS gains", "gains from the two runs above")}
+    details["builtin_kinematics"] = variant_row(Walkthrough(builtin, ds.DRIVE_GAINS),
+                                                "with robodyn's built-in ur10e kinematics", "built-in DH model")
     return rows
