@@ -272,7 +272,12 @@ class RayExecutor(Executor):
                 # `stress-ng --cpu 4` crawled). A local instance robodyn starts runs its work at the
                 # caller's priority, as the process-pool executor does.
                 with _loopback_only(ray):
-                    ray.init(num_cpus=workers, _system_config={"worker_niceness": 0}, **common)
+                    try:
+                        ray.init(num_cpus=workers, _system_config={"worker_niceness": 0}, **common)
+                    except ValueError as exc:  # joined a local instance someone else started: its settings
+                        if "_system_config" not in str(exc):
+                            raise
+                        ray.init(num_cpus=workers, **common)
             else:
                 ray.init(address=address, **common)
         self.workers = int(ray.cluster_resources().get("CPU", 1))
