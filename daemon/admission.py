@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robodyn.limits import validation_cost
+from robodyn.limits import ValidationWithdrawn, validation_cost
 from robodyn.robot.urdf import model_to_urdf
 from robodyn.trajectory import trajectory_from_dict
 
@@ -39,7 +39,7 @@ SAMPLE_OVERHEAD_BYTES = 25
 DISK_MARGIN = 1.25
 DISK_MEASURE_MIN_SAMPLES = 5_000
 RECORDING_FIXED_BYTES = 64 * 1024  # self-description (16 KB for a Panda: URDF, trajectory, driver facts), summary, events
-MAX_VALIDATION_THREADS = 2  # the one being checked plus one withdrawn that is still finishing
+MAX_VALIDATION_THREADS = 2  # the one being checked plus one withdrawn that has not reached its next window
 
 
 def run_in_thread(fn, *args) -> tuple[Future, threading.Thread]:
@@ -50,6 +50,9 @@ def run_in_thread(fn, *args) -> tuple[Future, threading.Thread]:
     def work():
         try:
             future.set_result(fn(*args))
+        except ValidationWithdrawn as exc:  # nobody waits for it: the client was answered at the abort
+            log.info("withdrawn submission: its check stopped %s", exc, extra={"fields": {"event": "check_stopped"}})
+            future.set_exception(exc)
         except BaseException as exc:  # delivered to the loop, which answers the client
             future.set_exception(exc)
 
@@ -140,6 +143,7 @@ class PendingSubmit:
     future: Future
     started: float = field(default_factory=time.monotonic)
     cancelled: str = ""
+    withdrawn: threading.Event = field(default_factory=threading.Event)  # tells the check to stop
     trajectory: object = None
     current_q: object = None
     rate: float = 0.0
@@ -185,9 +189,11 @@ class Admission:
         current_q = self._current_q()
         rate = float(self.description["rate_hz"])
         pend_estimate = self._require_disk_space(traj, current_q, rate)
-        future, thread = run_in_thread(plan_run, self.model, traj, current_q, rate)
+        withdrawn = threading.Event()
+        future, thread = run_in_thread(plan_run, self.model, traj, current_q, rate, withdrawn.is_set)
         self.validation_threads.append(thread)
-        self.pending = PendingSubmit(list(self._envelope), self._rid, dict(args, mode=mode), future)
+        self.pending = PendingSubmit(list(self._envelope), self._rid, dict(args, mode=mode), future,
+                                     withdrawn=withdrawn)
         self.pending.trajectory, self.pending.current_q, self.pending.rate = traj, current_q, rate
         self.pending.disk_estimate = pend_estimate
         log.info("validating a %.1f s %s trajectory", traj.duration, traj.family,
@@ -200,8 +206,8 @@ class Admission:
                                             "one run at a time per robot", {"run_id": self.current.id})
         if self.pending is not None:
             raise P.ProtocolError(P.E_BUSY, "another submission is being validated; one run at a time per robot")
-        # a withdrawn submission's check cannot be interrupted and finishes in the background;
-        # one such leftover is tolerated, more would let submit+abort loops pile up CPU work
+        # a withdrawn submission's check stops at its next window (one window of work); one such
+        # leftover is tolerated, more would let submit+abort loops pile up CPU work
         self.validation_threads = [t for t in self.validation_threads if t.is_alive()]
         if len(self.validation_threads) >= MAX_VALIDATION_THREADS:
             raise P.ProtocolError(P.E_BUSY, "withdrawn submissions are still being checked; try again in a "
@@ -250,6 +256,7 @@ class Admission:
     def _cancel_pending(self, reason: str) -> None:
         if self.pending is not None and not self.pending.cancelled:
             self.pending.cancelled = reason
+            self.pending.withdrawn.set()
 
     def _complete_submit(self) -> None:
         pend, self.pending = self.pending, None

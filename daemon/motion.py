@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,19 +61,21 @@ def move_to_start(model: RobotModel, traj: Trajectory, current_q: np.ndarray) ->
                                                 scale=MOVE_SCALE, min_duration=MOVE_MIN_DURATION)
 
 
-def plan_run(model: RobotModel, traj: Trajectory, current_q: np.ndarray, rate_hz: float) -> RunPlan:
+def plan_run(model: RobotModel, traj: Trajectory, current_q: np.ndarray, rate_hz: float,
+             withdrawn: Callable[[], bool] | None = None) -> RunPlan:
     """Validate the trajectory and the move from ``current_q`` to its start; raise on any violation.
 
     The trajectory is checked against every limit (its own start is reached by the move, so it is
     checked without a start-position constraint); the move is checked against the limits and the
-    current position.
+    current position. ``withdrawn`` stops either check between windows
+    (:class:`robodyn.limits.ValidationWithdrawn`).
     """
-    report = check_trajectory(model, traj, rate_hz=rate_hz)
+    report = check_trajectory(model, traj, rate_hz=rate_hz, withdrawn=withdrawn)
     if not report.ok:
         raise RunRejected("trajectory", report)
     move = move_to_start(model, traj, current_q)
     move_report = check_trajectory(model, move, rate_hz=rate_hz, current_q=current_q,
-                                   start_tolerance=HOLD_TOLERANCE)
+                                   start_tolerance=HOLD_TOLERANCE, withdrawn=withdrawn)
     if not move_report.ok:
         raise RunRejected("move to the start", move_report)
     return RunPlan(move, traj, move_report, report)

@@ -7,6 +7,7 @@ the drivers (as a last guard). A rejection names the violated limit, the joint a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -78,6 +79,10 @@ class LimitViolation(ValueError):
     def __init__(self, report: LimitReport):
         self.report = report
         super().__init__(report.summary())
+
+
+class ValidationWithdrawn(Exception):
+    """The check was stopped between two windows because nobody waits for its answer any more."""
 
 
 # Validation works through the trajectory in windows of samples, so its memory is fixed by
@@ -169,7 +174,8 @@ class _Peak:
 def check_trajectory(model: RobotModel, traj: Trajectory, *, rate_hz: float = 1000.0, oversample: int = 2,
                      current_q=None, start_tolerance: float = DEFAULT_START_TOLERANCE,
                      check_torque: bool = True, friction: dict | None = None,
-                     scale: float = 1.0, window: int | None = None) -> LimitReport:
+                     scale: float = 1.0, window: int | None = None,
+                     withdrawn: Callable[[], bool] | None = None) -> LimitReport:
     """Check every limit of ``model`` on ``traj`` sampled at ``rate_hz * oversample``.
 
     ``current_q`` is the robot's present position: the trajectory must start there (within
@@ -177,7 +183,9 @@ def check_trajectory(model: RobotModel, traj: Trajectory, *, rate_hz: float = 10
     Torque is predicted with the model's nominal inertia, rotor inertia and optional friction.
     The samples are evaluated ``window`` at a time (default: :func:`validation_cost`'s, about
     WINDOW_BYTES of working memory), so memory does not grow with the duration; the result is
-    the same for any window.
+    the same for any window. ``withdrawn`` is asked before each window; once it answers True the
+    check raises :class:`ValidationWithdrawn` (a withdrawn submission stops costing CPU within one
+    window instead of running to its end).
     """
     if not 0 < scale <= 1:
         raise ValueError(f"scale: must be in (0, 1], got {scale}")
@@ -217,6 +225,8 @@ def check_trajectory(model: RobotModel, traj: Trajectory, *, rate_hz: float = 10
     first_state = last_state = None
     checked = 0
     for start in range(0, count, window):
+        if withdrawn is not None and withdrawn():
+            raise ValidationWithdrawn(f"stopped after {checked} of {count} samples")
         stop = min(count, start + window)
         t = np.arange(start, stop) / step_rate
         if stop == count and needs_end:

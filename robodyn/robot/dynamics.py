@@ -102,8 +102,10 @@ def _rnea_body(FR, Fp, jtype, g, mass, com, I_c, rotor, fv, fc, fo, q, qd, qdd, 
 
 # Two builds of the same kernel: threads pay off on long batches, but starting the thread pool
 # costs milliseconds, which would dominate the one-pose calls of IK, calibration and controllers.
-_rnea_parallel = njit(cache=True, parallel=True)(_rnea_body)
-_rnea_serial = njit(cache=True)(_rnea_body)
+# Both release the GIL (they touch no Python object): the daemon checks a submission's torques on
+# a thread, and its main loop must keep answering stops meanwhile.
+_rnea_parallel = njit(cache=True, parallel=True, nogil=True)(_rnea_body)
+_rnea_serial = njit(cache=True, nogil=True)(_rnea_body)
 PARALLEL_THRESHOLD = 256
 
 

@@ -267,8 +267,17 @@ class RayExecutor(Executor):
         if self._owns:
             common = {"include_dashboard": False, "log_to_driver": False}
             if address is None:
+                # Ray starts its workers at nice 15 (its `worker_niceness`); on a busy lab PC that
+                # leaves them a sliver of the CPU beside any ordinary process (the fleet tests beside
+                # `stress-ng --cpu 4` crawled). A local instance robodyn starts runs its work at the
+                # caller's priority, as the process-pool executor does.
                 with _loopback_only(ray):
-                    ray.init(num_cpus=workers, **common)
+                    try:
+                        ray.init(num_cpus=workers, _system_config={"worker_niceness": 0}, **common)
+                    except ValueError as exc:  # joined a local instance someone else started: its settings
+                        if "_system_config" not in str(exc):
+                            raise
+                        ray.init(num_cpus=workers, **common)
             else:
                 ray.init(address=address, **common)
         self.workers = int(ray.cluster_resources().get("CPU", 1))

@@ -218,7 +218,7 @@ def test_cli_status_recordings_and_export(daemon, capsys, tmp_path, monkeypatch)
     assert cli_main(["stream", "--duration", "1.2"] + ep) == 0
     shown = capsys.readouterr().out
     assert "samples/s" in shown and "lost 0" in shown and shown.count("q ") >= 1
-    seqs = np.concatenate([b["seq"] for b in daemon.client.stream(max_batches=200)])
+    seqs = np.concatenate([b["seq"] for b in daemon.client.stream(max_batches=200, timeout=30.0)])
     assert seqs.size >= 200 and np.all(np.diff(seqs.astype(np.int64)) == 1)
     traj_file = tmp_path / "bad.json"
     traj_file.write_text(json.dumps({"family": "fourier", "params": {"wf": -1}}))

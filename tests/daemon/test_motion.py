@@ -80,3 +80,19 @@ def test_the_start_up_warm_up_runs_every_validation_kernel_in_a_fresh_process():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "1"]
+
+
+def test_the_torque_kernels_of_validation_release_the_gil():
+    """The daemon checks a submission's predicted torques on a thread while its main loop answers
+    stops; a kernel that held the GIL would stall the loop for a whole window of samples. Both
+    RNEA builds are compiled without the GIL, and give the same torques as each other."""
+    from robodyn.robot import dynamics
+
+    assert dynamics._rnea_parallel.targetoptions.get("nogil") is True
+    assert dynamics._rnea_serial.targetoptions.get("nogil") is True
+    rng = np.random.default_rng(0)
+    q, qd, qdd = (rng.normal(0, 0.5, (dynamics.PARALLEL_THRESHOLD + 1, 7)) for _ in range(3))
+    long_batch = dynamics.inverse_dynamics(PANDA, q, qd, qdd)
+    one_by_one = np.vstack([dynamics.inverse_dynamics(PANDA, q[i:i + 1], qd[i:i + 1], qdd[i:i + 1])
+                            for i in range(0, q.shape[0], 37)])
+    assert np.allclose(long_batch[::37], one_by_one, rtol=0, atol=1e-9)

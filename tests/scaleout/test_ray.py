@@ -38,6 +38,18 @@ def test_ray_uses_two_local_cpus(ray_executor):
     assert [n["NodeManagerAddress"] for n in ray.nodes()] == ["127.0.0.1"]  # loopback only
 
 
+def test_ray_workers_run_at_the_callers_priority(ray_executor):
+    """Ray's default starts workers at nice 15; beside any ordinary load they then get a sliver
+    of the CPU. The local instance's workers run at this process's niceness, as the pool's do."""
+    import os
+
+    @ray.remote(num_cpus=1)
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert ray.get([niceness.remote() for _ in range(2)]) == [os.nice(0)] * 2
+
+
 def test_multistart_design_identical_to_local(ray_executor, local_runs):
     on_ray = design_excitation(load_model("ur5"), design_request(), run_starts=partial(run_starts, ray_executor))
     assert without_volatile(on_ray.to_dict()) == without_volatile(local_runs["design"].to_dict())

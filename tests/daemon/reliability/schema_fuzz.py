@@ -291,7 +291,7 @@ def reply_problem(reply, frame: dict, path: str) -> str | None:
 class Endpoint:
     """A DEALER socket to the daemon's control endpoint; one frame, one reply."""
 
-    def __init__(self, endpoint: str, timeout_s: float = 10.0):
+    def __init__(self, endpoint: str, timeout_s: float = 60.0):
         import zmq
 
         self.zmq = zmq

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from robodyn.daemon import protocol as P
-from robodyn.limits import check_trajectory, validation_cost
+from robodyn.limits import ValidationWithdrawn, check_trajectory, validation_cost
 from robodyn.robot.loader import load_model
 from robodyn.trajectory import (FourierPolyTrajectory, FourierTrajectory, PointToPointTrajectory,
                                 SampledTrajectory, SequenceTrajectory)
@@ -58,6 +58,23 @@ def test_the_report_is_the_same_for_any_window(name):
         assert check_trajectory(PANDA, traj, rate_hz=500, current_q=READY_Q, window=window).to_dict() == whole
     if name.startswith(("fourier,", "point_to_point")):
         assert not whole["ok"] and whole["violations"]
+
+
+def test_a_withdrawn_check_stops_at_its_next_window(monkeypatch):
+    """An abort of a submission under validation used to leave its check running to the end in
+    the background (minutes of CPU for a long run). The check asks before every window whether it
+    is still wanted: withdrawn after the third, it evaluates exactly three windows and raises;
+    never withdrawn, its report is the one without the question."""
+    traj = fourier(2.0, 3, amplitude=0.02)
+    windows = []
+    evaluate = type(traj).evaluate
+    monkeypatch.setattr(type(traj), "evaluate", lambda self, t: (windows.append(t.shape[0]), evaluate(self, t))[1])
+    with pytest.raises(ValidationWithdrawn, match="after 300 of 4001 samples"):
+        check_trajectory(PANDA, traj, rate_hz=1000, window=100, withdrawn=lambda: len(windows) >= 3)
+    assert windows == [100, 100, 100]
+    windows.clear()
+    asked = check_trajectory(PANDA, traj, rate_hz=1000, window=100, withdrawn=lambda: False).to_dict()
+    assert asked == check_trajectory(PANDA, traj, rate_hz=1000, window=100).to_dict() and len(windows) == 2 * 41
 
 
 def test_validation_memory_does_not_grow_with_the_duration():

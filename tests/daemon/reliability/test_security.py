@@ -102,7 +102,7 @@ def test_only_allow_listed_keys_get_in_and_refusals_are_logged(curve_daemon, fig
         with d.client_for(name) as c:
             assert c.ping()["protocol"] == 1
     with d.client_for("alice") as c:  # the state stream is guarded by the same keys
-        batches = list(c.stream(d.state, max_batches=20, timeout=5.0))
+        batches = list(c.stream(d.state, max_batches=20, timeout=30.0))
         assert len(batches) == 20
     t0 = time.monotonic()
     for intruder in (lambda: d.client_for("mallory", timeout=2.0), lambda: Client(d.control, timeout=2.0)):
