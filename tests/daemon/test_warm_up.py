@@ -292,14 +292,19 @@ def warming_up(proc: subprocess.Popen, folder: Path, log_path: Path) -> int:
 
 
 def stop(proc: subprocess.Popen, folder: Path, pids=()) -> None:
-    """Whatever a failed test left: the gate opened, the daemon killed, its workers waited for (they
-    leave when their parent is gone), and killed only if still a spawned child of this test's daemon."""
+    """Whatever a test left: the gate opened, the daemon killed, its workers waited for (they leave
+    when they notice their parent is gone; after a SIGKILL during start-up two of the three were
+    still running 1 s later), then killed if still a spawned child of this test's daemon."""
     (folder / "go").touch()
     if proc.poll() is None:
         proc.kill()
     proc.wait(30)
+    for _ in range(200):  # 10 s at most for all of them together
+        if all(gone(pid) for pid in pids):
+            break
+        time.sleep(0.05)
     for pid in pids:
-        if not gone_within(pid, 30):
+        if not gone(pid):
             try:
                 if b"multiprocessing" in Path(f"/proc/{pid}/cmdline").read_bytes():
                     os.kill(pid, signal.SIGKILL)
