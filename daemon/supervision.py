@@ -91,7 +91,8 @@ class Supervision:
                 if not warm.poll() and workers_ready:
                     break
                 if not self.running:
-                    raise StartAbandoned("start-up abandoned: asked to stop")
+                    raise StartAbandoned("start-up abandoned during the validation kernels' warm-up: asked to stop"
+                                         if warm.running else "start-up abandoned: asked to stop")
                 if not workers_ready and time.monotonic() > deadline:
                     raise RuntimeError("driver or recorder did not start within "
                                        f"{STARTUP_TIMEOUT_S:.0f} s")

@@ -264,6 +264,8 @@ class WarmUp:
         child = multiprocessing.get_context("spawn").Process(
             target=warm_up_in_child, args=(self.model, RATE_HZ, os.getpid()), name="robodyn-warm-up", daemon=True)
         child.start()
+        # the pid: an operator (or a test) can tell this child from the workers
+        log.info("compiling the validation kernels in a child process, pid %d", child.pid)
         self.watch(child)
 
     def watch(self, child) -> None:
@@ -318,6 +320,7 @@ class WarmUp:
         if self.child is not None and self.child.is_alive():
             self.child.kill()
             self.child.join(5.0)
+            log.info("killed the warm-up child, pid %d", self.child.pid)
         if outcome is not None and not self.outcome:
             self.outcome = outcome
 

@@ -1,13 +1,20 @@
 """The whole loop on a simulated Panda, in a few minutes (the library behind `robodyn demo`).
 
 1. a daemon starts with a simulated Panda (MuJoCo plant, sensor noise, Ni et al. 2024 Stribeck friction);
-2. an excitation trajectory is designed (5-harmonic Fourier series, SLSQP on cond(W_base));
-3. the friction experiment (constant-velocity sweeps, one run per joint) and the excitation are
-   run by the daemon and recorded, plus a second, held-out excitation;
-4. Stribeck friction is fitted per joint, then the dynamics are identified by the daemon's worker
-   with that friction subtracted (Ni et al. 2024 eq. 9);
-5. the model is validated on the held-out run against the raw measured torque;
-6. the summary (the command line prints it as a table), the held-out plot and an HTML report.
+2. an excitation trajectory is designed (5-harmonic Fourier series, SLSQP on cond(W_base)), and a
+   second one for the held-out run;
+3. the friction experiment (constant-velocity sweeps, one run per joint) is run by the daemon and
+   recorded, and Stribeck friction is fitted per joint;
+4. the excitation and the held-out trajectory are run and recorded;
+5. the dynamics are identified by the daemon's worker with that friction subtracted (Ni et al. 2024
+   eq. 9);
+6. the model is validated on the held-out run against the raw measured torque, and the estimate
+   compared with the simulator's parameters;
+7. the summary (the command line prints it as a table), the held-out plot and an HTML report.
+
+Each step starts with a ``[k/7]`` line and says what it is doing; a step that can take longer than
+a few seconds also says how far it got every :data:`REPORT_S` (:func:`_every`: a run's stage, the
+job's, the samples of a pass of the regressor).
 
 A number the experiment cannot determine is reported as missing with its reason, never as a
 value: the friction errors carry ``None`` and a reason where a Stribeck parameter leaves no trace
@@ -35,6 +42,9 @@ WELL_EXCITED_SHARE = 0.10  # a base parameter carrying >= 10 % of some joint's R
 DETERMINED_RELATIVE_STD = 0.5
 STRIBECK = ("fc", "fs", "vs")
 REPORT_S = 10.0  # a step that runs longer says how far it got this often
+# samples per pass of the regressor in steps 6 and 7: a pass is a small part of REPORT_S, so a
+# step over a long recording says how far it got on time
+CHUNK_SAMPLES = 5000
 
 
 def _run(client, traj, label: str, say, report_s: float = REPORT_S) -> dict:
@@ -54,18 +64,63 @@ def _run(client, traj, label: str, say, report_s: float = REPORT_S) -> dict:
     return reply
 
 
-def _every(report_s: float, say):
-    """``report(text_of_waited_s)``: says the text at most once per ``report_s`` (from the first call on)."""
-    started = time.monotonic()
+def _every(report_s: float, say, clock=time.monotonic):
+    """``report(text_of_waited_s)``: says the text at most once per ``report_s`` of ``clock``, the
+    first time ``report_s`` after this call (the step's own header line covers the start)."""
+    started = clock()
     next_at = [started + report_s]
 
     def report(text) -> None:
-        now = time.monotonic()
+        now = clock()
         if now >= next_at[0]:
             next_at[0] = now + report_s
             say(text(now - started))
 
     return report
+
+
+def _in_chunks(count: int, work, report, what: str, chunk: int = CHUNK_SAMPLES) -> None:
+    """``work(start, stop)`` over ``count`` samples, ``chunk`` at a time; after each chunk ``report``
+    (an :func:`_every`) hears how far it got, so a long pass says so every REPORT_S."""
+    for start in range(0, count, chunk):
+        stop = min(count, start + chunk)
+        work(start, stop)
+        report(lambda waited, done=stop: f"  {what}: {done} of {count} samples after {waited:.0f} s")
+
+
+def torque_shares(model, base, est: np.ndarray, d, report, what: str = "torque shares",
+                  chunk: int = CHUNK_SAMPLES) -> np.ndarray:
+    """Per base parameter: the largest, over the joints, of the RMS torque it carries on the
+    processed data ``d`` (its column of W_base times its estimate) relative to that joint's RMS
+    torque, friction included. Summed chunk by chunk (:func:`_in_chunks`), never all N·n rows of
+    the standard columns at once."""
+    from robodyn.identification.pipeline import base_rows
+
+    squares = np.zeros((model.dof, base.count))
+
+    def add(start: int, stop: int) -> None:
+        rows = base_rows(model, d.select(slice(start, stop)), base.spec).reshape(stop - start, model.dof, -1)
+        squares[:] += np.sum((rows[:, :, base.independent] * est[: base.count]) ** 2, axis=0)
+
+    _in_chunks(d.count, add, report, what, chunk)
+    tau = d.tau if d.tau_friction is None else d.tau + d.tau_friction
+    torque_rms = np.sqrt(np.mean(tau ** 2, axis=0))
+    return np.max(np.sqrt(squares / d.count) / torque_rms[:, None], axis=0)
+
+
+def predicted_torque(model, base, est: np.ndarray, d, report, what: str = "prediction",
+                     chunk: int = CHUNK_SAMPLES) -> np.ndarray:
+    """The model's torque (N, n) on the processed data ``d``, friction included, chunk by chunk
+    (:func:`_in_chunks`)."""
+    from robodyn.identification.pipeline import predict_processed
+
+    out = np.empty((d.count, model.dof))
+
+    def predict(start: int, stop: int) -> None:
+        out[start:stop] = predict_processed(model, base, est, d.select(slice(start, stop)))
+
+    _in_chunks(d.count, predict, report, what, chunk)
+    return out if d.tau_friction is None else out + d.tau_friction
 
 
 def _execute_phase(path):
@@ -93,7 +148,7 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
     ``say(text)`` reports each step; ``job_progress(stage, fraction)`` the identification job."""
     from robodyn.identification.base_params import BaseParameters
     from robodyn.identification.friction import experiment_trajectory, fit_experiment, points_from_run
-    from robodyn.identification.pipeline import base_rows, predict_processed, validate
+    from robodyn.identification.pipeline import validate
     from robodyn.identification.regressor import standard_parameter_vector
     from robodyn.identification.report import torque_plot_png, write_html_report
     from robodyn.identification.signals import SampledData
@@ -166,8 +221,10 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
         t, q, qd, tau = _execute_phase(held_run["recording"])
         raw = SampledData(t, q, tau, qd)
         against_raw = ProcessingConfig(**{**doc["config"]["processing"], "tau_cutoff_hz": None, "trim_s": 0.5})
+        say(f"  held-out run: processing and predicting {raw.count} samples")
         holdout = validate(model, doc, [raw], processing=against_raw)
         ident_metrics = doc["metrics"]["identification"]
+        say("  stopping the daemon")
 
     base = BaseParameters.from_dict(doc["base"])
     true_model = model.with_inertial(np.asarray(plant["true_inertial"]))
@@ -176,9 +233,8 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
     est = np.asarray(doc["estimate"]["values"])
     # "well excited": the parameter carries at least 10 % of some joint's RMS torque on the excitation
     ident = process(ident_data, ProcessingConfig(**doc["config"]["processing"]), friction).data
-    Wb = base_rows(model, ident, base.spec).reshape(ident.count, model.dof, -1)[:, :, base.independent]
-    torque_rms = np.sqrt(np.mean((ident.tau + ident.tau_friction) ** 2, axis=0))
-    share = np.max(np.sqrt(np.mean((Wb * est) ** 2, axis=0)) / torque_rms[:, None], axis=0)
+    say(f"  the estimate against the simulator's parameters: torque shares on the excitation ({ident.count} samples)")
+    share = torque_shares(model, base, est, ident, _every(REPORT_S, say), "torque shares")
     well = share >= WELL_EXCITED_SHARE
     # a parameter whose simulated value is zero has no relative error (the absolute one is in result.json)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -188,9 +244,12 @@ def run_demo(out, design_time: float = 40.0, periods: int = 3, say=None, job_pro
 
     say("[7/7] report")
     processed = process(raw, against_raw, friction).data
-    pred = predict_processed(model, base, est, processed) + processed.tau_friction
+    say(f"  predicting the held-out torque for the plot ({processed.count} samples)")
+    pred = predicted_torque(model, base, est, processed, _every(REPORT_S, say), "held-out prediction")
+    say("  drawing the held-out plot")
     png = torque_plot_png(processed.t, processed.tau + processed.tau_friction, pred, model.joint_names,
                           "held-out: predicted vs raw measured")
+    say("  writing the HTML report")
     report = write_html_report(out / "report.html", doc, [
         {"title": "identification run", "metrics": ident_metrics},
         {"title": "held-out run (raw measured torque)", "metrics": holdout, "png": png}])

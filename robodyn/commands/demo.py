@@ -41,6 +41,7 @@ def cmd_demo(args) -> int:
                            job_progress=bars.stages(b))
     lines = table_lines(summary)
     figure = Path(summary["output"]) / "summary.png"
+    say(f"  drawing the summary figure {figure}")
     write_figure(figure, Path(summary["held_out_plot"]).read_bytes(), lines)
     summary["figure"] = str(figure)
     if args.plot:

@@ -1,9 +1,12 @@
 """daemon/warm_up.py: the start-up compile of the validation kernels is waited for while it
 progresses (not for a fixed time), its child dies with the daemon however the daemon dies, and a
 warm numba cache is recognised so that no child is started at all. Times are a fake clock's; the
-only real waits are bounded polls for a killed process to be gone."""
+only real waits are bounded polls for a process to be gone, or for a real daemon to report its
+warm-up (then held open by a child that waits for the test instead of compiling)."""
 
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from robodyn.daemon import warm_up
+from robodyn.tools.testing.local_daemon import free_port
+from tests.processes import die_with_parent
 
 
 def gone(pid: int) -> bool:
@@ -206,3 +211,137 @@ def test_a_warm_marker_means_no_child(tmp_path, monkeypatch):
     monkeypatch.setattr(warm_up.multiprocessing, "get_context", lambda *_: pytest.fail("a child was started"))
     w.start()
     assert w.skipped and w.outcome == "done" and not w.poll()
+
+
+# --------------------------------------------------------------------------- a real daemon, stopped while it warms up
+
+# `robodyn daemon` as the command line runs it, except that the warm-up child waits for the test
+# instead of compiling: multiprocessing's spawn runs this file again (as __mp_main__) in every child
+# the daemon starts, so in the warm-up child too the compile step (motion.warm_up_validation) is the
+# wait below, called after the child tied itself to the daemon (warm_up.warm_up_in_child). The real
+# compile is no window to aim a signal at: with a warm cache there is no child, or one for a few
+# seconds; with a cold one it lasts as long as the host's load makes it.
+GATED_DAEMON = textwrap.dedent("""
+    import os, sys, time
+    from pathlib import Path
+
+    from robodyn.daemon import motion, warm_up
+
+    FOLDER = Path(FOLDER_TEXT)
+
+    def wait_for_the_test(model, rate_hz):
+        (FOLDER / f"waiting-{os.getpid()}").touch()
+        for _ in range(6000):  # 600 s at most
+            if (FOLDER / "go").exists():
+                return
+            time.sleep(0.1)
+
+    motion.warm_up_validation = wait_for_the_test
+    # as with a cold numba cache: the start uses a child; and the real marker is never touched
+    warm_up.CacheMarker.is_warm = lambda self: False
+    warm_up.CacheMarker.record = lambda self: False
+    warm_up.CacheMarker.forget = lambda self: None
+
+    if __name__ == "__main__":
+        from robodyn.cli import main
+
+        sys.exit(main(["daemon", "--config", sys.argv[1]]))
+""")
+WARM_UP_PID = re.compile(r"compiling the validation kernels in a child process, pid (\d+)")
+WORKER_PID = re.compile(r"started \w+ process pid (\d+)")
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    for _ in range(int(seconds / 0.05)):
+        if gone(pid):
+            return True
+        time.sleep(0.05)
+    return gone(pid)
+
+
+def start_gated_daemon(folder: Path) -> tuple[subprocess.Popen, Path]:
+    script = folder / "gated_daemon.py"
+    script.write_text(GATED_DAEMON.replace("FOLDER_TEXT", repr(str(folder))))
+    config = folder / "daemon.toml"
+    config.write_text(f'[daemon]\ncontrol = "tcp://127.0.0.1:{free_port()}"\nstate = "tcp://127.0.0.1:{free_port()}"\n'
+                      f'data_dir = "{folder / "data"}"\n[robot]\nname = "panda"\ndriver = "sim"\n'
+                      "[driver]\nspeed = 1.0\nseed = 0\n")  # real time: the simulator idles between steps
+    log_path = folder / "daemon.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, str(script), str(config)], stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=die_with_parent)
+    return proc, log_path
+
+
+def warming_up(proc: subprocess.Popen, folder: Path, log_path: Path) -> int:
+    """The warm-up child's pid, once the daemon has logged it and the child waits in its compile step."""
+    for _ in range(1200):  # 120 s at most: a loaded host starts four interpreters slowly
+        assert proc.poll() is None, log_path.read_text()
+        found = WARM_UP_PID.search(log_path.read_text())
+        if found and (folder / f"waiting-{found.group(1)}").exists():
+            return int(found.group(1))
+        time.sleep(0.1)
+    pytest.fail("the daemon did not report its warm-up in 120 s:\n" + log_path.read_text())
+
+
+def stop(proc: subprocess.Popen, folder: Path, pids=()) -> None:
+    """Whatever a test left: the gate opened, the daemon killed, its workers waited for (they leave
+    when they notice their parent is gone; after a SIGKILL during start-up two of the three were
+    still running 1 s later), then killed if still a spawned child of this test's daemon."""
+    (folder / "go").touch()
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(30)
+    for _ in range(200):  # 10 s at most for all of them together
+        if all(gone(pid) for pid in pids):
+            break
+        time.sleep(0.05)
+    for pid in pids:
+        if not gone(pid):
+            try:
+                if b"multiprocessing" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_during_the_warm_up_stops_the_daemon_cleanly_and_leaves_no_child(tmp_path):
+    proc, log_path = start_gated_daemon(tmp_path)
+    pids = []
+    try:
+        child = warming_up(proc, tmp_path, log_path)
+        pids = [child] + [int(p) for p in WORKER_PID.findall(log_path.read_text())]
+        assert parent_of(child) == proc.pid  # the daemon's own warm-up child, in its compile step
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(120) == 0, log_path.read_text()
+        text = log_path.read_text()
+        assert "start-up abandoned during the validation kernels' warm-up: asked to stop" in text
+        assert f"killed the warm-up child, pid {child}" in text
+        assert gone_within(child, 10)
+        # the workers it had started are stopped as well: nothing of this start is left running
+        assert len(pids) == 4 and all(gone_within(pid, 30) for pid in pids[1:]), text
+    finally:
+        stop(proc, tmp_path, pids)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigkill_of_the_daemon_during_the_warm_up_leaves_no_warm_up_child(tmp_path):
+    proc, log_path = start_gated_daemon(tmp_path)
+    pids = []
+    try:
+        child = warming_up(proc, tmp_path, log_path)
+        pids = [child] + [int(p) for p in WORKER_PID.findall(log_path.read_text())]
+        assert parent_of(child) == proc.pid
+        proc.send_signal(signal.SIGKILL)  # no handler, no clean-up: only the kernel's parent-death signal
+        proc.wait(30)
+        assert gone_within(child, 10)
+    finally:
+        stop(proc, tmp_path, pids)
