@@ -450,17 +450,32 @@ def compare_with_measured(model: RobotModel, base: BaseParameters, theta: np.nda
 
 def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.ndarray],
                  friction: FrictionModel | None, processing: ProcessingConfig, raw: SampledData,
-                 chunk: int = 20000, columns: FrictionColumns | None = None):
+                 chunk: int = 20000, columns: FrictionColumns | None = None, keep: np.ndarray | None = None):
     """:func:`compare_with_measured` for several parameter vectors of the same base (model
     selection): processing and regressor rows once per piece, one product per vector. Yields
     (piece without predictions, predictions at the measured samples, predictions on the grid).
-    Torques are the controller's (through the model's joint map), as the sensor reported them."""
+    Torques are the controller's (through the model's joint map), as the sensor reported them.
+    ``keep`` (a boolean mask over ``raw``'s samples) compares only those samples: the recording is
+    processed whole (their filters see their neighbours), the regressor evaluated only where needed."""
     for piece in process_windows(raw, processing, friction=friction, purpose="predict", columns=columns):
         d = piece.data
         lo = int(np.searchsorted(raw.t, d.t[0] - 1e-9, side="left"))
         hi = int(np.searchsorted(raw.t, d.t[-1] + 1e-9, side="right"))
         t = raw.t[lo:hi]
         same_grid = t.shape[0] == d.count and np.array_equal(t, d.t)
+        measured = raw.tau[lo:hi]
+        if keep is not None:
+            wanted = np.asarray(keep[lo:hi], bool)
+            if not wanted.any():
+                continue
+            t, measured = t[wanted], measured[wanted]
+            if same_grid:
+                d = d.select(wanted)
+            else:  # the grid samples around each wanted one, for the interpolation below
+                i = np.clip(np.searchsorted(d.t, t), 1, d.count - 1)
+                grid = np.zeros(d.count, bool)
+                grid[i - 1] = grid[i] = True
+                d = d.select(grid)
         at_raw, on_grid = [], []
         for theta, pred in zip(thetas, _predict_many(model, base, thetas, d, chunk)):
             if d.tau_friction is not None:
@@ -468,7 +483,7 @@ def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.nd
             on_grid.append(pred)
             at_raw.append(pred if same_grid else
                           np.stack([np.interp(t, d.t, pred[:, j]) for j in range(pred.shape[1])], axis=1))
-        measured, filtered = raw.tau[lo:hi], d.tau
+        filtered = d.tau
         jm = model.joint_map
         if not jm.is_identity:  # torques as the controller reports them (data were mapped to the model's)
             measured, filtered = jm.torque_to_controller(measured), jm.torque_to_controller(filtered)
@@ -554,13 +569,17 @@ def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
 
 
 def validate_many(model: RobotModel, prep: "PreparedData", thetas: Sequence[np.ndarray],
-                  datasets: Sequence[SampledData]) -> list[dict]:
-    """Held-out metrics against the measured torque for several estimates of one prepared fit."""
+                  datasets: Sequence[SampledData], keep: Sequence[np.ndarray] | None = None) -> list[dict]:
+    """Held-out metrics against the measured torque for several estimates of one prepared fit.
+    ``keep`` (per dataset, a boolean mask over its samples) scores only those samples, the recording
+    processed whole: a held-out block is predicted in its recording's context, as a prediction of
+    the whole recording would be (cut out, each of its pieces had filter edges of its own, whose
+    transients were scored as model error)."""
     accs = [TorqueMetrics(model.dof) for _ in thetas]
     columns = prep.config.columns
-    for d in datasets:
+    for k, d in enumerate(datasets):
         for piece, preds, _ in compare_many(model, prep.base, thetas, prep.friction, prep.config.processing, d,
-                                            columns=columns):
+                                            columns=columns, keep=None if keep is None else keep[k]):
             for acc, pred in zip(accs, preds):
                 acc.add(piece.measured, pred)
     return [{"against": "measured torque", **acc.result(model.joint_names)} for acc in accs]

@@ -262,7 +262,8 @@ def repeat_period(t: np.ndarray, q: np.ndarray) -> float | None:
     The autocorrelation of each moving joint's position about its mean, resampled on a uniform
     grid and averaged over joints: the period is the first lag, after the correlation has dipped
     below ``REPEAT_DIP``, at which it peaks above ``REPEAT_CORRELATION`` (the first peak, so a
-    multiple of the period is never taken for it), and at most half the recording."""
+    multiple of the period is never taken for it), and at most half the recording; then refined
+    between grid steps (:func:`_refined_lag`)."""
     t = np.asarray(t, float)
     q = np.asarray(q, float)
     if t.size < 4 or t[-1] <= t[0]:
@@ -289,7 +290,33 @@ def repeat_period(t: np.ndarray, q: np.ndarray) -> float | None:
     k = int(above[0])
     while k + 1 < half and rho[k + 1] >= rho[k]:  # climb to the top of that first peak
         k += 1
-    return k / REPEAT_RATE_HZ
+    return _refined_lag(x, k, half) / REPEAT_RATE_HZ
+
+
+def _refined_lag(x: np.ndarray, k: int, limit: int) -> float:
+    """The lag near ``k`` (grid steps, below ``limit``) at which ``x`` best repeats, between grid
+    steps: the mean squared difference of x and x a lag later is near zero and quadratic about
+    the period, so a parabola through three lags locates it. Phase blocks are counted from the
+    recording's start, so a period off by up to half a grid step (5 ms) shifts them by that much per
+    period: after 20 periods of 1.2 s, by up to 0.1 s, 40 % of a fifth of the period."""
+
+    def misfit(j):
+        return float(np.mean(np.square(x[j:] - x[:-j])))
+
+    for _ in range(4):  # bounded walk to the lag of least misfit (the correlation peak may sit a step off)
+        if k - 1 < 1 or k + 1 >= limit:
+            return float(k)
+        d = [misfit(j) for j in (k - 1, k, k + 1)]
+        step = int(np.argmin(d)) - 1
+        if step == 0:
+            break
+        k += step
+    else:
+        return float(k)
+    curvature = d[0] - 2.0 * d[1] + d[2]
+    if not curvature > 0:
+        return float(k)
+    return k + float(np.clip(0.5 * (d[0] - d[2]) / curvature, -0.5, 0.5))
 
 
 def moving_mask(qd: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:

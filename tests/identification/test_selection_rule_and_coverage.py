@@ -92,9 +92,8 @@ def test_a_boundary_near_a_recording_edge_moves_to_it_and_too_few_samples_are_re
 def _periodic(period, duration, rate=500.0, jitter=0.0, seed=0):
     """Two joints moving with two harmonics of ``period`` (no other repeat), jittered sampling."""
     rng = np.random.default_rng(seed)
-    t = np.arange(0.0, duration, 1 / rate) + rng.uniform(0, jitter / rate, int(np.ceil(duration * rate)))[: int(
-        np.ceil(duration * rate))]
-    t = np.sort(t)
+    t = np.arange(0.0, duration, 1 / rate)
+    t = np.sort(t + rng.uniform(0, jitter / rate, t.size))
     w = 2 * np.pi / period
     q = np.column_stack([np.sin(w * t) + 0.4 * np.cos(3 * w * t), 0.7 * np.cos(w * t + 0.3) - 0.2 * np.sin(2 * w * t)])
     return SampledData(t, q, np.zeros_like(q))
@@ -140,6 +139,24 @@ def test_repeat_folds_hold_out_a_phase_of_every_period_that_no_fit_sees():
     assert np.any((phase[e:] >= phase[s:e].min()) & (phase[e:] <= phase[s:e].max()))
     # nothing repeats: no repeat folds (contiguous blocks say the same)
     assert repeat_folds([_periodic(period, 1.5 * period)], k) is None
+
+def test_repeat_folds_stay_on_their_phases_over_many_periods():
+    """The period is found between the 100 Hz grid steps of the search: over 20 periods of 1.237 s
+    a period rounded to the grid (1.24 s) shifts the last period's blocks by 0.06 s, a quarter of a
+    block, into phases the other folds fit on."""
+    period, k = 1.237, 5
+    d = _periodic(period, 20 * period, rate=1000.0)
+    assert repeat_period(d.t, d.q) == pytest.approx(period, abs=1e-4)
+    folds = repeat_folds([d], k)
+    assert folds is not None
+    phase = ((d.t - d.t[0]) % period) / period  # the true phase
+    for j, fold in enumerate(folds):
+        held = np.zeros(d.count, bool)
+        for r, s, e in fold.held_out:
+            held[s:e] = True
+        off_centre = (phase[held] - (j + 0.5) / k + 0.5) % 1.0 - 0.5  # circular: block 1 starts at phase 0
+        assert np.abs(off_centre).max() <= 0.5 / k + 0.004, j
+
 
 def _piece(q, qd, qdd, tau):
     n = len(q)
