@@ -275,7 +275,7 @@ def reproduce_table2(rep, quick: bool, *, paper_origin: str) -> None:
     """Part "table2" of `robodyn reproduce wso`: the paper's friction experiment (section 4.1, all 37
     speeds as printed, once each) on the Franka-like plant, eq. 2 fitted by Nelder-Mead per joint, and
     whether the sweep determines each joint's fc, fs, vs."""
-    from robodyn.identification.realistic_logs import default_plant
+    from robodyn.identification.realistic_logs import FRANKA_SENSOR, default_plant
     from robodyn.robot.friction import DEFAULT_LINEAR_ZONE
     from robodyn.robot.loader import load_model
 
@@ -324,7 +324,8 @@ def reproduce_table2(rep, quick: bool, *, paper_origin: str) -> None:
         "< 0.1056, joint 5: 0.3062 < 0.6047) the curve rises from fs to fc, no Stribeck dip; and the unit column "
         "gives N.m/deg.s^-1 for all three, where fc and fs are torques and vs a speed", "robodyn reproduce wso --part "
         "table2", kind="about the paper"))
-    rep.setup += (f" Part table2: the paper's friction experiment (section 4.1) on the Franka-like plant, its "
+    rep.setup += (f" Part table2: the paper's friction experiment (section 4.1) on the Franka-like plant, logged by "
+                  f"its sensor at {FRANKA_SENSOR['rate_hz']:.0f} Hz (the paper samples at {RATE_HZ:.0f} Hz), its "
                   f"{len(speeds)} speeds once each over +- {TABLE2_HALF_WIDTH} rad per joint (the paper states no "
                   "window and repeats the sweep 6 times), tau_f = (tau(+v) - tau(-v)) / 2 at equal positions, eq. 2 "
                   f"fitted by Nelder-Mead from {STRIBECK_STARTS} starting vs spread over the swept speeds, the best "
