@@ -18,6 +18,9 @@ import scipy.optimize
 
 from robodyn.robot.friction import DEFAULT_LINEAR_ZONE, DEFAULT_SIGMOID_VELOCITY, MODELS, FrictionModel, sigmoid, stribeck
 
+# Nelder-Mead of the Stribeck fit starts from this many values of vs spread over the measured speeds
+# (the paper states no start; the valley is narrow in vs), the best kept
+STRIBECK_STARTS = 8
 # Ni et al. 2024 §4.1: 37 speeds, rad/s
 FRICTION_SWEEP_SPEEDS = (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
                          0.08, 0.09, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.23, 0.26, 0.29, 0.32, 0.36, 0.4, 0.45, 0.5, 0.56,
@@ -373,7 +376,7 @@ def fit_friction(speeds: np.ndarray, torques: np.ndarray, kind: str = "stribeck"
             # Nelder-Mead is local and the Stribeck valley is narrow in vs: start from several
             # Stribeck velocities spread over the measured speeds and keep the best
             starts = [[fc0, fs0, vs0] + ([0.0] if viscous else [])
-                      for vs0 in np.geomspace(max(a[a > 0].min(), 1e-4), max(a.max(), 1e-3), 8)]
+                      for vs0 in np.geomspace(max(a[a > 0].min(), 1e-4), max(a.max(), 1e-3), STRIBECK_STARTS)]
 
             def model(x, vv):
                 return stribeck(vv, x[0], x[1], x[2], x[3] if viscous else 0.0, qd0)

@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-from robodyn.identification.friction import FRICTION_SWEEP_SPEEDS
+from robodyn.identification.friction import FRICTION_SWEEP_SPEEDS, STRIBECK_STARTS
 
 # the pipeline's friction step: 6 of the paper's 37 speeds (its slow ones take minutes of simulated motion
 # each); part table2 runs all 37 (FRICTION_SWEEP_SPEEDS)
@@ -257,7 +257,8 @@ def reproduce_pipeline(rep, quick: bool, *, budget: int, seeds, paper_sums: dict
         "fits are judged against the plant's own values in the table above", command,
         kind="reached" if order == ["wso", "pso", "ga"] else "not reached"))
     rep.setup += (" Part pipeline: the paper's steps on the Franka-like plant (friction experiment on "
-                  f"{len(fr['speeds'])} of the {len(FRICTION_SWEEP_SPEEDS)} speeds, the wf = {ex['wf']} excitation "
+                  f"{len(fr['speeds'])} of the {len(FRICTION_SWEEP_SPEEDS)} speeds, eq. 2 fitted by Nelder-Mead from "
+                  f"{STRIBECK_STARTS} starting vs, the best kept, the wf = {ex['wf']} excitation "
                   f"designed by SLSQP in {DESIGN_SECONDS:.0f} s instead of GA x 5 + fmincon, 100 Hz, low-pass q "
                   "and qd, RLOESS 0.02 on qdd and tau, fitted friction subtracted), held out on a random 20 s excitation of the same arm.")
     rep.details["pipeline"] = {"command": command, "steps": steps, "equal_budget": study}
@@ -274,7 +275,8 @@ def reproduce_table2(rep, quick: bool, *, paper_origin: str) -> None:
     """Part "table2" of `robodyn reproduce wso`: the paper's friction experiment (section 4.1, all 37
     speeds as printed, once each) on the Franka-like plant, eq. 2 fitted by Nelder-Mead per joint, and
     whether the sweep determines each joint's fc, fs, vs."""
-    from robodyn.identification.realistic_logs import default_plant
+    from robodyn.identification.realistic_logs import FRANKA_SENSOR, default_plant
+    from robodyn.robot.friction import DEFAULT_LINEAR_ZONE
     from robodyn.robot.loader import load_model
 
     from .report import Finding, Row, Table
@@ -322,10 +324,13 @@ def reproduce_table2(rep, quick: bool, *, paper_origin: str) -> None:
         "< 0.1056, joint 5: 0.3062 < 0.6047) the curve rises from fs to fc, no Stribeck dip; and the unit column "
         "gives N.m/deg.s^-1 for all three, where fc and fs are torques and vs a speed", "robodyn reproduce wso --part "
         "table2", kind="about the paper"))
-    rep.setup += (f" Part table2: the paper's friction experiment (section 4.1) on the Franka-like plant, its "
+    rep.setup += (f" Part table2: the paper's friction experiment (section 4.1) on the Franka-like plant, logged by "
+                  f"its sensor at {FRANKA_SENSOR['rate_hz']:.0f} Hz (the paper samples at {RATE_HZ:.0f} Hz), its "
                   f"{len(speeds)} speeds once each over +- {TABLE2_HALF_WIDTH} rad per joint (the paper states no "
                   "window and repeats the sweep 6 times), tau_f = (tau(+v) - tau(-v)) / 2 at equal positions, eq. 2 "
-                  "fitted by Nelder-Mead.")
+                  f"fitted by Nelder-Mead from {STRIBECK_STARTS} starting vs spread over the swept speeds, the best "
+                  f"kept (the paper states no start), with the linear zone qd0 = {DEFAULT_LINEAR_ZONE:g} rad/s (the "
+                  f"paper gives none; {sum(v < DEFAULT_LINEAR_ZONE for v in speeds)} of the speeds lie below it).")
     rep.details["table2"] = {"command": command, "speeds": list(speeds), "half_width": TABLE2_HALF_WIDTH,
                              "points": n_points, "fitted": friction.to_dict(),
                              "fits": [dict(f.__dict__) for f in fits], "determinacy": determinacy,

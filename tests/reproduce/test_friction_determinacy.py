@@ -56,3 +56,40 @@ def test_a_viscous_rise_is_what_eq2_cannot_absorb_not_the_number_of_speeds():
     assert not d["determined"]
     with_viscous = fit_friction(v, f, "stribeck", viscous=True)
     assert abs(with_viscous.params["fv"] - 0.2) < 0.01 and abs(with_viscous.params["fc"] - 0.4) < 0.01
+
+
+def test_table2_labels_its_rows_as_the_plant_and_states_the_fit_setup(monkeypatch):
+    """Part table2's report, with the simulated experiment replaced by eq. 2 points of known truth
+    (the report is under test, not the plant): every row is the plant's, beside the paper's printed
+    strings labelled real, and the setup names what the paper leaves open (starts, linear zone)."""
+    from robodyn.identification.friction import STRIBECK_STARTS, fit_experiment
+    from robodyn.reproduce import ni2024_pipeline as pipeline
+    from robodyn.reproduce.ni2024 import PAPER_ORIGIN
+    from robodyn.reproduce.report import Reproduction, origin_word
+
+    seen = {}
+
+    def experiment(model, plant, speeds, half_width, seed=0, workers=1):
+        seen.update(speeds=tuple(speeds), half_width=half_width)
+        v = np.array(speeds)
+        points = [FrictionPoint(j, s, float(stribeck(s, 0.4, 0.6, 0.05)), 0.0, 10, s)
+                  for j in range(model.dof) for s in v]
+        friction, fits = fit_experiment(points, "stribeck", model.dof)
+        return friction, fits, len(points), [stribeck_determinacy([p for p in points if p.joint == f.joint], f)
+                                             for f in fits]
+
+    monkeypatch.setattr(pipeline, "friction_step", experiment)
+    rep = Reproduction("wso", "")
+    pipeline.reproduce_table2(rep, False, paper_origin=PAPER_ORIGIN)
+    assert seen == {"speeds": FRICTION_SWEEP_SPEEDS, "half_width": pipeline.TABLE2_HALF_WIDTH}
+    (table,) = rep.tables
+    assert len(table.rows) == 7
+    for j, row in enumerate(table.rows):
+        assert origin_word(row.origin) == "plant" and origin_word(row.paper_origin) == "real"
+        assert row.paper == " / ".join(pipeline.NI_TABLE_2[j])  # as printed, e.g. "6.0463 x 10^-4"
+        assert row.note.startswith("determined")
+        fc, fs, vs = (float(x) for x in row.robodyn.split(" / "))
+        assert abs(fc - 0.4) < 1e-3 and abs(fs - 0.6) < 1e-3 and abs(vs - 0.05) < 1e-3
+    below = sum(v < 0.01 for v in FRICTION_SWEEP_SPEEDS)
+    assert f"from {STRIBECK_STARTS} starting vs" in rep.setup and f"{below} of the speeds lie below it" in rep.setup
+    assert rep.findings[0].kind == "reached"
