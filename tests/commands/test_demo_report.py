@@ -11,6 +11,7 @@ from robodyn.identification.pipeline import base_rows, predict_processed
 from robodyn.identification.regressor import ColumnSpec
 from robodyn.identification.signals import SampledData
 from robodyn.robot.loader import load_model
+from tests.clocks import TickingClock
 
 
 def _points(fc, fv, joints):
@@ -38,18 +39,6 @@ def test_demo_documents_the_plot_option(capsys):
 
 
 # --------------------------------------------------------------------------- steps 6 and 7 say how far they got
-
-
-class TickingClock:
-    """Fake wall time that advances ``step`` s at every reading (no real time is measured)."""
-
-    def __init__(self, step: float):
-        self.now = 0.0
-        self.step = step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
 
 
 def test_a_step_reports_at_most_once_per_period_of_its_clock():

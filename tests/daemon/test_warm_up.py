@@ -4,6 +4,7 @@ warm numba cache is recognised so that no child is started at all. Times are a f
 only real waits are bounded polls for a process to be gone, or for a real daemon to report its
 warm-up (then held open by a child that waits for the test instead of compiling)."""
 
+import contextlib
 import json
 import os
 import re
@@ -312,14 +313,24 @@ def stop(proc: subprocess.Popen, folder: Path, pids=()) -> None:
                 pass
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_sigterm_during_the_warm_up_stops_the_daemon_cleanly_and_leaves_no_child(tmp_path):
-    proc, log_path = start_gated_daemon(tmp_path)
+@contextlib.contextmanager
+def gated_warm_up(folder: Path):
+    """A daemon held in its warm-up: (process, log, warm-up child's pid, every pid of this start);
+    whatever is left of them is stopped afterwards."""
+    proc, log_path = start_gated_daemon(folder)
     pids = []
     try:
-        child = warming_up(proc, tmp_path, log_path)
-        pids = [child] + [int(p) for p in WORKER_PID.findall(log_path.read_text())]
+        child = warming_up(proc, folder, log_path)
+        pids += [child] + [int(p) for p in WORKER_PID.findall(log_path.read_text())]
         assert parent_of(child) == proc.pid  # the daemon's own warm-up child, in its compile step
+        yield proc, log_path, child, pids
+    finally:
+        stop(proc, folder, pids)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_during_the_warm_up_stops_the_daemon_cleanly_and_leaves_no_child(tmp_path):
+    with gated_warm_up(tmp_path) as (proc, log_path, child, pids):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(120) == 0, log_path.read_text()
         text = log_path.read_text()
@@ -328,20 +339,11 @@ def test_sigterm_during_the_warm_up_stops_the_daemon_cleanly_and_leaves_no_child
         assert gone_within(child, 10)
         # the workers it had started are stopped as well: nothing of this start is left running
         assert len(pids) == 4 and all(gone_within(pid, 30) for pid in pids[1:]), text
-    finally:
-        stop(proc, tmp_path, pids)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_sigkill_of_the_daemon_during_the_warm_up_leaves_no_warm_up_child(tmp_path):
-    proc, log_path = start_gated_daemon(tmp_path)
-    pids = []
-    try:
-        child = warming_up(proc, tmp_path, log_path)
-        pids = [child] + [int(p) for p in WORKER_PID.findall(log_path.read_text())]
-        assert parent_of(child) == proc.pid
+    with gated_warm_up(tmp_path) as (proc, log_path, child, pids):
         proc.send_signal(signal.SIGKILL)  # no handler, no clean-up: only the kernel's parent-death signal
         proc.wait(30)
         assert gone_within(child, 10)
-    finally:
-        stop(proc, tmp_path, pids)

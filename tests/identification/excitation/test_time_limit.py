@@ -12,6 +12,7 @@ from robodyn.identification.excitation import DesignRequest, design_excitation
 from robodyn.identification.regressor import ColumnSpec
 from robodyn.limits import check_trajectory
 from robodyn.robot.loader import load_model
+from tests.clocks import TickingClock
 
 BOUNDS = opt.Bounds(np.full(4, -5.0), np.full(4, 5.0))
 
@@ -93,18 +94,6 @@ def test_the_heartbeat_reports_every_period_of_the_clock_from_inside_the_evaluat
     assert [b.nfev for b in beats] == [0, 3 * pop, 6 * pop, 9 * pop]
     assert all(b.method == "ga" for b in beats)
     assert beats[0].best_x is None and beats[-1].best_fitness < beats[1].best_fitness
-
-
-class TickingClock:
-    """Fake wall time that advances ``step`` s at every reading."""
-
-    def __init__(self, step: float):
-        self.now = 0.0
-        self.step = step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
 
 
 def test_the_design_keeps_its_budget_and_reports_what_it_optimises():
