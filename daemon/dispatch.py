@@ -8,11 +8,11 @@ A mixin of :class:`robodyn.daemon.server.Daemon`.
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 from . import access
 from . import protocol as P
+from .schedstat import run_delay_s
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -132,12 +132,7 @@ class Dispatch:
         """Seconds the main thread has spent runnable but waiting for a CPU (the kernel's
         schedstat; None where it is not kept): the part of a stop's wait that is the host's
         scheduler, told apart from the daemon's work (its CPU clock) and from blocking."""
-        if self._schedstat is None:
-            return None
-        try:
-            return int(os.pread(self._schedstat, 64, 0).split()[1]) * 1e-9
-        except (OSError, ValueError, IndexError):
-            return None
+        return run_delay_s(self._schedstat)
 
     def _control_readable(self) -> bool:
         """A request waits on the control socket (ZMQ_EVENTS: no poller made per call, as

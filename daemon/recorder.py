@@ -23,7 +23,7 @@ from . import protocol as P
 from .recording.index import index_row, write_index
 from .recording.reader import read_recording_info
 from .recording.repair import UnfinishedFiles, repair_recording, unfinished_recordings
-from .recording.writer import RecordingWriter
+from .recording.writer import RecordingWriter, load_writer_library
 
 RCV_HWM = 200_000
 DRAIN_SLICE_S = 0.1  # longest stretch of stream draining between control and heartbeat checks
@@ -138,6 +138,7 @@ class Recorder:
         self.pipe.setsockopt(zmq.LINGER, 1000)
         self.pipe.connect(endpoints["recorder_pipe"])
         self.watch = StreamWatch()
+        load_writer_library(cfg.compression)
         # the robot model for the ROS 2 channels' frame transforms ([recorder].ros2)
         self.ros2_model = None
         if cfg.ros2:

@@ -43,6 +43,7 @@ from .logs import setup_logging
 from .priority import GcPauses, default_scheduler, main_priority, realtime_io_threads, set_main_realtime
 from .recording.index import RecordingIndex
 from .runs import Run, RunHistory
+from .schedstat import open_schedstat
 from .sdnotify import Notifier
 from .status import StatusReport
 from .supervision import Component, StartAbandoned, Supervision
@@ -160,10 +161,8 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.control_waiting: list[tuple] = []  # read off the control socket, not yet handled
         self.request_cost: dict[str, dict] = {}  # per command: count, max and total handling time
         self._cmd = ""
-        try:  # this (the loop's) thread's scheduler statistics, for the stop latency (dispatch.py)
-            self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            self._schedstat = None
+        # this (the loop's) thread's scheduler statistics, for the stop latency (dispatch.py)
+        self._schedstat = open_schedstat()
         self.gc_pauses = GcPauses()  # the collector's pauses are work a stop can wait behind
         gc.callbacks.append(self.gc_pauses)
         self.gc_frozen = 0  # objects of the start-up moved out of the collector's reach (serve_forever)

@@ -20,6 +20,7 @@ from pathlib import Path
 from . import access
 from . import protocol as P
 from .priority import realtime_python_threads, set_main_realtime
+from .schedstat import process_run_delay_s
 from .warm_up import WarmUp
 
 log = logging.getLogger("robodyn.daemon")
@@ -28,11 +29,16 @@ STARTUP_TIMEOUT_S = 60.0
 HEALTH_CHECK_S = 0.2
 SHUTDOWN_TIMEOUT_S = 10.0
 # a worker that is alive but silent this long is wedged: killed and restarted like a dead one
-# (telemetry comes every 0.1 s, recorder statistics every 0.5 s)
+# (telemetry comes every 0.1 s, recorder statistics every 0.5 s). The time it spent runnable but
+# waiting for a CPU does not count: on an overloaded host a starved worker is not a wedged one,
+# and killing it (a loaded CI host: a recorder opening a file, silent 5.2 s) lost the run
 HANG_TIMEOUT_S = 5.0
+# silence shorter than this is not looked into (no read of the worker's scheduler statistics)
+SILENCE_NOTICED_S = 1.0
 # each warm-up status line extends systemd's start time-out (TimeoutStartSec) by this much: a start
 # that is still compiling is progressing; one that stops reporting is not
 EXTEND_START_S = 30.0
+
 
 class StartAbandoned(Exception):
     """SIGTERM or SIGINT came during start-up: stop starting, leave nothing running."""
@@ -51,10 +57,43 @@ class Component:
     last_time: float = 0.0
     restarts: int = 0
     exit_code: int | None = None
+    # (last_time, run delay when its silence was first looked at): the start of the starvation
+    # that the present silence is excused by (daemon/schedstat.py)
+    silence_base: tuple | None = None
+    starvation_logged: bool = False
 
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.is_alive()
+
+
+def wedged(comp: Component, now: float) -> bool:
+    """Silent for HANG_TIMEOUT_S of its own time: wall time since its last message, less the
+    time it waited runnable for a CPU meanwhile (counted from when the silence was first looked
+    at, so a little starvation before that counts against it). Without scheduler statistics,
+    wall time alone."""
+    silence = now - comp.last_time
+    if silence <= SILENCE_NOTICED_S:
+        comp.silence_base, comp.starvation_logged = None, False
+        return False
+    delay = process_run_delay_s(comp.process.pid)
+    if comp.silence_base is None or comp.silence_base[0] != comp.last_time:
+        comp.silence_base, comp.starvation_logged = (comp.last_time, delay), False
+    base = comp.silence_base[1]
+    starved = delay - base if delay is not None and base is not None else 0.0
+    if silence - starved > HANG_TIMEOUT_S:
+        log.error("%s process %d silent for %.1f s (%.1f s of it waiting for a CPU); killing it", comp.name,
+                  comp.pid, silence, starved, extra={"fields": {"component": comp.name, "event": "hang",
+                                                                "silent_s": round(silence, 2),
+                                                                "starved_s": round(starved, 2)}})
+        return True
+    if silence > HANG_TIMEOUT_S and not comp.starvation_logged:
+        comp.starvation_logged = True
+        log.warning("%s process %d silent for %.1f s, %.1f s of it waiting for a CPU: the host is "
+                    "overloaded; not killed", comp.name, comp.pid, silence, starved,
+                    extra={"fields": {"component": comp.name, "event": "starved"}})
+    return False
+
 
 class Supervision:
     """Worker processes: start, serve, watch, restart, stop."""
@@ -267,10 +306,9 @@ class Supervision:
             if comp.process is None:
                 continue
             if comp.process.is_alive():
-                if comp.ready and comp.last_time and now - comp.last_time > HANG_TIMEOUT_S:
-                    # alive but silent: wedged. SIGKILL, then the death path below restarts it
-                    log.error("%s process %d silent for %.1f s; killing it", comp.name, comp.pid,
-                              now - comp.last_time, extra={"fields": {"component": comp.name, "event": "hang"}})
+                if comp.ready and comp.last_time and wedged(comp, now):
+                    # alive, silent and not for want of a CPU: wedged. SIGKILL, then the death path
+                    # below restarts it
                     comp.process.kill()
                     comp.process.join(2.0)
                 else:

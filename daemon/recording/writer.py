@@ -18,6 +18,14 @@ from .. import protocol as P
 from .layout import EVENT_TOPIC, FORMAT, FORMAT_VERSION, STATE_SCHEMA, STATE_TOPIC
 
 
+def load_writer_library(compression: str) -> None:
+    """Import the MCAP writer and its compressor now. The recorder does this before it reports
+    ready, so that opening a run's file imports nothing: on a loaded host the first open's import
+    (mcap looks its version up in every installed package's metadata) kept the recorder silent
+    for seconds."""
+    _compression(compression)
+
+
 def _compression(name: str):
     from mcap.writer import CompressionType
 

@@ -58,6 +58,15 @@ class Daemon:
         self.log.seek(0)
         return self.log.read()
 
+    def explain(self, final: dict) -> str:
+        """Why a run did not complete, as one readable message: the run's own reason and every
+        warning or error the daemon logged (pytest shortens a long tuple, which hid them)."""
+        summary = final.get("summary") or {}
+        lines = [ln for ln in self.log_text().splitlines()
+                 if " WARNING " in ln or " ERROR " in ln or "Traceback" in ln or ln.startswith(("  ", "\t"))]
+        return (f"run {final.get('run_id')} {final.get('state')}: {summary.get('reason') or final.get('reason')!r}\n"
+                + "\n".join(lines[-60:]))
+
     def stop(self) -> None:
         self.client.close()
         terminate_daemon(self.proc, 30)

@@ -425,7 +425,7 @@ def test_servoj_excitation_through_the_daemon_record_identify_and_disconnect(tmp
         for seed in ("identify", "validate"):
             doc = json.loads((DATA / f"ur5e_{seed}.json").read_text())
             final = c.wait_run(c.submit_run("ur5e", doc, label=f"ur excitation {seed}")["run_id"], timeout=120)
-            assert final["state"] == "completed", (final, daemon.log_text()[-3000:])
+            assert final["state"] == "completed", daemon.explain(final)
             s = final["summary"]
             rec = load_recording(s["recording"])
             ex = rec.phase_mask("execute")
