@@ -120,6 +120,8 @@ SOURCES: dict[str, Source] = {
                                 "the same flood with the daemon at SCHED_FIFO (root); its latencies are the host's load"),
     "blas": Source("bench/blas/result.json", "python bench/blas/run.py --out {out}", None,
                    "wall times of OpenBLAS's threads on a shared host: they depend on its load"),
+    "recorder_cost": Source("bench/acquisition/recorder_cost.json", "python bench/acquisition/recorder_cost.py",
+                            None, "CPU timings: they depend on the host's load"),
     "plant": Source("bench/plant/result.json", "python bench/plant/run.py --out {out}", None,
                     "CPU timings: they depend on the host's load"),
     "plant_numpy": Source("bench/plant/result_numpy_560fe14.json", "python bench/plant/run.py --out {out}", None,

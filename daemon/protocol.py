@@ -27,6 +27,9 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024  # a sampled 7-joint trajectory of ~1 h at 
 ALLOWED_DTYPES = {"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "|u1", "|i1", "|b1"}
 TOPIC_STATE = b"state"
 TOPIC_EVENT = b"event"
+# the same samples in larger batches, for the recorder only (internal: the publisher process never
+# forwards it; daemon/rtloop.py RECORD_BATCH_MS)
+TOPIC_RECORD = b"record"
 
 # error codes (stable strings clients can switch on)
 E_MALFORMED = "malformed"  # not msgpack, not a map, too large

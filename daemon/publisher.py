@@ -142,7 +142,9 @@ class Publisher:
             os.chmod(cfg.state[len("ipc://"):], 0o660 if cfg.token_file_mode == 0o640 else 0o600)
         self.sub = self.ctx.socket(zmq.SUB)
         self.sub.setsockopt(zmq.RCVHWM, RCV_HWM)
-        self.sub.setsockopt(zmq.SUBSCRIBE, b"")
+        # the live stream and the run events; not the recorder's batched copy (P.TOPIC_RECORD)
+        self.sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_STATE)
+        self.sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_EVENT)
         self.sub.connect(endpoints["state_ipc"])
         self.parent_pid = os.getppid()
         self.running = True

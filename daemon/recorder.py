@@ -131,7 +131,8 @@ class Recorder:
         self.ctx = zmq.Context()
         self.sub = self.ctx.socket(zmq.SUB)
         self.sub.setsockopt(zmq.RCVHWM, RCV_HWM)
-        self.sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_STATE)
+        # the batched copy of the stream (daemon/rtloop.py RECORD_BATCH_MS), not the live one
+        self.sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_RECORD)
         self.sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_EVENT)
         self.sub.connect(endpoints["state_ipc"])
         self.pipe = self.ctx.socket(zmq.PAIR)

@@ -41,6 +41,13 @@ POLL_EVERY = 10  # cycles between control-pipe polls (10 ms at 1 kHz)
 TELEMETRY_S = 0.1
 BATCH_CAPACITY = 256  # samples; a batch is also published when full
 PUB_HWM = 200_000  # internal ipc only (recorder, publisher): messages queued before a drop (3 min at 1 kHz)
+# The recorder gets the stream in batches of this span (topic "record"); the live stream keeps one
+# sample per batch. The recorder's work is mostly per batch: at 10 samples a batch its CPU per
+# recorded sample was a sixth of that at one (bench/acquisition/recorder_cost.py). With one, a
+# starved recorder (stress-ng --cpu 4 beside a loaded test suite) fell minutes behind, its queue
+# filled, and the run's tail, waiting in this process's queue, died with it when the robot link broke.
+# A SIGKILLed driver loses at most this span of samples it had not yet published.
+RECORD_BATCH_MS = 10.0
 
 
 def layout_id(columns: list[str]) -> int:
@@ -267,6 +274,7 @@ class DriverLoop:
         self.layout = layout_id(self.columns)
         self.rate_hz = self.desc.rate_hz
         self.batcher = Batcher(self.desc.width, int(cfg.publish_interval_ms * 1e6))
+        self.record_batcher = Batcher(self.desc.width, int(RECORD_BATCH_MS * 1e6))
         self.executor = RunExecutor(self.driver, self.rate_hz, cfg.settle_s, self._emit)
         self.stats_run = PeriodHistogram()
         self.stats_all = PeriodHistogram()
@@ -333,6 +341,7 @@ class DriverLoop:
 
     def run(self) -> None:
         pipe, batcher, executor, driver = self.pipe, self.batcher, self.executor, self.driver
+        record_batcher = self.record_batcher
         robot, layout = self.desc.robot, self.layout
         state = driver.read()
         self.state = state
@@ -354,6 +363,7 @@ class DriverLoop:
                 executor.fail(self.seq, f"{type(exc).__name__}: {exc}")
                 self._to_main({"type": "driver_error", "error": type(exc).__name__, "message": str(exc)})
                 if isinstance(exc, ConnectionLost):
+                    self._flush_batches()  # the samples read before the link broke belong in the recording
                     raise
                 continue
             now = time.monotonic_ns()
@@ -374,6 +384,9 @@ class DriverLoop:
             batcher.append(seq, state.robot_time, now, executor.stamp_phase, executor.stamp_run, state.values)
             if batcher.due(now):
                 self._publish([P.TOPIC_STATE, batcher.pack(robot, layout, now)])
+            record_batcher.append(seq, state.robot_time, now, executor.stamp_phase, executor.stamp_run, state.values)
+            if record_batcher.due(now):
+                self._publish([P.TOPIC_RECORD, record_batcher.pack(robot, layout, now)])
             if seq % POLL_EVERY == 0:
                 while pipe.poll(0):
                     self._handle(P.unpackb(pipe.recv()), state)
@@ -387,9 +400,15 @@ class DriverLoop:
                     stopping = True
                 if stopping and not executor.busy:
                     break
-        if batcher.n:
-            self._publish([P.TOPIC_STATE, batcher.pack(robot, layout, time.monotonic_ns())])
+        self._flush_batches()
         driver.close()
+
+    def _flush_batches(self) -> None:
+        """Publish what both batchers hold (the loop ends, or the robot link broke)."""
+        now = time.monotonic_ns()
+        for topic, batcher in ((P.TOPIC_STATE, self.batcher), (P.TOPIC_RECORD, self.record_batcher)):
+            if batcher.n:
+                self._publish([topic, batcher.pack(self.desc.robot, self.layout, now)])
 
 
 def driver_process_main(cfg_dict: dict, endpoints: dict) -> None:

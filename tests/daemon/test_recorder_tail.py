@@ -136,7 +136,7 @@ def test_a_recorder_with_a_backlog_keeps_its_heartbeat(tmp_path, monkeypatch):
         assert pipe.poll(5000) and P.unpackb(pipe.recv())["type"] == "ready"
         time.sleep(0.3)  # the subscription reaches the publisher
         for k in range(300):  # sent in milliseconds, worked through in 3 s: a backlog
-            pub.send_multipart([P.TOPIC_STATE, batch(1 + 10 * k, 10, 0)])
+            pub.send_multipart([P.TOPIC_RECORD, batch(1 + 10 * k, 10, 0)])
         reported = [0]  # samples received, as each stats report says
         deadline = time.monotonic() + 120  # generous outer time-out only
         while reported[-1] < 3000 and time.monotonic() < deadline:
