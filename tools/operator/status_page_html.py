@@ -55,6 +55,7 @@ function setText(id, text, cls) { const e = $(id); e.textContent = text; e.class
 function cell(tr, text) { const td = document.createElement("td"); td.textContent = text; tr.appendChild(td); return td; }
 function link(td, href, text) { const a = document.createElement("a"); a.href = href; a.textContent = text; td.appendChild(a); }
 let latestPlot = null;
+let plotAttempts = 0;
 // which page of each list is shown: in the address's fragment (#recordings=2&jobs=1), never sent to the server
 function pages() {
   const h = new URLSearchParams(location.hash.slice(1));
@@ -133,7 +134,11 @@ function render(s) {
     latestPlot = newest.plot;
     const box = $("latest-plot-box"); box.replaceChildren();
     const cap = document.createElement("p"); cap.textContent = `latest job ${newest.job}: predicted vs measured joint torque`;
-    const img = document.createElement("img"); img.id = "latest-plot"; img.alt = cap.textContent; img.src = newest.plot;
+    const img = document.createElement("img"); img.id = "latest-plot"; img.alt = cap.textContent;
+    // a plot that failed to load (the daemon answered late, a busy host) is asked for again at the
+    // next refresh, under a new query so no failed response is reused
+    img.addEventListener("error", () => { if (latestPlot === newest.plot) latestPlot = null; });
+    img.src = `${newest.plot}?attempt=${++plotAttempts}`;
     box.appendChild(cap); box.appendChild(img);
   }
 }
