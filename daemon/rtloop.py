@@ -35,6 +35,7 @@ from robodyn.drivers.pacing import set_realtime
 from robodyn.trajectory import trajectory_from_dict
 
 from . import protocol as P
+from .main_process import main_process_gone, main_process_pid, say_leaving
 from .motion import StopRamp, TrajectoryFeeder
 
 POLL_EVERY = 10  # cycles between control-pipe polls (10 ms at 1 kHz)
@@ -240,6 +241,8 @@ class DriverLoop:
 
         from robodyn.drivers.registry import create_driver
 
+        # first: the main process may die while this start-up runs (daemon/main_process.py)
+        self.parent_pid = main_process_pid()
         self.cfg = cfg
         # before the ZeroMQ context: its I/O thread, which does the actual sending, inherits the
         # scheduling policy, so the stream is as timely as the loop
@@ -260,7 +263,6 @@ class DriverLoop:
         self.pub.setsockopt(zmq.SNDHWM, PUB_HWM)
         self.pub.setsockopt(zmq.LINGER, 0)
         self.pub.bind(endpoints["state_ipc"])
-        self.parent_pid = os.getppid()
         self.terminate_requested = False  # SIGTERM: stop like a shutdown request (ramp, then exit)
         self.zmq = zmq
         self.columns = self.desc.columns()
@@ -293,7 +295,7 @@ class DriverLoop:
 
     def _parent_gone(self) -> bool:
         """The main process died (even SIGKILL): nobody supervises this loop any more."""
-        return os.getppid() != self.parent_pid
+        return main_process_gone(self.parent_pid)
 
     def _to_main(self, msg: dict) -> bool:
         """Non-blocking send to the main process; False if its queue is full (message dropped)."""
@@ -334,6 +336,11 @@ class DriverLoop:
     def run(self) -> None:
         pipe, batcher, executor, driver = self.pipe, self.batcher, self.executor, self.driver
         robot, layout = self.desc.robot, self.layout
+        if self._parent_gone():  # died while this process started: no run exists, nothing moves
+            say_leaving("driver", self.parent_pid, "during start-up, before any run; closing the robot "
+                        "connection and exiting")
+            driver.close()
+            return
         state = driver.read()
         self.state = state
         self.pipe.send(P.packb({"type": "ready", "pid": os.getpid(), "description": self.desc.to_dict(),
@@ -382,6 +389,9 @@ class DriverLoop:
                     self._to_main(self._telemetry(state, now))
                     if self.running and (self._parent_gone() or self.terminate_requested):
                         # ramp any motion to rest and leave; never keep moving unsupervised
+                        if not self.terminate_requested:
+                            say_leaving("driver", self.parent_pid, "bringing any motion to rest, then exiting"
+                                        if executor.busy else "no run in progress; exiting")
                         self._handle({"type": "shutdown"}, state)
                 if not self.running and not stopping:
                     stopping = True
@@ -397,6 +407,10 @@ def driver_process_main(cfg_dict: dict, endpoints: dict) -> None:
     from .config import DaemonConfig
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops us
+    main_pid = main_process_pid()
+    if main_process_gone(main_pid):  # died while this interpreter started: connect to no robot
+        say_leaving("driver", main_pid, "during start-up, before connecting; exiting")
+        return
     cfg = DaemonConfig.from_dict(cfg_dict)
     try:
         loop = DriverLoop(cfg, endpoints)
