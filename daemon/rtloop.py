@@ -44,6 +44,10 @@ BATCH_CAPACITY = 256  # samples; a batch is also published when full
 PUB_HWM = 200_000  # internal ipc only (recorder, publisher): messages queued before a drop (3 min at 1 kHz)
 
 
+class MainProcessGone(Exception):
+    """The daemon's main process died while this driver process started: it connects to no robot."""
+
+
 def layout_id(columns: list[str]) -> int:
     return zlib.crc32(",".join(columns).encode())
 
@@ -255,6 +259,9 @@ class DriverLoop:
         # every driver builds on the configured robot model; [driver] need not repeat it
         self.driver = create_driver(cfg.driver, {"robot": cfg.robot, **cfg.driver_options})
         self.desc = self.driver.describe()
+        if self._parent_gone():  # connect to no robot for nobody (the simulator's connect compiles its kernels)
+            self.ctx.destroy(linger=0)
+            raise MainProcessGone
         self.driver.connect()
         # the stream leaves this process only on the internal ipc endpoint, to two subscribers of
         # ours: the recorder and the publisher process, which republishes it to clients. No client
@@ -414,6 +421,9 @@ def driver_process_main(cfg_dict: dict, endpoints: dict) -> None:
     cfg = DaemonConfig.from_dict(cfg_dict)
     try:
         loop = DriverLoop(cfg, endpoints)
+    except MainProcessGone:
+        say_leaving("driver", main_pid, "during start-up, before connecting; exiting")
+        return
     except Exception as exc:
         _report_fatal(endpoints, exc)
         sys.exit(1)

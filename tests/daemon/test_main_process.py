@@ -138,20 +138,54 @@ def test_the_publisher_leaves_before_it_reports_ready_when_the_main_process_died
         capfd.readouterr().err
 
 
-def test_the_driver_leaves_before_its_first_read_and_closes_the_robot_connection(tmp_path, capfd):
-    from robodyn.daemon.rtloop import DriverLoop
+class RecordedRobot:
+    """The simulator, described as usual, with connect, read and close only recorded (its connect
+    would compile the plant's kernels): what the driver process does to the robot, in order."""
 
+    def __init__(self):
+        from robodyn.drivers.sim import SimulatedRobot
+
+        self.sim = SimulatedRobot({"seed": 0})
+        self.calls = []
+
+    def describe(self):
+        return self.sim.describe()
+
+    def connect(self):
+        self.calls.append("connect")
+
+    def read(self):
+        self.calls.append("read")
+
+    def close(self):
+        self.calls.append("close")
+
+
+def driver_loop(tmp_path, monkeypatch):
+    from robodyn.daemon import rtloop
+    from robodyn.drivers import registry
+
+    robot = RecordedRobot()
+    monkeypatch.setattr(registry, "create_driver", lambda kind, options: robot)
+    return rtloop, robot, {"state_ipc": f"ipc://{tmp_path}/state", "driver_pipe": f"ipc://{tmp_path}/driver"}
+
+
+def test_the_driver_connects_to_no_robot_when_the_main_process_died_during_its_start_up(tmp_path, monkeypatch):
+    rtloop, robot, endpoints = driver_loop(tmp_path, monkeypatch)
+    monkeypatch.setattr(rtloop, "main_process_pid", not_our_parent)
+    with pytest.raises(rtloop.MainProcessGone):
+        rtloop.DriverLoop(DaemonConfig(data_dir=str(tmp_path)), endpoints)
+    assert robot.calls == []  # not connected, so never read nor commanded
+
+
+def test_the_driver_leaves_before_its_first_read_and_closes_the_robot_connection(tmp_path, monkeypatch, capfd):
+    rtloop, robot, endpoints = driver_loop(tmp_path, monkeypatch)
     ctx, pipe = pipe_at(tmp_path, "driver")
-    cfg = DaemonConfig(data_dir=str(tmp_path), driver="sim", driver_options={"speed": 0.0, "seed": 0})
-    loop = DriverLoop(cfg, {"state_ipc": f"ipc://{tmp_path}/state", "driver_pipe": f"ipc://{tmp_path}/driver"})
-    calls = []
-    loop.driver.read = lambda: calls.append("read")
-    close = loop.driver.close
-    loop.driver.close = lambda: (calls.append("close"), close())
+    loop = rtloop.DriverLoop(DaemonConfig(data_dir=str(tmp_path)), endpoints)
     try:
-        loop.parent_pid = not_our_parent()
+        loop.parent_pid = not_our_parent()  # the main process died after the connect
         loop.run()
-        assert calls == ["close"]  # the robot was never read (so never commanded), its connection closed
+        assert robot.calls == ["connect", "close"]  # never read, so never commanded; the connection closed
         assert nothing_sent(pipe)
     finally:
         loop.ctx.destroy(linger=0)
