@@ -224,13 +224,12 @@ def test_a_warm_marker_means_no_child(tmp_path, monkeypatch):
 # seconds; with a cold one it lasts as long as the host's load makes it. With a file "hold-workers"
 # in the folder, each worker (driver, recorder, publisher) also waits, at the start of its start-up
 # (before its object's __init__: as while it imports, compiles the simulator's kernels or connects
-# to a robot), until the test creates "workers-go"; the main process then waits for them for as
-# long as the test needs (its 60 s start-up bound would otherwise end the start first).
+# to a robot), until the test creates "workers-go".
 GATED_DAEMON = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
 
-    from robodyn.daemon import motion, warm_up
+    from robodyn.daemon import motion, supervision, warm_up
 
     FOLDER = Path(FOLDER_TEXT)
 
@@ -256,10 +255,12 @@ GATED_DAEMON = textwrap.dedent("""
     warm_up.CacheMarker.is_warm = lambda self: False
     warm_up.CacheMarker.record = lambda self: False
     warm_up.CacheMarker.forget = lambda self: None
+    # the test's own outer bounds apply: the workers' 60 s start-up bound ended a start at nice 19
+    # beside stress-ng before the warm-up child was even waiting
+    supervision.STARTUP_TIMEOUT_S = 600.0
     if (FOLDER / "hold-workers").exists():
-        from robodyn.daemon import publisher, recorder, rtloop, supervision
+        from robodyn.daemon import publisher, recorder, rtloop
 
-        supervision.STARTUP_TIMEOUT_S = 600.0
         for worker in (rtloop.DriverLoop, recorder.Recorder, publisher.Publisher):
             worker.__init__ = held(worker.__init__)
 
