@@ -25,6 +25,7 @@ import time
 import traceback
 
 from . import protocol as P
+from .main_process import main_process_gone, main_process_pid, say_leaving
 
 PUBLIC_HWM = 2_000  # messages queued per subscriber before PUB drops for that subscriber
 RCV_HWM = 20_000  # internal SUB: 20 s of the stream; this process drains it every cycle
@@ -118,6 +119,8 @@ class Publisher:
     def __init__(self, cfg, endpoints: dict):
         import zmq
 
+        # first: the main process may die while this start-up runs (daemon/main_process.py)
+        self.parent_pid = main_process_pid()
         self.zmq = zmq
         self.cfg = cfg
         self.ctx = zmq.Context()
@@ -146,7 +149,6 @@ class Publisher:
         self.sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_STATE)
         self.sub.setsockopt(zmq.SUBSCRIBE, P.TOPIC_EVENT)
         self.sub.connect(endpoints["state_ipc"])
-        self.parent_pid = os.getppid()
         self.running = True
         self.forwarded = 0
         self.bytes = 0
@@ -158,6 +160,9 @@ class Publisher:
         poller.register(self.pipe, zmq.POLLIN)
         poller.register(self.gate.zap.socket, zmq.POLLIN)
         poller.register(self.gate.monitor, zmq.POLLIN)
+        if main_process_gone(self.parent_pid):  # died while this process started
+            say_leaving("publisher", self.parent_pid, "during start-up; exiting")
+            return
         self.pipe.send(P.packb({"type": "ready", "pid": os.getpid()}))
         next_stats = 0.0
         while self.running:
@@ -185,7 +190,8 @@ class Publisher:
                                         "subscribers": self.gate.connected, "max_subscribers":
                                         self.gate.max_subscribers, "refused_over_cap": self.gate.refused_cap,
                                         "refused_keys": self.gate.zap.refused, "hwm": PUBLIC_HWM}))
-                if os.getppid() != self.parent_pid:  # the main process died: nobody to serve for
+                if main_process_gone(self.parent_pid):  # nobody to serve for
+                    say_leaving("publisher", self.parent_pid, "exiting")
                     self.running = False
 
     def close(self) -> None:
@@ -197,6 +203,10 @@ def publisher_process_main(cfg_dict: dict, endpoints: dict) -> None:
     from .config import DaemonConfig
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    main_pid = main_process_pid()
+    if main_process_gone(main_pid):  # died while this interpreter started
+        say_leaving("publisher", main_pid, "during start-up; exiting")
+        return
     cfg = DaemonConfig.from_dict(cfg_dict)
     try:
         pub = Publisher(cfg, endpoints)

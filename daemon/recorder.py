@@ -20,6 +20,7 @@ import traceback
 import numpy as np
 
 from . import protocol as P
+from .main_process import main_process_gone, main_process_pid, say_leaving
 from .recording.index import index_row, write_index
 from .recording.reader import read_recording_info
 from .recording.repair import UnfinishedFiles, repair_recording, unfinished_recordings
@@ -126,6 +127,8 @@ class Recorder:
     def __init__(self, cfg, endpoints: dict):
         import zmq
 
+        # first: the main process may die while this start-up runs (daemon/main_process.py)
+        self.parent_pid = main_process_pid()
         self.zmq = zmq
         self.cfg = cfg
         self.ctx = zmq.Context()
@@ -150,7 +153,6 @@ class Recorder:
         self.running = True
         self.written_runs = 0
         self.throughput = Throughput()
-        self.parent_pid = os.getppid()
         self.orphaned_since: float | None = None
         self.unfinished = UnfinishedFiles(QUIET_BEFORE_REPAIR_S, REPAIR_RETRY_S)
         self.writer_dead: set[str] = set(endpoints.get("repair_now", ()))  # files whose writer is gone
@@ -263,6 +265,8 @@ class Recorder:
         poller = zmq.Poller()
         poller.register(self.sub, zmq.POLLIN)
         poller.register(self.pipe, zmq.POLLIN)
+        if self._orphaned_and_done(time.monotonic()):  # died while this process started: no run exists
+            return
         self._reply({"type": "ready", "pid": os.getpid(), "repaired": [r["path"] for r in self.repaired]})
         next_stats = 0.0
         while self.running:
@@ -311,13 +315,16 @@ class Recorder:
 
     def _orphaned_and_done(self, now: float) -> bool:
         """The main process died: keep recording until the driver's ramp to rest has ended (its
-        run's ``done`` event) or ORPHAN_WAIT_S passed, then finalize and leave."""
-        if os.getppid() == self.parent_pid:
+        run's ``done`` event) or ORPHAN_WAIT_S passed, then finalize and leave; with no recording
+        open (start-up too), leave now."""
+        if not main_process_gone(self.parent_pid):
             return False
         if self.orphaned_since is None:
             self.orphaned_since = now
             self.stop_reason = (f"the daemon's main process (pid {self.parent_pid}) died during the run; the driver "
                                 "ramped the robot to rest and the recorder finalized the file")
+            say_leaving("recorder", self.parent_pid, "no recording open; exiting" if self.active is None else
+                        f"finalizing {self.active.path} once the driver's ramp to rest has ended, then exiting")
         run = self.active
         return run is None or run.driver_done or now - self.orphaned_since > ORPHAN_WAIT_S
 
@@ -381,6 +388,10 @@ def recorder_process_main(cfg_dict: dict, endpoints: dict) -> None:
     from .config import DaemonConfig
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    main_pid = main_process_pid()
+    if main_process_gone(main_pid):  # died while this interpreter started: no run exists
+        say_leaving("recorder", main_pid, "during start-up; exiting")
+        return
     cfg = DaemonConfig.from_dict(cfg_dict)
     rec = Recorder(cfg, endpoints)
     try:

@@ -35,6 +35,7 @@ from robodyn.drivers.pacing import set_realtime
 from robodyn.trajectory import trajectory_from_dict
 
 from . import protocol as P
+from .main_process import main_process_gone, main_process_pid, say_leaving
 from .motion import StopRamp, TrajectoryFeeder
 
 POLL_EVERY = 10  # cycles between control-pipe polls (10 ms at 1 kHz)
@@ -48,6 +49,10 @@ PUB_HWM = 200_000  # internal ipc only (recorder, publisher): messages queued be
 # filled, and the run's tail, waiting in this process's queue, died with it when the robot link broke.
 # A SIGKILLed driver loses at most this span of samples it had not yet published.
 RECORD_BATCH_MS = 10.0
+
+
+class MainProcessGone(Exception):
+    """The daemon's main process died while this driver process started: it connects to no robot."""
 
 
 def layout_id(columns: list[str]) -> int:
@@ -247,6 +252,8 @@ class DriverLoop:
 
         from robodyn.drivers.registry import create_driver
 
+        # first: the main process may die while this start-up runs (daemon/main_process.py)
+        self.parent_pid = main_process_pid()
         self.cfg = cfg
         # before the ZeroMQ context: its I/O thread, which does the actual sending, inherits the
         # scheduling policy, so the stream is as timely as the loop
@@ -259,6 +266,9 @@ class DriverLoop:
         # every driver builds on the configured robot model; [driver] need not repeat it
         self.driver = create_driver(cfg.driver, {"robot": cfg.robot, **cfg.driver_options})
         self.desc = self.driver.describe()
+        if self._parent_gone():  # connect to no robot for nobody (the simulator's connect compiles its kernels)
+            self.ctx.destroy(linger=0)
+            raise MainProcessGone
         self.driver.connect()
         # the stream leaves this process only on the internal ipc endpoint, to two subscribers of
         # ours: the recorder and the publisher process, which republishes it to clients. No client
@@ -267,7 +277,6 @@ class DriverLoop:
         self.pub.setsockopt(zmq.SNDHWM, PUB_HWM)
         self.pub.setsockopt(zmq.LINGER, 0)
         self.pub.bind(endpoints["state_ipc"])
-        self.parent_pid = os.getppid()
         self.terminate_requested = False  # SIGTERM: stop like a shutdown request (ramp, then exit)
         self.zmq = zmq
         self.columns = self.desc.columns()
@@ -301,7 +310,7 @@ class DriverLoop:
 
     def _parent_gone(self) -> bool:
         """The main process died (even SIGKILL): nobody supervises this loop any more."""
-        return os.getppid() != self.parent_pid
+        return main_process_gone(self.parent_pid)
 
     def _to_main(self, msg: dict) -> bool:
         """Non-blocking send to the main process; False if its queue is full (message dropped)."""
@@ -343,6 +352,11 @@ class DriverLoop:
         pipe, batcher, executor, driver = self.pipe, self.batcher, self.executor, self.driver
         record_batcher = self.record_batcher
         robot, layout = self.desc.robot, self.layout
+        if self._parent_gone():  # died while this process started: no run exists, nothing moves
+            say_leaving("driver", self.parent_pid, "during start-up, before any run; closing the robot "
+                        "connection and exiting")
+            driver.close()
+            return
         state = driver.read()
         self.state = state
         self.pipe.send(P.packb({"type": "ready", "pid": os.getpid(), "description": self.desc.to_dict(),
@@ -395,6 +409,9 @@ class DriverLoop:
                     self._to_main(self._telemetry(state, now))
                     if self.running and (self._parent_gone() or self.terminate_requested):
                         # ramp any motion to rest and leave; never keep moving unsupervised
+                        if not self.terminate_requested:
+                            say_leaving("driver", self.parent_pid, "bringing any motion to rest, then exiting"
+                                        if executor.busy else "no run in progress; exiting")
                         self._handle({"type": "shutdown"}, state)
                 if not self.running and not stopping:
                     stopping = True
@@ -416,9 +433,16 @@ def driver_process_main(cfg_dict: dict, endpoints: dict) -> None:
     from .config import DaemonConfig
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops us
+    main_pid = main_process_pid()
+    if main_process_gone(main_pid):  # died while this interpreter started: connect to no robot
+        say_leaving("driver", main_pid, "during start-up, before connecting; exiting")
+        return
     cfg = DaemonConfig.from_dict(cfg_dict)
     try:
         loop = DriverLoop(cfg, endpoints)
+    except MainProcessGone:
+        say_leaving("driver", main_pid, "during start-up, before connecting; exiting")
+        return
     except Exception as exc:
         _report_fatal(endpoints, exc)
         sys.exit(1)

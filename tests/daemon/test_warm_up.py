@@ -221,12 +221,15 @@ def test_a_warm_marker_means_no_child(tmp_path, monkeypatch):
 # the daemon starts, so in the warm-up child too the compile step (motion.warm_up_validation) is the
 # wait below, called after the child tied itself to the daemon (warm_up.warm_up_in_child). The real
 # compile is no window to aim a signal at: with a warm cache there is no child, or one for a few
-# seconds; with a cold one it lasts as long as the host's load makes it.
+# seconds; with a cold one it lasts as long as the host's load makes it. With a file "hold-workers"
+# in the folder, each worker (driver, recorder, publisher) also waits, at the start of its start-up
+# (before its object's __init__: as while it imports, compiles the simulator's kernels or connects
+# to a robot), until the test creates "workers-go".
 GATED_DAEMON = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
 
-    from robodyn.daemon import motion, warm_up
+    from robodyn.daemon import motion, supervision, warm_up
 
     FOLDER = Path(FOLDER_TEXT)
 
@@ -237,11 +240,29 @@ GATED_DAEMON = textwrap.dedent("""
                 return
             time.sleep(0.1)
 
+    def held(init):
+        def wait_then_init(self, *args, **kwargs):
+            (FOLDER / f"held-{os.getpid()}").touch()
+            for _ in range(6000):  # 600 s at most
+                if (FOLDER / "workers-go").exists():
+                    break
+                time.sleep(0.1)
+            init(self, *args, **kwargs)
+        return wait_then_init
+
     motion.warm_up_validation = wait_for_the_test
     # as with a cold numba cache: the start uses a child; and the real marker is never touched
     warm_up.CacheMarker.is_warm = lambda self: False
     warm_up.CacheMarker.record = lambda self: False
     warm_up.CacheMarker.forget = lambda self: None
+    # the test's own outer bounds apply: the workers' 60 s start-up bound ended a start at nice 19
+    # beside stress-ng before the warm-up child was even waiting
+    supervision.STARTUP_TIMEOUT_S = 600.0
+    if (FOLDER / "hold-workers").exists():
+        from robodyn.daemon import publisher, recorder, rtloop
+
+        for worker in (rtloop.DriverLoop, recorder.Recorder, publisher.Publisher):
+            worker.__init__ = held(worker.__init__)
 
     if __name__ == "__main__":
         from robodyn.cli import main
@@ -267,7 +288,9 @@ def gone_within(pid: int, seconds: float) -> bool:
     return gone(pid)
 
 
-def start_gated_daemon(folder: Path) -> tuple[subprocess.Popen, Path]:
+def start_gated_daemon(folder: Path, hold_workers: bool = False) -> tuple[subprocess.Popen, Path]:
+    if hold_workers:
+        (folder / "hold-workers").touch()
     script = folder / "gated_daemon.py"
     script.write_text(GATED_DAEMON.replace("FOLDER_TEXT", repr(str(folder))))
     config = folder / "daemon.toml"
@@ -293,10 +316,11 @@ def warming_up(proc: subprocess.Popen, folder: Path, log_path: Path) -> int:
 
 
 def stop(proc: subprocess.Popen, folder: Path, pids=()) -> None:
-    """Whatever a test left: the gate opened, the daemon killed, its workers waited for (they leave
-    when they notice their parent is gone; after a SIGKILL during start-up two of the three were
-    still running 1 s later), then killed if still a spawned child of this test's daemon."""
+    """Whatever a test left: the gates opened, the daemon killed, its workers waited for (they leave
+    when they notice the daemon is gone), then killed if still a spawned child of this test's daemon
+    (a worker that failed to notice must not run on beside the next tests)."""
     (folder / "go").touch()
+    (folder / "workers-go").touch()
     if proc.poll() is None:
         proc.kill()
     proc.wait(30)
@@ -314,10 +338,11 @@ def stop(proc: subprocess.Popen, folder: Path, pids=()) -> None:
 
 
 @contextlib.contextmanager
-def gated_warm_up(folder: Path):
+def gated_warm_up(folder: Path, hold_workers: bool = False):
     """A daemon held in its warm-up: (process, log, warm-up child's pid, every pid of this start);
-    whatever is left of them is stopped afterwards."""
-    proc, log_path = start_gated_daemon(folder)
+    whatever is left of them is stopped afterwards. ``hold_workers``: its workers are held too,
+    at the start of their start-up (see GATED_DAEMON)."""
+    proc, log_path = start_gated_daemon(folder, hold_workers)
     pids = []
     try:
         child = warming_up(proc, folder, log_path)
@@ -341,9 +366,51 @@ def test_sigterm_during_the_warm_up_stops_the_daemon_cleanly_and_leaves_no_child
         assert len(pids) == 4 and all(gone_within(pid, 30) for pid in pids[1:]), text
 
 
+WORKERS = ("driver", "recorder", "publisher")
+LEAVE_S = 120.0  # outer bound only: a worker may first finish a slow step of its start-up
+
+
+def workers_left_and_said_why(proc: subprocess.Popen, log_path: Path, pids: list[int]) -> str:
+    """After the daemon's SIGKILL: every worker of this start (pids[1:]) exits on its own, having
+    said on the daemon's log that the main process died; the log's text."""
+    assert len(pids) == 4, log_path.read_text()
+    for _ in range(int(LEAVE_S / 0.1)):
+        if all(gone(pid) for pid in pids[1:]):
+            break
+        time.sleep(0.1)
+    text = log_path.read_text()
+    left = [pid for pid in pids[1:] if not gone(pid)]
+    assert not left, f"workers {left} still running {LEAVE_S:.0f} s after the daemon was killed:\n{text}"
+    for worker in WORKERS:
+        assert f"robodyn {worker}: the daemon's main process (pid {proc.pid}) died" in text, text
+    return text
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_sigkill_of_the_daemon_during_the_warm_up_leaves_no_warm_up_child(tmp_path):
+def test_sigkill_of_the_daemon_during_the_warm_up_leaves_no_warm_up_child_and_no_worker(tmp_path):
     with gated_warm_up(tmp_path) as (proc, log_path, child, pids):
         proc.send_signal(signal.SIGKILL)  # no handler, no clean-up: only the kernel's parent-death signal
         proc.wait(30)
         assert gone_within(child, 10)
+        workers_left_and_said_why(proc, log_path, pids)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_still_starting_when_the_daemon_is_sigkilled_notice_it_and_exit(tmp_path):
+    """Killed while its workers are still in their start-up (held before their objects are made:
+    as while they import, compile or connect), the daemon's workers must still notice. A worker
+    that reads its parent's pid only once its start-up is done gets the pid of whoever adopted it,
+    and runs on for good (daemon/main_process.py)."""
+    with gated_warm_up(tmp_path, hold_workers=True) as (proc, log_path, child, pids):
+        for _ in range(1200):  # 120 s at most: each worker is held in its start-up
+            if all((tmp_path / f"held-{pid}").exists() for pid in pids[1:]):
+                break
+            time.sleep(0.1)
+        assert all((tmp_path / f"held-{pid}").exists() for pid in pids[1:]), log_path.read_text()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        assert gone_within(child, 10)
+        (tmp_path / "workers-go").touch()  # now they go on with their start-up, orphaned
+        text = workers_left_and_said_why(proc, log_path, pids)
+        # the driver saw it before its first read of the robot: it never reported ready
+        assert f"robodyn driver: the daemon's main process (pid {proc.pid}) died; during start-up" in text, text
