@@ -251,6 +251,22 @@ def _loopback_only(ray):
             os.environ[name] = saved_env
 
 
+@contextlib.contextmanager
+def _ray_start_in_one_line():
+    """Ray waits a fixed 30 s for a local instance's raylet to register (not configurable); on an
+    overloaded host that start fails with a long traceback of Ray's. Said in one line instead, with
+    what to do."""
+    try:
+        yield
+    except Exception as exc:
+        if "timed out during startup" not in str(exc):
+            raise
+        from robodyn.errors import UserError
+
+        raise UserError("cluster ray: the local Ray instance did not start within Ray's fixed 30 s (the host is "
+                        "too busy for it); run again when it is quieter, or use --cluster local") from None
+
+
 class RayExecutor(Executor):
     """Ray tasks, one CPU each. ``address``: None starts (or joins an already started) local Ray
     instance with ``workers`` CPUs, on the loopback address and without the dashboard;
@@ -271,7 +287,7 @@ class RayExecutor(Executor):
                 # leaves them a sliver of the CPU beside any ordinary process (the fleet tests beside
                 # `stress-ng --cpu 4` crawled). A local instance robodyn starts runs its work at the
                 # caller's priority, as the process-pool executor does.
-                with _loopback_only(ray):
+                with _loopback_only(ray), _ray_start_in_one_line():
                     try:
                         ray.init(num_cpus=workers, _system_config={"worker_niceness": 0}, **common)
                     except ValueError as exc:  # joined a local instance someone else started: its settings
