@@ -7,9 +7,13 @@ holding one stretch of every period). A model of the right class refitted on the
 held-out block to the noise floor, so the residual model's out-of-fold spread is the noise: its
 RMS about NOISE and its 95 % quantile about 1.96 NOISE. Cut out of the recording and processed on
 its own, each piece of a block had two zero-phase filter edges whose transients were counted as
-model error: MEASURED_CUT_OUT times the noise per joint for the out-of-fold RMS, and the half
-width 1.96 NOISE times MEASURED_CUT_OUT_HALF (this file's data, measured with the pieces cut out
-when it was added; predicted in context: MEASURED_IN_CONTEXT and MEASURED_IN_CONTEXT_HALF).
+model error, and each refit's pieces had edges of their own too: with the previous code the
+residual model's out-of-fold RMS was 4.19 and 2.37 times NOISE per joint and its half width 3.06
+and 1.44 times 1.96 NOISE (both tests below fail with it: checked by running them with the previous
+commit's out_of_fold_refits). Per fold (5 phase blocks), the held-out RMS over NOISE was 2.27-5.46
+(joint 1) and 0.98-3.87 (joint 2) cut out, 0.98-1.10 and 0.96-1.03 in context; the fit side alone
+(cut pieces, block scored in context) left 1.09-2.93 on joint 1. Predicted in context, the
+residual model's RMS is 1.03 and 1.01 times NOISE, its half width 1.04 and 1.01 times 1.96 NOISE.
 """
 
 import numpy as np
