@@ -146,12 +146,12 @@ def main() -> int:
     if args.from_json:
         result = json.loads(args.from_json.read_text())
     else:
+        version = commit()  # before measuring: an edit made while it runs is not its code
         result = {"tx40": tx40(args.tx40)}
         if args.sims:
             result.update(sims(args.seconds))
         if args.ur10e_log:
             result["ur10e"] = ur10e(args.ur10e_log)
-        version = commit()
         for r in result.values():
             r["measured_with"] = version
         if args.merge and args.out.exists():
