@@ -24,7 +24,10 @@ contiguous block of it is seen again one period later, and its "out-of-fold" res
 in-sample residual in disguise (measured on the UR-like plant with contiguous blocks: residuals
 of the identification data 0.83-0.98 times the out-of-fold spread, of another trajectory 1.1-2.6
 times it). A recording that does not repeat is cut into
-contiguous blocks.
+contiguous blocks. Each block is predicted inside its recording, processed whole, and each refit
+sees its training recordings with the block as a gap (model selection's folds, one code path:
+:func:`out_of_fold_refits`): a block cut out of its recording had filter edges of its own, and
+their transients would count as model error.
 
 An out-of-fold residual holds the error of a fit that saw less than the whole data, so on the
 identification data itself the interval is conservative (bench/realdata/interval_coverage.py
@@ -204,11 +207,18 @@ def out_of_fold_refits(model: RobotModel, result: dict, datasets: Sequence[Sampl
     block (by phase of the period for a periodic excitation, else contiguous, see the module doc)
     predicted by the configuration refitted on the rest; the residuals, and the jackknife
     covariance of the refitted parameters. None when the method cannot be refitted (not least
-    squares) or the data are too short for the blocks."""
+    squares) or the data are too short for the blocks.
+
+    The folds are model selection's (:mod:`.selection`): each refit fits every training recording as
+    one recording with the block as a gap whose edges processing drops, and the block is predicted
+    inside its recording, processed whole (:func:`.pipeline.compare_many` with a ``keep`` mask), as
+    a prediction of the whole recording is. Cut out, each piece of a block had two zero-phase filter
+    edges of its own, whose transients counted as model error and widened the interval
+    (tests/identification/test_prediction_intervals.py measures it on own-model data)."""
     import dataclasses
 
-    from .pipeline import identify
-    from .selection import MIN_PIECE, cross_validation_folds
+    from .pipeline import compare_many, identify
+    from .selection import cross_validation_folds, fit_recordings, held_out_masks
 
     config = _config_of(result, len(datasets))
     if config is None:
@@ -221,29 +231,28 @@ def out_of_fold_refits(model: RobotModel, result: dict, datasets: Sequence[Sampl
     base, theta, _, _ = _result_parts(result)
     out, thetas = [], []
     for fold in plan:
-        ranges = [(r, s, e) for r, s, e in fold.fit if e - s >= MIN_PIECE]
-        ranges = [x for x in ranges if _fittable(datasets[x[0]].select(slice(x[1], x[2])), config.processing)]
-        fit = [datasets[r].select(slice(s, e)) for r, s, e in ranges]
+        fitted, fit = fit_recordings(datasets, fold.fit)
+        usable = [k for k, d in enumerate(fit) if _fittable(d, config.processing)]
+        fitted, fit = [fitted[k] for k in usable], [fit[k] for k in usable]
         trial = config if not isinstance(weights, list) else dataclasses.replace(
-            config, recording_weights=[weights[r] for r, _, _ in ranges])
+            config, recording_weights=[weights[r] for r in fitted])
         if len(fit) < 2 and isinstance(weights, list):
             trial = dataclasses.replace(config, recording_weights="equal")
         try:
             part = identify(model, fit, trial).to_dict()
         except ValueError:
             return None  # a block's complement too poor to fit (rank): no out-of-fold estimate
-        part_base, part_theta, _, _ = _result_parts(part)
+        part_base, part_theta, part_friction, part_columns = _result_parts(part)
         if part_theta.shape == theta.shape and np.array_equal(part_base.independent, base.independent):
             thetas.append(part_theta)
-        for r, s, e in fold.held_out:
-            if e - s < MIN_PIECE:
-                continue
+        held, keep = held_out_masks(datasets, fold.held_out)
+        for d, mask in zip(held, keep):
             try:
-                for _, measured, pred, _, _ in predicted_pieces(model, part, datasets[r].select(slice(s, e)),
-                                                                variance=False):
-                    out.append(measured - pred)
+                for piece, (pred,), _ in compare_many(model, part_base, [part_theta], part_friction,
+                                                      result_processing(part), d, columns=part_columns, keep=mask):
+                    out.append(piece.measured - pred)
             except ValueError:
-                continue  # a held-out piece that processing cannot keep (gaps): not scored
+                continue  # a recording that processing cannot keep (gaps): not scored
     if not out:
         return None
     covariance = None

@@ -208,7 +208,7 @@ def one_standard_error_choice(candidates: Sequence[dict], reference: int | None)
                     f"parameters, mean {candidates[chosen]['mean']:.4g})")
 
 
-def _fit_recordings(datasets: Sequence[SampledData], ranges) -> tuple[list[int], list[SampledData]]:
+def fit_recordings(datasets: Sequence[SampledData], ranges) -> tuple[list[int], list[SampledData]]:
     """Per recording with samples in ``ranges``, one recording of them: a held-out block is a gap,
     whose edges processing drops (:func:`.processing.process_windows`, half a period of the lowest
     cut-off), instead of a recording edge whose filter transient would stay in the fit."""
@@ -220,7 +220,7 @@ def _fit_recordings(datasets: Sequence[SampledData], ranges) -> tuple[list[int],
     return order, [datasets[r].select(np.sort(np.concatenate(parts[r]))) for r in order]
 
 
-def _held_out_masks(datasets: Sequence[SampledData], ranges) -> tuple[list[SampledData], list[np.ndarray]]:
+def held_out_masks(datasets: Sequence[SampledData], ranges) -> tuple[list[SampledData], list[np.ndarray]]:
     """The recordings holding a held-out block, each whole, with the mask of its held-out samples
     (scored in context: :func:`.pipeline.validate_many`)."""
     masks: dict[int, np.ndarray] = {}
@@ -269,13 +269,13 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
             step += 1
             report(f"candidates: friction {friction}, rotor inertia {'on' if rotor else 'off'}, {fold.name}",
                    step / (total + 1))
-            fitted, fit = _fit_recordings(datasets, fold.fit)
+            fitted, fit = fit_recordings(datasets, fold.fit)
             fold_trial = trial if weights is None or len(fit) < 2 else dataclasses.replace(
                 trial, recording_weights=[weights[r] for r in fitted])
             if fold.held_out_recording is not None:
                 held, keep = [holdout[fold.held_out_recording]], None
             else:
-                held, keep = _held_out_masks(datasets, fold.held_out)
+                held, keep = held_out_masks(datasets, fold.held_out)
             live = [m for m in methods if rows[m]["error"] is None]
             if not live:
                 break

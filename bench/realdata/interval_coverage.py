@@ -23,13 +23,18 @@ Third row per data set: the residual model calibrated on held-out data (``identi
 seed 2; the TX40's 60-80 % stretch; the UR10e's point-to-point run p1) and evaluated on data used
 for neither (seed 3; the TX40's last 20 %; the UR10e's 10-point run).
 
-    .venv/bin/python bench/realdata/interval_coverage.py [--tx40 DIR] [--sims] [--seconds S] [--ur10e-log DIR] [--out JSON]
+Each data set's entry names the commit it was measured with (``measured_with``). ``--merge`` keeps
+the data sets of an existing JSON that this run does not measure (the UR10e without its logs), and
+the table says which rows are kept from an earlier run, and with which code.
+
+    .venv/bin/python bench/realdata/interval_coverage.py [--tx40 DIR] [--sims] [--seconds S] [--ur10e-log DIR] [--merge] [--out JSON]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +111,21 @@ def markdown(result: dict, command: str) -> str:
             lines.append(f"| {name} | {label} | " + " ".join(f"{x * 100:.1f}" for x in c["inside_fraction"])
                          + " | " + " ".join(f"{x:.2f}" for x in c["rms_over_identification_std"])
                          + " | " + " ".join(f"{x:.2f}" for x in c["lag1_autocorrelation"]) + " |")
+    kept = [f"{name} (measured with {r.get('measured_with', 'an earlier commit')})"
+            for name, r in result.items() if r.get("kept_from_earlier_run")]
+    if kept:
+        lines += ["", "Kept from an earlier run (`--merge`, not measured by this one): " + "; ".join(kept) + "."]
     return "\n".join(lines) + "\n"
+
+
+def _git(*args) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
+def commit() -> str:
+    """The commit the measurement ran with, "-dirty" when the work tree had uncommitted changes."""
+    head = _git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("-dirty" if _git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def main() -> int:
@@ -118,17 +137,29 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "realdata" / "interval_coverage.json")
     ap.add_argument("--markdown", type=Path, default=ROOT / "bench" / "realdata" / "interval_coverage.md")
     ap.add_argument("--from-json", type=Path, default=None, help="render a result written before; measure nothing")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the data sets of an existing --out that this run does not measure")
     args = ap.parse_args()
     command = "python bench/realdata/interval_coverage.py" + (" --sims" if args.sims else "") + (
-        f" --seconds {args.seconds:g}" if args.sims else "") + (" --ur10e-log DIR" if args.ur10e_log else "")
+        f" --seconds {args.seconds:g}" if args.sims else "") + (" --ur10e-log DIR" if args.ur10e_log else "") + (
+        " --merge" if args.merge else "")
     if args.from_json:
         result = json.loads(args.from_json.read_text())
     else:
+        version = commit()  # before measuring: an edit made while it runs is not its code
         result = {"tx40": tx40(args.tx40)}
         if args.sims:
             result.update(sims(args.seconds))
         if args.ur10e_log:
             result["ur10e"] = ur10e(args.ur10e_log)
+        for r in result.values():
+            r["measured_with"] = version
+        if args.merge and args.out.exists():
+            # an entry written before entries named their commit: the last commit of the JSON
+            written = _git("log", "-1", "--format=%h", "--", str(args.out)) or "an earlier commit"
+            for name, r in json.loads(args.out.read_text()).items():
+                if name not in result:
+                    result[name] = {"measured_with": written, **r, "kept_from_earlier_run": True}
         args.out.write_text(json.dumps(result, indent=1))
     args.markdown.write_text(markdown(result, command))
     for name, r in result.items():

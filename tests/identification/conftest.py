@@ -34,3 +34,23 @@ def simulate(model, traj, rate=500, noise=0.0, seed=0, friction=FRICTION):
     tau = inverse_dynamics(model, q, qd, qdd, rotor_inertia=model.rotor_inertia, friction=friction)
     tau = tau + noise * np.random.default_rng(seed).normal(size=tau.shape)
     return SampledData(t, q, tau, qd, qdd)
+
+
+def twolink_sines(model, rate, period, periods, noise, friction, seed=3):
+    """A periodic excitation of the twolink arm, its model class exactly (RNEA torques with rotor
+    inertia and the given friction) plus Gaussian torque noise of std ``noise`` N·m; a recording
+    (positions and torques, no velocities). Sines are odd about the recording's start and end, so the
+    filters' odd extension there is the motion itself and the recording's own edges have no
+    transient; a block edge inside it is no such point. Half a sample off the grid, so no sample
+    sits on a friction step."""
+    from robodyn.identification.signals import SampledData
+
+    t = (np.arange(int(periods * period * rate)) + 0.5) / rate
+    w = 2 * np.pi / period
+    centre = np.array([1.57, 0.0])
+    terms = [[(1, 0.25), (2, 0.04)], [(1, 0.3), (3, 0.12), (5, 0.05)]]
+    q = centre + np.column_stack([sum(a * np.sin(k * w * t) for k, a in j) for j in terms])
+    qd = np.column_stack([sum(a * k * w * np.cos(k * w * t) for k, a in j) for j in terms])
+    qdd = np.column_stack([sum(-a * (k * w) ** 2 * np.sin(k * w * t) for k, a in j) for j in terms])
+    tau = inverse_dynamics(model, q, qd, qdd, rotor_inertia=model.rotor_inertia, friction=friction)
+    return SampledData(t, q, tau + np.random.default_rng(seed).normal(0.0, noise, tau.shape))

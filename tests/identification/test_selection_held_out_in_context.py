@@ -19,9 +19,8 @@ import pytest
 
 from robodyn.identification.pipeline import IdentificationConfig
 from robodyn.identification.selection import select
-from robodyn.identification.signals import SampledData
-from robodyn.robot.dynamics import inverse_dynamics
 from robodyn.robot.loader import load_model
+from tests.identification.conftest import twolink_sines
 
 RATE, PERIOD, PERIODS, FOLDS = 500.0, 4.0, 3, 4
 NOISE = 0.02  # N·m
@@ -31,18 +30,7 @@ FRICTION = {"coulomb": [0.5, 0.3], "viscous": [0.3, 0.2], "offset": [0.05, -0.03
 @pytest.fixture(scope="module")
 def fold_scores():
     model = load_model("twolink")
-    # sines: odd about the recording's start and end, so the filters' odd extension there is the
-    # motion itself and the recording's own edges have no transient; the block edges inside it are
-    # no such points. Half a sample off the grid, so no sample sits on a friction step.
-    t = (np.arange(int(PERIODS * PERIOD * RATE)) + 0.5) / RATE
-    w = 2 * np.pi / PERIOD
-    centre = np.array([1.57, 0.0])
-    terms = [[(1, 0.25), (2, 0.04)], [(1, 0.3), (3, 0.12), (5, 0.05)]]
-    q = centre + np.column_stack([sum(a * np.sin(k * w * t) for k, a in j) for j in terms])
-    qd = np.column_stack([sum(a * k * w * np.cos(k * w * t) for k, a in j) for j in terms])
-    qdd = np.column_stack([sum(-a * (k * w) ** 2 * np.sin(k * w * t) for k, a in j) for j in terms])
-    tau = inverse_dynamics(model, q, qd, qdd, rotor_inertia=model.rotor_inertia, friction=FRICTION)
-    data = SampledData(t, q, tau + np.random.default_rng(3).normal(0.0, NOISE, tau.shape))
+    data = twolink_sines(model, RATE, PERIOD, PERIODS, NOISE, FRICTION)
     result = select(model, [data], IdentificationConfig(), folds=FOLDS, frictions=("coulomb-viscous",),
                     rotor_inertia=(True,), methods=("wls",))
     assert "by phase" in result.selection["cross_validation"]
