@@ -36,6 +36,11 @@ def simulate(model, traj, rate=500, noise=0.0, seed=0, friction=FRICTION):
     return SampledData(t, q, tau, qd, qdd)
 
 
+# the known-answer set-up both held-out-in-context tests use: noise std in N·m, friction per joint
+TWOLINK_SINES = {"rate": 500.0, "period": 4.0, "periods": 3, "noise": 0.02,
+                 "friction": {"coulomb": [0.5, 0.3], "viscous": [0.3, 0.2], "offset": [0.05, -0.03]}}
+
+
 def twolink_sines(model, rate, period, periods, noise, friction, seed=3):
     """A periodic excitation of the twolink arm, its model class exactly (RNEA torques with rotor
     inertia and the given friction) plus Gaussian torque noise of std ``noise`` N·m; a recording

@@ -23,17 +23,15 @@ from robodyn.identification.intervals import Z
 from robodyn.identification.methods import identification_document
 from robodyn.identification.pipeline import IdentificationConfig
 from robodyn.robot.loader import load_model
-from tests.identification.conftest import twolink_sines
+from tests.identification.conftest import TWOLINK_SINES, twolink_sines
 
-RATE, PERIOD, PERIODS = 500.0, 4.0, 3
-NOISE = 0.02  # N·m
-FRICTION = {"coulomb": [0.5, 0.3], "viscous": [0.3, 0.2], "offset": [0.05, -0.03]}
+NOISE = TWOLINK_SINES["noise"]  # N·m
 
 
 @pytest.fixture(scope="module")
 def residual_model():
     model = load_model("twolink")
-    data = twolink_sines(model, RATE, PERIOD, PERIODS, NOISE, FRICTION)
+    data = twolink_sines(model, **TWOLINK_SINES)
     doc, _, _ = identification_document(model, [data], IdentificationConfig(), "wls")  # rotor inertia on
     return doc["residual_model"]
 

@@ -20,17 +20,16 @@ import pytest
 from robodyn.identification.pipeline import IdentificationConfig
 from robodyn.identification.selection import select
 from robodyn.robot.loader import load_model
-from tests.identification.conftest import twolink_sines
+from tests.identification.conftest import TWOLINK_SINES, twolink_sines
 
-RATE, PERIOD, PERIODS, FOLDS = 500.0, 4.0, 3, 4
-NOISE = 0.02  # N·m
-FRICTION = {"coulomb": [0.5, 0.3], "viscous": [0.3, 0.2], "offset": [0.05, -0.03]}
+FOLDS = 4
+NOISE = TWOLINK_SINES["noise"]  # N·m
 
 
 @pytest.fixture(scope="module")
 def fold_scores():
     model = load_model("twolink")
-    data = twolink_sines(model, RATE, PERIOD, PERIODS, NOISE, FRICTION)
+    data = twolink_sines(model, **TWOLINK_SINES)
     result = select(model, [data], IdentificationConfig(), folds=FOLDS, frictions=("coulomb-viscous",),
                     rotor_inertia=(True,), methods=("wls",))
     assert "by phase" in result.selection["cross_validation"]
