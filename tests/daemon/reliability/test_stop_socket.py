@@ -1,0 +1,174 @@
+"""Stops served by the driver process (daemon/stop_socket.py): `abort` and `disarm` sent to the stop
+socket are acted on in the cycle in which the real-time loop's per-cycle check saw them, while
+observers flood the main process with `recordings`, `status` and `jobs`. Counted by the loop's own
+sequence numbers (and the recording's phase labels), never by a wall-clock bound of the test."""
+
+import os
+import socket
+import stat
+import threading
+import time
+
+import msgpack
+import numpy as np
+import pytest
+from robodyn.daemon import access
+from robodyn.daemon import protocol as P
+from robodyn.daemon.client import Client, DaemonError
+from robodyn.daemon.recording import load_recording
+from robodyn.daemon.stop_socket import STAMP
+
+from tests.daemon.conftest import DaemonProcess, excitation
+from tests.daemon.reliability.observer_flood import make_jobs, make_recordings
+from tests.daemon.reliability.scenarios import wait_state
+
+STOPS = 20
+OBSERVERS = 3
+FLOOD_LIMIT = 20_000  # requests per observer at most: every loop is bounded
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("stops")
+    data = tmp / "data"
+    make_recordings(data / "recordings", 40, indexed_fraction=1.0)
+    make_jobs(data, 1000)
+    d = DaemonProcess(tmp, speed=1.0, data_dir=data)
+    yield d
+    d.stop()
+
+
+def _flood(control: str, k: int, stop: threading.Event, done: list) -> None:
+    with Client(control, timeout=120.0) as c:
+        for i in range(FLOOD_LIMIT):
+            if stop.is_set():
+                return
+            kind = (i + k) % 3
+            if kind == 0:
+                c.recordings_page(limit=P.MAX_PAGE, offset=0)
+            elif kind == 1:
+                c.status()
+            else:
+                c.jobs(limit=P.MAX_PAGE, offset=0)
+            done[k] += 1
+
+
+def test_stops_are_acted_on_in_the_cycle_the_driver_saw_them_whatever_observers_do(crowded, figure):
+    c = crowded.client
+    stop_flood, done = threading.Event(), [0] * OBSERVERS
+    threads = [threading.Thread(target=_flood, args=(crowded.control, k, stop_flood, done), daemon=True)
+               for k in range(OBSERVERS)]
+    for t in threads:
+        t.start()
+    replies, finals, flooded_between = [], [], []
+    try:
+        for i in range(STOPS):
+            if not c.status()["safety"]["armed"]:
+                c.arm()
+            accepted = c.submit_run("panda", excitation(2.0, seed=i), label=f"stop {i}")
+            run_id = accepted["run_id"]
+            # as soon as the driver moves it: during the move to the start (from where the last stop
+            # left the robot) or the trajectory, whichever the poll sees first
+            wait_state(c, run_id, ("move_to_start", "execute"), timeout=300.0)
+            before = sum(done)
+            reply = c.disarm(f"stop {i}") if i % 4 == 3 else c.abort(reason=f"stop {i}")
+            replies.append(reply)
+            assert reply["served_by"] == "driver" and reply["aborted"] == run_id, reply
+            stop = reply["stop"]
+            # acted on in the cycle the loop's poll saw it, before that cycle's command; and that
+            # poll was the first after its arrival (the kernel's stamp): it came in after the
+            # previous cycle began
+            assert stop["seen_seq"] == stop["acted_seq"] and stop["count"] == i + 1, stop
+            assert stop["arrived_since_previous_cycle"] is True, stop
+            final = c.wait_run(run_id, timeout=300.0)
+            finals.append(final)
+            flooded_between.append(sum(done) - before)
+            assert all(t.is_alive() for t in threads), "an observer stopped flooding"
+        status = c.status()
+    finally:
+        stop_flood.set()
+        for t in threads:
+            t.join(120.0)
+    for i, (reply, final) in enumerate(zip(replies, finals)):
+        assert final["state"] == "aborted" and final["abort_reason"].endswith(f"stop {i}"), final
+        # the recording: the first sample of the ramp to rest (or of the settle, when the robot was
+        # still at rest and the ramp is empty) is the one of the cycle that saw the stop
+        rec = load_recording(final["summary"]["recording"])
+        stopping = rec.seq[rec.phase_mask("stopping") | rec.phase_mask("settle")].astype(np.int64)
+        assert stopping.size and int(stopping[0]) == reply["stop"]["acted_seq"], (i, stopping[:3], reply["stop"])
+        assert rec.gaps() == []
+    # the main process's status reflects every stop: counted, same cycle, none through its own loop
+    driver_stops = status["control"]["driver_stops"]
+    assert driver_stops["count"] == STOPS and driver_stops["same_cycle"] == STOPS
+    assert status["control"]["stop_latency"]["count"] == 0  # a stop of a moving run: the driver's answer alone
+    assert status["safety"]["armed"] is False  # the last stop was a disarm: the main process applied it
+    # the loop checked the stop socket on every cycle since it began: as many checks as cycles
+    sock = status["driver"]["stop_socket"]
+    assert sock["polls"] == sock["cycles"] and sock["cycles"] > 0 and sock["served"] == STOPS
+    assert sum(flooded_between) > STOPS  # observers were served between the stops: a flood, not a pause
+    assert driver_stops["not_since_previous_cycle"] == 0
+    in_socket = [r["stop"]["in_socket_periods"] for r in replies]
+    sent = [r["stop"]["sent_periods"] for r in replies]
+    figure("stop socket under an observer flood", stops=STOPS, seen_eq_acted=STOPS,
+           observer_requests=sum(done), in_socket_periods_median=float(np.median(in_socket)),
+           in_socket_periods_max=max(in_socket), sent_periods_median=float(np.median(sent)),
+           sent_periods_max=max(sent))
+
+
+def test_a_stop_with_nothing_moving_still_withdraws_what_the_main_process_prepared(crowded):
+    """The driver moves nothing: the client asks the control endpoint too, for the bookkeeping."""
+    c = crowded.client
+    reply = c.abort(reason="nothing moving")
+    assert reply["served_by"] == "driver" and reply["aborted"] is None and reply["message"] == "no run in progress"
+    assert reply["stop"]["seen_seq"] == reply["stop"]["acted_seq"]
+
+
+def _ask(sock, datagram: bytes) -> dict:
+    sock.send(datagram)
+    return msgpack.unpackb(sock.recv(1 << 20), raw=False)
+
+
+def test_the_stop_socket_serves_only_stops_and_is_no_wider_than_the_token(crowded):
+    c = crowded.client
+    c.arm()
+    runs_before = len(c.runs())
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.settimeout(60.0)  # an outer time-out
+    sock.bind("")
+    sock.connect(str(access.stop_socket_path(crowded.control)))
+    stamp = STAMP.pack(time.monotonic_ns())
+    try:
+        for cmd, args in (("arm", {}), ("submit_run", {"robot": "panda", "trajectory": excitation(2.0)}),
+                          ("status", {}), ("shutdown", {})):
+            reply = _ask(sock, stamp + P.make_request(cmd, args, 7))
+            err = reply["error"]
+            assert reply["ok"] is False and reply["id"] == 7 and err["code"] == P.E_UNKNOWN_COMMAND, reply
+            assert err["details"]["field"] == "cmd" and "serves only abort and disarm" in err["message"]
+        for datagram in (stamp + b"\xc1 not msgpack", b"abc"):
+            reply = _ask(sock, datagram)
+            assert reply["ok"] is False and reply["error"]["code"] == P.E_MALFORMED, reply
+        reply = _ask(sock, stamp + P.make_request("abort", {"reason": "x" * 5000}, 8))
+        assert reply["error"]["code"] == P.E_INVALID_ARGS and reply["error"]["details"]["field"] == "args.reason"
+    finally:
+        sock.close()
+    assert len(c.runs()) == runs_before and c.status()["safety"]["armed"] is True
+    deadline = time.monotonic() + 60.0  # the driver's counts reach status with its telemetry (0.1 s)
+    while c.status()["driver"]["stop_socket"]["refused"] < 7:
+        assert time.monotonic() < deadline, c.status()["driver"]["stop_socket"]
+        time.sleep(0.1)
+    # where and how open: beside the token file, in the same private directory; the socket is
+    # this user's alone, as the token is
+    path = access.stop_socket_path(crowded.control)
+    token = access.token_path(crowded.control)
+    st, dir_st, token_st = os.stat(path), os.stat(path.parent), os.stat(token)
+    assert path.parent == token.parent and stat.S_ISSOCK(st.st_mode)
+    assert stat.S_IMODE(dir_st.st_mode) == 0o700 and stat.S_IMODE(st.st_mode) == stat.S_IMODE(token_st.st_mode) == 0o600
+    assert st.st_uid == token_st.st_uid == os.geteuid()
+
+
+def test_a_client_without_the_stop_socket_stops_through_the_control_endpoint(crowded, tmp_path, monkeypatch):
+    """A remote client, another account: no stop socket reachable, so the control endpoint, as before."""
+    monkeypatch.setenv("ROBODYN_TOKEN_FILE", str(tmp_path / "elsewhere" / "token"))
+    with Client(crowded.control, timeout=60.0) as c:
+        reply = c.abort(reason="through the main process")
+    assert "served_by" not in reply and reply["latency"]["handled_since_received"] == 0
