@@ -6,25 +6,21 @@ sequence numbers (and the recording's phase labels), never by a wall-clock bound
 import os
 import socket
 import stat
-import threading
 import time
 
 import msgpack
-import numpy as np
 import pytest
 from robodyn.daemon import access
 from robodyn.daemon import protocol as P
-from robodyn.daemon.client import Client, DaemonError
-from robodyn.daemon.recording import load_recording
+from robodyn.daemon.client import Client
 from robodyn.daemon.stop_socket import STAMP
 
 from tests.daemon.conftest import DaemonProcess, excitation
 from tests.daemon.reliability.observer_flood import make_jobs, make_recordings
-from tests.daemon.reliability.scenarios import wait_state
+from tests.daemon.reliability.stop_socket_flood import figures, stop_runs_under_flood
 
 STOPS = 20
 OBSERVERS = 3
-FLOOD_LIMIT = 20_000  # requests per observer at most: every loop is bounded
 
 
 @pytest.fixture(scope="module")
@@ -38,81 +34,36 @@ def crowded(tmp_path_factory):
     d.stop()
 
 
-def _flood(control: str, k: int, stop: threading.Event, done: list) -> None:
-    with Client(control, timeout=120.0) as c:
-        for i in range(FLOOD_LIMIT):
-            if stop.is_set():
-                return
-            kind = (i + k) % 3
-            if kind == 0:
-                c.recordings_page(limit=P.MAX_PAGE, offset=0)
-            elif kind == 1:
-                c.status()
-            else:
-                c.jobs(limit=P.MAX_PAGE, offset=0)
-            done[k] += 1
-
-
 def test_stops_are_acted_on_in_the_cycle_the_driver_saw_them_whatever_observers_do(crowded, figure):
-    c = crowded.client
-    stop_flood, done = threading.Event(), [0] * OBSERVERS
-    threads = [threading.Thread(target=_flood, args=(crowded.control, k, stop_flood, done), daemon=True)
-               for k in range(OBSERVERS)]
-    for t in threads:
-        t.start()
-    replies, finals, flooded_between = [], [], []
-    try:
-        for i in range(STOPS):
-            if not c.status()["safety"]["armed"]:
-                c.arm()
-            accepted = c.submit_run("panda", excitation(2.0, seed=i), label=f"stop {i}")
-            run_id = accepted["run_id"]
-            # as soon as the driver moves it: during the move to the start (from where the last stop
-            # left the robot) or the trajectory, whichever the poll sees first
-            wait_state(c, run_id, ("move_to_start", "execute"), timeout=300.0)
-            before = sum(done)
-            reply = c.disarm(f"stop {i}") if i % 4 == 3 else c.abort(reason=f"stop {i}")
-            replies.append(reply)
-            assert reply["served_by"] == "driver" and reply["aborted"] == run_id, reply
-            stop = reply["stop"]
-            # acted on in the cycle the loop's poll saw it, before that cycle's command; and that
-            # poll was the first after its arrival (the kernel's stamp): it came in after the
-            # previous cycle began
-            assert stop["seen_seq"] == stop["acted_seq"] and stop["count"] == i + 1, stop
-            assert stop["arrived_since_previous_cycle"] is True, stop
-            final = c.wait_run(run_id, timeout=300.0)
-            finals.append(final)
-            flooded_between.append(sum(done) - before)
-            assert all(t.is_alive() for t in threads), "an observer stopped flooding"
-        status = c.status()
-    finally:
-        stop_flood.set()
-        for t in threads:
-            t.join(120.0)
-    for i, (reply, final) in enumerate(zip(replies, finals)):
+    out = stop_runs_under_flood(crowded.control, crowded.client, STOPS, OBSERVERS)
+    assert out["observers_alive"], "an observer stopped flooding"
+    for i, (reply, final, ramp) in enumerate(zip(out["replies"], out["finals"], out["first_ramp_seq"])):
+        assert reply["served_by"] == "driver" and reply["aborted"] == final["run_id"], reply
+        stop = reply["stop"]
+        # acted on in the cycle the loop's poll saw it, before that cycle's command; and that poll
+        # was the first after its arrival (the kernel's stamp): it came in after the previous
+        # cycle began
+        assert stop["seen_seq"] == stop["acted_seq"] and stop["count"] == i + 1, stop
+        assert stop["arrived_since_previous_cycle"] is True, stop
+        # the recording: the first sample of the ramp to rest (or of the settle, when the robot
+        # was still at rest and the ramp is empty) is the one of the cycle that saw the stop
+        assert ramp == stop["acted_seq"], (i, ramp, stop)
         assert final["state"] == "aborted" and final["abort_reason"].endswith(f"stop {i}"), final
-        # the recording: the first sample of the ramp to rest (or of the settle, when the robot was
-        # still at rest and the ramp is empty) is the one of the cycle that saw the stop
-        rec = load_recording(final["summary"]["recording"])
-        stopping = rec.seq[rec.phase_mask("stopping") | rec.phase_mask("settle")].astype(np.int64)
-        assert stopping.size and int(stopping[0]) == reply["stop"]["acted_seq"], (i, stopping[:3], reply["stop"])
-        assert rec.gaps() == []
+    status = out["status"]
     # the main process's status reflects every stop: counted, same cycle, none through its own loop
     driver_stops = status["control"]["driver_stops"]
     assert driver_stops["count"] == STOPS and driver_stops["same_cycle"] == STOPS
+    assert driver_stops["not_since_previous_cycle"] == 0
     assert status["control"]["stop_latency"]["count"] == 0  # a stop of a moving run: the driver's answer alone
     assert status["safety"]["armed"] is False  # the last stop was a disarm: the main process applied it
-    # the loop checked the stop socket on every cycle since it began: as many checks as cycles
+    # the loop polled the stop socket on every cycle since it began: as many polls as cycles
     sock = status["driver"]["stop_socket"]
     assert sock["polls"] == sock["cycles"] and sock["cycles"] > 0 and sock["served"] == STOPS
-    assert sum(flooded_between) > STOPS  # observers were served between the stops: a flood, not a pause
-    assert driver_stops["not_since_previous_cycle"] == 0
-    in_socket = [r["stop"]["in_socket_periods"] for r in replies]
-    sent = [r["stop"]["sent_periods"] for r in replies]
-    figure("stop socket under an observer flood", stops=STOPS, seen_eq_acted=STOPS,
-           observer_requests=sum(done), in_socket_periods_median=float(np.median(in_socket)),
-           in_socket_periods_max=max(in_socket), sent_periods_median=float(np.median(sent)),
-           sent_periods_max=max(sent))
+    assert sum(out["flooded_between"]) > STOPS  # observers were served between the stops: a flood
+    found = figures(out)
+    figure("stop socket under an observer flood", **{k: found[k] for k in (
+        "stops", "seen_eq_acted", "arrived_since_previous_cycle", "observer_requests", "in_socket_periods",
+        "sent_periods")})
 
 
 def test_a_stop_with_nothing_moving_still_withdraws_what_the_main_process_prepared(crowded):
