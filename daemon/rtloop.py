@@ -6,13 +6,11 @@ A busy thread sharing the interpreter with a 1 kHz loop was measured to drop it 
 Per cycle, in this order (the command goes out before anything that is not control)::
 
     state = driver.read()             blocks until the robot's cycle (the sim paces itself)
+    stop socket: poll(2), 0 timeout   abort / disarm acted on now, before this cycle's command (stop_socket.py)
     executor.tick(state)              run state machine -> driver.write(command) when active
     batcher.append(sample)            preallocated arrays, no allocation
     publish the batch when due        PUB, never blocks (drops are visible as sequence gaps)
     every POLL_EVERY cycles: poll the control pipe from the main process (non-blocking)
-
-and, right after the read, every cycle: a zero-timeout check of the stop socket (stop_socket.py);
-a stop found there is acted on before this cycle's command, in this cycle.
     every TELEMETRY_S: telemetry to the main process
 
 Sockets: PUB bound on the internal ipc endpoint only (read by the recorder and by the publisher

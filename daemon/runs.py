@@ -75,7 +75,11 @@ class RunHistory:
             # the driver served a stop this process had not yet heard of when it sent the run; that
             # stop's event came first on the pipe (_on_driver_stop): it either aborted this run or
             # came after the run was submitted, and then the run starts on the up-to-date word
-            if run.abort_requested:
+            missed = int(msg.get("stops_served", 0)) > self.driver_stops_seen  # its event lost (a full pipe)
+            if run.abort_requested or missed:
+                self.driver_stops_seen = max(self.driver_stops_seen, int(msg.get("stops_served", 0)))
+                run.abort_requested = True
+                run.abort_reason = run.abort_reason or msg.get("reason", "stopped on the stop socket")
                 run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}
                 self._close_recording(run, "aborted")
             else:

@@ -10,10 +10,11 @@ process), before that cycle's command is written. Then the main process is told 
 ``stop_served`` event on the driver's pipe, sent before the client's reply), and it keeps its
 bookkeeping (run aborted, submission withdrawn, disarmed) from that event.
 
-A Unix datagram socket, not ZeroMQ: a client's ``send`` puts the datagram straight into this
-socket's kernel buffer, where the loop's next poll finds it. With ZeroMQ the request went through
-the client's and then the driver's I/O threads first; on a loaded host (the test below, default
-scheduler) it waited 7.5 periods at the median and 15 at most before the loop could see it.
+A Unix datagram socket, not ZeroMQ: the datagram is in this socket's kernel buffer when the
+client's send returns, with no I/O thread of the driver process to be scheduled first; its
+per-cycle poll cost a third of a ZeroMQ socket's EVENTS check (bench/reliability/stop_socket_poll.py);
+the kernel stamps each arrival (SO_TIMESTAMPNS; ZeroMQ gives none) and names each sender
+(SO_PASSCRED).
 
 Only ``abort`` and ``disarm`` are served; anything else gets one error reply naming the control
 endpoint, without its arguments being parsed (no trajectory is ever decoded in this process).
