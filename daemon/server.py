@@ -4,6 +4,7 @@ Processes::
 
     main      ROUTER (control, public)  PAIR<->driver  PAIR<->recorder   run manager, validation
     driver    the real-time loop (rtloop.py)     PUB state stream (public tcp + internal ipc)
+              its stop socket (stop_socket.py): abort / disarm served by the loop itself
     recorder  SUB on the internal ipc stream     writes <data_dir>/recordings/<run_id>.mcap
 
 A run: ``submit_run`` is validated in this process (admission.py: trajectory parse, robot, every

@@ -66,12 +66,18 @@ def test_stops_are_acted_on_in_the_cycle_the_driver_saw_them_whatever_observers_
         "sent_periods")})
 
 
-def test_a_stop_with_nothing_moving_still_withdraws_what_the_main_process_prepared(crowded):
-    """The driver moves nothing: the client asks the control endpoint too, for the bookkeeping."""
+def test_a_stop_with_nothing_moving_is_answered_by_the_driver_and_the_main_process(crowded, capsys):
+    """The driver moves nothing: the client asks the control endpoint too, for what the main process
+    withdrew (nothing here; a submission being checked in tests/daemon/reliability/test_systemd.py)."""
     c = crowded.client
     reply = c.abort(reason="nothing moving")
     assert reply["served_by"] == "driver" and reply["aborted"] is None and reply["message"] == "no run in progress"
     assert reply["stop"]["seen_seq"] == reply["stop"]["acted_seq"]
+    from robodyn.cli import main  # the command line's stop takes the same path
+
+    assert main(["abort", "--endpoint", crowded.control]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("no run in progress (served by the driver's loop in cycle ") and out.count("\n") == 1
 
 
 def _ask(sock, datagram: bytes) -> dict:
