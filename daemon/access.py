@@ -11,7 +11,9 @@ change anything or read its data. Clients find it the same way, or from ``$ROBOD
 
 The state stream (1 kHz joint states) is served, by default, on an ``ipc://`` socket in the same
 directory (:func:`state_socket_path`): another account can neither connect to it nor read the
-token that ``describe`` (which names the stream's endpoint) needs.
+token that ``describe`` (which names the stream's endpoint) needs. The stop socket
+(:func:`stop_socket_path`, daemon/stop_socket.py) is there too: the driver process serves
+``abort`` and ``disarm`` on it to whoever can reach that directory.
 """
 
 from __future__ import annotations
