@@ -5,6 +5,7 @@ and bench/reliability/stop_socket_flood.py (which writes its figures as JSON).""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 from robodyn.daemon import protocol as P
@@ -12,9 +13,25 @@ from robodyn.daemon.client import Client
 from robodyn.daemon.recording import load_recording
 
 from tests.daemon.conftest import excitation
-from tests.daemon.reliability.scenarios import wait_state
 
 FLOOD_LIMIT = 20_000  # requests per observer at most: every loop is bounded
+RUN_S = 6.0  # each run's trajectory: time enough for a poll of run_status to see it moving
+MOVING = ("move_to_start", "execute")
+OUTER_TIMEOUT_S = 300.0
+
+
+def _wait_moving(client: Client, run_id: str) -> bool:
+    """Until the run moves (True) or has ended unseen (False: a client starved by its host
+    polled too rarely to see it); an outer time-out only."""
+    deadline = time.monotonic() + OUTER_TIMEOUT_S
+    while True:
+        state = client.run_status(run_id)["state"]
+        if state in MOVING:
+            return True
+        if state in ("completed", "aborted", "failed"):
+            return False
+        assert time.monotonic() < deadline, f"run {run_id} still {state} after {OUTER_TIMEOUT_S:.0f} s"
+        time.sleep(0.02)
 
 
 def _observe(control: str, k: int, stop: threading.Event, done: list) -> None:
@@ -43,14 +60,20 @@ def stop_runs_under_flood(control: str, client: Client, stops: int, observers: i
                for k in range(observers)]
     for t in threads:
         t.start()
-    out = {"replies": [], "finals": [], "first_ramp_seq": [], "flooded_between": [], "observers_alive": True}
+    out = {"replies": [], "finals": [], "first_ramp_seq": [], "flooded_between": [], "observers_alive": True,
+           "unseen_runs": 0}
     try:
-        for i in range(stops):
+        for attempt in range(3 * stops):  # bounded: a run the client never saw moving is not stopped
+            i = len(out["replies"])
+            if i == stops:
+                break
             if not client.status()["safety"]["armed"]:
                 client.arm()
-            accepted = client.submit_run("panda", excitation(2.0, seed=i), label=f"stop {i}")
+            accepted = client.submit_run("panda", excitation(RUN_S, seed=attempt), label=f"stop {i}")
             run_id = accepted["run_id"]
-            wait_state(client, run_id, ("move_to_start", "execute"), timeout=300.0)
+            if not _wait_moving(client, run_id):
+                out["unseen_runs"] += 1
+                continue
             before = sum(done)
             reply = client.disarm(f"stop {i}") if i % 4 == 3 else client.abort(reason=f"stop {i}")
             out["replies"].append(reply)
@@ -89,7 +112,7 @@ def figures(out: dict) -> dict:
                                  for s in stops),
             "arrived_since_previous_cycle": sum(s.get("arrived_since_previous_cycle") is True for s in stops),
             "ramp_starts_at_acted_seq": sum(f == s.get("acted_seq") for f, s in zip(out["first_ramp_seq"], stops)),
-            "aborted_runs": sum(f["state"] == "aborted" for f in out["finals"]),
+            "aborted_runs": sum(f["state"] == "aborted" for f in out["finals"]), "unseen_runs": out["unseen_runs"],
             "in_socket_periods": spread(in_socket), "sent_periods": spread(sent),
             "observer_requests": out["observer_requests"],
             "stop_socket": status["driver"]["stop_socket"], "driver_stops": status["control"]["driver_stops"],

@@ -37,6 +37,7 @@ def crowded(tmp_path_factory):
 def test_stops_are_acted_on_in_the_cycle_the_driver_saw_them_whatever_observers_do(crowded, figure):
     out = stop_runs_under_flood(crowded.control, crowded.client, STOPS, OBSERVERS)
     assert out["observers_alive"], "an observer stopped flooding"
+    assert len(out["replies"]) == STOPS, f"only {len(out['replies'])} runs seen moving in {STOPS * 3} attempts"
     for i, (reply, final, ramp) in enumerate(zip(out["replies"], out["finals"], out["first_ramp_seq"])):
         assert reply["served_by"] == "driver" and reply["aborted"] == final["run_id"], reply
         stop = reply["stop"]
