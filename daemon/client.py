@@ -179,7 +179,6 @@ class Client:
         self._ids = itertools.count(1)
         self.use_stop_socket = self.curve is None if stop_socket is None else stop_socket
         self._stop_sock = None
-        self._stop_path = None
         self._connect()
 
     def _connect(self) -> None:
@@ -345,7 +344,7 @@ class Client:
             except OSError:  # nobody listens there: a dead driver's file, another account's
                 sock.close()
                 return None
-            self._stop_sock, self._stop_path = sock, path
+            self._stop_sock = sock
         rid = next(self._ids)
         sock = self._stop_sock
         deadline = time.monotonic() + min(self.timeout, STOP_SOCKET_WAIT_S)
