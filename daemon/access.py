@@ -11,7 +11,9 @@ change anything or read its data. Clients find it the same way, or from ``$ROBOD
 
 The state stream (1 kHz joint states) is served, by default, on an ``ipc://`` socket in the same
 directory (:func:`state_socket_path`): another account can neither connect to it nor read the
-token that ``describe`` (which names the stream's endpoint) needs.
+token that ``describe`` (which names the stream's endpoint) needs. The stop socket
+(:func:`stop_socket_path`, daemon/stop_socket.py) is there too: the driver process serves
+``abort`` and ``disarm`` on it to whoever can reach that directory.
 """
 
 from __future__ import annotations
@@ -65,6 +67,42 @@ def state_socket_path(endpoint: str, configured: str = "") -> Path:
         raise ValueError(f"config: the state stream's socket path {path} is longer than {MAX_IPC_PATH} bytes "
                          "(a Unix socket's limit); set [daemon].state to a shorter ipc:// path")
     return path
+
+
+def stop_socket_path(endpoint: str, configured: str = "") -> Path:
+    """The stop socket of the daemon on ``endpoint`` (daemon/stop_socket.py), beside its token
+    file (127.0.0.1-47770.token -> 127.0.0.1-47770.stop): served by the driver process, reachable by
+    who can reach the token's directory, never by more. ValueError when the path is too long for a
+    Unix socket (the daemon then runs without it; clients stop through the control endpoint)."""
+    token = token_path(endpoint, configured)
+    path = token.with_name(token.stem + ".stop")
+    if len(str(path).encode()) > MAX_IPC_PATH:
+        raise ValueError(f"the stop socket's path {path} is longer than {MAX_IPC_PATH} bytes (a Unix socket's "
+                         "limit); stops go through the control endpoint")
+    return path
+
+
+def client_stop_path(endpoint: str) -> Path | None:
+    """Where a client on this host finds the stop socket of the daemon on ``endpoint``: beside
+    $ROBODYN_TOKEN_FILE when set, else beside the endpoint's default token file; None when the
+    path would be too long. (Whether anything listens there is for the client to find out.)"""
+    file = os.environ.get("ROBODYN_TOKEN_FILE")
+    try:
+        return stop_socket_path(endpoint, str(Path(file).expanduser()) if file else "")
+    except ValueError:
+        return None
+
+
+def prepare_stop_dir(path: Path, private_dir: bool) -> None:
+    """The stop socket's directory as for the token (write_token): made 0700 when it is the
+    default one and missing (a CurveZMQ daemon writes no token), and refused when others can
+    reach it (default) or write it (configured)."""
+    if private_dir:
+        try:
+            os.mkdir(path.parent, 0o700)
+        except FileExistsError:
+            pass
+    _check_dir(path.parent, strict=private_dir)
 
 
 def _check_dir(path: Path, strict: bool) -> None:

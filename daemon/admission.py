@@ -297,7 +297,8 @@ class Admission:
         run = Run(id=run_id, number=self.run_counter, robot=robot, mode=mode, label=args.get("label", ""),
                   trajectory=traj.to_dict(robot=robot), move=plan.move.to_dict(robot=robot),
                   duration=traj.duration, move_duration=plan.move.duration, trajectory_samples=traj_samples,
-                  move_samples=move_samples, path=str(self.recordings_dir / f"{run_id}.mcap"))
+                  move_samples=move_samples, path=str(self.recordings_dir / f"{run_id}.mcap"),
+                  requested=pend.started)
         meta = {"run_id": run_id, "robot": self.model.summary(), "model_urdf": model_to_urdf(self.model),
                 "model_inertial": self.model.inertial.tolist(), "model_rotor_inertia": self.model.rotor_inertia.tolist(),
                 "driver": self.description, "rate_hz": rate, "columns": self.columns,

@@ -16,6 +16,11 @@ Errors from the daemon raise :class:`DaemonError` with the daemon's code and mes
 within the timeout raises :class:`DaemonUnavailable`; an endpoint that is not ``tcp://HOST:PORT``,
 ``ipc://PATH`` (or ``inproc://NAME``) raises :class:`robodyn.errors.UserError` naming the form.
 
+``abort`` and ``disarm`` go to the daemon's stop socket when this host has it (daemon/stop_socket.py:
+served by the driver process's real-time loop, never behind other clients' requests), found beside
+the daemon's token file; without it (a remote client, another account, a daemon without one) or
+when it does not answer within STOP_SOCKET_WAIT_S, to the control endpoint as before.
+
 ``timeout`` bounds every wait for a daemon that has not answered yet. A few requests make a daemon
 that did answer work longer (checking a submitted trajectory, reading its recordings): before one,
 the client pings with ``timeout`` (no daemon: it fails fast), and past ``timeout`` it tells
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -146,13 +152,19 @@ def _with_auth(payload: bytes, token: str | None) -> bytes:
 
 # a submission is answered once its limit check is done: seconds for a long trajectory
 SUBMIT_TIMEOUT_S = 600.0
+# a stop socket that has not answered in this long (a dead driver's file, a driver being restarted)
+# is given up for the control endpoint; a late answer to it is harmless (a stop twice is one stop)
+STOP_SOCKET_WAIT_S = 1.0
 
 
 class Client:
     def __init__(self, endpoint: str | None = None, timeout: float = 5.0, curve: CurveKeys | None = None,
-                 token: str | None = None):
+                 token: str | None = None, stop_socket: bool | None = None):
         """``token``: the daemon's access token; default: found anew for every request (a
-        restarted daemon has a new one), see daemon/access.py client_token."""
+        restarted daemon has a new one), see daemon/access.py client_token. ``stop_socket``:
+        whether abort and disarm try the stop socket first; default: yes, unless the client has
+        CurveZMQ keys (its key names it in the daemon's log and the run's reason, which only the
+        control endpoint sees)."""
         import zmq
 
         self.zmq = zmq
@@ -165,6 +177,8 @@ class Client:
         self._ctx = zmq.Context()
         self._sock = None
         self._ids = itertools.count(1)
+        self.use_stop_socket = self.curve is None if stop_socket is None else stop_socket
+        self._stop_sock = None
         self._connect()
 
     def _connect(self) -> None:
@@ -182,6 +196,7 @@ class Client:
             raise UserError(f"cannot connect to {self.endpoint}: {exc} (expected {ENDPOINT_FORM})") from None
 
     def close(self) -> None:
+        self._drop_stop_socket()
         if self._sock is not None:
             self._sock.close(linger=0)
             self._sock = None
@@ -276,7 +291,7 @@ class Client:
 
     def disarm(self, reason: str | None = None) -> dict:
         """Disable motion; a run in progress is aborted (ramped to rest)."""
-        return self.call("disarm", **({"reason": reason} if reason else {}))
+        return self._stop("disarm", {"reason": reason} if reason else {})
 
     def run_status(self, run_id: str | None = None) -> dict:
         return self.call("run_status", **({"run_id": run_id} if run_id else {}))
@@ -287,7 +302,72 @@ class Client:
             args["run_id"] = run_id
         if reason:
             args["reason"] = reason
-        return self.call("abort", **args)
+        return self._stop("abort", args)
+
+    def _stop(self, cmd: str, args: dict) -> dict:
+        """``abort`` / ``disarm``: the stop socket's answer (``served_by = "driver"``), else the
+        control endpoint's. When the driver was moving nothing, the control endpoint is asked
+        too, for what the main process withdrew (a submission being checked, a run being
+        prepared): its answer may wait behind other clients' requests, the robot does not (a run
+        sent to the driver before the stop is refused there, stop_socket.py)."""
+        if self.use_stop_socket:
+            result = self._stop_socket_call(cmd, args)
+            if result is not None:
+                if result.get("aborted") is None:
+                    try:
+                        result = {**self.call(cmd, **args), "served_by": "driver", "stop": result["stop"]}
+                    except DaemonUnavailable:  # the stop is served; only the bookkeeping's answer is missing
+                        result["message"] = "no motion in progress; the daemon's main process did not answer"
+                return result
+        return self.call(cmd, **args)
+
+    def _stop_socket_call(self, cmd: str, args: dict) -> dict | None:
+        """One stop through the stop socket; None when this client cannot reach one or it did not
+        answer in STOP_SOCKET_WAIT_S. The datagram begins with this host's CLOCK_MONOTONIC at
+        sending: the driver counts the stop's wait in its socket from it."""
+        import socket
+
+        from robodyn.daemon.stop_socket import STAMP
+
+        if self._stop_sock is None:
+            path = access.client_stop_path(self.endpoint)
+            try:
+                usable = path is not None and stat.S_ISSOCK(os.stat(path).st_mode) and os.access(path, os.W_OK)
+            except OSError:
+                usable = False
+            if not usable:
+                return None
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            try:
+                sock.bind("")  # an address of its own (Linux autobind), for the answer
+                sock.connect(str(path))
+            except OSError:  # nobody listens there: a dead driver's file, another account's
+                sock.close()
+                return None
+            self._stop_sock = sock
+        rid = next(self._ids)
+        sock = self._stop_sock
+        deadline = time.monotonic() + min(self.timeout, STOP_SOCKET_WAIT_S)
+        try:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sock.send(STAMP.pack(time.monotonic_ns()) + P.make_request(cmd, args, rid))
+            while True:
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                reply = P.unpackb(sock.recv(1 << 20))
+                if reply.get("id") == rid:
+                    break  # otherwise the late answer to an earlier stop
+        except OSError:  # no answer in time (a timeout is an OSError), or the driver is gone
+            self._drop_stop_socket()  # look again next time: a restarted driver binds anew
+            return None
+        if not reply.get("ok"):
+            err = reply.get("error") or {}
+            raise DaemonError(err.get("code", "unknown"), err.get("message", "request failed"), err.get("details"))
+        return reply["result"]
+
+    def _drop_stop_socket(self) -> None:
+        if self._stop_sock is not None:
+            self._stop_sock.close()
+            self._stop_sock = None
 
     def runs(self) -> list[dict]:
         return self.call("runs")["runs"]

@@ -6,6 +6,7 @@ A busy thread sharing the interpreter with a 1 kHz loop was measured to drop it 
 Per cycle, in this order (the command goes out before anything that is not control)::
 
     state = driver.read()             blocks until the robot's cycle (the sim paces itself)
+    stop socket: poll(2), 0 timeout   abort / disarm acted on now, before this cycle's command (stop_socket.py)
     executor.tick(state)              run state machine -> driver.write(command) when active
     batcher.append(sample)            preallocated arrays, no allocation
     publish the batch when due        PUB, never blocks (drops are visible as sequence gaps)
@@ -37,6 +38,7 @@ from robodyn.trajectory import trajectory_from_dict
 from . import protocol as P
 from .main_process import main_process_gone, main_process_pid, say_leaving
 from .motion import StopRamp, TrajectoryFeeder
+from .stop_socket import MAX_STOPS_PER_CYCLE, StopServer, sender_name
 
 POLL_EVERY = 10  # cycles between control-pipe polls (10 ms at 1 kHz)
 TELEMETRY_S = 0.1
@@ -285,6 +287,7 @@ class DriverLoop:
         self.batcher = Batcher(self.desc.width, int(cfg.publish_interval_ms * 1e6))
         self.record_batcher = Batcher(self.desc.width, int(RECORD_BATCH_MS * 1e6))
         self.executor = RunExecutor(self.driver, self.rate_hz, cfg.settle_s, self._emit)
+        self.stops, self.stops_error = self._bind_stop_socket(endpoints.get("stop_socket"))
         self.stats_run = PeriodHistogram()
         self.stats_all = PeriodHistogram()
         self.seq = 0
@@ -292,6 +295,18 @@ class DriverLoop:
         self.dropped_to_main = 0
         self.running = True
         self.state = None
+
+    def _bind_stop_socket(self, path: str | None) -> tuple:
+        """(StopServer or None, why not): without it clients stop through the control endpoint."""
+        if not path:
+            return None, "no stop socket configured"
+        mode = 0o660 if self.cfg.token_file_mode == 0o640 else 0o600  # as the state socket's (publisher.py)
+        try:
+            return StopServer(path, mode, self.rate_hz), ""
+        except Exception as exc:  # noqa: BLE001 - the loop runs on; stops take the control endpoint
+            print(f"robodyn driver: could not bind the stop socket {path}: {exc}; stops go through the "
+                  "control endpoint", file=sys.stderr, flush=True)
+            return None, f"{type(exc).__name__}: {exc}"
 
     def _emit(self, event: dict) -> None:
         event = dict(event, type="run_event", host_time_ns=time.monotonic_ns())
@@ -329,11 +344,20 @@ class DriverLoop:
                 "progress": self.executor.progress(), "loop": self.stats_all.summary(),
                 "loop_run": self.stats_run.summary(), "driver": self.driver.diagnostics(),
                 "lifecycle": self.driver.lifecycle, "scheduler": self.scheduler,
-                "dropped_to_main": self.dropped_to_main}
+                "dropped_to_main": self.dropped_to_main,
+                "stop_socket": self.stops.summary(self.seq) if self.stops is not None else {"error": self.stops_error}}
 
     def _handle(self, msg: dict, state) -> None:
         kind = msg.get("type")
         if kind == "start_run":
+            stops = self.stops
+            if stops is not None and msg.get("stops_seen") is not None and msg["stops_seen"] < stops.served:
+                # admitted before the main process heard of a stop served here: never start it on
+                # that stale word; the main process aborts it or, admitted after the stop, sends it again
+                self._to_main({"type": "run_event", "event": "refused", "run": msg.get("run"),
+                               "run_id": msg.get("run_id"), "stale_stop": True, "stops_served": stops.served,
+                               "reason": "a stop came in on the stop socket before this run started"})
+                return
             try:
                 self.executor.start(msg, state, self.seq)
             except Exception as exc:  # refuse, tell the main process, keep looping
@@ -347,6 +371,41 @@ class DriverLoop:
             self.running = False
         elif kind == "reset_stats":
             self.stats_all.reset()
+
+    def _serve_stops(self, seq: int, now: int, previous_cycle_ns: int) -> None:
+        """The stops waiting on the stop socket, acted on in this cycle before its command is
+        written (``executor.abort``: the ramp to rest of every stop); the main process is told
+        (``stop_served``) before the client is answered, so what the client sees next from the
+        main process already knows of the stop."""
+        stops, executor = self.stops, self.executor
+        for _ in range(MAX_STOPS_PER_CYCLE):
+            got = stops.receive()
+            if got is None:
+                return
+            if not got:
+                continue
+            sender, req, rid, stamps, creds = got
+            run_id = req.args.get("run_id")
+            if run_id is not None and executor.busy and run_id != executor.run_id:
+                stops.refuse(sender, rid, P.E_NOT_FOUND, f"run {run_id!r} is not the run in progress "
+                             f"({executor.run_id})", "args.run_id")
+                continue
+            if req.cmd == "disarm":
+                reason = f"disarmed by {sender_name(creds)}" + (f": {req.args['reason']}"
+                                                                 if req.args.get("reason") else "")
+            else:
+                reason = req.args.get("reason", "aborted by request")
+            moving = executor.run_id if executor.busy else None
+            acted = executor.abort(reason) if executor.busy else False
+            figures = stops.record(req.cmd, seq, self.seq, stamps, previous_cycle_ns)
+            self._to_main({"type": "stop_served", **figures, "reason": reason, "run": executor.run,
+                           "run_id": moving, "requested_run_id": run_id, "served_ns": now, "acted": acted,
+                           "sender": sender_name(creds)})
+            result = {"aborted": moving, "state": P.PHASE_NAMES[executor.phase], "served_by": "driver",
+                      "stop": figures}
+            if req.cmd == "disarm":
+                result["armed"] = False
+            stops.answer(sender, rid, result)
 
     def run(self) -> None:
         pipe, batcher, executor, driver = self.pipe, self.batcher, self.executor, self.driver
@@ -391,6 +450,8 @@ class DriverLoop:
                     self.skip_run_period = False
                 else:
                     self.stats_run.add(period)
+            if self.stops is not None and self.stops.waiting(seq):  # every cycle, zero timeout
+                self._serve_stops(seq, now, now - period)
             try:
                 executor.tick(state, seq)
             except DriverError as exc:

@@ -34,6 +34,7 @@ class Run:
     move_samples: int
     path: str
     submitted: float = field(default_factory=time.monotonic)
+    requested: float = 0.0  # when its submit_run was handled (monotonic): which stops came after it
     state: str = "opening"  # opening -> starting -> move_to_start/execute/settle/stopping -> finalizing -> done
     abort_reason: str = ""
     abort_requested: bool = False
@@ -70,6 +71,19 @@ class RunHistory:
             run.state = msg["phase"]
         elif event == "aborting":
             run.state = "stopping"
+        elif event == "refused" and msg.get("stale_stop"):
+            # the driver served a stop this process had not yet heard of when it sent the run; that
+            # stop's event came first on the pipe (_on_driver_stop): it either aborted this run or
+            # came after the run was submitted, and then the run starts on the up-to-date word
+            missed = int(msg.get("stops_served", 0)) > self.driver_stops_seen  # its event lost (a full pipe)
+            if run.abort_requested or missed:
+                self.driver_stops_seen = max(self.driver_stops_seen, int(msg.get("stops_served", 0)))
+                run.abort_requested = True
+                run.abort_reason = run.abort_reason or msg.get("reason", "stopped on the stop socket")
+                run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}
+                self._close_recording(run, "aborted")
+            else:
+                self._send_start(run)
         elif event == "refused":
             run.abort_reason = msg.get("reason", "driver refused the run")
             self._disarm(f"the driver refused run {run.id}: {run.abort_reason}")
@@ -80,6 +94,46 @@ class RunHistory:
             if msg.get("aborted") and not run.abort_reason:
                 run.abort_reason = msg.get("reason", "")
             self._close_recording(run, "aborted" if msg.get("aborted") else "completed")
+
+    def _send_start(self, run: Run) -> None:
+        """The run to the driver, with the count of its stops this process has heard of: the
+        driver refuses a run sent before a stop it served (rtloop.py, stop_socket.py)."""
+        self.driver_pipe.send(P.packb({"type": "start_run", "run": run.number, "run_id": run.id, "move": run.move,
+                                       "trajectory": run.trajectory, "mode": run.mode,
+                                       "stops_seen": self.driver_stops_seen}))
+
+    def _on_driver_stop(self, msg: dict) -> None:
+        """A stop the driver served from its stop socket (it has already begun the ramp to rest):
+        the bookkeeping of the same stop through the control endpoint (cmd_abort, cmd_disarm),
+        for what it targets: the run the driver was moving, or the one being prepared, and a
+        submission being checked, when they were submitted before the stop was served (a
+        submission handled after it is not its target). Nothing is sent back to the driver: this
+        process can neither undo the stop nor start motion on a word older than it."""
+        self.driver_stops_seen = max(self.driver_stops_seen, int(msg.get("count", 0)))
+        rec = self.driver_stops
+        rec["count"] += 1
+        rec["same_cycle"] += msg.get("seen_seq") == msg.get("acted_seq")
+        if msg.get("in_socket_periods") is not None:
+            rec["max_in_socket_periods"] = max(rec["max_in_socket_periods"] or 0.0, msg["in_socket_periods"])
+        rec["not_since_previous_cycle"] += msg.get("arrived_since_previous_cycle") is False
+        rec["last"] = {k: msg.get(k) for k in ("cmd", "seen_seq", "acted_seq", "in_socket_periods", "sent_periods",
+                                               "arrived_since_previous_cycle", "count", "run_id")}
+        reason = str(msg.get("reason") or "aborted by request")
+        served_at = int(msg.get("served_ns", 0)) / 1e9
+        log.info("stop served by the driver: %s from %s at cycle %s (%s)", msg.get("cmd"), msg.get("sender"),
+                 msg.get("acted_seq"), reason,
+                 extra={"fields": {"event": "stop_served", "run_id": msg.get("run_id") or "-"}})
+        if msg.get("cmd") == "disarm":
+            self._disarm(reason)
+        if self.pending is not None and self.pending.started <= served_at:
+            self._cancel_pending(reason)
+        run = self.current
+        if run is None or run.finished or run.requested > served_at:
+            return
+        if msg.get("run_id") not in (None, run.id) or msg.get("requested_run_id") not in (None, run.id):
+            return
+        run.abort_requested = True
+        run.abort_reason = run.abort_reason or reason
 
     def _close_recording(self, run: Run, status: str) -> None:
         run.state = "finalizing"

@@ -4,6 +4,7 @@ Processes::
 
     main      ROUTER (control, public)  PAIR<->driver  PAIR<->recorder   run manager, validation
     driver    the real-time loop (rtloop.py)     PUB state stream (public tcp + internal ipc)
+              its stop socket (stop_socket.py): abort / disarm served by the loop itself
     recorder  SUB on the internal ipc stream     writes <data_dir>/recordings/<run_id>.mcap
 
 A run: ``submit_run`` is validated in this process (admission.py: trajectory parse, robot, every
@@ -116,6 +117,18 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
                 self.ctx.destroy(linger=0)
                 shutil.rmtree(self.runtime_dir, ignore_errors=True)
                 raise
+        # the stop socket, bound by the driver process (stop_socket.py), beside the token: after the
+        # control endpoint, so that it is this daemon's
+        self.stop_path = None
+        try:
+            path = access.stop_socket_path(cfg.control, cfg.token_file)
+            access.prepare_stop_dir(path, private_dir=not cfg.token_file)
+            self.stop_path, self.endpoints["stop_socket"] = path, str(path)
+        except (ValueError, OSError) as exc:
+            log.warning("no stop socket (stops go through the control endpoint): %s", exc)
+        self.driver_stops_seen = 0  # the driver's count of stops served, as far as this process knows
+        self.driver_stops = {"count": 0, "same_cycle": 0, "not_since_previous_cycle": 0,
+                             "max_in_socket_periods": None, "last": None}
         self.logs_after_reply = LogsAfterReply()
         log.addFilter(self.logs_after_reply)
         self.refused_auth = RateLimitedLog(log, window_s=10.0, what="requests refused for no or a wrong access token")

@@ -275,6 +275,8 @@ class Supervision:
         if self.cfg.state.startswith("ipc://"):  # the publisher's socket (libzmq leaves the file);
             # removed while this daemon still holds the control endpoint, so no successor's yet
             Path(self.cfg.state[len("ipc://"):]).unlink(missing_ok=True)
+        if self.stop_path is not None:  # the driver's stop socket, likewise
+            self.stop_path.unlink(missing_ok=True)
         self.ctx.destroy(linger=0)
         if self._schedstat is not None:
             os.close(self._schedstat)
@@ -378,9 +380,12 @@ class Supervision:
             self.driver.last_time = time.monotonic()
             if self.current is not None and msg["progress"].get("run_id") == self.current.id:
                 self.current.progress.update(msg["progress"])
+        elif kind == "stop_served":
+            self._on_driver_stop(msg)
         elif kind == "ready":
             self.driver.ready = True
             self.driver.pid = msg["pid"]
+            self.driver_stops_seen = 0  # a new driver process counts its stops from 0
             self.description = msg["description"]
             self.columns = msg["columns"]
             self.layout = msg["layout"]
@@ -415,8 +420,7 @@ class Supervision:
                 self._close_recording(run, "aborted")
                 return
             run.state = "starting"
-            self.driver_pipe.send(P.packb({"type": "start_run", "run": run.number, "run_id": run.id,
-                                           "move": run.move, "trajectory": run.trajectory, "mode": run.mode}))
+            self._send_start(run)
         elif kind == "open_failed" and run is not None and msg["run"] == run.number:
             self._disarm(f"could not open the recording of run {run.id}: {msg['reason']}")
             self._finish_run(run, "failed", f"could not open the recording: {msg['reason']}")

@@ -255,8 +255,15 @@ def cmd_disarm(args) -> int:
     if args.json:
         print_json({"armed": False, **res})
         return 0
-    print("daemon disarmed" + (f"; run {res['aborted']} is being stopped" if res.get("aborted") else ""))
+    print("daemon disarmed" + (f"; run {res['aborted']} is being stopped" if res.get("aborted") else "")
+          + _served_by_driver(res))
     return 0
+
+
+def _served_by_driver(res: dict) -> str:
+    """How the stop was served when the driver's loop served it (daemon/stop_socket.py)."""
+    stop = res.get("stop") if res.get("served_by") == "driver" else None
+    return f" (served by the driver's loop in cycle {stop['acted_seq']})" if stop else ""
 
 
 def _daemon_call(fn):
@@ -399,7 +406,8 @@ def cmd_abort(args) -> int:
     if args.json:
         print_json(res)
         return 0
-    print(f"abort requested for run {res['aborted']}" if res["aborted"] else "no run in progress")
+    print((f"abort requested for run {res['aborted']}" if res["aborted"] else "no run in progress")
+          + _served_by_driver(res))
     return 0
 
 

@@ -82,7 +82,7 @@ def test_the_main_loop_and_its_threads_run_just_under_the_driver_and_nothing_the
         assert REFUSED_LINE not in d.log_text()
         # stops still work at this priority, and report what the loop runs on
         d.client.arm()
-        reply = d.client.disarm("priority check")
+        reply = d.client.call("disarm", reason="priority check")  # the main loop's own stop path
         assert reply["latency"]["handled_since_received"] == 0
     finally:
         d.stop()

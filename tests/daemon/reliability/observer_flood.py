@@ -109,7 +109,9 @@ def flood(control: str, clients: int, requests_per_client: int, stops: int, toke
     threads = [threading.Thread(target=observer, args=(k,), daemon=True) for k in range(clients)]
     for t in threads:
         t.start()
-    op = Client(control, timeout=60.0)
+    # the stops through the main process's loop (the driver's stop socket has its own test:
+    # test_stop_socket.py), which measures them
+    op = Client(control, timeout=60.0, stop_socket=False)
     latencies, refusals = [], {}
     try:
         time.sleep(0.2)  # the observers are under way
