@@ -25,7 +25,7 @@ import time
 import traceback
 
 from . import protocol as P
-from .main_process import main_process_gone, main_process_pid, say_leaving
+from .main_process import main_process_gone, main_process_pid, say_leaving, start_up_done, watch_start_up
 
 PUBLIC_HWM = 2_000  # messages queued per subscriber before PUB drops for that subscriber
 RCV_HWM = 20_000  # internal SUB: 20 s of the stream; this process drains it every cycle
@@ -160,6 +160,7 @@ class Publisher:
         poller.register(self.pipe, zmq.POLLIN)
         poller.register(self.gate.zap.socket, zmq.POLLIN)
         poller.register(self.gate.monitor, zmq.POLLIN)
+        start_up_done()  # the start-up watch ends before ready; the check below covers the moment after
         if main_process_gone(self.parent_pid):  # died while this process started
             say_leaving("publisher", self.parent_pid, "during start-up; exiting")
             return
@@ -207,6 +208,7 @@ def publisher_process_main(cfg_dict: dict, endpoints: dict) -> None:
     if main_process_gone(main_pid):  # died while this interpreter started
         say_leaving("publisher", main_pid, "during start-up; exiting")
         return
+    watch_start_up("publisher", main_pid)
     cfg = DaemonConfig.from_dict(cfg_dict)
     try:
         pub = Publisher(cfg, endpoints)

@@ -20,7 +20,8 @@ import traceback
 import numpy as np
 
 from . import protocol as P
-from .main_process import main_process_gone, main_process_pid, say_leaving
+from .main_process import (main_process_gone, main_process_pid, say_leaving, start_up_done, start_up_step,
+                           watch_start_up)
 from .recording.index import index_row, write_index
 from .recording.reader import read_recording_info
 from .recording.repair import UnfinishedFiles, repair_recording, unfinished_recordings
@@ -265,6 +266,7 @@ class Recorder:
         poller = zmq.Poller()
         poller.register(self.sub, zmq.POLLIN)
         poller.register(self.pipe, zmq.POLLIN)
+        start_up_done()  # the start-up watch ends before ready; the check below covers the moment after
         if self._orphaned_and_done(time.monotonic()):  # died while this process started: no run exists
             return
         self._reply({"type": "ready", "pid": os.getpid(), "repaired": [r["path"] for r in self.repaired]})
@@ -392,9 +394,12 @@ def recorder_process_main(cfg_dict: dict, endpoints: dict) -> None:
     if main_process_gone(main_pid):  # died while this interpreter started: no run exists
         say_leaving("recorder", main_pid, "during start-up; exiting")
         return
+    watch_start_up("recorder", main_pid)
     cfg = DaemonConfig.from_dict(cfg_dict)
     rec = Recorder(cfg, endpoints)
     try:
+        # a repair killed half-way is finished by the next start (daemon/recording/repair.py)
+        start_up_step("while repairing unfinished recordings")
         rec.repair_at_start()
         rec.run()
     except Exception:

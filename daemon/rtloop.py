@@ -36,7 +36,8 @@ from robodyn.drivers.pacing import set_realtime
 from robodyn.trajectory import trajectory_from_dict
 
 from . import protocol as P
-from .main_process import main_process_gone, main_process_pid, say_leaving
+from .main_process import (holding_the_gil, main_process_gone, main_process_pid, say_leaving, start_up_done,
+                           start_up_step, watch_start_up)
 from .motion import StopRamp, TrajectoryFeeder
 from .stop_socket import MAX_STOPS_PER_CYCLE, StopServer, sender_name
 
@@ -266,11 +267,16 @@ class DriverLoop:
         self.pipe.setsockopt(zmq.SNDHWM, 100_000)  # a stalled main process must never block the loop
         self.pipe.connect(endpoints["driver_pipe"])
         # every driver builds on the configured robot model; [driver] need not repeat it
+        start_up_step("while loading the driver")
         self.driver = create_driver(cfg.driver, {"robot": cfg.robot, **cfg.driver_options})
         self.desc = self.driver.describe()
         if self._parent_gone():  # connect to no robot for nobody (the simulator's connect compiles its kernels)
             self.ctx.destroy(linger=0)
             raise MainProcessGone
+        # the connect is the slow step (a cold compile, a robot that does not answer): the start-up
+        # watch leaves during it if the main process dies (daemon/main_process.py)
+        start_up_step(getattr(self.driver, "connect_step", lambda: "while connecting to the robot")())
+        self.driver.holding_the_gil = holding_the_gil
         self.driver.connect()
         # the stream leaves this process only on the internal ipc endpoint, to two subscribers of
         # ours: the recorder and the publisher process, which republishes it to clients. No client
@@ -412,12 +418,15 @@ class DriverLoop:
         record_batcher = self.record_batcher
         robot, layout = self.desc.robot, self.layout
         if self._parent_gone():  # died while this process started: no run exists, nothing moves
+            start_up_done()
             say_leaving("driver", self.parent_pid, "during start-up, before any run; closing the robot "
                         "connection and exiting")
             driver.close()
             return
+        start_up_step("while reading the robot's first state")
         state = driver.read()
         self.state = state
+        start_up_done()  # before ready, never after: the watch can then no longer end this process
         self.pipe.send(P.packb({"type": "ready", "pid": os.getpid(), "description": self.desc.to_dict(),
                                 "columns": self.columns, "layout": layout, "scheduler": self.scheduler}))
         # The loop allocates only short-lived objects (message bytes), never cycles; the cyclic
@@ -498,13 +507,16 @@ def driver_process_main(cfg_dict: dict, endpoints: dict) -> None:
     if main_process_gone(main_pid):  # died while this interpreter started: connect to no robot
         say_leaving("driver", main_pid, "during start-up, before connecting; exiting")
         return
+    watch_start_up("driver", main_pid)
     cfg = DaemonConfig.from_dict(cfg_dict)
     try:
         loop = DriverLoop(cfg, endpoints)
     except MainProcessGone:
+        start_up_done()
         say_leaving("driver", main_pid, "during start-up, before connecting; exiting")
         return
     except Exception as exc:
+        start_up_done()
         _report_fatal(endpoints, exc)
         sys.exit(1)
     signal.signal(signal.SIGTERM, lambda *_: setattr(loop, "terminate_requested", True))

@@ -24,6 +24,7 @@ Errors are typed so the daemon reacts to the cause, not to a message string:
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -287,8 +288,18 @@ class Driver(ABC):
         self._guard: CommandGuard | None = None
         self._guard_active = False  # in a trajectory mode: every write goes through the guard
 
+    # A client library's call that blocks in C++ while holding the GIL (no other Python thread runs
+    # meanwhile) is made inside ``with self.holding_the_gil():``. The process that runs the driver
+    # may set it: the daemon's driver process does, so that the kernel ends the process there if
+    # the daemon dies during its start-up (daemon/main_process.py). By default it does nothing.
+    holding_the_gil = staticmethod(contextlib.nullcontext)
+
     @abstractmethod
     def describe(self) -> DriverDescription: ...
+
+    def connect_step(self) -> str:
+        """What :meth:`connect` does, as a phrase for the log ("while connecting to ...")."""
+        return "while connecting to the robot"
 
     @property
     def mode(self) -> ControlMode | None:

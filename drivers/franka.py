@@ -145,7 +145,8 @@ class FrankaDriver(Driver):
             if attempt:
                 time.sleep(1.0)
             try:
-                self._robot = fr.Robot(self.cfg.ip, rt)
+                with self.holding_the_gil():  # pylibfranka's bindings never release it
+                    self._robot = fr.Robot(self.cfg.ip, rt)
                 break
             except fr.NetworkException as exc:
                 last = exc
@@ -157,9 +158,10 @@ class FrankaDriver(Driver):
         self._error_names = []
         try:
             c = self.collision
-            self._robot.set_collision_behavior(c["lower_torque"], c["upper_torque"], c["lower_force"],
-                                               c["upper_force"])
-            st = self._robot.read_once()
+            with self.holding_the_gil():  # a command waits for its answer with no time-out
+                self._robot.set_collision_behavior(c["lower_torque"], c["upper_torque"], c["lower_force"],
+                                                   c["upper_force"])
+                st = self._robot.read_once()
         except fr.NetworkException as exc:
             raise ConnectionLost(f"Franka at {self.cfg.ip}: link lost while configuring ({_one_line(exc)})") from None
         except (fr.CommandException, fr.ControlException) as exc:
@@ -185,6 +187,9 @@ class FrankaDriver(Driver):
         if mode == fr.RobotMode.Other:
             raise ValueError("the Franka is not ready for FCI (robot mode 'Other'): unlock the joints and activate "
                              "FCI in Desk")
+
+    def connect_step(self) -> str:
+        return f"while connecting to the Franka at {self.cfg.ip}"
 
     def _do_connect(self) -> None:
         if self.cfg.robot not in ("panda", "fr3") and not self.cfg.robot.endswith((".toml", ".urdf")):

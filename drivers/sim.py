@@ -318,6 +318,9 @@ class SimulatedRobot(Driver):
 
     # ----------------------------------------------------------------- lifecycle hooks
 
+    def connect_step(self) -> str:
+        return "while building the simulated robot and compiling its numba kernels"
+
     def _do_connect(self) -> None:
         try:
             import mujoco

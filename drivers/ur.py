@@ -183,6 +183,9 @@ class URDriver(Driver):
             raise ValueError(f"the UR dashboard at {self.cfg.host} reported an unreadable version {self.version!r}") from None
         return 500.0 if major >= 5 else 125.0
 
+    def connect_step(self) -> str:
+        return f"while connecting to the UR controller at {self.cfg.host}"
+
     def _do_connect(self) -> None:
         host = self.cfg.host
         try:
@@ -204,7 +207,8 @@ class URDriver(Driver):
                              f"set driver.frequency = {native:.0f}")
         freq = self.frequency
         try:
-            self._r = rtde_receive.RTDEReceiveInterface(host, freq, VARIABLES)
+            with self.holding_the_gil():  # ur_rtde's constructors do not release it
+                self._r = rtde_receive.RTDEReceiveInterface(host, freq, VARIABLES)
         except RuntimeError as exc:
             raise ConnectionLost(f"UR at {host}: RTDE receive setup failed: {_one_line(exc)}") from None
         self._wait_first_sample()
@@ -218,7 +222,8 @@ class URDriver(Driver):
             raise ValueError(f"the UR is in safety mode {SAFETY_MODE_NAMES.get(safety, safety)}: clear it on the "
                              f"pendant (or dashboard 'unlock protective stop') before connecting")
         try:
-            self._c = rtde_control.RTDEControlInterface(host, freq)
+            with self.holding_the_gil():
+                self._c = rtde_control.RTDEControlInterface(host, freq)
         except RuntimeError as exc:
             self._r.disconnect()
             raise ValueError(f"UR at {host}: the control interface could not start: {_one_line(exc)} "
