@@ -217,24 +217,37 @@ def heavy_arm_part(rep: Reproduction, quick: bool) -> None:
 
 
 def _heavy_findings(rep: Reproduction, report: dict, cmd: str) -> None:
+    """The headline on the plant, and what the residual is made of: the plant's sag split into its
+    parts, the fit beside the same fit on the plant with its unmodelled effects switched off."""
     t5 = report["table5_mm"]
     got = {c: 100 * t5[c]["true"]["max_reduction"] for c in ("no_load", "loaded")}
-    headline = {"no_load": 75.5, "loaded": 85.1}
-    missed = [c for c in got if got[c] < headline[c]]
-    text = (f"combined model's max-error reduction {got['no_load']:.1f} % unloaded, {got['loaded']:.1f} % loaded on "
-            f"the heavy-arm plant (the paper: 75.5 % / 85.1 % on its UR5)")
+    missed = [c for c in got if got[c] < float(PAPER_TABLE5[c]["reduction"].split()[0])]
+    held = report["table4_mm"]["no_load"]["held_out_true"]["combined"]
+    text = (f"max-error reduction by compensation 75.5 % unloaded / 85.1 % loaded, combined calibration 0.192 mm "
+            f"mean (robodyn on the heavy-arm plant: {got['no_load']:.1f} % / {got['loaded']:.1f} %, "
+            f"{held['mean_mm']:.3f} mm held out)")
+    sag = report["gravity_sag_held_out_mm"]["no_load"]
+    why = (f"Held out, gravity moves the ball by up to {sag['total']['max_mm']:.2f} mm, "
+           f"{sag['bending']['max_mm']:.2f} mm of it link bending (no joint rotation)")
     ab = report.get("ablation")
     if ab:
-        steps = "; ".join(f"{name}: {100 * a['table5_true']['no_load']['max_reduction']:.1f} % / "
-                          f"{100 * a['table5_true']['loaded']['max_reduction']:.1f} %, held-out max "
-                          f"{a['combined_held_out_true']['no_load']['max_mm']:.3f} / "
-                          f"{a['combined_held_out_true']['loaded']['max_mm']:.3f} mm" for name, a in ab.items())
-        why = f"The same fit and compensation with the plant's effects switched off: {steps}"
+        names = list(ab)
+        plant, own = ab[names[0]], ab[names[-1]]
+        why += (f"; the combined fit leaves a held-out max of {plant['combined_held_out_true']['no_load']['max_mm']:.3f}"
+                f" / {plant['combined_held_out_true']['loaded']['max_mm']:.3f} mm (no load / loaded) on the plant "
+                f"and {own['combined_held_out_true']['no_load']['max_mm']:.3f} / "
+                f"{own['combined_held_out_true']['loaded']['max_mm']:.3f} mm with bending, mass errors and the "
+                f"joint-3 lean switched off (errors of the model's own form: tracker noise is what remains), "
+                f"compensation reductions {100 * plant['table5_true']['no_load']['max_reduction']:.1f} / "
+                f"{100 * plant['table5_true']['loaded']['max_reduction']:.1f} % against "
+                f"{100 * own['table5_true']['no_load']['max_reduction']:.1f} / "
+                f"{100 * own['table5_true']['loaded']['max_reduction']:.1f} %. ")
+        why += ("In the paper's cube the plant's unmodelled effects stay near the tracker's noise after the combined "
+                "fit, so they do not explain the paper's residual on its real UR5; effects this plant lacks (gear "
+                "and encoder errors, temperature, the tracker's set-up) are not measured here" if not missed else
+                "The effect whose removal closes most of the gap is what keeps the reduction from the headline")
     else:
-        why = "The ablation of the plant's effects is not run with --quick"
-    sag = report["gravity_sag_held_out_mm"]["no_load"]
-    why += (f". Held out, gravity moves the ball by up to {sag['total']['max_mm']:.2f} mm, "
-            f"{sag['bending']['max_mm']:.2f} mm of it link bending (no joint rotation)")
+        why += "; the ablation of the plant's effects is not run with --quick"
     rep.findings.append(Finding(text, "not reached on this plant" if missed else "reached on this plant", why, cmd,
                                 "not reached" if missed else "reached"))
     unresolved = [f"joint {k['joint']}" for k in report["joint_stiffness"]
