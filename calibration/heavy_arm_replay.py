@@ -31,7 +31,7 @@ import numpy as np
 from .heavy_arm import HEAVY_ARM, HEAVY_LOAD, NEST, HeavyArmCell, HeavyArmPlant, HeavyArmTruth
 from .methods import error_stats
 from .parameters import geometric_model, preset_free_names
-from .paper_replay import TABLE4_METHODS, replay_on_cell
+from .paper_replay import replay_on_cell
 from .planning import CellSetup, TestCube, plan_measurements, sample_poses
 from .result_file import result_to_dict
 from .stiffness import Load
@@ -158,5 +158,3 @@ def run_heavy_arm_replay(*, seed: int = 0, noload_poses: int = 50, loaded_poses:
 def _bending_mm(cell: HeavyArmCell, q: np.ndarray, load: Load | None) -> np.ndarray:
     return 1000 * np.linalg.norm(cell.true_positions(q, load) - cell.true_positions(q, load, bending=False), axis=1)
 
-
-METHODS = ("nominal",) + TABLE4_METHODS[1:]

@@ -312,10 +312,8 @@ def largest_test_cube(robot: RobotModel, setup: CellSetup, q_ref: np.ndarray, *,
     return best
 
 
-def cube_edge_at(robot: RobotModel, setup: CellSetup, centre: np.ndarray, q_ref: np.ndarray, low: float, high: float,
-                 bisections: int = 10) -> float:
-    """The largest edge (bisected between ``low``, which must pass, and ``high``) of the cube at
-    ``centre`` whose 27 grid points are all valid measurement positions."""
+def cube_edge_at(robot: RobotModel, setup: CellSetup, centre, q_ref, low: float, high: float, bisections: int = 10) -> float:
+    """The largest edge (bisected in ``low``..``high``) of the cube at ``centre`` whose 27 grid points are valid."""
     for _ in range(bisections):
         mid = 0.5 * (low + high)
         if _points_reachable(robot, setup, TestCube(centre, mid).grid(3), q_ref):

@@ -162,8 +162,8 @@ def heavy_arm_part(rep: Reproduction, quick: bool) -> None:
     rows = []
     for cond, label in (("no_load", "no load"), ("loaded", "loaded")):
         t = report["table4_mm"][cond]
-        for m in PAPER_KEY:
-            paper = PAPER_TABLE4[cond].get(PAPER_KEY[m])
+        for m, paper_key in PAPER_KEY.items():
+            paper = PAPER_TABLE4[cond].get(paper_key)
             rows.append(Row(f"{label}, {m}: held-out mean / max (mm)", None if paper is None else " / ".join(paper),
                             _mm(t["held_out_true"][m]), cmd, HEAVY_ORIGIN,
                             f"tracker-read {_mm(t['held_out_measured'][m])}; identification poses "
