@@ -146,18 +146,28 @@ class HeavyArmPlant:
             flange = D @ flange
         return frames, flange
 
-    def points(self, q_controller, load: Load | None = None, *, noise: bool = True) -> np.ndarray:
-        """The SMRs as the tracker sees them (tracker frame, m): (N, 3, 3)."""
-        q = self.model_robot.joint_map.to_model(np.atleast_2d(np.asarray(q_controller, float)))
-        q_link = self.link_angles(q, load)
+    def model_points(self, q_model, load: Load | None = None, *, bending: bool = True,
+                     joint_springs: bool = True) -> np.ndarray:
+        """The true SMR positions (tracker frame, m, no noise) at the model's joint values: (N, 3, 3).
+        ``bending`` / ``joint_springs`` False switch that effect off (to measure what it contributes)."""
+        q = np.atleast_2d(np.asarray(q_model, float))
+        q_link = self.link_angles(q, load) if joint_springs else q
         frames = chain_frames(self.robot.fixed, self.robot.joint_types, q_link)
         out = np.empty((q.shape[0], len(NEST), 3))
         tools = [tool_transform(self.gm, self.params, k) for k in range(len(NEST))]
         for m in range(q.shape[0]):
-            F, flange = self._bend(frames[m], frames[m, -1] @ self.robot.tool, load)
+            flange = frames[m, -1] @ self.robot.tool
+            if bending:
+                _, flange = self._bend(frames[m], flange, load)
             T = self.base @ flange
             for k, Tk in enumerate(tools):
                 out[m, k] = (T @ Tk)[:3, 3]
+        return out
+
+    def points(self, q_controller, load: Load | None = None, *, noise: bool = True) -> np.ndarray:
+        """The SMRs as the tracker sees them (tracker frame, m): (N, 3, 3)."""
+        q = self.model_robot.joint_map.to_model(np.atleast_2d(np.asarray(q_controller, float)))
+        out = self.model_points(q, load)
         if noise:
             flat = out.reshape(-1, 3)
             out = self.tracker.measure(flat).reshape(out.shape)
@@ -174,6 +184,27 @@ class HeavyArmPlant:
         frames = chain_frames(self.robot.fixed, self.robot.joint_types, q)
         T = self.base @ frames[:, -1] @ self.robot.tool
         return (T @ tool_transform(self.gm, self.params, 0))[:, :3, 3]
+
+
+class HeavyArmCell:
+    """The plant as a single-ball cell (Li et al. 2023's set-up): the tracker reads one SMR of the
+    nest, in the arm's base frame (the frame the paper builds from the tracker before calibrating),
+    at the model's joint values. The drop-in for simulation.SimulatedCell in paper_replay."""
+
+    def __init__(self, plant: HeavyArmPlant, smr: int = 0):
+        self.plant = plant
+        self.smr = smr
+        self.to_base = np.linalg.inv(plant.base)
+        # the same AT960-class tracker, at its place seen from the arm's base
+        self.tracker = SimulatedTracker(self.to_base[:3, 3].copy(), plant.truth.noise, seed=plant.truth.seed + 1)
+
+    def true_positions(self, q_model, load: Load | None = None, **effects) -> np.ndarray:
+        """The ball's true position in the base frame (N, 3); ``effects`` as in HeavyArmPlant.model_points."""
+        p = self.plant.model_points(q_model, load, **effects)[:, self.smr]
+        return p @ self.to_base[:3, :3].T + self.to_base[:3, 3]
+
+    def measure(self, q: np.ndarray, load: Load | None) -> np.ndarray:
+        return self.tracker.measure(self.true_positions(q, load))
 
 
 def heavy_arm_poses(robot, count: int, seed: int, *, j2=(-30.0, 34.0), j3=(-35.0, 25.0)) -> np.ndarray:

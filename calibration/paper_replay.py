@@ -41,6 +41,57 @@ def _rows(results: dict, sets) -> dict:
     return {m: error_stats(r.errors(sets)) for m, r in results.items()}
 
 
+def replay_on_cell(gm, cell, setup: CellSetup, plan, held_q: np.ndarray, load: Load, loaded_poses: int,
+                   free: list[str], methods=TABLE4_METHODS[1:]) -> dict:
+    """The paper's procedure on one cell (``cell``: ``measure(q, load)``, ``true_positions(q, load)`` and its
+    ``tracker``): the plan's poses measured unloaded and the D-optimal ``loaded_poses`` of them loaded, each
+    method fitted, Table 4 on the identification and held-out poses, Table 5 (compensation with the
+    combined model at the five ISO 9283 points). Returns the fits and the tables (errors in mm)."""
+    sub = loaded_subset(gm, plan.q, load, loaded_poses)
+    # measuring, pose by pose like the real cell; the loaded run repeats the chosen poses
+    noload = measure_poses(cell, plan.q, None, plan.ids)
+    loaded = measure_poses(cell, plan.q[sub], load, [plan.ids[i] for i in sub])
+    truth = {"no_load": MeasurementSet(held_q, cell.true_positions(held_q)),
+             "loaded": MeasurementSet(held_q, cell.true_positions(held_q, load), load=load)}
+    tracked = {k: MeasurementSet(v.q, cell.tracker.measure(v.p), load=v.load) for k, v in truth.items()}
+    results = {"nominal": nominal_result(gm)}
+    for method in methods:
+        results[method] = calibrate(gm, noload, loaded, method=method, free_names=free)
+    fit_sets = {"no_load": noload, "loaded": loaded}
+    table4 = {
+        cond: {"identification_poses_measured": _rows(results, fit_sets[cond]),
+               "held_out_true": _rows(results, truth[cond]),
+               "held_out_measured": _rows(results, tracked[cond])}
+        for cond in ("no_load", "loaded")
+    }
+    table5 = compensation_table(results["combined"], cell, iso_targets(setup, plan.iso_points), plan.q_ref, load)
+    return {"results": results, "loaded_subset": sub, "truth": truth, "table4": table4, "table5": table5}
+
+
+def compensation_table(result, cell, targets: np.ndarray, q_ref: np.ndarray, load: Load) -> dict:
+    """Table 5: the tool point commanded to each target by the nominal inverse kinematics (before) and
+    by the compensation of ``result`` (after), unloaded and loaded; the errors of where the cell's arm
+    really goes (true) and of what its tracker reads (measured), and 1 - max after / max before."""
+    table5 = {}
+    for cond, lo in (("no_load", None), ("loaded", load)):
+        before_true, after_true, before_meas, after_meas = [], [], [], []
+        for T in targets:
+            comp = compensate(result, T, q_ref, lo)
+            p_before = cell.true_positions(comp.q_nominal[None], lo)[0]
+            p_after = cell.true_positions(comp.q_compensated[None], lo)[0]
+            before_true.append(np.linalg.norm(p_before - T[:3, 3]))
+            after_true.append(np.linalg.norm(p_after - T[:3, 3]))
+            before_meas.append(np.linalg.norm(cell.tracker.measure(p_before)[0] - T[:3, 3]))
+            after_meas.append(np.linalg.norm(cell.tracker.measure(p_after)[0] - T[:3, 3]))
+        table5[cond] = {
+            "true": {"before": error_stats(before_true), "after": error_stats(after_true),
+                     "max_reduction": 1.0 - max(after_true) / max(before_true)},
+            "measured": {"before": error_stats(before_meas), "after": error_stats(after_meas),
+                         "max_reduction": 1.0 - max(after_meas) / max(before_meas)},
+        }
+    return table5
+
+
 def run_paper_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loaded_poses: int = LOADED_POSES,
                        holdout: int = 200, noise: TrackerNoise = TrackerNoise(), identify_tool: bool = False,
                        identify_base: bool = False, base_error=None, tool_error=None, cube=None,
@@ -53,44 +104,12 @@ def run_paper_replay(*, seed: int = 0, noload_poses: int = NOLOAD_POSES, loaded_
                       floor_z=UR5_LI2023_FLOOR_Z)
     plan = plan_measurements(robot, setup, noload_poses, seed=seed, cube=cube)
     held = sample_poses(robot, setup, plan.cube, holdout, plan.q_ref, seed=seed + 7919)
-    sub = loaded_subset(gm, plan.q, load, loaded_poses)
-    # measuring, pose by pose like the real cell; the loaded run repeats the chosen poses
-    noload = measure_poses(cell, plan.q, None, plan.ids)
-    loaded = measure_poses(cell, plan.q[sub], load, [plan.ids[i] for i in sub])
-    truth = {"no_load": MeasurementSet(held.q, cell.robot.positions(held.q)),
-             "loaded": MeasurementSet(held.q, cell.robot.positions(held.q, load), load=load)}
-    tracked = {k: MeasurementSet(v.q, cell.tracker.measure(v.p), load=v.load) for k, v in truth.items()}
     free = preset_free_names(gm, "li2023", identify_base=identify_base, identify_tool=identify_tool)
-    results = {"nominal": nominal_result(gm)}
-    for method in TABLE4_METHODS[1:] + tuple(extra_methods):
-        results[method] = calibrate(gm, noload, loaded, method=method, free_names=free)
+    core = replay_on_cell(gm, cell, setup, plan, held.q, load, loaded_poses, free,
+                          TABLE4_METHODS[1:] + tuple(extra_methods))
+    results, sub, truth = core["results"], core["loaded_subset"], core["truth"]
     combined = results["combined"]
-    fit_sets = {"no_load": noload, "loaded": loaded}
-    table4 = {
-        cond: {"identification_poses_measured": _rows(results, fit_sets[cond]),
-               "held_out_true": _rows(results, truth[cond]),
-               "held_out_measured": _rows(results, tracked[cond])}
-        for cond in ("no_load", "loaded")
-    }
-    # Table 5: compensation at the five ISO points with the combined model
-    targets = iso_targets(setup, plan.iso_points)
-    table5 = {}
-    for cond, lo in (("no_load", None), ("loaded", load)):
-        before_true, after_true, before_meas, after_meas = [], [], [], []
-        for T in targets:
-            comp = compensate(combined, T, plan.q_ref, lo)
-            p_before = cell.robot.positions(comp.q_nominal, lo)[0]
-            p_after = cell.robot.positions(comp.q_compensated, lo)[0]
-            before_true.append(np.linalg.norm(p_before - T[:3, 3]))
-            after_true.append(np.linalg.norm(p_after - T[:3, 3]))
-            before_meas.append(np.linalg.norm(cell.tracker.measure(p_before)[0] - T[:3, 3]))
-            after_meas.append(np.linalg.norm(cell.tracker.measure(p_after)[0] - T[:3, 3]))
-        table5[cond] = {
-            "true": {"before": error_stats(before_true), "after": error_stats(after_true),
-                     "max_reduction": 1.0 - max(after_true) / max(before_true)},
-            "measured": {"before": error_stats(before_meas), "after": error_stats(after_meas),
-                         "max_reduction": 1.0 - max(after_meas) / max(before_meas)},
-        }
+    table4, table5 = core["table4"], core["table5"]
     # Table 3: identified against true values
     truth_params = cell.robot.params
     table3 = {}

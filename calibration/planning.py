@@ -299,13 +299,7 @@ def largest_test_cube(robot: RobotModel, setup: CellSetup, q_ref: np.ndarray, *,
             # a centre that cannot hold the best cube so far cannot win: one check instead of a bisection
             if not _points_reachable(robot, setup, TestCube(c, best.edge).grid(3), q_ref):
                 continue
-            lo, hi = best.edge, R
-            for _ in range(bisections):
-                mid = 0.5 * (lo + hi)
-                if _points_reachable(robot, setup, TestCube(c, mid).grid(3), q_ref):
-                    lo = mid
-                else:
-                    hi = mid
+            lo = cube_edge_at(robot, setup, c, q_ref, best.edge, R, bisections)
             if lo > best.edge:
                 best = TestCube(c, lo)
     if best.edge <= 0:
@@ -316,6 +310,17 @@ def largest_test_cube(robot: RobotModel, setup: CellSetup, q_ref: np.ndarray, *,
             break
         best = TestCube(best.center, best.edge * 0.95)
     return best
+
+
+def cube_edge_at(robot: RobotModel, setup: CellSetup, centre, q_ref, low: float, high: float, bisections: int = 10) -> float:
+    """The largest edge (bisected in ``low``..``high``) of the cube at ``centre`` whose 27 grid points are valid."""
+    for _ in range(bisections):
+        mid = 0.5 * (low + high)
+        if _points_reachable(robot, setup, TestCube(centre, mid).grid(3), q_ref):
+            low = mid
+        else:
+            high = mid
+    return low
 
 
 # --------------------------------------------------------------------------- random poses

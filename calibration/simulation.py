@@ -86,9 +86,13 @@ class SimulatedCell:
     robot: SimulatedRobot
     tracker: SimulatedTracker
 
+    def true_positions(self, q, load: Load | None = None) -> np.ndarray:
+        """Where the ball really is (no tracker noise), (N, 3)."""
+        return self.robot.positions(q, load)
+
     def measure(self, q: np.ndarray, load: Load | None) -> np.ndarray:
         q = np.atleast_2d(np.asarray(q, dtype=float))
-        return self.tracker.measure(self.robot.positions(q, load))
+        return self.tracker.measure(self.true_positions(q, load))
 
 
 def measure_poses(measurer: PoseMeasurer, q: np.ndarray, load: Load | None = None, ids=None) -> MeasurementSet:

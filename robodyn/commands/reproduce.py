@@ -31,13 +31,14 @@ def register(sub) -> None:
                         "flexible = the stepwise identification of the simulated flexible-joint arm, recorded = the "
                         "same from recordings of a plant the identifier does not model exactly; wso: table4 = Table 4 on "
                         "substitute data at the paper's and at equal budgets, pipeline = the paper's pipeline on a "
-                        "plant unlike the model); default all")
+                        "plant unlike the model; calibration: ur5 = Tables 3-5 on the simulated UR5, heavy = the same procedure on "
+                        "the heavy-arm plant); default all")
     p.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run; numbers differ from the paper "
                                                         "setup's)")
     add_json(p)
     p.add_argument("--out", default=None, metavar="JSON", help="also write the JSON report here")
     p.add_argument("--plot", default=None, metavar="PREFIX",
-                   help="calibration only: PNG plots of the held-out position error per pose for every method, "
+                   help="calibration only (part ur5): PNG plots of the held-out position error per pose for every method, "
                         "PREFIX_no_load.png and PREFIX_loaded.png (needs the plot extra: matplotlib)")
     p.add_argument("--data-dir", default=None, metavar="DIR",
                    help="ur10e only: a copy of the dynamic_calibration repository (git clone "

@@ -175,7 +175,7 @@ def test_plot_writes_a_png_or_says_matplotlib_is_missing(calibrated, tmp_path, c
 
 
 def test_reproduce_calibration_plot_writes_both_pngs(tmp_path, capsys, monkeypatch, replay_report):
-    """`robodyn reproduce calibration --plot PREFIX` (the replacement of `calibrate replay --plot`)
+    """`robodyn reproduce calibration --part ur5 --plot PREFIX` (the replacement of `calibrate replay --plot`)
     draws the held-out error per pose of every method: two PNGs with a line per method."""
     import copy
 
@@ -189,7 +189,7 @@ def test_reproduce_calibration_plot_writes_both_pngs(tmp_path, capsys, monkeypat
         return copy.deepcopy(replay_report)
 
     monkeypatch.setattr(paper_replay, "run_paper_replay", session_replay)
-    code, out, err = run(capsys, "reproduce", "calibration", "--plot", str(tmp_path / "li"), prefix=())
+    code, out, err = run(capsys, "reproduce", "calibration", "--part", "ur5", "--plot", str(tmp_path / "li"), prefix=())
     assert asked == [{"seed": 0, "holdout": 200}]
     assert code == 0 and "Table 4" in out and "li_no_load.png" in err
     for cond in ("no_load", "loaded"):

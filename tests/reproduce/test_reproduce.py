@@ -169,6 +169,14 @@ def test_wso_has_the_table_and_the_pipeline_as_parts():
         R.reproduce("wso", part="table9")
 
 
+def test_li_has_the_ur5_and_the_heavy_arm_as_parts():
+    assert R.PARTS["calibration"] == ("ur5", "heavy")
+    with pytest.raises(ValueError, match="part"):
+        R.reproduce("calibration", part="table9")
+    with pytest.raises(ValueError, match="plot: only the part ur5"):
+        R.reproduce("calibration", part="heavy", plot="x")
+
+
 def test_zhong_plant_with_friction_is_unlike_the_networks_model():
     from robodyn.reproduce import zhong2023 as z
     from robodyn.robot.loader import load_model
