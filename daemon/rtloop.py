@@ -541,6 +541,9 @@ def _report_fatal(endpoints: dict, exc: Exception) -> None:
     s.setsockopt(zmq.LINGER, 1000)
     s.connect(endpoints["driver_pipe"])
     message = str(exc) if isinstance(exc, (ValueError, DriverError)) else f"{type(exc).__name__}: {exc}"
+    # on the daemon's log too: the main process may see the exit before it reads the pipe, and then
+    # has only the exit code to say
+    print(f"robodyn driver: failed to start: {message}", file=sys.stderr, flush=True)
     s.send(P.packb({"type": "fatal", "message": message}))
     s.close()
     ctx.term()

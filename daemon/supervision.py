@@ -264,13 +264,25 @@ class Supervision:
         for comp, pipe in ((self.driver, self.driver_pipe), (self.recorder, self.recorder_pipe),
                            (self.publisher, self.publisher_pipe)):
             if comp.alive:
-                pipe.send(P.packb({"type": "shutdown"}))
+                try:
+                    pipe.send(P.packb({"type": "shutdown"}), self.zmq.NOBLOCK)
+                except self.zmq.Again:
+                    # a worker still in its start-up (importing, compiling, connecting) has not
+                    # connected its pipe yet, and a blocking send waits until it does: minutes on a
+                    # loaded host, for good if it hangs. It has no run; it is terminated below
+                    pass
         for comp in (self.driver, self.recorder, self.publisher):
             if comp.process is not None:
                 comp.process.join(5.0)
                 if comp.process.is_alive():
                     log.warning("%s did not stop in 5 s; terminating", comp.name)
                     comp.process.terminate()
+                    comp.process.join(2.0)
+                if comp.process.is_alive() and not comp.ready:
+                    # never reported ready, so no run and no open recording: nothing is lost, while
+                    # a child left alive would hold this process at exit (multiprocessing joins it)
+                    log.warning("%s, still in its start-up, did not stop; killing it", comp.name)
+                    comp.process.kill()
                     comp.process.join(2.0)
         if self.cfg.state.startswith("ipc://"):  # the publisher's socket (libzmq leaves the file);
             # removed while this daemon still holds the control endpoint, so no successor's yet

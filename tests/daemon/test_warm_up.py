@@ -417,3 +417,26 @@ def test_workers_still_starting_when_the_daemon_is_sigkilled_notice_it_and_exit(
         said = re.search(rf"robodyn driver: the daemon's main process \(pid {proc.pid}\) died; (during start-up|"
                          r"leaving at once, while .*, before reporting ready)", text)
         assert said, text
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_start_abandoned_while_its_workers_still_start_ends_without_waiting_for_them(tmp_path):
+    """Stopped while its workers have not yet connected their pipes (held before their objects are
+    made: as while they import, compile or connect on a loaded host), the daemon must still exit,
+    and leave none of them running. A blocking send of their shutdown on a pipe with no peer waited
+    for a worker to connect (seen on a loaded host: a daemon whose driver had failed stayed alive
+    minutes after saying so)."""
+    with gated_warm_up(tmp_path, hold_workers=True) as (proc, log_path, child, pids):
+        for _ in range(1200):  # 120 s at most: each worker is held in its start-up
+            if all((tmp_path / f"held-{pid}").exists() for pid in pids[1:]):
+                break
+            time.sleep(0.1)
+        assert all((tmp_path / f"held-{pid}").exists() for pid in pids[1:]), log_path.read_text()
+        proc.send_signal(signal.SIGTERM)  # the gates stay closed: no worker ever connects
+        try:
+            code = proc.wait(120)  # outer bound only: the daemon gives each worker 7 s, then stops it
+        except subprocess.TimeoutExpired:
+            pytest.fail("the daemon did not exit with its workers held in their start-up:\n" + log_path.read_text())
+        assert code == 0, log_path.read_text()
+        assert (tmp_path / "workers-go").exists() is False
+        assert len(pids) == 4 and all(gone_within(pid, 30) for pid in pids[1:]), log_path.read_text()
