@@ -136,8 +136,46 @@ def sweep_plan(model, q_hold, joint: int, low: float, high: float, speeds=FRICTI
     too_fast = [v for v in speeds if v > model.qd_max[joint]]
     if too_fast:
         raise ValueError(f"speeds: {too_fast} exceed joint {joint + 1}'s velocity limit {model.qd_max[joint]} rad/s")
-    return [SweepTrajectory.within_limits(q_hold, joint, low, high, v, model.qdd_max[joint], model.qddd_max[joint],
-                                          scale, settle=settle) for v in speeds]
+    sweeps = [SweepTrajectory.within_limits(q_hold, joint, low, high, v, model.qdd_max[joint], model.qddd_max[joint],
+                                            scale, settle=settle) for v in speeds]
+    lo_limit, hi_limit = float(model.q_min[joint]), float(model.q_max[joint])
+    for sw in sweeps:
+        first, last = sweep_extent(sw)
+        if first < lo_limit or last > hi_limit:
+            raise ValueError(f"speeds: {sw.speed} rad/s over [{low:.4f}, {high:.4f}] rad runs joint {joint + 1} over "
+                             f"[{first:.4f}, {last:.4f}] rad (run-up and run-out), outside its limits "
+                             f"[{lo_limit:.4f}, {hi_limit:.4f}]; move the window (window_within_limits) or drop the speed")
+    return sweeps
+
+
+def sweep_extent(sweep) -> tuple[float, float]:
+    """The lowest and highest position a sweep reaches: its window widened on each side by the
+    run-up (the ramp to speed and the settling time at speed) and, symmetrically, the run-out."""
+    run = sweep.low - sweep.start_position
+    return sweep.start_position, sweep.high + run
+
+
+def window_within_limits(model, q_hold, joint: int, half_width: float, speeds=FRICTION_SWEEP_SPEEDS,
+                         scale: float = 0.5, settle: float = 0.3, margin: float = 0.01) -> tuple[float, float]:
+    """[low, high], 2 ``half_width`` wide, centred at ``q_hold[joint]`` or, where the fastest sweep's
+    run-up or run-out would come within ``margin`` rad of the joint's limit there, as near it as the
+    limits allow (Ni et al. 2024 state no window; at 1.8 rad/s a Franka joint 2's run-up alone is over
+    1 rad, so around the ready pose it passes the limit)."""
+    fastest = max(float(v) for v in speeds)
+    centre = float(q_hold[joint])
+    from robodyn.trajectory import SweepTrajectory
+
+    # the reach does not depend on where the window is: measured on one centred at q_hold
+    probe = SweepTrajectory.within_limits(q_hold, joint, centre - half_width, centre + half_width, fastest,
+                                          model.qdd_max[joint], model.qddd_max[joint], scale, settle=settle)
+    reach = probe.low - probe.start_position + half_width + margin  # from the centre to either extreme
+    lowest, highest = float(model.q_min[joint]) + reach, float(model.q_max[joint]) - reach
+    if lowest > highest:
+        raise ValueError(f"speeds: {fastest} rad/s needs {2 * reach:.3f} rad of joint {joint + 1}'s travel, more than "
+                         f"its range [{model.q_min[joint]:.4f}, {model.q_max[joint]:.4f}] rad")
+    centre = min(max(centre, lowest), highest)
+    return centre - half_width, centre + half_width
+
 
 
 def experiment_trajectory(model, q_hold, joint: int, low: float, high: float, speeds=FRICTION_SWEEP_SPEEDS,

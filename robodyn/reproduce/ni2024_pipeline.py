@@ -49,14 +49,15 @@ def _joint_points(robot: str, plant: dict, speeds, half_width: float, seed: int,
     """One joint's constant-velocity experiment through the plant and the Franka-like sensor: its
     friction points (each joint's run is independent of the others: same plant seed, own sensor seed)."""
     from robodyn.drivers.sim import default_initial_q
-    from robodyn.identification.friction import experiment_trajectory, points_from_run
+    from robodyn.identification.friction import experiment_trajectory, points_from_run, window_within_limits
     from robodyn.identification.realistic_logs import franka_like, run_plant
     from robodyn.robot.loader import load_model
 
     model = load_model(robot)
     q_hold = default_initial_q(model)
-    traj, _ = experiment_trajectory(model, q_hold, joint, q_hold[joint] - half_width, q_hold[joint] + half_width,
-                                    speeds)
+    # around the ready pose, unless the fastest speed's run-up would pass a limit there (joint 2 at 1.8 rad/s)
+    low, high = window_within_limits(model, q_hold, joint, half_width, speeds)
+    traj, _ = experiment_trajectory(model, q_hold, joint, low, high, speeds)
     signals = run_plant(model.name, traj, 1000.0, PLANT_SEED, plant)
     data, _, _ = franka_like(signals, seed + 100 + joint)
     return points_from_run(traj, data.t, data.q, data.qd, data.tau)

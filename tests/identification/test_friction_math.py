@@ -279,3 +279,31 @@ def test_each_sweep_of_a_run_is_cut_out_at_its_own_start_and_end():
     assert lone.duration == pytest.approx(sweep_plan(model, home, 1, -0.2, 0.2, (0.1,), settle=0.3)[0].duration)
     assert spans == experiment_trajectory(model, home, 1, -0.2, 0.2, (0.1, 0.1), settle=0.3)[1]
     assert first.torque == pytest.approx(0.3, abs=1e-9) and second.torque == pytest.approx(0.5, abs=1e-9)
+
+
+def test_a_sweep_past_a_joint_limit_is_refused_and_the_window_moves_inside_the_limits():
+    """Ni et al. 2024's fastest speed (1.8 rad/s) around the Panda's ready pose runs joint 2 past its
+    limit in the run-up; the plan refuses it in one line, and the chosen window keeps every sweep's
+    whole travel (run-up and run-out, evaluated densely) inside the limits, centred at the ready pose
+    where the range allows."""
+    from robodyn.drivers.sim import default_initial_q
+    from robodyn.identification.friction import sweep_extent, sweep_plan, window_within_limits
+    from robodyn.robot.loader import load_model
+
+    model = load_model("panda")
+    q_hold = default_initial_q(model)
+    with pytest.raises(ValueError, match=r"runs joint 2 over .* outside its limits"):
+        sweep_plan(model, q_hold, 1, q_hold[1] - 0.02, q_hold[1] + 0.02)
+    moved = 0
+    for joint in range(model.dof):
+        low, high = window_within_limits(model, q_hold, joint, 0.02)
+        assert high - low == pytest.approx(0.04)
+        if abs((low + high) / 2 - q_hold[joint]) > 1e-12:
+            moved += 1
+        for sweep in sweep_plan(model, q_hold, joint, low, high)[-3:]:  # the fastest reach farthest
+            q = sweep.evaluate(np.linspace(0.0, sweep.duration, 20001))[0][:, joint]
+            first, last = sweep_extent(sweep)
+            assert q.min() == pytest.approx(first, abs=1e-6) and q.max() == pytest.approx(last, abs=1e-6)
+            assert first >= model.q_min[joint] + 0.01 - 1e-9 and last <= model.q_max[joint] - 0.01 + 1e-9
+    assert moved >= 1  # joint 2 at least; joint 1 (range +- 2.9 rad) stays centred at the ready pose
+    assert np.mean(window_within_limits(model, q_hold, 0, 0.02)) == pytest.approx(q_hold[0])

@@ -112,8 +112,13 @@ def test_sweeps_pass_the_validator_and_cross_the_window_at_constant_speed():
         assert np.allclose(trajectory_from_dict(sweep.to_dict()).evaluate(t)[0], q)
     with pytest.raises(ValueError, match="exceed joint 4's velocity limit"):
         sweep_plan(model, home, 3, -1.8, -1.2, (3.0,))
-    # at 2 rad/s, ramp and settling carry joint 4 past its upper limit: the validator says so
-    fast = sweep_plan(model, home, 3, -1.8, -1.2, (2.0,))[0]
+    # at 2 rad/s, ramp and settling carry joint 4 past its upper limit: the plan refuses it, and the
+    # daemon's validator, given the same sweep, agrees on the joint and the limit
+    with pytest.raises(ValueError, match=r"2.0 rad/s .* runs joint 4 over .* outside its limits"):
+        sweep_plan(model, home, 3, -1.8, -1.2, (2.0,))
+    from robodyn.trajectory import SweepTrajectory
+
+    fast = SweepTrajectory.within_limits(home, 3, -1.8, -1.2, 2.0, model.qdd_max[3], model.qddd_max[3], 0.5, settle=0.3)
     report = check_trajectory(model, fast, current_q=fast.evaluate(0.0)[0][0])
     assert not report.ok and report.violations[0].limit == "q_max" and report.violations[0].joint == "joint4"
 
