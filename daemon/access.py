@@ -61,12 +61,8 @@ def state_socket_path(endpoint: str, configured: str = "") -> Path:
     """The state stream's default socket, beside the token file of the daemon on ``endpoint``
     (127.0.0.1-47770.token -> 127.0.0.1-47770.state): reachable by who can reach the token's
     directory (0700: this user; a configured one, e.g. /run/robodyn 0750, its group too)."""
-    token = token_path(endpoint, configured)
-    path = token.with_name(token.stem + ".state")
-    if len(str(path).encode()) > MAX_IPC_PATH:
-        raise ValueError(f"config: the state stream's socket path {path} is longer than {MAX_IPC_PATH} bytes "
-                         "(a Unix socket's limit); set [daemon].state to a shorter ipc:// path")
-    return path
+    return _beside_token(endpoint, configured, ".state", "config: the state stream's socket path",
+                         "set [daemon].state to a shorter ipc:// path")
 
 
 def stop_socket_path(endpoint: str, configured: str = "") -> Path:
@@ -74,11 +70,17 @@ def stop_socket_path(endpoint: str, configured: str = "") -> Path:
     file (127.0.0.1-47770.token -> 127.0.0.1-47770.stop): served by the driver process, reachable by
     who can reach the token's directory, never by more. ValueError when the path is too long for a
     Unix socket (the daemon then runs without it; clients stop through the control endpoint)."""
+    return _beside_token(endpoint, configured, ".stop", "the stop socket's path",
+                         "stops go through the control endpoint")
+
+
+def _beside_token(endpoint: str, configured: str, suffix: str, what: str, otherwise: str) -> Path:
+    """A Unix socket's path beside the daemon's token file (its stem, then ``suffix``); ValueError
+    naming ``what`` and ``otherwise`` when the path is too long for a Unix socket."""
     token = token_path(endpoint, configured)
-    path = token.with_name(token.stem + ".stop")
+    path = token.with_name(token.stem + suffix)
     if len(str(path).encode()) > MAX_IPC_PATH:
-        raise ValueError(f"the stop socket's path {path} is longer than {MAX_IPC_PATH} bytes (a Unix socket's "
-                         "limit); stops go through the control endpoint")
+        raise ValueError(f"{what} {path} is longer than {MAX_IPC_PATH} bytes (a Unix socket's limit); {otherwise}")
     return path
 
 

@@ -395,6 +395,15 @@ def test_sigkill_of_the_daemon_during_the_warm_up_leaves_no_warm_up_child_and_no
         workers_left_and_said_why(proc, log_path, pids)
 
 
+def wait_until_workers_held(folder: Path, pids: list[int], log_path: Path) -> None:
+    """Every worker of this start (pids[1:]) is held at the start of its start-up (GATED_DAEMON)."""
+    for _ in range(1200):  # 120 s at most
+        if all((folder / f"held-{pid}").exists() for pid in pids[1:]):
+            return
+        time.sleep(0.1)
+    raise AssertionError("workers not held within 120 s:\n" + log_path.read_text())
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_still_starting_when_the_daemon_is_sigkilled_notice_it_and_exit(tmp_path):
     """Killed while its workers are still in their start-up (held before their objects are made:
@@ -402,11 +411,7 @@ def test_workers_still_starting_when_the_daemon_is_sigkilled_notice_it_and_exit(
     that reads its parent's pid only once its start-up is done gets the pid of whoever adopted it,
     and runs on for good (daemon/main_process.py)."""
     with gated_warm_up(tmp_path, hold_workers=True) as (proc, log_path, child, pids):
-        for _ in range(1200):  # 120 s at most: each worker is held in its start-up
-            if all((tmp_path / f"held-{pid}").exists() for pid in pids[1:]):
-                break
-            time.sleep(0.1)
-        assert all((tmp_path / f"held-{pid}").exists() for pid in pids[1:]), log_path.read_text()
+        wait_until_workers_held(tmp_path, pids, log_path)
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         assert gone_within(child, 10)
@@ -427,11 +432,7 @@ def test_a_start_abandoned_while_its_workers_still_start_ends_without_waiting_fo
     for a worker to connect (seen on a loaded host: a daemon whose driver had failed stayed alive
     minutes after saying so)."""
     with gated_warm_up(tmp_path, hold_workers=True) as (proc, log_path, child, pids):
-        for _ in range(1200):  # 120 s at most: each worker is held in its start-up
-            if all((tmp_path / f"held-{pid}").exists() for pid in pids[1:]):
-                break
-            time.sleep(0.1)
-        assert all((tmp_path / f"held-{pid}").exists() for pid in pids[1:]), log_path.read_text()
+        wait_until_workers_held(tmp_path, pids, log_path)
         proc.send_signal(signal.SIGTERM)  # the gates stay closed: no worker ever connects
         try:
             code = proc.wait(120)  # outer bound only: the daemon gives each worker 7 s, then stops it
