@@ -272,6 +272,18 @@ NI_TABLE_2 = (("0.2153", "0.3834", "-0.0729"), ("0.1691", "0.2567", "0.0603"), (
 TABLE2_COMMAND = "robodyn reproduce wso --part table2"
 
 
+def _windows(model, speeds, half_width: float):
+    """Each joint's sweep window (the one _joint_points runs) and the joints whose window is not
+    centred at the ready pose, with its centre."""
+    from robodyn.drivers.sim import default_initial_q
+    from robodyn.identification.friction import window_within_limits
+
+    q_hold = default_initial_q(model)
+    windows = [window_within_limits(model, q_hold, j, half_width, speeds) for j in range(model.dof)]
+    moved = [(j, (lo + hi) / 2) for j, (lo, hi) in enumerate(windows) if abs((lo + hi) / 2 - q_hold[j]) > 1e-9]
+    return [list(w) for w in windows], moved
+
+
 def reproduce_table2(rep, quick: bool, *, paper_origin: str) -> None:
     """Part "table2" of `robodyn reproduce wso`: the paper's friction experiment (section 4.1, all 37
     speeds as printed, once each) on the Franka-like plant, eq. 2 fitted by Nelder-Mead per joint, and
@@ -288,6 +300,7 @@ def reproduce_table2(rep, quick: bool, *, paper_origin: str) -> None:
     friction, fits, n_points, determinacy = friction_step(model, plant, speeds, TABLE2_HALF_WIDTH,
                                                           workers=TABLE2_WORKERS)
     command = TABLE2_COMMAND + (" --quick" if quick else "")
+    windows, moved = _windows(model, speeds, TABLE2_HALF_WIDTH)
     truth = {k: plant["friction"][k][0] for k in ("fc", "fs", "vs", "fv")}
     origin = ("plant (MuJoCo Panda unlike the model: Stribeck friction fc {fc}, fs {fs}, vs {vs} plus viscous {fv} "
               "N.m s/rad, level rippling {r:.0%} with position and rising with load, through the Franka-like sensor)"
@@ -328,11 +341,15 @@ def reproduce_table2(rep, quick: bool, *, paper_origin: str) -> None:
     rep.setup += (f" Part table2: the paper's friction experiment (section 4.1) on the Franka-like plant, logged by "
                   f"its sensor at {FRANKA_SENSOR['rate_hz']:.0f} Hz (the paper samples at {RATE_HZ:.0f} Hz), its "
                   f"{len(speeds)} speeds once each over +- {TABLE2_HALF_WIDTH} rad per joint (the paper states no "
-                  "window and repeats the sweep 6 times), tau_f = (tau(+v) - tau(-v)) / 2 at equal positions, eq. 2 "
+                  "window and repeats the sweep 6 times) around the ready pose"
+                  + (", except joint(s) " + ", ".join(f"{j + 1} (around {c:.3f} rad)" for j, c in moved)
+                     + f", where the {max(speeds):g} rad/s sweep's run-up would pass the joint's limit" if moved else "")
+                  + ", tau_f = (tau(+v) - tau(-v)) / 2 at equal positions, eq. 2 "
                   f"fitted by Nelder-Mead from {STRIBECK_STARTS} starting vs spread over the swept speeds, the best "
                   f"kept (the paper states no start), with the linear zone qd0 = {DEFAULT_LINEAR_ZONE:g} rad/s (the "
                   f"paper gives none; {sum(v < DEFAULT_LINEAR_ZONE for v in speeds)} of the speeds lie below it).")
     rep.details["table2"] = {"command": command, "speeds": list(speeds), "half_width": TABLE2_HALF_WIDTH,
+                             "windows": windows,
                              "points": n_points, "fitted": friction.to_dict(),
                              "fits": [dict(f.__dict__) for f in fits], "determinacy": determinacy,
                              "repetitions": 1, "plant_truth": {**truth, "ripple": plant["friction_ripple"],
