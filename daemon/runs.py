@@ -125,8 +125,9 @@ class RunHistory:
                  extra={"fields": {"event": "stop_served", "run_id": msg.get("run_id") or "-"}})
         if msg.get("cmd") == "disarm":
             self._disarm(reason)
-        if self.pending is not None and self.pending.started <= served_at:
+        if self.pending is not None and self.pending.started <= served_at and not self.pending.cancelled:
             self._cancel_pending(reason)
+            self.withdrawn_by_driver_stop = int(msg.get("count", 0))
         run = self.current
         if run is None or run.finished or run.requested > served_at:
             return
@@ -217,10 +218,14 @@ class RunHistory:
 
     def cmd_abort(self, args) -> dict:
         run = self.current
+        withdrawn_by_stop, self.withdrawn_by_driver_stop = self.withdrawn_by_driver_stop, None  # claimed once
         if run is None:
             if self.pending is not None:
                 self._cancel_pending(args.get("reason", "aborted by request"))
                 return {"aborted": None, "cancelled_submission": True, "message": "submission withdrawn"}
+            if withdrawn_by_stop is not None:  # answered once: the stop's own bookkeeping call
+                return {"aborted": None, "cancelled_submission": True,
+                        "message": "submission withdrawn by the stop the driver served"}
             return {"aborted": None, "message": "no run in progress"}
         if args.get("run_id") not in (None, run.id):
             raise P.ProtocolError(P.E_NOT_FOUND, f"run {args['run_id']!r} is not the run in progress ({run.id})",

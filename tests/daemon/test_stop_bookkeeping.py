@@ -14,6 +14,7 @@ class Book(RunHistory):
         self.current = None
         self.pending = None
         self.driver_stops_seen = 0
+        self.withdrawn_by_driver_stop = None
         self.driver_stops = {"count": 0, "same_cycle": 0, "not_since_previous_cycle": 0,
                              "max_in_socket_periods": None, "last": None}
         self.sent, self.closed, self.disarmed, self.cancelled = [], [], [], []
@@ -76,10 +77,10 @@ def test_a_lost_stop_event_still_aborts_the_refused_run():
 
 def test_disarm_disarms_and_withdraws_only_submissions_made_before_it():
     book = Book()
-    book.pending = SimpleNamespace(started=5.0)
+    book.pending = SimpleNamespace(started=5.0, cancelled=None)
     book._on_driver_stop(_stop(1, served_s=6.0, cmd="disarm"))
     assert book.disarmed == ["disarm by test"] and book.cancelled == ["disarm by test"]
-    book.pending = SimpleNamespace(started=8.0)
+    book.pending = SimpleNamespace(started=8.0, cancelled=None)
     book._on_driver_stop(_stop(2, served_s=7.0, cmd="disarm"))
     assert len(book.cancelled) == 1 and len(book.disarmed) == 2
     assert book.driver_stops["count"] == 2 and book.driver_stops["same_cycle"] == 2
@@ -90,3 +91,21 @@ def test_a_stop_of_another_run_leaves_the_current_one():
     book.current = run = _run(4, requested=1.0)
     book._on_driver_stop(_stop(1, served_s=2.0, run_id="run-3"))
     assert not run.abort_requested
+
+
+def test_the_stops_own_abort_call_learns_of_the_submission_it_withdrew_once():
+    """The client asks the control endpoint after a stop the driver served with nothing moving; by
+    then the submission the stop withdrew may be gone from ``pending`` (its check ended): the answer
+    still says it was withdrawn, once, and a later abort does not claim it again."""
+    book = Book()
+    book.pending = SimpleNamespace(started=5.0, cancelled=None)
+    book._on_driver_stop(_stop(1, served_s=6.0))
+    assert book.cancelled == ["abort by test"]
+    book.pending = None  # the checking thread saw the withdrawal and the submission was answered
+    first = book.cmd_abort({})
+    assert first["cancelled_submission"] is True and first["aborted"] is None
+    assert "cancelled_submission" not in book.cmd_abort({})
+    # a submission made after the stop is not its target
+    book.pending = SimpleNamespace(started=9.0, cancelled=None)
+    book._on_driver_stop(_stop(2, served_s=8.0))
+    assert book.cancelled == ["abort by test"] and book.withdrawn_by_driver_stop is None

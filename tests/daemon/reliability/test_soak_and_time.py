@@ -37,6 +37,8 @@ WALL_CLOCK_ALLOWED = {
     ("daemon/recording/writer.py", "_start"): "created_wall label in the file's metadata",
     ("daemon/recording/repair.py", "repair_recording"): "repaired_wall label and the torn-tail attachment's time stamp",
     ("daemon/runs.py", "_new_run_id"): "run id label; uniqueness by file existence, not by time",
+    ("daemon/stop_socket.py", "receive"): "converts the kernel's CLOCK_REALTIME arrival stamp (SO_TIMESTAMPNS) to "
+                                          "CLOCK_MONOTONIC for a reported wait; orders nothing",
     ("identification/daemon_jobs.py", "run_job"): "started / finished timestamps shown to users",
     ("identification/daemon_jobs.py", "cmd_identify"): "job id label and submitted timestamp",
 }
