@@ -44,14 +44,31 @@ class ReadOnlyClient:
     def runs(self, limit: int = 50) -> list[dict]:
         return self.call("runs", limit=limit)["runs"]
 
-    def recordings(self) -> list[dict]:
-        return self.call("recordings")["recordings"]
+    def recordings(self, limit: int | None = None) -> list[dict]:
+        """The newest ``limit`` recordings (the daemon's default page without it), oldest first."""
+        return self.listing_page("recordings", limit)["recordings"]
 
     def recording_info(self, recording: str) -> dict:
         return self.call("recording_info", recording=recording)
 
-    def jobs(self) -> list[dict]:
-        return self.call("jobs")["jobs"]
+    def jobs(self, limit: int | None = None) -> list[dict]:
+        """The newest ``limit`` jobs (the daemon's default page without it), oldest first."""
+        return self.listing_page("jobs", limit)["jobs"]
+
+    def listing_page(self, cmd: str, limit: int | None = None, offset: int | None = None) -> dict:
+        """One page of a listing (``recordings`` or ``jobs``) with the daemon's ``total`` and
+        ``next_offset``; without ``offset`` the newest page."""
+        args = {k: v for k, v in (("limit", limit), ("offset", offset)) if v is not None}
+        return self.call(cmd, **args)
+
+    def every(self, cmd: str) -> Iterator[dict]:
+        """Every entry of a listing, oldest first, a page of the daemon's largest size at a time
+        (each call is as bounded as any page; a lookup by id must not stop at the newest page)."""
+        offset: int | None = 0
+        while offset is not None:
+            reply = self.listing_page(cmd, P.MAX_PAGE, offset)
+            yield from reply[cmd]
+            offset = reply.get("next_offset")
 
     def job_status(self, job: str) -> dict:
         return self.call("job_status", job=job)

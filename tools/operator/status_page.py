@@ -72,6 +72,7 @@ class StatusPoller:
         self._slow: dict = {"recordings": [], "jobs": []}
         self._info_cache: dict[str, dict] = {}
         self._job_cache: dict[str, dict] = {}
+        self._totals: dict[str, int | None] = {}  # each listing's length in the daemon; the page keeps the newest
         self.thread = threading.Thread(target=self._loop, name="robodyn-status-poll", daemon=True)
 
     def start(self) -> None:
@@ -100,7 +101,9 @@ class StatusPoller:
             pages = max(1, -(-len(rows) // PAGE_SIZE))
             page = min(max(1, page), pages)
             out[name] = rows[(page - 1) * PAGE_SIZE:page * PAGE_SIZE]
-            out[f"{name}_page"] = {"page": page, "pages": pages, "total": len(rows), "size": PAGE_SIZE}
+            total = snap.get(f"{name}_total")
+            out[f"{name}_page"] = {"page": page, "pages": pages, "kept": len(rows), "size": PAGE_SIZE,
+                                   "total": len(rows) if total is None else max(int(total), len(rows))}
         return out
 
     def _loop(self) -> None:
@@ -156,6 +159,7 @@ class StatusPoller:
             "last_run": self._run_view(st.get("last_run")),
             "recordings": recordings,
             "jobs": slow["jobs"],
+            "recordings_total": self._totals.get("recordings"), "jobs_total": self._totals.get("jobs"),
         }
 
     @staticmethod
@@ -172,9 +176,9 @@ class StatusPoller:
         return out
 
     def _recordings(self) -> list[dict]:
-        rows = self.client.recordings()
-        rows.sort(key=lambda r: str(r.get("id")), reverse=True)  # ids start with the start time
-        rows = rows[:MAX_RECORDINGS_KEPT]
+        reply = self.client.listing_page("recordings", MAX_RECORDINGS_KEPT)
+        self._totals["recordings"] = reply.get("total")
+        rows = sorted(reply["recordings"], key=lambda r: str(r.get("id")), reverse=True)  # ids start with the start time
         history = {r["run_id"]: r for r in self.client.runs(limit=MAX_RECORDINGS_KEPT)}
         self._info_cache = {k: v for k, v in self._info_cache.items() if k in {str(r.get("id")) for r in rows}}
         fetches = 0
@@ -199,13 +203,15 @@ class StatusPoller:
 
     def _jobs(self) -> list[dict]:
         try:
-            jobs = self.client.jobs()
+            reply = self.client.listing_page("jobs", MAX_JOBS_KEPT)
         except Exception as exc:  # a daemon without the identification worker has no `jobs`
             if getattr(exc, "code", "") == "unknown_command":
+                self._totals["jobs"] = 0
                 return []
             raise
         out = []
-        jobs = sorted(jobs, key=lambda j: str(j.get("job")), reverse=True)[:MAX_JOBS_KEPT]
+        self._totals["jobs"] = reply.get("total")
+        jobs = sorted(reply["jobs"], key=lambda j: str(j.get("job")), reverse=True)
         self._job_cache = {k: v for k, v in self._job_cache.items() if k in {str(j.get("job")) for j in jobs}}
         pulls = 0
         for j in jobs:
@@ -281,8 +287,8 @@ class JobReports:
             if not fresh():
                 try:
                     with self.client_factory() as client:
-                        jobs = client.jobs()
-                    self.completed = {str(j.get("job")) for j in jobs if j.get("state") == "completed"}
+                        self.completed = {str(j.get("job")) for j in client.every("jobs")
+                                          if j.get("state") == "completed"}
                 finally:  # a daemon that does not answer is not asked again before the TTL either
                     self.completed_at = self.clock()
         return job in self.completed
@@ -313,10 +319,10 @@ class JobReports:
 
         with self.client_factory() as client:
             doc = client.pull(job)
-            paths = {str(r.get("id")): r.get("path") for r in client.recordings()}
-        prov = doc.get("provenance") or {}
-        holdout = list(prov.get("holdout") or [])
-        target = (holdout or list(prov.get("recordings") or []) or [None])[0]
+            prov = doc.get("provenance") or {}
+            holdout = list(prov.get("holdout") or [])
+            target = (holdout or list(prov.get("recordings") or []) or [None])[0]
+            paths = {str(r.get("id")): r.get("path") for r in client.every("recordings") if str(r.get("id")) == target}
         kind = "held-out" if holdout else "identification"
         sections = [{"title": "identification data (as fitted)", "metrics": doc["metrics"]["identification"]}]
         png, note = None, None

@@ -65,7 +65,7 @@ function pageHref(list, page) { const p = pages(); p[list] = page; return `#reco
 function pager(id, list, info, noun) {
   const e = $(id); e.replaceChildren();
   if (!info) return;
-  e.appendChild(document.createTextNode(`page ${info.page} of ${info.pages} (${info.total} ${noun}, ${info.size} a page) `));
+  e.appendChild(document.createTextNode(`page ${info.page} of ${info.pages} (${info.kept < info.total ? `the newest ${info.kept} of ${info.total}` : info.total} ${noun}, ${info.size} a page) `));
   if (info.page > 1) { const a = document.createElement("a"); a.href = pageHref(list, info.page - 1); a.textContent = "newer"; a.className = "newer"; e.appendChild(a); e.appendChild(document.createTextNode(" ")); }
   if (info.page < info.pages) { const a = document.createElement("a"); a.href = pageHref(list, info.page + 1); a.textContent = "older"; a.className = "older"; e.appendChild(a); }
 }

@@ -13,7 +13,8 @@ import threading
 import pytest
 
 from robodyn.daemon.dispatch import COMMAND_ROLES
-from robodyn.daemon.readonly import READ_ONLY_COMMANDS
+from robodyn.daemon import protocol as P
+from robodyn.daemon.readonly import READ_ONLY_COMMANDS, ReadOnlyClient
 from robodyn.errors import UserError
 from robodyn.tools.operator.listen import check_listen_host
 from robodyn.tools.operator.status_page import PAGE_SIZE, JobReports, StatusPageServer, StatusPoller
@@ -37,6 +38,7 @@ class CountingDaemon:
                      for i in range(recordings)]
         self.job_list = [{"job": f"job{i:04d}", "state": "running", "stage": "fit", "progress": 0.5}
                          for i in range(jobs)]
+        self.pull_doc: dict = {}
 
     def _count(self, cmd: str) -> None:
         self.calls[cmd] = self.calls.get(cmd, 0) + 1
@@ -44,43 +46,35 @@ class CountingDaemon:
             raise TimeoutError("no reply from the daemon")
 
     def factory(self):
+        """The real read client's methods over this stand-in's ``call``, which pages listings as
+        the daemon does (the newest DEFAULT_PAGE without a limit): a page that forgot to ask
+        for more than the default sees only that."""
         daemon = self
 
-        class Client:
+        class Client(ReadOnlyClient):
             endpoint = "tcp://127.0.0.1:9"
 
-            def status(self):
-                daemon._count("status")
-                return {"robot": {"name": "panda", "dof": 7, "driver": "sim", "rate_hz": 1000},
-                        "safety": {"armed": False, "disarm_reason": "start"}, "run": None, "last_run": None}
-
-            def recordings(self):
-                daemon._count("recordings")
-                return list(daemon.recs)
-
-            def runs(self, limit=50):
-                daemon._count("runs")
-                return []
-
-            def jobs(self):
-                daemon._count("jobs")
-                return list(daemon.job_list)
-
-            def pull(self, job):
-                daemon._count("pull")
-                return {}
-
-            def recording_info(self, rid):
-                daemon._count("recording_info")
-                return {"summary": {}}
-
-            def close(self):
+            def __init__(self):  # no socket
                 pass
 
-            def __enter__(self):
-                return self
+            def call(self, cmd, **args):
+                daemon._count(cmd)
+                if cmd == "status":
+                    return {"robot": {"name": "panda", "dof": 7, "driver": "sim", "rate_hz": 1000},
+                            "safety": {"armed": False, "disarm_reason": "start"}, "run": None, "last_run": None}
+                if cmd in ("recordings", "jobs"):
+                    rows = list(daemon.recs if cmd == "recordings" else daemon.job_list)
+                    offset, limit = P.page_bounds(args, len(rows))
+                    return P.page_reply(cmd, rows[offset:offset + limit], offset, limit, len(rows))
+                if cmd == "runs":
+                    return {"runs": []}
+                if cmd == "pull":
+                    return {"result": dict(daemon.pull_doc)}
+                if cmd == "recording_info":
+                    return {"summary": {}}
+                raise AssertionError(f"the page sent {cmd!r}")
 
-            def __exit__(self, *exc):
+            def close(self):
                 pass
 
         return Client()
@@ -154,7 +148,7 @@ def test_listings_are_served_a_page_at_a_time(page):
     _, _, body = get(page, "/api/status")
     snap = json.loads(body)
     assert len(snap["recordings"]) == PAGE_SIZE and len(snap["jobs"]) == PAGE_SIZE
-    assert snap["recordings_page"] == {"page": 1, "pages": 3, "total": 60, "size": PAGE_SIZE}
+    assert snap["recordings_page"] == {"page": 1, "pages": 3, "kept": 60, "total": 60, "size": PAGE_SIZE}
     newest = sorted((r["id"] for r in page.daemon_stub.recs), reverse=True)
     assert [r["id"] for r in snap["recordings"]] == newest[:PAGE_SIZE]
     _, _, body = get(page, "/api/status?recordings_page=3&jobs_page=2")
@@ -163,6 +157,37 @@ def test_listings_are_served_a_page_at_a_time(page):
     assert snap["jobs_page"]["page"] == 2 and len(snap["jobs"]) == PAGE_SIZE
     assert json.loads(get(page, "/api/status?recordings_page=99")[2])["recordings_page"]["page"] == 3
     assert get(page, "/api/status?jobs_page=x")[0] == 400
+
+
+def test_histories_beyond_the_daemons_default_page_are_kept_counted_and_found(tmp_path):
+    """The daemon answers a listing without a limit with its newest DEFAULT_PAGE entries: the
+    page asks for the newest it keeps, says how many there are in all, and finds an old job's
+    report and its recording by paging through the whole listing."""
+    from robodyn.tools.operator import status_page
+
+    daemon, clock = CountingDaemon(recordings=status_page.MAX_RECORDINGS_KEPT + 120, jobs=P.DEFAULT_PAGE + 30), Clock()
+    oldest = daemon.recs[0]["id"]
+    for r in daemon.recs:
+        r.update(status="completed", path=str(tmp_path / f"{r['id']}.mcap"))
+    daemon.job_list[0].update(state="completed")
+    fit = {"joints": ["j1"], "rmse": [0.1], "relative_error": [0.05], "correlation": [0.99], "rmse_sum": 0.1,
+           "relative_error_total": 0.05}
+    daemon.pull_doc = {"robot": "panda", "config": {"friction": "viscous"}, "base": {"count": 0},
+                       "estimate": {"method": "ols", "cond": 10.0, "rows": 1, "relative_residual": 0.1, "parameters": []},
+                       "metrics": {"identification": fit}, "provenance": {"recordings": [oldest]}}
+    poller = StatusPoller(daemon.factory, clock=clock)
+    poller.refresh()
+    view = poller.view(recordings_page=10**6)
+    assert view["recordings_page"] == {"page": 20, "pages": 20, "kept": 500, "total": 620, "size": PAGE_SIZE}
+    kept = sorted((r["id"] for r in daemon.recs), reverse=True)[:500]
+    assert [r["id"] for r in view["recordings"]] == kept[-PAGE_SIZE:]
+    assert view["jobs_page"]["total"] == view["jobs_page"]["kept"] == P.DEFAULT_PAGE + 30
+    assert "job0000" in [j["job"] for j in poller.get()["jobs"]]
+    reports = JobReports(daemon.factory, clock=clock)
+    assert reports.is_completed("job0000") and not reports.is_completed("job9999")
+    note = reports.get("job0000")["note"]
+    # the oldest recording's path was found: the plot fails only on reading the (absent) file
+    assert str(tmp_path / f"{oldest}.mcap") in note and "not among" not in note, note
 
 
 def test_unknown_job_ids_are_answered_from_a_cache_not_by_the_daemon(page):
