@@ -315,7 +315,8 @@ class Client:
             if result is not None:
                 if result.get("aborted") is None:
                     try:
-                        result = {**self.call(cmd, **args), "served_by": "driver", "stop": result["stop"]}
+                        named = {"stop": result["stop"]["count"]} if cmd == "abort" else {}
+                        result = {**self.call(cmd, **args, **named), "served_by": "driver", "stop": result["stop"]}
                     except DaemonUnavailable:  # the stop is served; only the bookkeeping's answer is missing
                         result["message"] = "no motion in progress; the daemon's main process did not answer"
                 return result

@@ -178,6 +178,10 @@ def _short_text(v) -> str | None:
     return None if len(v) <= MAX_TEXT else f"is longer than {MAX_TEXT} characters"
 
 
+def _stop_count(v) -> str | None:
+    return None if 1 <= v < 1 << 63 else f"must be a stop's count, 1 or more, got {v}"
+
+
 def check_id(v) -> str | None:
     """Run and recording ids: never a path (no '/', no leading '.'), short, a fixed alphabet."""
     if not v:
@@ -235,7 +239,8 @@ COMMANDS: dict[str, dict[str, Arg]] = {
         "label": Arg((str,), False, _short_text, "free text stored in the recording"),
     },
     "run_status": {"run_id": Arg((str,), False, check_id, "default: the current or last run")},
-    "abort": {"run_id": Arg((str,), False, check_id), "reason": Arg((str,), False, _short_text)},
+    "abort": {"run_id": Arg((str,), False, check_id), "reason": Arg((str,), False, _short_text),
+              "stop": Arg((int,), False, _stop_count, "the stop socket's `count` of the stop this call follows up")},
     "runs": {"limit": Arg((int,), False, _page_limit)},
     "recordings": dict(PAGE_ARGS),
     "recording_info": {"recording": Arg((str,), True, check_id, "recording id")},

@@ -17,6 +17,7 @@ log = logging.getLogger("robodyn.daemon")
 
 FINISHED_STATES = ("completed", "aborted", "failed")
 MAX_RUN_HISTORY = 500  # runs kept in memory for `runs` / `run_status`; every run is in its recording
+MAX_UNCLAIMED_WITHDRAWALS = 64  # driver stops whose withdrawn submission no call has asked about yet
 
 
 @dataclass
@@ -127,7 +128,10 @@ class RunHistory:
             self._disarm(reason)
         if self.pending is not None and self.pending.started <= served_at and not self.pending.cancelled:
             self._cancel_pending(reason)
-            self.withdrawn_by_driver_stop = int(msg.get("count", 0))
+            withdrawn = self.withdrawn_by_driver_stop
+            withdrawn.add(int(msg.get("count", 0)))
+            if len(withdrawn) > MAX_UNCLAIMED_WITHDRAWALS:  # follow-up calls that never came
+                withdrawn.discard(min(withdrawn))
         run = self.current
         if run is None or run.finished or run.requested > served_at:
             return
@@ -218,12 +222,14 @@ class RunHistory:
 
     def cmd_abort(self, args) -> dict:
         run = self.current
-        withdrawn_by_stop, self.withdrawn_by_driver_stop = self.withdrawn_by_driver_stop, None  # claimed once
+        # claimed once, and only by the call that names the stop (another client's abort is not its answer)
+        withdrawn_by_stop = args.get("stop") in self.withdrawn_by_driver_stop
+        self.withdrawn_by_driver_stop.discard(args.get("stop"))
         if run is None:
             if self.pending is not None:
                 self._cancel_pending(args.get("reason", "aborted by request"))
                 return {"aborted": None, "cancelled_submission": True, "message": "submission withdrawn"}
-            if withdrawn_by_stop is not None:  # answered once: the stop's own bookkeeping call
+            if withdrawn_by_stop:  # the stop's own bookkeeping call
                 return {"aborted": None, "cancelled_submission": True,
                         "message": "submission withdrawn by the stop the driver served"}
             return {"aborted": None, "message": "no run in progress"}

@@ -127,10 +127,10 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         except (ValueError, OSError) as exc:
             log.warning("no stop socket (stops go through the control endpoint): %s", exc)
         self.driver_stops_seen = 0  # the driver's count of stops served, as far as this process knows
-        # a submission the driver's stop withdrew, until the same stop's bookkeeping call asks
-        # (Client._stop asks the control endpoint too when nothing was moving; by then the
-        # withdrawn submission may be gone from self.pending)
-        self.withdrawn_by_driver_stop: int | None = None
+        # the counts of the driver's stops that withdrew a submission, until each stop's own
+        # bookkeeping call asks (Client._stop asks the control endpoint too, naming the stop, when
+        # nothing was moving; by then the withdrawn submission may be gone from self.pending)
+        self.withdrawn_by_driver_stop: set[int] = set()
         self.driver_stops = {"count": 0, "same_cycle": 0, "not_since_previous_cycle": 0,
                              "max_in_socket_periods": None, "last": None}
         self.logs_after_reply = LogsAfterReply()

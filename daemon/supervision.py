@@ -398,6 +398,7 @@ class Supervision:
             self.driver.ready = True
             self.driver.pid = msg["pid"]
             self.driver_stops_seen = 0  # a new driver process counts its stops from 0
+            self.withdrawn_by_driver_stop.clear()  # so an old driver's counts name none of its stops
             self.description = msg["description"]
             self.columns = msg["columns"]
             self.layout = msg["layout"]

@@ -14,7 +14,7 @@ class Book(RunHistory):
         self.current = None
         self.pending = None
         self.driver_stops_seen = 0
-        self.withdrawn_by_driver_stop = None
+        self.withdrawn_by_driver_stop = set()
         self.driver_stops = {"count": 0, "same_cycle": 0, "not_since_previous_cycle": 0,
                              "max_in_socket_periods": None, "last": None}
         self.sent, self.closed, self.disarmed, self.cancelled = [], [], [], []
@@ -94,18 +94,29 @@ def test_a_stop_of_another_run_leaves_the_current_one():
 
 
 def test_the_stops_own_abort_call_learns_of_the_submission_it_withdrew_once():
-    """The client asks the control endpoint after a stop the driver served with nothing moving; by
-    then the submission the stop withdrew may be gone from ``pending`` (its check ended): the answer
-    still says it was withdrawn, once, and a later abort does not claim it again."""
+    """The client asks the control endpoint after a stop the driver served with nothing moving,
+    naming the stop by its count; by then the submission the stop withdrew may be gone from
+    ``pending`` (its check ended): the answer still says it was withdrawn, once, to that call
+    only; another client's abort, or a call naming another stop, is not told."""
     book = Book()
     book.pending = SimpleNamespace(started=5.0, cancelled=None)
     book._on_driver_stop(_stop(1, served_s=6.0))
     assert book.cancelled == ["abort by test"]
     book.pending = None  # the checking thread saw the withdrawal and the submission was answered
-    first = book.cmd_abort({})
+    assert "cancelled_submission" not in book.cmd_abort({})  # another client's abort
+    assert "cancelled_submission" not in book.cmd_abort({"stop": 2})
+    first = book.cmd_abort({"stop": 1})
     assert first["cancelled_submission"] is True and first["aborted"] is None
-    assert "cancelled_submission" not in book.cmd_abort({})
+    assert "cancelled_submission" not in book.cmd_abort({"stop": 1})
     # a submission made after the stop is not its target
     book.pending = SimpleNamespace(started=9.0, cancelled=None)
     book._on_driver_stop(_stop(2, served_s=8.0))
-    assert book.cancelled == ["abort by test"] and book.withdrawn_by_driver_stop is None
+    assert book.cancelled == ["abort by test"] and book.withdrawn_by_driver_stop == set()
+    book.pending = None
+    assert "cancelled_submission" not in book.cmd_abort({"stop": 2})
+    # two stops in a row, each withdrawing a submission: each follow-up learns of its own
+    for count, started in ((3, 10.0), (4, 12.0)):
+        book.pending = SimpleNamespace(started=started, cancelled=None)
+        book._on_driver_stop(_stop(count, served_s=started + 1))
+    book.pending = None
+    assert book.cmd_abort({"stop": 4})["cancelled_submission"] and book.cmd_abort({"stop": 3})["cancelled_submission"]
