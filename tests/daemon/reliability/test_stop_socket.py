@@ -6,18 +6,21 @@ sequence numbers (and the recording's phase labels), never by a wall-clock bound
 import os
 import socket
 import stat
+import threading
 import time
 
 import msgpack
+import numpy as np
 import pytest
 from robodyn.daemon import access
 from robodyn.daemon import protocol as P
 from robodyn.daemon.client import Client
+from robodyn.daemon.recording import load_recording
 from robodyn.daemon.stop_socket import STAMP
 
 from tests.daemon.conftest import DaemonProcess, excitation
 from tests.daemon.reliability.observer_flood import make_jobs, make_recordings
-from tests.daemon.reliability.stop_socket_flood import figures, stop_runs_under_flood
+from tests.daemon.reliability.stop_socket_flood import RUN_S, _wait_moving, figures, stop_runs_under_flood
 
 STOPS = 20
 OBSERVERS = 3
@@ -130,3 +133,42 @@ def test_a_client_without_the_stop_socket_stops_through_the_control_endpoint(cro
     with Client(crowded.control, timeout=60.0) as c:
         reply = c.abort(reason="through the main process")
     assert "served_by" not in reply and reply["latency"]["handled_since_received"] == 0
+
+
+def test_a_run_stopped_through_both_paths_at_once_ends_once_and_the_next_run_starts(crowded):
+    """One client stops the moving run through the stop socket, another through the control
+    endpoint, released together: the run ends aborted once, with one ramp down in its recording,
+    both callers are answered, the driver counts the one stop it served, and a run submitted
+    afterwards is not taken for one sent before that stop (it starts and completes)."""
+    c = crowded.client
+    if not c.status()["safety"]["armed"]:
+        c.arm()
+    served_before = c.status()["driver"]["stop_socket"]["served"]
+    run_id = c.submit_run("panda", excitation(RUN_S, seed=101), label="two stops")["run_id"]
+    assert _wait_moving(c, run_id)
+    together = threading.Barrier(2, timeout=60.0)
+    replies: dict = {}
+
+    def stop(name: str, stop_socket: bool) -> None:
+        with Client(crowded.control, timeout=60.0, stop_socket=stop_socket) as client:
+            together.wait()
+            replies[name] = client.abort(reason=f"stop by {name}")
+
+    threads = [threading.Thread(target=stop, args=(name, sock)) for name, sock in (("socket", True), ("control", False))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120.0)
+    assert set(replies) == {"socket", "control"}, replies
+    assert replies["socket"]["served_by"] == "driver" and "served_by" not in replies["control"]
+    assert run_id in (replies["socket"]["aborted"], replies["control"]["aborted"]), replies
+    final = c.wait_run(run_id, timeout=300.0)
+    assert final["state"] == "aborted" and final["abort_reason"].endswith(("stop by socket", "stop by control")), final
+    rec = load_recording(final["summary"]["recording"])
+    # one ramp to rest (empty when the robot was still at rest), then the settle: no second stop
+    # began anew after the first
+    ramp = np.flatnonzero(rec.phase_mask("stopping") | rec.phase_mask("settle"))
+    assert ramp.size and np.all(np.diff(rec.seq[ramp]) == 1) and ramp[-1] == len(rec.seq) - 1
+    assert c.status()["driver"]["stop_socket"]["served"] == served_before + 1
+    after = c.submit_run("panda", excitation(1.0, seed=102), label="after two stops")["run_id"]
+    assert c.wait_run(after, timeout=300.0)["state"] == "completed"
