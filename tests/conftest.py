@@ -94,17 +94,20 @@ def restore_scheduler():
         os.sched_setscheduler(0, policy, param)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def numba_kernels_compiled():
+def pytest_configure(config):
     """numba's cache filled once, before the first test (robodyn.tools.testing.precompile says why:
     a kernel compiled beside real-time peers took a daemon's whole start-up time-out). About 4 s with
-    a warm cache, about 70 s on a fresh clone. If it fails, each kernel compiles where first used,
-    as before, and the suite goes on."""
+    a warm cache, about 70 s on a fresh clone. Done here, in the one process that starts pytest-xdist's
+    workers and before it starts them, so that the workers load a full cache: as a session fixture
+    each worker compiled every kernel itself, side by side (on a fresh clone each worker's first
+    test waited about 40 s for it on an idle host, 130 s beside stress-ng: docs/testing.md). If it
+    fails, each kernel compiles where first used, as before, and the suite goes on."""
     import subprocess
     import sys
 
+    if hasattr(config, "workerinput") or config.option.collectonly:  # an xdist worker: the controller did it
+        return
     try:
         subprocess.run([sys.executable, "-m", "robodyn.tools.testing.precompile"], timeout=900, check=False)
     except subprocess.TimeoutExpired:
         print("precompile: not done in 900 s; kernels compile where first used")
-    yield
