@@ -12,6 +12,26 @@ from numba import njit, prange
 from .model import RobotModel, check_states, com_inertia
 
 
+# Each link's mass, COM and inertia about the COM, per set of standard parameters: converting them
+# costs about five times the RNEA kernel on a few poses, and the calibration's deflection solver
+# calls inverse dynamics thousands of times on the same parameters. Keyed on the parameters' bytes,
+# so a changed array is converted anew; a few sets kept (the fit loops vary the joint angles, not
+# these). The kernels only read the arrays.
+_LINK_COM_CACHE: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_LINK_COM_CACHE_MAX = 32
+
+
+def _link_com_arrays_cached(inertial: np.ndarray):
+    key = inertial.tobytes()  # float64 (n, 10): the length gives n
+    hit = _LINK_COM_CACHE.get(key)
+    if hit is None:
+        hit = _link_com_arrays(inertial)
+        if len(_LINK_COM_CACHE) >= _LINK_COM_CACHE_MAX:
+            _LINK_COM_CACHE.pop(next(iter(_LINK_COM_CACHE)), None)
+        _LINK_COM_CACHE[key] = hit
+    return hit
+
+
 def _link_com_arrays(inertial: np.ndarray):
     n = inertial.shape[0]
     mass = np.zeros(n)
@@ -119,10 +139,10 @@ def inverse_dynamics(model: RobotModel, q, qd, qdd, *, inertial: np.ndarray | No
     """
     q, qd, qdd = check_states(model, q, qd, qdd)
     n = model.dof
-    params = model.inertial if inertial is None else np.asarray(inertial, float)
+    params = np.ascontiguousarray(model.inertial if inertial is None else inertial, dtype=float)
     if params.shape != (n, 10):
         raise ValueError(f"inertial: expected shape ({n}, 10), got {params.shape}")
-    mass, com, I_c = _link_com_arrays(params)
+    mass, com, I_c = _link_com_arrays_cached(params)
     rotor = np.zeros(n) if rotor_inertia is None else np.asarray(rotor_inertia, float).reshape(n)
     friction = friction or {}
     fv, fc, fo = (np.asarray(friction.get(k, np.zeros(n)), float).reshape(n)
