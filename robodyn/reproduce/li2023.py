@@ -68,7 +68,7 @@ def _ur5(rep: Reproduction, quick: bool, plot: str | None) -> None:
     from robodyn.calibration.paper_replay import replay_with_plots
 
     report = replay_with_plots(plot, seed=0, holdout=50 if quick else 200)
-    cmd = "robodyn calibrate replay --json" + (" --holdout 50" if quick else "")
+    cmd = "robodyn reproduce calibration --part ur5 --json" + (" --quick" if quick else "")
     rep.setup += ("Simulated UR5 whose true geometry and joint stiffness are the paper's own "
                   "Table 3 (combined row), a simulated AT960 tracker, 50 poses in the largest "
                   "ISO 9283 cube, 20 loaded poses with the paper's 4.678 kg payload; the same "
