@@ -27,12 +27,11 @@ from .comparison_data import (ASSUMED_PANDA_ROTOR_INERTIA, PLANTS, TX40_PLANT, t
 from .estimators import NormalEquations, ols, wls
 from .metaheuristic import (METAHEURISTICS, NI2024_ITERATIONS, NI2024_POPULATION, QuadraticFitness,
                             identify_linear, joint_weights, ni2024_options, normal_equations_of)
-from .methods import DESCRIPTIONS, METHODS, MethodOptions, identify_method, joint_weights_from, prepare_statistics
+from .methods import DESCRIPTIONS, MethodOptions, identify_method, joint_weights_from, prepare_statistics
 from .pipeline import IdentificationConfig, validate_many
 from .signals import SampledData
+from .names import COMPARABLE  # noqa: F401  (re-exported)
 
-# stepwise reads its own flexible-joint recordings: it has no place in a rigid-body comparison
-COMPARABLE = tuple(m for m in METHODS if m != "stepwise")
 # the Staubli TX40 set ships with the source tree's tests
 TX40_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "staubli_tx40"
 

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg.blas import dsyrk
 
-METHODS = ("ols", "wls", "irls", "ridge", "tls")
+from .names import LEAST_SQUARES as METHODS
 
 
 @dataclass

@@ -18,6 +18,8 @@ import scipy.optimize
 
 from robodyn.robot.friction import DEFAULT_LINEAR_ZONE, DEFAULT_SIGMOID_VELOCITY, MODELS, FrictionModel, sigmoid, stribeck
 
+from .names import EXPERIMENT_HALF_WIDTH, EXPERIMENT_SPEEDS  # noqa: F401  (re-exported)
+
 # Nelder-Mead of the Stribeck fit starts from this many values of vs spread over the measured speeds
 # (the paper states no start; the valley is narrow in vs), the best kept
 STRIBECK_STARTS = 8
@@ -27,10 +29,6 @@ FRICTION_SWEEP_SPEEDS = (0.001, 0.005, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0
                          0.62, 0.7, 0.8, 1.0, 1.2, 1.5, 1.8)
 
 
-# `robodyn friction design` and `robodyn demo`: ten speeds, dense around the Franka's Stribeck
-# velocities (0.05-0.09 rad/s), over a window of +- 0.1 rad: about 1.5 min of motion per joint
-EXPERIMENT_SPEEDS = (0.015, 0.03, 0.045, 0.06, 0.08, 0.1, 0.13, 0.18, 0.3, 0.6)
-EXPERIMENT_HALF_WIDTH = 0.1  # rad
 
 
 # --------------------------------------------------------------------------- identified with the dynamics

@@ -37,8 +37,8 @@ from .pipeline import IdentificationConfig, _chunks, base_rows
 from .regressor import gather_joint_major
 from .signals import SampledData
 from .processing import process_windows
+from .names import METAHEURISTICS
 
-METAHEURISTICS = ("wso", "pso", "ga", "icpso")
 # Ni et al. 2024 section 4.2: iteration counts tuned per algorithm by the authors. The population is
 # given only for WSO (150); the same population is used for PSO and GA so that each iteration
 # costs the same number of fitness evaluations.

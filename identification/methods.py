@@ -34,18 +34,8 @@ from .estimators import Estimate, NormalEquations, accumulate, estimate, ols
 from .metaheuristic import METAHEURISTICS, NI2024_POPULATION
 from .pipeline import IdentificationConfig, IdentificationResult, PreparedData, prepare, result_from
 from .signals import SampledData
+from .names import DESCRIPTIONS, METHODS, OTHER  # noqa: F401  (re-exported)
 
-OTHER = ("consistent", "nn")
-# stepwise: Chen et al. 2021 on flexible-joint recordings (identify_stepwise below)
-METHODS = LEAST_SQUARES + METAHEURISTICS + OTHER + ("stepwise",)
-DESCRIPTIONS = {
-    "ols": "ordinary least squares", "wls": "weighted least squares (Gautier)",
-    "irls": "Huber-reweighted least squares", "ridge": "ridge, strength by generalised cross-validation",
-    "tls": "total least squares", "wso": "white shark optimizer", "pso": "particle swarm", "ga": "genetic algorithm",
-    "icpso": "improved chaotic particle swarm", "consistent": "physically consistent (semidefinite program)",
-    "nn": "linear neural network",
-    "stepwise": "stepwise identification of flexible joints (link/motor encoders, torque sensor, current)",
-}
 
 
 @dataclass

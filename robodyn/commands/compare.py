@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from robodyn.cli import UserError, _strict, print_json
-from robodyn.identification.comparison import COMPARABLE
+from robodyn.identification.names import COMPARABLE
 
 from . import progress as bars
 from .common import add_json, fraction

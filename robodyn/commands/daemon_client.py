@@ -11,7 +11,7 @@ from pathlib import Path
 
 from robodyn.cli import UserError, print_json
 
-from robodyn.identification.estimators import METHODS as LEAST_SQUARES
+from robodyn.identification.names import LEAST_SQUARES
 
 from . import progress as bars
 from .common import add_json, nonnegative_int, positive_float, positive_int, require_file

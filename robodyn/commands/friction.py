@@ -23,8 +23,8 @@ from .common import add_json, floats
 
 
 def register(sub) -> None:
-    from robodyn.identification.friction import EXPERIMENT_HALF_WIDTH, EXPERIMENT_SPEEDS
-    from robodyn.robot.friction import MODELS
+    from robodyn.identification.names import EXPERIMENT_HALF_WIDTH, EXPERIMENT_SPEEDS
+    from robodyn.robot.friction_names import MODELS
 
     p = sub.add_parser("friction", help="the constant-velocity friction experiment: design the sweeps, fit the "
                                         "recorded runs (run them with `robodyn run`)",

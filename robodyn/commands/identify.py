@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from robodyn.cli import UserError, _strict, print_json
-from robodyn.identification.methods import DESCRIPTIONS, METHODS
+from robodyn.identification.names import DESCRIPTIONS, METHODS
 from robodyn.papers import cite
 
 from . import progress as bars

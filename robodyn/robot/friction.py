@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, vectorize
 
+from .friction_names import MODELS  # noqa: F401  (re-exported)
+
 # Ni et al. 2024 Table 2, Franka joints 1..7: fc, fs (N.m) and vs (rad/s; the sign is immaterial since vs
 # enters squared, so magnitudes are kept). Viscous friction is neglected in the paper.
 FRANKA_STRIBECK = {
@@ -26,7 +28,6 @@ FRANKA_STRIBECK = {
     "vs": (0.0729, 0.0603, 0.0474, 0.0892, 6.0463e-4, 0.0510, 0.0938),
 }
 
-MODELS = ("coulomb-viscous", "stribeck", "sigmoid")
 # qd0 of eq. 2 (the paper gives none): 0.01 rad/s. A simulator that applies friction explicitly sees
 # the linear zone's slope F(qd0)/qd0 as a damper; at 0.01 rad/s it stays stable for the Panda's
 # lightest joint at a 0.25 ms physics step, and identification must use the same zone as the plant.

@@ -69,3 +69,18 @@ def test_one_name_per_option():
         action = parser._option_string_actions.get("--holdout")
         if action is not None and action.help != argparse.SUPPRESS:  # a hidden old spelling may differ
             assert action.type is None and action.nargs in ("+", "*"), words
+
+
+def test_the_command_line_loads_no_numerical_library_before_a_command_needs_one():
+    """Building the parser (every command's options and help) imports none of numba, scipy or the
+    other heavy libraries: every `robodyn` invocation builds it, `robodyn abort` included, and on a
+    busy host those imports took seconds of CPU before the stop was sent. Each command's handler
+    imports what it uses."""
+    import subprocess
+    import sys
+
+    heavy = ("numba", "scipy", "mujoco", "zmq", "matplotlib", "pinocchio", "ray", "torch")
+    code = ("import sys, robodyn.cli as cli; cli.build_parser(); "
+            f"print(' '.join(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "", f"building the parser imported {out.stdout.strip()}"
