@@ -106,10 +106,13 @@ def _quintic_coefficients(T: float, p0, v0, a0, p1, v1, a1) -> np.ndarray:
 def _poly_eval(c: np.ndarray, tau: np.ndarray):
     """Polynomial sum c_k tau^k (c: (K, n)) and its first three derivatives at tau (N,)."""
     K = c.shape[0]
-    k = np.arange(K)
-    powers = lambda d: np.where(k >= d, tau[:, None] ** np.clip(k - d, 0, None), 0.0)  # noqa: E731
-    fall = lambda d: np.array([math.perm(int(j), d) if j >= d else 0 for j in k], float)  # noqa: E731
-    return tuple((powers(d) * fall(d)) @ c for d in range(4))
+    powers = np.empty((tau.shape[0], K))  # tau^0 .. tau^(K-1), by products (a float power per entry cost more than the rest)
+    powers[:, 0] = 1.0
+    for j in range(1, K):
+        powers[:, j] = powers[:, j - 1] * tau
+    # d-th derivative: sum over k >= d of c_k k!/(k-d)! tau^(k-d)
+    return tuple((powers[:, :K - d] * np.array([math.perm(k, d) for k in range(d, K)], float)) @ c[d:]
+                 if d < K else np.zeros((tau.shape[0], c.shape[1])) for d in range(4))
 
 
 @dataclass
