@@ -49,7 +49,7 @@ VALID_ARGS = {
     "submit_run": {"robot": st.just("panda"), "trajectory": st.builds(fourier_document, st.integers(1, 4)),
                    "mode": st.just("position"), "label": st.text(max_size=40)},
     "run_status": {"run_id": ids},
-    "abort": {"run_id": ids, "reason": st.text(max_size=40)},
+    "abort": {"run_id": ids, "reason": st.text(max_size=40), "stop": st.integers(1, 2 ** 62)},
     "runs": {"limit": st.integers(1, 1000)},
     "recording_info": {"recording": ids},
     "recordings": {"limit": st.integers(1, 1000), "offset": st.integers(0, 10 ** 6)},
