@@ -44,16 +44,18 @@ class ReadOnlyClient:
     def runs(self, limit: int = 50) -> list[dict]:
         return self.call("runs", limit=limit)["runs"]
 
-    def recordings(self, limit: int | None = None) -> list[dict]:
-        """The newest ``limit`` recordings (the daemon's default page without it), oldest first."""
-        return self.listing_page("recordings", limit)["recordings"]
+    def recordings(self) -> list[dict]:
+        """The daemon's default page of recordings (the newest); :meth:`listing_page` and
+        :meth:`every` for more."""
+        return self.call("recordings")["recordings"]
 
     def recording_info(self, recording: str) -> dict:
         return self.call("recording_info", recording=recording)
 
-    def jobs(self, limit: int | None = None) -> list[dict]:
-        """The newest ``limit`` jobs (the daemon's default page without it), oldest first."""
-        return self.listing_page("jobs", limit)["jobs"]
+    def jobs(self) -> list[dict]:
+        """The daemon's default page of jobs (the newest); :meth:`listing_page` and :meth:`every`
+        for more."""
+        return self.call("jobs")["jobs"]
 
     def listing_page(self, cmd: str, limit: int | None = None, offset: int | None = None) -> dict:
         """One page of a listing (``recordings`` or ``jobs``) with the daemon's ``total`` and
