@@ -283,9 +283,10 @@ def test_bad_configuration_is_one_sentence(tmp_path, monkeypatch):
     assert "pip install 'robodyn[ur]'" in str(e.value)
 
 
-def _servo_run(host: str, q_ref: np.ndarray, stall_s: np.ndarray | None = None) -> dict:
-    """Stream q_ref by servoJ, one command per controller sample; ``stall_s`` delays each command
-    (a slow or preempted client)."""
+def _servo_run(host: str, q_ref: np.ndarray, stall_s: np.ndarray | None = None,
+               read_stall_s: np.ndarray | None = None) -> dict:
+    """Stream q_ref by servoJ, one command per controller sample; ``stall_s`` delays each command,
+    ``read_stall_s`` each read after it (a slow or preempted client)."""
     d = make(host)
     d.connect()
     d.start("position")
@@ -298,6 +299,8 @@ def _servo_run(host: str, q_ref: np.ndarray, stall_s: np.ndarray | None = None) 
                 time.sleep(stall_s[k])
             cmd.q[:] = q
             d.write(cmd)
+            if read_stall_s is not None:
+                time.sleep(read_stall_s[k])
             s = d.read()
             out["q"].append(s.q.copy())
             out["qd"].append(s.qd.copy())
@@ -370,14 +373,44 @@ def test_lockstep_makes_a_servo_run_independent_of_the_client_timing(tmp_path):
     assert free > 1e-3  # the stalls are large enough to matter: the comparison can fail
 
 
+def test_lockstep_a_client_one_package_behind_loses_no_package(tmp_path):
+    """The first servoJ arrives while the controller still ticks freely. A client that sends it a
+    tick late, and its second command a tick after that, answers each package a tick after the one
+    it was sent for, one command ahead of the ticks. A lockstep tick that went ahead on that spare
+    command would send the next package before the client read the last one, and a client that
+    then stalls a few ms loses packages (ur_rtde keeps only the newest) with no pause to explain
+    them: the UR end-to-end test's lost samples on loaded hosts. Every tick must wait for the answer
+    to the package before it, so no controller sample after the first commands is lost."""
+    q_ref = _reference(UR_HOME, 1.0, seed=5, hold=25)
+    stalls, read_stalls = np.zeros(q_ref.shape[0]), np.zeros(q_ref.shape[0])
+    stalls[0], stalls[1] = 0.003, 0.002  # the first command a tick late, the second after the next tick
+    read_stalls[40::20] = 0.005  # then now and then the client reads 2.5 periods after its command
+    # a generous wait: no tick may go ahead without the client's command, on any host
+    peer = start_ur_controller(tmp_path, *RT, "--clock", "lockstep", "--seed", "3", "--lockstep-wait", "2")
+    try:
+        run = _servo_run(peer.host, q_ref, stalls, read_stalls)
+        status = sim_status(peer.host)
+    finally:
+        peer.stop()
+    counters = {f: status[f] for f in ("lockstep_waits", "lockstep_timeouts", "lockstep_lead", "lockstep_leads")}
+    print(f"controller counters {counters}")
+    ticks = controller_ticks(run["t"])
+    streaming = ticks[4:]  # the first commands reach a free-running controller: losses there are not lockstep's
+    lost = sorted(set(range(int(streaming[0]), int(streaming[-1]) + 1)) - set(streaming.tolist()))
+    assert status["lockstep_timeouts"] == 0, counters
+    assert status["lockstep_waits"] > 0, counters  # the stalls made the controller wait
+    assert not lost, (lost[:10], len(lost), counters)
+
+
 def test_drive_gains_from_a_load_unload_pair(tmp_path):
     """Same seed -> same true gains on both controllers; one carries a 3 kg payload. The global
     (Gautier-Briot) estimate finds all six; dynamic_calibration's difference is printed beside it.
     Both controllers run in lockstep, so the two servo runs (and the estimate) are meant to be the same
     on any host: measured identical to 4 digits idle, with two CPU hogs beside, and without SCHED_FIFO.
     Not always: a fresh-clone run of the whole suite (2026-11-26, 9fef697) found joint 1 at 2.01 %,
-    where the idle runs give 0.7-0.9 %. The cause is not found yet (docs/testing.md); in single runs
-    of the UR end-to-end test the same day, the controller's tick work stalled up to 40 ms."""
+    where the idle runs give 0.7-0.9 %. A likely cause, found later and not proven to be this one:
+    a client one command ahead of the ticks (test_lockstep_a_client_one_package_behind_loses_no_package)
+    let ticks go ahead without waiting, so a client held back lost samples and the runs differed."""
     from robodyn.identification.drive_gains import difference_drive_gains
     from robodyn.robot.loader import load_model
 

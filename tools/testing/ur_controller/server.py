@@ -13,11 +13,20 @@ announced once on stderr, and carried in every data package as ``actual_executio
 tick's lateness plus its work, ms; on a UR "controller real-time thread execution time"), which
 the driver reports in its diagnostics. In ``lockstep`` (``--clock lockstep``), while a control
 client is streaming servoJ, the client's input packages are queued and every tick applies exactly
-one, in arrival order, waiting for it when the queue is empty (at most ``lockstep_wait_s``, then the
-tick goes ahead, counted, and lockstep pauses until the client sends again). No command is ever
-overwritten by the next one before a tick applied it (the free clock keeps the newest, as a real
-controller does), so a servo run is the same sequence of targets on any host. The controller clock
-(``timestamp`` = ticks x dt) is exact in both modes.
+one, in arrival order. A tick goes ahead only once the client has answered the package before it
+(at most ``lockstep_wait_s``, then the tick goes ahead, counted, and lockstep pauses until the
+client sends again). No command is ever overwritten by the next one before a tick applied it (the
+free clock keeps the newest, as a real controller does), so a servo run is the same sequence of
+targets on any host. The controller clock (``timestamp`` = ticks x dt) is exact in both modes.
+
+A client can run one package behind the ticks: when it answered a package after a tick that did
+not wait for it had already sent the next one (the first servoJ, which arrives while the clock is
+still free, or the first command after a pause), its answers are applied a tick later than they
+were sent for. Then one queued command is not yet the answer to the newest package, and a tick that
+went ahead on it would send the next package before the client read the last one: the client,
+which keeps only the newest package, would lose it, outside any pause. So the controller counts the
+client's lead (``lockstep_lead``: a command that arrives while as many are queued as the lead is
+one more) and a tick waits until the queue holds more commands than the lead.
 
 Simulator-only dashboard commands (test hooks, never sent by ur_rtde):
 ``sim protective stop``, ``sim skip N`` (withhold the next N data packages: a gap; the withheld
@@ -40,7 +49,7 @@ from dataclasses import dataclass, field
 
 from . import rtde as R
 from .plant import PlantConfig, URPlant
-from .script import ControlScript, JointMotion, script_is_complete, script_name
+from .script import CMD_SERVOJ, ControlScript, JointMotion, script_is_complete, script_name
 from .ticks import MIN_SPACING, TickTiming, next_deadline, sleep_until
 
 ROBOT_MODES = {"POWER_OFF": 3, "POWER_ON": 4, "IDLE": 5, "RUNNING": 7}
@@ -135,9 +144,15 @@ class URController:
         self.timing = TickTiming(self.dt)
         self.stall_s = 0.0
         # lockstep: input packages received while streaming, applied one per tick in arrival order;
-        # the event wakes a tick that waits for one
+        # the condition wakes a tick that waits for one
         self.command_queue: deque[dict] = deque()
-        self.command_arrived = threading.Event()
+        self.command_arrived = threading.Condition(self.lock)
+        self.commands_received = 0  # input packages, all of them (a paused lockstep resumes on the next)
+        self._pause_mark = 0  # commands_received when lockstep paused
+        # commands the client sent ahead of the ticks (module docstring); a tick waits until more
+        # than this many are queued. Reset when lockstep pauses (the queue drains on the wall clock)
+        self.lockstep_lead = 0
+        self.lockstep_leads: deque[int] = deque(maxlen=1000)  # the ticks at which a lead was found
         self.lockstep_waits = 0  # ticks that waited for the client's command
         self.lockstep_timeouts = 0  # ticks that went ahead without it (LOCKSTEP_WAIT_S)
         # the ticks lockstep was paused, [first, last] (last None while still paused; the newest
@@ -236,8 +251,6 @@ class URController:
             with self.lock:
                 if self.command_queue:
                     self._write_registers(self.command_queue.popleft())
-                if not self.command_queue:
-                    self.command_arrived.clear()
                 self._control_tick()
                 packets = self._packets(self.timing.execution_ms)
             for client, data in packets:
@@ -254,21 +267,27 @@ class URController:
         return self.script.running and self.motion.mode == "servo"
 
     def _wait_for_command(self) -> bool:
-        """Wait for the streaming client's next command; True if the tick had to wait for it. A
-        client that stops streaming pauses lockstep until its next command."""
-        if self.command_arrived.is_set():
-            if self._lockstep_paused and self.lockstep_pauses:
-                self.lockstep_pauses[-1][1] = self.tick
-            self._lockstep_paused = False
-            return False
-        if self._lockstep_paused:
-            return False
-        self.lockstep_waits += 1
-        if not self.command_arrived.wait(self.cfg.lockstep_wait_s):
-            self.lockstep_timeouts += 1
-            self.lockstep_pauses.append([self.tick, None])
-            self._lockstep_paused = True
-        return True
+        """Wait until the client has answered the newest package: more commands queued than its
+        lead. True if the tick had to wait. A client that stops streaming pauses lockstep until its
+        next command."""
+        with self.lock:
+            if self._lockstep_paused:
+                if self.commands_received == self._pause_mark:
+                    return False
+                if self.lockstep_pauses:
+                    self.lockstep_pauses[-1][1] = self.tick
+                self._lockstep_paused = False
+            if len(self.command_queue) > self.lockstep_lead:
+                return False
+            self.lockstep_waits += 1
+            if not self.command_arrived.wait_for(lambda: len(self.command_queue) > self.lockstep_lead,
+                                                 self.cfg.lockstep_wait_s):
+                self.lockstep_timeouts += 1
+                self.lockstep_pauses.append([self.tick, None])
+                self._lockstep_paused = True
+                self._pause_mark = self.commands_received
+                self.lockstep_lead = 0
+            return True
 
     def _control_tick(self) -> None:
         self.script.tick(self.ints, self.doubles)
@@ -355,6 +374,7 @@ class URController:
                 data = sock.recv(65536)
                 if not data:
                     break
+                quick_ack(sock)
                 client.buffer.extend(data)
                 for msg_type, payload in R.split_frames(client.buffer):
                     reply = self._rtde_request(client, msg_type, payload)
@@ -409,12 +429,23 @@ class URController:
             return
         values = recipe.unpack(payload)
         with self.lock:
+            self.commands_received += 1
+            lockstep = self.cfg.clock == "lockstep" and self._streaming()
             # (a package behind queued ones queues too, even after streaming ended: order is kept)
-            if self.command_queue or (self.cfg.clock == "lockstep" and self._streaming()):
+            if self.command_queue or lockstep:
+                if values.get("input_int_register_0") != CMD_SERVOJ:
+                    # the stream ends (servoStop, or any other command): the ticks apply what is
+                    # queued, this last, and wait for nothing behind it
+                    self.lockstep_lead = 0
+                elif lockstep and not self._lockstep_paused and len(self.command_queue) > self.lockstep_lead:
+                    # the client answered a newer package while its answer to an older one is still
+                    # queued: it is one more command ahead of the ticks (module docstring)
+                    self.lockstep_lead += 1
+                    self.lockstep_leads.append(self.tick)
                 self.command_queue.append(values)
             else:
                 self._write_registers(values)
-            self.command_arrived.set()
+            self.command_arrived.notify_all()
 
     def _write_registers(self, values: dict) -> None:
         for name, value in values.items():
@@ -532,7 +563,8 @@ class URController:
         return {"tick": self.tick, "timestamp": self.tick * self.dt, "clock": self.cfg.clock,
                 "withheld": self.withheld, "withheld_ticks": [list(r) for r in self.withheld_ticks],
                 **self.timing.summary(), "lockstep_waits": self.lockstep_waits,
-                "lockstep_timeouts": self.lockstep_timeouts,
+                "lockstep_timeouts": self.lockstep_timeouts, "lockstep_lead": self.lockstep_lead,
+                "lockstep_leads": list(self.lockstep_leads),
                 "lockstep_pauses": [list(p) for p in list(self.lockstep_pauses)], "clients": [{"sent": c.sent, "dropped": c.dropped} for c in self.clients],
                 "script_running": self.script.running, "commands": {str(k): v for k, v in self.script.counts.items()},
                 "unsupported": {str(k): v for k, v in self.script.unsupported.items()},
@@ -569,6 +601,19 @@ class URController:
                 self.motion.hold()
                 self.script.start()
                 self.runtime_state = R.RUNTIME_PLAYING
+
+
+def quick_ack(sock: socket.socket) -> None:
+    """Acknowledge what was received now, not with the next data package. ur_rtde's control
+    connection leaves Nagle's algorithm on: it holds a command while the previous one is
+    unacknowledged, and a delayed acknowledgement rides on the next tick's package, so every servoJ
+    reached the controller one tick after it was sent (measured on loopback: written 0.1 ms after
+    the client read package k, received just after package k + 1). Linux clears the flag again on
+    its own, so it is set after every receive."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+    except (AttributeError, OSError):  # not Linux, or the socket closed meanwhile
+        pass
 
 
 def _close(sock: socket.socket) -> None:
