@@ -11,22 +11,9 @@ schedule (no SCHED_FIFO, other work on the cores) makes ticks late: each tick th
 than half a period late is an overrun, counted with the worst lateness, reported by ``sim status``,
 announced once on stderr, and carried in every data package as ``actual_execution_time`` (the
 tick's lateness plus its work, ms; on a UR "controller real-time thread execution time"), which
-the driver reports in its diagnostics. In ``lockstep`` (``--clock lockstep``), while a control
-client is streaming servoJ, the client's input packages are queued and every tick applies exactly
-one, in arrival order. A tick goes ahead only once the client has answered the package before it
-(at most ``lockstep_wait_s``, then the tick goes ahead, counted, and lockstep pauses until the
-client sends again). No command is ever overwritten by the next one before a tick applied it (the
-free clock keeps the newest, as a real controller does), so a servo run is the same sequence of
-targets on any host. The controller clock (``timestamp`` = ticks x dt) is exact in both modes.
-
-A client can run one package behind the ticks: when it answered a package after a tick that did
-not wait for it had already sent the next one (the first servoJ, which arrives while the clock is
-still free, or the first command after a pause), its answers are applied a tick later than they
-were sent for. Then one queued command is not yet the answer to the newest package, and a tick that
-went ahead on it would send the next package before the client read the last one: the client,
-which keeps only the newest package, would lose it, outside any pause. So the controller counts the
-client's lead (``lockstep_lead``: a command that arrives while as many are queued as the lead is
-one more) and a tick waits until the queue holds more commands than the lead.
+the driver reports in its diagnostics. In ``lockstep`` (``--clock lockstep``) the tick waits for
+the streaming client's commands and applies each exactly once (lockstep.py). The controller clock
+(``timestamp`` = ticks x dt) is exact in both modes.
 
 Simulator-only dashboard commands (test hooks, never sent by ur_rtde):
 ``sim protective stop``, ``sim skip N`` (withhold the next N data packages: a gap; the withheld
@@ -40,7 +27,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections import deque
 import sys
 import threading
 import time
@@ -49,7 +35,8 @@ from dataclasses import dataclass, field
 
 from . import rtde as R
 from .plant import PlantConfig, URPlant
-from .script import CMD_SERVOJ, ControlScript, JointMotion, script_is_complete, script_name
+from .lockstep import Lockstep
+from .script import ControlScript, JointMotion, script_is_complete, script_name
 from .ticks import MIN_SPACING, TickTiming, next_deadline, sleep_until
 
 ROBOT_MODES = {"POWER_OFF": 3, "POWER_ON": 4, "IDLE": 5, "RUNNING": 7}
@@ -143,23 +130,7 @@ class URController:
         self.withheld_ticks: list[list[int]] = []  # [first, last] tick numbers of each withheld range
         self.timing = TickTiming(self.dt)
         self.stall_s = 0.0
-        # lockstep: input packages received while streaming, applied one per tick in arrival order;
-        # the condition wakes a tick that waits for one
-        self.command_queue: deque[dict] = deque()
-        self.command_arrived = threading.Condition(self.lock)
-        self.commands_received = 0  # input packages, all of them (a paused lockstep resumes on the next)
-        self._pause_mark = 0  # commands_received when lockstep paused
-        # commands the client sent ahead of the ticks (module docstring); a tick waits until more
-        # than this many are queued. Reset when lockstep pauses (the queue drains on the wall clock)
-        self.lockstep_lead = 0
-        self.lockstep_leads: deque[int] = deque(maxlen=1000)  # the ticks at which a lead was found
-        self.lockstep_waits = 0  # ticks that waited for the client's command
-        self.lockstep_timeouts = 0  # ticks that went ahead without it (LOCKSTEP_WAIT_S)
-        # the ticks lockstep was paused, [first, last] (last None while still paused; the newest
-        # 1,000): from a timeout until the client's next command the ticks run on the wall clock,
-        # so a client can miss packages only inside these spans, which tests check against its count
-        self.lockstep_pauses: deque[list] = deque(maxlen=1000)
-        self._lockstep_paused = False
+        self.lockstep = Lockstep(self.lock, cfg.lockstep_wait_s)
         self.running = False
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
@@ -242,15 +213,16 @@ class URController:
         while self.running:
             sleep_until(deadline)
             due = deadline  # lateness is counted from here: the deadline, or the awaited command
-            if self.cfg.clock == "lockstep" and self._streaming() and self._wait_for_command():
+            if self.cfg.clock == "lockstep" and self._streaming() and self.lockstep.wait(self.tick):
                 due = max(deadline, time.monotonic_ns())
             if self.stall_s:
                 time.sleep(self.stall_s)  # `sim stall`: the host starves the controller
                 self.stall_s = 0.0
             start_ns = time.monotonic_ns()
             with self.lock:
-                if self.command_queue:
-                    self._write_registers(self.command_queue.popleft())
+                command = self.lockstep.pop()
+                if command is not None:
+                    self._write_registers(command)
                 self._control_tick()
                 packets = self._packets(self.timing.execution_ms)
             for client, data in packets:
@@ -265,29 +237,6 @@ class URController:
     def _streaming(self) -> bool:
         """A control client is streaming servoJ: the script runs and the motion is in servo mode."""
         return self.script.running and self.motion.mode == "servo"
-
-    def _wait_for_command(self) -> bool:
-        """Wait until the client has answered the newest package: more commands queued than its
-        lead. True if the tick had to wait. A client that stops streaming pauses lockstep until its
-        next command."""
-        with self.lock:
-            if self._lockstep_paused:
-                if self.commands_received == self._pause_mark:
-                    return False
-                if self.lockstep_pauses:
-                    self.lockstep_pauses[-1][1] = self.tick
-                self._lockstep_paused = False
-            if len(self.command_queue) > self.lockstep_lead:
-                return False
-            self.lockstep_waits += 1
-            if not self.command_arrived.wait_for(lambda: len(self.command_queue) > self.lockstep_lead,
-                                                 self.cfg.lockstep_wait_s):
-                self.lockstep_timeouts += 1
-                self.lockstep_pauses.append([self.tick, None])
-                self._lockstep_paused = True
-                self._pause_mark = self.commands_received
-                self.lockstep_lead = 0
-            return True
 
     def _control_tick(self) -> None:
         self.script.tick(self.ints, self.doubles)
@@ -429,23 +378,8 @@ class URController:
             return
         values = recipe.unpack(payload)
         with self.lock:
-            self.commands_received += 1
-            lockstep = self.cfg.clock == "lockstep" and self._streaming()
-            # (a package behind queued ones queues too, even after streaming ended: order is kept)
-            if self.command_queue or lockstep:
-                if values.get("input_int_register_0") != CMD_SERVOJ:
-                    # the stream ends (servoStop, or any other command): the ticks apply what is
-                    # queued, this last, and wait for nothing behind it
-                    self.lockstep_lead = 0
-                elif lockstep and not self._lockstep_paused and len(self.command_queue) > self.lockstep_lead:
-                    # the client answered a newer package while its answer to an older one is still
-                    # queued: it is one more command ahead of the ticks (module docstring)
-                    self.lockstep_lead += 1
-                    self.lockstep_leads.append(self.tick)
-                self.command_queue.append(values)
-            else:
+            if not self.lockstep.receive(values, self.cfg.clock == "lockstep" and self._streaming(), self.tick):
                 self._write_registers(values)
-            self.command_arrived.notify_all()
 
     def _write_registers(self, values: dict) -> None:
         for name, value in values.items():
@@ -562,10 +496,7 @@ class URController:
     def status(self) -> dict:
         return {"tick": self.tick, "timestamp": self.tick * self.dt, "clock": self.cfg.clock,
                 "withheld": self.withheld, "withheld_ticks": [list(r) for r in self.withheld_ticks],
-                **self.timing.summary(), "lockstep_waits": self.lockstep_waits,
-                "lockstep_timeouts": self.lockstep_timeouts, "lockstep_lead": self.lockstep_lead,
-                "lockstep_leads": list(self.lockstep_leads),
-                "lockstep_pauses": [list(p) for p in list(self.lockstep_pauses)], "clients": [{"sent": c.sent, "dropped": c.dropped} for c in self.clients],
+                **self.timing.summary(), **self.lockstep.status(), "clients": [{"sent": c.sent, "dropped": c.dropped} for c in self.clients],
                 "script_running": self.script.running, "commands": {str(k): v for k, v in self.script.counts.items()},
                 "unsupported": {str(k): v for k, v in self.script.unsupported.items()},
                 "drive_gains": self.plant.drive_gains.tolist(), "q_true": self.plant.q_true.tolist(),
