@@ -87,7 +87,7 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None, transmi
 
 def _excitation_rows(path: Path, header: list[str], data: np.ndarray) -> np.ndarray:
     """The rows a daemon recording's identification uses: its execute phase. A recording exported
-    as CSV (``robodyn recording export``) carries the phase code of every sample (0 idle,
+    as CSV (``robodyn export``) carries the phase code of every sample (0 idle,
     1 move_to_start, 2 execute, 3 settle, 4 stopping); the move to the start and the settle are
     not excitation, and the .mcap path leaves them out too. A CSV without a phase column is used
     whole, and says so once."""

@@ -89,10 +89,33 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str, prog: str | None = None):
         prog = prog or self.prog
-        self.exit(EXIT_USAGE, f"{prog}: error: {message}; see `{prog} --help`\n")
+        self.exit(EXIT_USAGE, f"{prog}: error: {self._explained(message)}; see `{prog} --help`\n")
+
+    def _explained(self, message: str) -> str:
+        """argparse's message, with a mistyped command answered by the listed commands only (its
+        own list also names the deprecated, unlisted ones) and the nearest, and a missing input that
+        an earlier ``--holdout`` took explained (it takes every path after it)."""
+        import difflib
+        import re
+
+        m = re.search(r"invalid choice: '?([^' ]*)'? \(choose from .*\)$", message)
+        for action in self._actions:
+            if m and isinstance(action, argparse._SubParsersAction) and action.metavar and \
+                    message.startswith(f"argument {action.metavar}:"):
+                listed = [a.dest for a in action._choices_actions]
+                near = difflib.get_close_matches(m.group(1), listed, n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                return f"{message[:m.start()]}invalid choice: {m.group(1)!r} (choose from {', '.join(listed)}){hint}"
+        if "the following arguments are required" in message and "--holdout" in Parser.argv:
+            return (f"{message} (--holdout takes every path after it: put the data first, "
+                    f"`... DATA ... --holdout REC ...`)")
+        return message
+
+    argv: list = []  # the words being parsed (a subcommand's parser explains its errors with them)
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but an unknown argument is reported by the command it was given to."""
+        Parser.argv = [str(a) for a in (sys.argv[1:] if args is None else args)]
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}", getattr(parsed, "command_prog", None))

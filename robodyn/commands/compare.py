@@ -29,7 +29,7 @@ from robodyn.cli import UserError, _strict, print_json
 from robodyn.identification.names import COMPARABLE
 
 from . import progress as bars
-from .common import add_json, fraction
+from .common import add_json, fraction, nonnegative_float, positive_float
 from .identify import (_floats, _load, add_method_options, add_model_arguments, add_processing_arguments,
                        config_from_args, method_options)
 
@@ -59,20 +59,20 @@ def register(sub) -> None:
                                                      "ur_like: the realistic simulator, a MuJoCo arm unlike the "
                                                      "model through a Franka-like / UR-like sensor model; other "
                                                      "plants register through comparison_data.register_plant")
-    sim.add_argument("--seconds", type=float, default=60.0, help="length of each simulated run (default 60)")
-    sim.add_argument("--rate", type=float, default=None, help="sampling rate, Hz (default, as Ni et al. 2024: 100; "
+    sim.add_argument("--seconds", type=positive_float, default=60.0, help="length of each simulated run (default 60)")
+    sim.add_argument("--rate", type=positive_float, default=None, help="sampling rate, Hz (default, as Ni et al. 2024: 100; "
                                                               "a realistic plant's sensor fixes its own)")
-    sim.add_argument("--noise", type=float, default=None, help="torque noise, N.m (default 0.5; a realistic "
+    sim.add_argument("--noise", type=nonnegative_float, default=None, help="torque noise, N.m (default 0.5; a realistic "
                                                                "plant's sensor model fixes its own)")
     real = p.add_argument_group("a shipped real data set (instead of recordings)")
     real.add_argument("--dataset", choices=["tx40"], help="the Staubli TX40 set shipped in tests/data/staubli_tx40, "
                                                           "processed once and split (--split)")
-    real.add_argument("--split", type=float, default=0.5, help="fraction of the run that identifies (default 0.5)")
+    real.add_argument("--split", type=fraction, default=0.5, help="fraction of the run that identifies (default 0.5)")
     real.add_argument("--data-dir", default=None, help="directory of the data set (default: the shipped copy)")
     add_model_arguments(p)
     add_processing_arguments(p)
     add_method_options(p, population_default=150)
-    p.add_argument("--iteration-scale", type=float, default=1.0,
+    p.add_argument("--iteration-scale", type=positive_float, default=1.0,
                    help="multiply Ni et al. 2024's iteration counts (WSO 3000, PSO 800, GA 460, ICPSO 800); "
                         "--iterations sets one count for all instead")
     p.add_argument("--out", metavar="JSON", help="write the comparison as JSON")

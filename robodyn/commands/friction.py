@@ -1,6 +1,6 @@
 """`robodyn friction design | fit`: the constant-velocity friction experiment (Ni et al. 2024,
-"Dynamic parameter identification of a robot manipulator based on the White Shark Optimizer",
-§2.1) from the command line, the chain `robodyn demo` runs:
+"Dynamic parameter identification of a seven-degree-of-freedom manipulator based on the white shark
+optimizer", §2.1) from the command line, the chain `robodyn demo` runs:
 
     robodyn friction design --robot panda --out friction_sweep.json
     robodyn run --robot panda --trajectory friction_sweep.json --wait     # the daemon runs and records it
@@ -29,8 +29,8 @@ def register(sub) -> None:
     p = sub.add_parser("friction", help="the constant-velocity friction experiment: design the sweeps, fit the "
                                         "recorded runs (run them with `robodyn run`)",
                        description="Joint friction from constant-velocity sweeps (Ni et al. 2024, Dynamic "
-                                   "parameter identification of a robot manipulator based on the White Shark "
-                                   "Optimizer): each joint moves at constant speed forward and back over the same "
+                                   "parameter identification of a seven-degree-of-freedom manipulator based on the "
+                                   "white shark optimizer): each joint moves at constant speed forward and back over the same "
                                    "angles; at equal angles gravity and inertia cancel, half the torque difference "
                                    "is friction. Design, run with `robodyn run`, fit, then subtract the fit in "
                                    "`robodyn identify --friction-model`.")
@@ -92,8 +92,8 @@ def cmd_design(args) -> int:
         joints = list(range(model.dof))
     else:
         values = floats(args.joints, "--joints")
-        if not values or any(v != int(v) for v in values):
-            raise UserError(f"--joints: expected joint numbers 1..{model.dof}, got {args.joints!r}")
+        if not values or any(v != int(v) or not 1 <= v <= model.dof for v in values) or len(set(values)) < len(values):
+            raise UserError(f"--joints: expected distinct joint numbers 1..{model.dof}, got {args.joints!r}")
         joints = [int(v) - 1 for v in values]
     if args.hold is None:
         from robodyn.drivers.sim import default_initial_q

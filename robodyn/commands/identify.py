@@ -12,7 +12,7 @@ from robodyn.identification.names import DESCRIPTIONS, METHODS
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import add_json, deprecated, number, positive_float
+from .common import add_json, deprecated, nonnegative_float, number, positive_float, positive_int
 
 DEFAULT_RESULT = "result.json"
 DRIVE_GAINS_HELP = "motor current to joint torque, N.m/A per joint, for CSV files with current columns"
@@ -43,18 +43,18 @@ def add_processing_arguments(p) -> None:
                    help="one zero-phase Butterworth low-pass for q, measured qd and tau (0 = off). auto (default): "
                         "twice the frequency where the fastest joint's acceleration spectrum turns from motion to "
                         "noise, not below the commanded trajectory's bandwidth; the choice is recorded")
-    g.add_argument("--rloess-span", type=float, default=None, metavar="SPAN",
+    g.add_argument("--rloess-span", type=nonnegative_float, default=None, metavar="SPAN",
                    help=f"robust LOESS on qdd and tau ({cite('wso')} uses 0.02); fraction or sample count")
-    g.add_argument("--decimate", type=int, default=1, metavar="F", help="keep every F-th sample for the fit (after "
+    g.add_argument("--decimate", type=positive_int, default=1, metavar="F", help="keep every F-th sample for the fit (after "
                    "an anti-alias low-pass, which prediction applies too)")
-    g.add_argument("--min-velocity", type=float, default=None, metavar="RAD_S",
+    g.add_argument("--min-velocity", type=nonnegative_float, default=None, metavar="RAD_S",
                    help="fit only samples where every joint moves faster than this")
-    g.add_argument("--trim", type=float, default=0.0, metavar="S", help="seconds dropped at both ends")
+    g.add_argument("--trim", type=nonnegative_float, default=0.0, metavar="S", help="seconds dropped at both ends")
     g.add_argument("--velocity", choices=("auto", "measured", "differentiate"), default="auto",
                    help="use measured velocity when present (auto) or differentiate q")
     g.add_argument("--resample", choices=("auto", "always", "never"), default="auto",
                    help="resample jittered timestamps onto a uniform grid (within each stretch between gaps)")
-    g.add_argument("--gap-periods", type=float, default=3.0, metavar="K",
+    g.add_argument("--gap-periods", type=positive_float, default=3.0, metavar="K",
                    help="a step longer than K sampling periods splits the recording; nothing is interpolated "
                         "across it (default 3)")
 
@@ -92,8 +92,8 @@ def add_method_options(p, population_default: int | None = None) -> None:
     g = p.add_argument_group(f"metaheuristics: wso, pso, ga, icpso ({cite('wso')}): search each parameter "
                              "within five times its least-squares magnitude around the least-squares value, for the "
                              "smallest weighted torque error")
-    g.add_argument("--population", type=int, default=population_default, help="population size (default 150)")
-    g.add_argument("--iterations", type=int, default=None,
+    g.add_argument("--population", type=positive_int, default=population_default, help="population size (default 150)")
+    g.add_argument("--iterations", type=positive_int, default=None,
                    help="iterations or generations (default: Ni et al. 2024's WSO 3000, PSO 800, GA 460, ICPSO 800)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0); the result records it")
     g.add_argument("--weights", default=None, metavar="PSI",
@@ -117,7 +117,7 @@ def method_options(args, method: str):
     from robodyn.identification.methods import MethodOptions
 
     kt = getattr(args, "torque_constant", None)
-    held = getattr(args, "holdout", None)  # recordings (identify); compare's --holdout is still a fraction
+    held = getattr(args, "holdout", None)  # held-out recordings (identify and compare)
     held = held if isinstance(held, (list, tuple)) else ()
     return MethodOptions(weights=args.weights, population=args.population,
                          iterations=args.epochs if method == "nn" else args.iterations, seed=args.seed,

@@ -15,6 +15,7 @@ import threading
 from robodyn.cli import UserError
 from robodyn.tools.operator.listen import check_listen_host
 
+from .common import positive_float
 from .daemon_client import _endpoint_arg, curve_keys
 
 
@@ -38,7 +39,7 @@ def register(sub) -> None:
     f.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="a web page origin allowed to connect besides the bridge's own, e.g. "
                         "https://app.foxglove.dev for Foxglove in a browser (repeatable; it still needs the token)")
-    f.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    f.add_argument("--duration", type=positive_float, default=None, metavar="S", help="stop after S seconds")
     _nice_arg(f)
     f.add_argument("--json", action="store_true", help="machine-readable lines: the address when serving, the "
                                                        "counters at the end")
@@ -52,7 +53,7 @@ def register(sub) -> None:
     s.add_argument("--port", type=int, default=47780, help="HTTP port (default 47780; 0 picks a free one)")
     s.add_argument("--period", type=float, default=0.5, metavar="S", help="how often the daemon is polled "
                                                                           "(default 0.5 s)")
-    s.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    s.add_argument("--duration", type=positive_float, default=None, metavar="S", help="stop after S seconds")
     _nice_arg(s)
     s.add_argument("--json", action="store_true", help="print the page's address as JSON")
     s.set_defaults(handler=cmd_status_page)

@@ -168,6 +168,19 @@ def test_the_mistakes_a_user_makes(capsys, tmp_path, monkeypatch):
         (["compare", traj, "--robot", "panda", "--holdout", "0.25"], "--holdout-fraction"),
         (["compare", traj, "--robot", "panda", "--holdout-fraction", "1.5"], "--holdout-fraction"),
         (["reproduce", "no-such-paper"], "invalid choice"),
+        # numbers outside what the option means: refused at once, naming the option and its limit
+        (["identify", traj, "--robot", "panda", "--population", "0"], "--population"),
+        (["identify", traj, "--robot", "panda", "--iterations", "0"], "--iterations"),
+        (["identify", traj, "--robot", "panda", "--trim", "-5"], "--trim"),
+        (["identify", traj, "--robot", "panda", "--min-velocity", "-1"], "--min-velocity"),
+        (["identify", traj, "--robot", "panda", "--decimate", "0"], "--decimate"),
+        (["compare", "--dataset", "tx40", "--split", "1.5"], "--split"),
+        (["compare", "--simulate", "panda", "--seconds", "-1"], "--seconds"),
+        (["bridge", "foxglove", "--duration", "-1"], "--duration"),
+        (["status-page", "--duration", "0"], "--duration"),
+        (["friction", "design", "--robot", "panda", "--joints", "0", "--out", out], "1..7"),
+        (["friction", "design", "--robot", "panda", "--joints", "8", "--out", out], "1..7"),
+        (["friction", "design", "--robot", "panda", "--joints", "2,2", "--out", out], "distinct"),
     ]
     for argv, expected in cases:
         line = one_line_error(capsys, argv)
@@ -175,6 +188,24 @@ def test_the_mistakes_a_user_makes(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("ROBODYN_ENDPOINT", "127.0.0.1:47770")
     line = one_line_error(capsys, ["recordings"])
     assert "ROBODYN_ENDPOINT" in line and "tcp://HOST:PORT" in line
+
+
+def test_a_mistyped_command_lists_the_listed_commands_and_the_nearest(capsys):
+    line = one_line_error(capsys, ["idenify"])
+    assert "'idenify'" in line and "did you mean 'identify'?" in line
+    assert "'identify'" in line or " identify," in line
+    # the deprecated commands run but are not listed in the help, nor here
+    assert "identify-advanced" not in line and "stepwise-flexible" not in line
+    line = one_line_error(capsys, ["calibrate", "replya"])
+    assert "did you mean" not in line or "replay" not in line.split("did you mean")[1]
+    assert " replay" not in line and "export-urdf" not in line, line
+
+
+def test_a_holdout_before_the_data_is_explained(capsys, tmp_path):
+    traj = _seven_joint_trajectory(tmp_path / "panda.json")
+    argv = ["identify", "--robot", "panda", "--holdout", traj, traj]
+    line = one_line_error(capsys, argv)
+    assert "REC_OR_CSV" in line and "put the data first" in line, line
 
 
 def test_an_invalid_choice_does_not_print_the_usage_first(capsys):
