@@ -194,7 +194,8 @@ def compare_methods(data: ComparisonData, methods: Sequence[str], options: Metho
             processed = held_ne.metrics(th, joints)
             row.update(heldout_processed_rmse=processed["rmse"], heldout_processed_sum=processed["rmse_sum"])
         against = ("the measured (unfiltered) torque of the held-out part; the identification part against its "
-                   "processed torque; heldout_processed_* against the processed torque")
+                   "processed torque (the held-out part against its processed torque: --json, "
+                   "heldout_processed_rmse and heldout_processed_sum)")
     elif preprocessed:  # exact qd, qdd: the normal equations are the data, sample for sample
         scores = [(ne.metrics(th, joints), held_ne.metrics(th, joints)) for th in thetas]
         against = "the (preprocessed) torque of the data"

@@ -115,6 +115,8 @@ class NormalEquations:
             rel = np.sqrt(rss / self.c)
             cov = sum_mp - sum_m * sum_p / N
             corr = cov / np.sqrt((self.c - sum_m**2 / N) * (sum_pp - sum_p**2 / N))
+            # from running sums, rounding can put a perfect fit a few ulps past 1 (1.0000000003 was printed)
+            corr = np.clip(corr, -1.0, 1.0)
         return {
             "joints": list(joint_names),
             "rmse": rmse.tolist(),

@@ -235,6 +235,8 @@ class TorqueMetrics:
             var_m = s["mm"] - s["m"] ** 2 / N
             var_p = s["pp"] - s["p"] ** 2 / N
             corr = cov / np.sqrt(var_m * var_p)
+            # from running sums, rounding can put a perfect fit a few ulps past 1 (1.0000000003 was printed)
+            corr = np.clip(corr, -1.0, 1.0)
         return {
             "joints": list(joint_names),
             "rmse": rmse.tolist(),
