@@ -425,7 +425,8 @@ def _check_list(report: Report, rel: str, lines: list[str], marker_line: int, sp
 
 
 def _cells(row: str) -> list[str]:
-    return [c.strip() for c in row.strip().strip("|").split("|")]
+    """A table row's cells; ``\\|`` inside a cell is text (markdown's escaped pipe), not a border."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
 
 
 def _check_table(report: Report, rel: str, lines: list[str], start: int, spec, data_of) -> None:

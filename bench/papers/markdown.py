@@ -24,7 +24,7 @@ HEADINGS = {"wso": "Ni et al. 2024, white shark optimizer identification of a Fr
 
 
 def _cell(text: str) -> str:
-    return str(text).replace("|", "/").replace("\n", " ")
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def section(key: str, paper: dict) -> str:
