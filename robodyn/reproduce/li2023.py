@@ -255,5 +255,6 @@ def _heavy_findings(rep: Reproduction, report: dict, cmd: str) -> None:
     if unresolved:
         rep.findings.append(Finding(
             "heavy-arm stiffness of " + ", ".join(unresolved), "not determined by the data",
-            "The plant's data leave these compliances within two standard errors of zero: reported as "
+            f"The plant's data leave {'these compliances' if len(unresolved) > 1 else 'this compliance'} within two "
+            "standard errors of zero: reported as "
             "unidentifiable with the lower bound the data support, not as a number", cmd))

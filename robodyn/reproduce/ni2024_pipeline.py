@@ -324,7 +324,8 @@ def reproduce_table2(rep, quick: bool, *, paper_origin: str) -> None:
         f"Table 2: eq. 2's fc, fs, vs of every joint from the {len(speeds)}-speed sweep",
         "measured on a plant unlike the model",
         f"The sweep ({min(speeds):g}-{max(speeds):g} rad/s, once each where the paper repeats it 6 times) determines "
-        "eq. 2 on joint(s) " + (", ".join(map(str, settled)) or "none") + f" of {len(determinacy)} (every "
+        + (f"eq. 2 on joint(s) {', '.join(map(str, settled))} of {len(determinacy)}" if settled
+           else f"eq. 2 on none of the {len(determinacy)} joints") + " (every "
         f"parameter positive, vs within the swept speeds, each standard error under {RELATIVE_STD_LIMIT:.0%} of its "
         "value)" + ("" if not loose else "; not on " + "; ".join(
             f"joint {d['joint'] + 1}: " + ", ".join(d["reasons"]) for d in loose))

@@ -189,3 +189,18 @@ def test_zhong_plant_with_friction_is_unlike_the_networks_model():
     assert np.allclose(own["p_ols"], z.ZHONG_TRUE_P, atol=2e-3) and own["friction"] is None
     assert np.abs(np.array(plant["p_ols"]) - z.ZHONG_TRUE_P).max() > 0.005  # p2, p4 off by 0.006-0.007
     assert R.report.origin_word(z.PLANT_ORIGIN) == "plant"
+
+
+def test_wso_first_is_reached_only_when_wso_is_below_pso_and_ga_on_every_plant():
+    from robodyn.reproduce.ni2024 import wso_below_pso_and_ga
+
+    def setup(wso, pso, ga):
+        return {"rows": [{"method": m, "heldout_sum": v} for m, v in (("ols", 1.0), ("wso", wso), ("pso", pso),
+                                                                      ("ga", ga))]}
+
+    results = {"franka-like": setup(2.3, 4.1, 4.5), "ur-like": setup(3.5, 5.3, 15.3)}
+    assert wso_below_pso_and_ga(results, ["franka-like", "ur-like"])
+    results["ur-like"] = setup(3.5, 5.3, 3.4)  # GA below WSO on one plant: not reached
+    assert not wso_below_pso_and_ga(results, ["franka-like", "ur-like"])
+    assert wso_below_pso_and_ga(results, ["franka-like"])
+    assert not wso_below_pso_and_ga(results, [])  # no plant, no claim
