@@ -58,6 +58,15 @@ async def watch_a_run(url: str, daemon, trajectory: dict, deadline_s: float = 90
         # a viewer may try to publish (a command topic): the server has no such capability
         await ws.send(json.dumps({"op": "advertise", "channels": [
             {"id": 1, "topic": "/robodyn/command", "encoding": "json", "schemaName": "cmd"}]}))
+        # the run starts once the subscriptions are served, i.e. a sample of the idle stream arrived:
+        # a loaded host let the bridge take the subscribe op after the run's first phase event
+        # (its phases read execute, settle: move_to_start was published before anyone subscribed)
+        for _ in range(10_000):
+            frame = await asyncio.wait_for(ws.recv(), 10)
+            if isinstance(frame, str):
+                out["statuses"].append(json.loads(frame))
+            elif subs[struct.unpack_from("<I", frame, 1)[0]] == "/joint_states":
+                break
         out["run"] = await asyncio.to_thread(daemon.client.submit_run, "panda", trajectory)
         t_end = time.monotonic() + deadline_s
         done = False
