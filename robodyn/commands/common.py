@@ -60,6 +60,23 @@ def require_file(path) -> Path:
     return path
 
 
+def output_path(given, default, force: bool) -> Path:
+    """The file a command writes: the one named with --out, or its default name when no file has it
+    yet (or with --force). A default never overwrites a file the user did not name."""
+    if given is not None:
+        return Path(given)
+    default = Path(default)
+    if default.exists() and not force:
+        from robodyn.errors import UserError
+
+        raise UserError(f"--out: not given, and {default} exists; name the output with --out FILE, or add --force "
+                        "to overwrite it")
+    return default
+
+
+FORCE_HELP = "overwrite the default output file when --out is not given"
+
+
 def floats(text: str, name: str, count: int | None = None) -> list[float]:
     try:
         values = [float(x) for x in str(text).split(",") if x.strip()]

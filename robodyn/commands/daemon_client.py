@@ -14,7 +14,7 @@ from robodyn.cli import UserError, print_json
 from robodyn.identification.names import LEAST_SQUARES
 
 from . import progress as bars
-from .common import add_json, nonnegative_int, positive_float, positive_int, require_file
+from .common import FORCE_HELP, add_json, nonnegative_int, output_path, positive_float, positive_int, require_file
 from .identify import add_processing_arguments, processing_from_args
 
 
@@ -82,7 +82,9 @@ def register(sub) -> None:
     p.add_argument("recording", metavar="REC", help="recording id (asks the daemon), .mcap file, or .csv log")
     p.add_argument("--format", required=True, choices=("csv", "npz"), help="CSV (one row per sample) or NumPy NPZ")
     p.add_argument("--out", "-o", metavar="FILE",
-                   help="output file (default: the recording's name with the new suffix, in the current folder)")
+                   help="output file (default: the recording's name with the new suffix, in the current folder, "
+                        "never overwritten without --force)")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--output", dest="out", help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--topic", metavar="TOPIC", help="ROS 2 bag (directory, .mcap or .db3): its sensor_msgs/msg/"
                                                     "JointState topic (default: the only one); writes t, q, qd, tau")
@@ -464,7 +466,7 @@ def cmd_export(args) -> int:
             info = _daemon_call(lambda: c.recording_info(args.recording))
         src = Path(info["path"])
         rec = load_recording(src)
-    out = Path(args.out) if args.out else Path.cwd() / f"{src.stem}.{args.format}"
+    out = output_path(args.out, Path.cwd() / f"{src.stem}.{args.format}", args.force)
     if out.resolve() == src.resolve():
         raise UserError(f"output {out} would overwrite the input")
     (export_csv if args.format == "csv" else export_npz)(rec, out)
@@ -486,7 +488,7 @@ def _export_bag(args, src: Path) -> int:
 
     names = load_model(args.robot).joint_names if args.robot else None
     data = load_bag(src, names, args.topic)
-    out = Path(args.out) if args.out else Path.cwd() / f"{src.stem}.{args.format}"
+    out = output_path(args.out, Path.cwd() / f"{src.stem}.{args.format}", args.force)
     if out.resolve() == src.resolve():
         raise UserError(f"output {out} would overwrite the input")
     save_dataset(data, out)

@@ -12,7 +12,7 @@ from robodyn.identification.names import DESCRIPTIONS, METHODS
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import add_json, deprecated, nonnegative_float, number, positive_float, positive_int
+from .common import add_json, deprecated, nonnegative_float, number, output_path, positive_float, positive_int
 
 DEFAULT_RESULT = "result.json"
 DRIVE_GAINS_HELP = "motor current to joint torque, N.m/A per joint, for CSV files with current columns"
@@ -382,12 +382,7 @@ def cmd_identify(args) -> int:
 
 def _out_path(args) -> str:
     """--out, or the default file when it does not exist yet (or with --force): never a silent overwrite."""
-    if args.out is not None:
-        return args.out
-    if Path(DEFAULT_RESULT).exists() and not args.force:
-        raise UserError(f"--out: not given, and ./{DEFAULT_RESULT} exists; name the result file with --out FILE, "
-                        "or add --force to overwrite it")
-    return DEFAULT_RESULT
+    return str(output_path(args.out, DEFAULT_RESULT, args.force))
 
 
 def _write_report(path, model, doc: dict, datasets, holdout, args) -> None:

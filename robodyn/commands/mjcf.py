@@ -6,7 +6,10 @@ from pathlib import Path
 
 from robodyn.cli import print_json
 
-from .common import add_json
+from .common import FORCE_HELP, add_json, output_path
+
+
+DEFAULT_OUT = "robot_identified.xml"
 
 
 def register(sub) -> None:
@@ -15,7 +18,9 @@ def register(sub) -> None:
                                    "(damping) and Coulomb friction (frictionloss) into an MJCF file with the robot "
                                    "model's kinematics, one motor per joint and the joint map.")
     p.add_argument("result", help="result JSON of `robodyn identify --method consistent`")
-    p.add_argument("--out", default="robot_identified.xml", metavar="FILE.xml", help="MJCF file to write")
+    p.add_argument("--out", default=None, metavar="FILE.xml",
+                   help=f"MJCF file to write (default ./{DEFAULT_OUT}, never overwritten without --force)")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--robot", help="model (default: the one named in the result)")
     p.add_argument("--verify", action="store_true",
                    help="load the file in MuJoCo and compare its inverse dynamics with robodyn's prediction on "
@@ -31,6 +36,7 @@ def cmd_export_mjcf(args) -> int:
 
     doc = load_result(args.result)
     model = load_model(args.robot or doc.get("robot_ref") or doc["robot"])
+    args.out = str(output_path(args.out, DEFAULT_OUT, args.force))
     text, notes = export_mjcf(model, doc)
     Path(args.out).write_text(text)
     report = None

@@ -49,3 +49,18 @@ def test_the_default_result_file_is_not_overwritten_silently(recordings, tmp_pat
     assert (tmp_path / "result.json").read_text() == "keep me"
     assert main(argv + ["--force"]) == 0
     assert (tmp_path / "result.json").read_text().startswith("{")
+
+
+def test_an_exports_default_file_is_not_overwritten_silently(recordings, tmp_path, monkeypatch, capsys):
+    ident, _ = recordings
+    monkeypatch.chdir(tmp_path)
+    argv = ["export", str(ident), "--format", "npz"]
+    assert main(argv) == 0 and (tmp_path / "ident.npz").exists()
+    (tmp_path / "ident.npz").write_text("keep me")
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ident.npz exists" in err and "--force" in err
+    assert (tmp_path / "ident.npz").read_text() == "keep me"
+    assert main(argv + ["--force"]) == 0 and (tmp_path / "ident.npz").read_bytes() != b"keep me"
+    assert main(argv + ["--out", str(tmp_path / "ident.npz")]) == 0  # a file the user names is written
