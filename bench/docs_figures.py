@@ -74,6 +74,7 @@ class Source:
 
 SOURCES: dict[str, Source] = {
     "regressor": Source("bench/regressor/result.json", "python bench/regressor/run.py", 3.0),
+    "rnea": Source("bench/rnea/result.json", "python bench/rnea/run.py", 3.0),
     "identify": Source("bench/identify/result.json", "python bench/identify/run.py --hours 1,2,4 --robots panda", None,
                        "writes 7 h of 1 kHz recordings first (tens of minutes on a shared host), then times them"),
     "identify_loaded": Source("bench/identify/result_loaded.json",

@@ -1,9 +1,12 @@
-// Benchmark reference: pinocchio's computeJointTorqueRegressor called in a C++ loop.
-// Built by bench/regressor/run.py at benchmark time against the headers of the installed `pin`
-// wheel; the chain is passed as numbers (no URDF parser needed).
+// Benchmark reference: pinocchio's computeJointTorqueRegressor (or, with ALGO = rnea, its RNEA)
+// called in a C++ loop. Built by bench/regressor/run.py (and bench/rnea/run.py) at benchmark time
+// against the headers of the installed `pin` wheel; the chain is passed as numbers (no URDF parser
+// needed).
 #include <pinocchio/multibody.hpp>
 
 #include <pinocchio/algorithm/regressor.hpp>
+#include <pinocchio/algorithm/rnea.hpp>
+#include <string>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
@@ -46,8 +49,47 @@ static pinocchio::Model read_chain(const char* path) {
   return model;
 }
 
+// pinocchio::rnea per sample; store = 1 copies each torque into one (N, n) array, store = 0 reads
+// one entry. Prints the CPU seconds of each repeat and the last sample's torque.
+static int rnea_loop(char** argv) {
+  const pinocchio::Model model = read_chain(argv[1]);
+  pinocchio::Data data(model);
+  const long N = std::atol(argv[3]);
+  const int repeats = std::atoi(argv[4]) + 1;  // the first pass is a warm-up, not reported
+  const bool store = std::atoi(argv[5]) != 0;
+  const int n = model.nv;
+  std::vector<double> states(3 * N * n);
+  std::ifstream in(argv[2], std::ios::binary);
+  in.read(reinterpret_cast<char*>(states.data()), states.size() * sizeof(double));
+  if (!in) { std::fprintf(stderr, "states: could not read %ld samples\n", N); return 2; }
+  std::vector<double> out(store ? N * n : 1);
+  double check = 0.0;
+  std::printf("{\"seconds\": [");
+  for (int r = 0; r < repeats; ++r) {
+    timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    for (long s = 0; s < N; ++s) {
+      const Eigen::Map<const Eigen::VectorXd> q(&states[s * n], n), v(&states[(N + s) * n], n),
+          a(&states[(2 * N + s) * n], n);
+      const Eigen::VectorXd& tau = pinocchio::rnea(model, data, q, v, a);
+      if (store)
+        Eigen::Map<Eigen::VectorXd>(&out[s * n], n) = tau;
+      else
+        check += tau(0);
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    if (r > 0) std::printf("%s%.9f", r > 1 ? ", " : "", double(t1.tv_sec - t0.tv_sec) + 1e-9 * double(t1.tv_nsec - t0.tv_nsec));
+  }
+  if (store) for (long k = 0; k < (long)out.size(); k += 7) check += out[k];
+  std::printf("], \"checksum\": %.17g, \"tau_last\": [", check);
+  for (int i = 0; i < n; ++i) std::printf("%s%.17g", i ? ", " : "", data.tau(i));
+  std::printf("]}\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 6) { std::fprintf(stderr, "usage: ref CHAIN STATES N REPEATS STORE\n"); return 2; }
+  if (argc != 6 && argc != 7) { std::fprintf(stderr, "usage: ref CHAIN STATES N REPEATS STORE [regressor|rnea]\n"); return 2; }
+  if (argc == 7 && std::string(argv[6]) == "rnea") return rnea_loop(argv);
   const pinocchio::Model model = read_chain(argv[1]);
   pinocchio::Data data(model);
   const long N = std::atol(argv[3]);

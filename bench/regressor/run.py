@@ -200,12 +200,12 @@ def chain_text(model) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_reference(binary, model, q, qd, qdd, repeats, store) -> dict:
+def run_reference(binary, model, q, qd, qdd, repeats, store, algorithm="regressor") -> dict:
     with tempfile.TemporaryDirectory(prefix="robodyn-bench-") as tmp:
         (Path(tmp) / "chain.txt").write_text(chain_text(model))
         np.concatenate([q.ravel(), qd.ravel(), qdd.ravel()]).tofile(Path(tmp) / "states.bin")
         p = subprocess.run([str(binary), str(Path(tmp) / "chain.txt"), str(Path(tmp) / "states.bin"), str(q.shape[0]),
-                            str(repeats), str(int(store))], capture_output=True, text=True, check=True)
+                            str(repeats), str(int(store)), algorithm], capture_output=True, text=True, check=True)
     return json.loads(p.stdout)
 
 
