@@ -87,6 +87,8 @@ class Parser(argparse.ArgumentParser):
     """argparse with a one-line error: the message and where the help is, not the whole usage first
     (an invalid choice used to print 17 lines of usage before it). Subcommands inherit the class."""
 
+    argv: list = []  # the words being parsed (a subcommand's parser explains its errors with them)
+
     def error(self, message: str, prog: str | None = None):
         prog = prog or self.prog
         self.exit(EXIT_USAGE, f"{prog}: error: {self._explained(message)}; see `{prog} --help`\n")
@@ -110,8 +112,6 @@ class Parser(argparse.ArgumentParser):
             return (f"{message} (--holdout takes every path after it: put the data first, "
                     f"`... DATA ... --holdout REC ...`)")
         return message
-
-    argv: list = []  # the words being parsed (a subcommand's parser explains its errors with them)
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but an unknown argument is reported by the command it was given to."""
