@@ -49,19 +49,42 @@ static pinocchio::Model read_chain(const char* path) {
   return model;
 }
 
+// q, then qd, then qdd, each (N, n) row-major, as doubles
+static std::vector<double> read_states(const char* path, long N, int n) {
+  std::vector<double> states(3 * N * n);
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(states.data()), states.size() * sizeof(double));
+  if (!in) { std::fprintf(stderr, "states: could not read %ld samples\n", N); std::exit(2); }
+  return states;
+}
+
+// the arguments both loops take: CHAIN STATES N REPEATS STORE
+struct Run {
+  pinocchio::Model model;
+  long N;
+  int repeats;  // the first pass is a warm-up, not reported
+  bool store;
+  std::vector<double> states;
+};
+
+static Run read_run(char** argv) {
+  Run run;
+  run.model = read_chain(argv[1]);
+  run.N = std::atol(argv[3]);
+  run.repeats = std::atoi(argv[4]) + 1;
+  run.store = std::atoi(argv[5]) != 0;
+  run.states = read_states(argv[2], run.N, run.model.nv);
+  return run;
+}
+
 // pinocchio::rnea per sample; store = 1 copies each torque into one (N, n) array, store = 0 reads
 // one entry. Prints the CPU seconds of each repeat and the last sample's torque.
 static int rnea_loop(char** argv) {
-  const pinocchio::Model model = read_chain(argv[1]);
+  const Run run = read_run(argv);
+  const pinocchio::Model& model = run.model;
   pinocchio::Data data(model);
-  const long N = std::atol(argv[3]);
-  const int repeats = std::atoi(argv[4]) + 1;  // the first pass is a warm-up, not reported
-  const bool store = std::atoi(argv[5]) != 0;
-  const int n = model.nv;
-  std::vector<double> states(3 * N * n);
-  std::ifstream in(argv[2], std::ios::binary);
-  in.read(reinterpret_cast<char*>(states.data()), states.size() * sizeof(double));
-  if (!in) { std::fprintf(stderr, "states: could not read %ld samples\n", N); return 2; }
+  const long N = run.N; const int repeats = run.repeats, n = model.nv; const bool store = run.store;
+  const std::vector<double>& states = run.states;
   std::vector<double> out(store ? N * n : 1);
   double check = 0.0;
   std::printf("{\"seconds\": [");
@@ -90,16 +113,11 @@ static int rnea_loop(char** argv) {
 int main(int argc, char** argv) {
   if (argc != 6 && argc != 7) { std::fprintf(stderr, "usage: ref CHAIN STATES N REPEATS STORE [regressor|rnea]\n"); return 2; }
   if (argc == 7 && std::string(argv[6]) == "rnea") return rnea_loop(argv);
-  const pinocchio::Model model = read_chain(argv[1]);
+  const Run run = read_run(argv);
+  const pinocchio::Model& model = run.model;
   pinocchio::Data data(model);
-  const long N = std::atol(argv[3]);
-  const int repeats = std::atoi(argv[4]) + 1;  // the first pass is a warm-up, not reported
-  const bool store = std::atoi(argv[5]) != 0;
-  const int n = model.nv;
-  std::vector<double> states(3 * N * n);  // q, then qd, then qdd, each (N, n) row-major
-  std::ifstream in(argv[2], std::ios::binary);
-  in.read(reinterpret_cast<char*>(states.data()), states.size() * sizeof(double));
-  if (!in) { std::fprintf(stderr, "states: could not read %ld samples\n", N); return 2; }
+  const long N = run.N; const int repeats = run.repeats, n = model.nv; const bool store = run.store;
+  const std::vector<double>& states = run.states;
   const long cols = 10 * n;
   // store = 1: every sample's n x 10n regressor is copied into one (N*n, 10n) array, as a batch
   // regressor must deliver it; store = 0: only one entry per sample is read (compute alone)
