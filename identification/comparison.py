@@ -23,6 +23,7 @@ from robodyn.errors import UserError
 from robodyn.papers import cite
 from robodyn.robot.model import RobotModel
 
+from .datasets import tx40
 from .comparison_data import (ASSUMED_PANDA_ROTOR_INERTIA, PLANTS, TX40_PLANT, tx40_raw_after, tx40_split)
 from .estimators import NormalEquations, ols, wls
 from .metaheuristic import (METAHEURISTICS, NI2024_ITERATIONS, NI2024_POPULATION, QuadraticFitness,
@@ -32,8 +33,7 @@ from .pipeline import IdentificationConfig, validate_many
 from .signals import SampledData
 from .names import COMPARABLE  # noqa: F401  (re-exported)
 
-# the Staubli TX40 set ships with the source tree's tests
-TX40_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "staubli_tx40"
+TX40_DIR = tx40.DATA_DIR
 
 
 @dataclass

@@ -22,7 +22,7 @@ from robodyn.identification.urdf_export import export_urdf, verify_urdf
 from robodyn.robot.loader import load_model
 from robodyn.robot.urdf import model_from_urdf
 
-TX40_DIR = Path(__file__).parents[2] / "tests" / "data" / "staubli_tx40"
+TX40_DIR = tx40.DATA_DIR
 
 
 def summary(name, model, base, res, urdf_check=None) -> dict:

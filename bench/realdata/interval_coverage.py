@@ -129,8 +129,10 @@ def commit() -> str:
 
 
 def main() -> int:
+    from robodyn.identification.datasets.tx40 import DATA_DIR as TX40_DIR
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tx40", type=Path, default=ROOT / "tests" / "data" / "staubli_tx40")
+    ap.add_argument("--tx40", type=Path, default=TX40_DIR)
     ap.add_argument("--sims", action="store_true")
     ap.add_argument("--seconds", type=float, default=20.0, help="length of each realistic log")
     ap.add_argument("--ur10e-log", type=Path, help="directory of the UR10e logs of the dynamic_calibration repository")

@@ -18,7 +18,7 @@ others are split by time: the first 60 % identifies, the last 40 % is held out a
 
 Data sets:
 
-- ``tx40``: the real Stäubli TX40 log in tests/data/staubli_tx40 (figaroh-plus, Apache-2.0), 5 kHz
+- ``tx40``: the real Stäubli TX40 log in identification/datasets/staubli_tx40 (figaroh-plus, Apache-2.0), 5 kHz
   motor-side data, coupled wrist;
 - ``panda`` (optional, ``--panda-log DIR``): a real 1 kHz Franka Panda log, e.g. the excitation
   log of Gaz et al. 2019 (github.com/marcocognetti/FrankaEmikaPandaDynModel, GPL-3.0, not shipped
@@ -150,7 +150,7 @@ def main() -> int:
     from robodyn.robot.loader import load_model
     from robodyn.robot.urdf import model_from_urdf
 
-    tx40_dir = ROOT / "tests" / "data" / "staubli_tx40"
+    tx40_dir = tx40.DATA_DIR
     results = {"benchmark": "realdata", "host": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()},
                "datasets": []}
     select = not args.no_select

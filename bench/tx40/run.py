@@ -13,7 +13,7 @@ from robodyn.identification.datasets import tx40
 from robodyn.identification.pipeline import IdentificationConfig, identify
 from robodyn.robot.urdf import model_from_urdf
 
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "staubli_tx40"
+DATA = tx40.DATA_DIR
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """The Stäubli TX40 data set of LS2N/IRCCyN as redistributed by figaroh-plus (Apache-2.0).
 
-Raw files (shipped gzipped and unchanged under tests/data/staubli_tx40/, source noted there):
+Raw files (shipped gzipped and unchanged beside this module in staubli_tx40/, source and licence noted there):
 motor encoder angles and motor-side torques, 45,000 rows at 5 kHz. Conversion (figaroh-plus
 config T40X_config.yaml): reductions N = [32, 32, 45, -48, 45, 32]; the wrist couples joints 5
 and 6 (motor 6 turns with q5 + q6), so q = inv(R_q) q_motor with R_q = diag(N), R_q[5,4] = N6, and
@@ -21,6 +21,8 @@ from robodyn.identification.processing import ProcessingConfig
 
 REDUCTION = np.array([32.0, 32.0, 45.0, -48.0, 45.0, 32.0])
 SAMPLE_PERIOD = 0.0002  # s
+# package data, so that an installed copy has it too (`robodyn compare --dataset tx40`)
+DATA_DIR = Path(__file__).resolve().parent / "staubli_tx40"
 WRIST_COUPLING = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0)  # motor 6 velocity ~ qd5 + qd6
 PUBLISHED = {"equations": 2075, "base_parameters": 60, "wls_rmse": 1.118, "relative_residual": 0.0526,
              "r2": 0.9972, "cond": 1012}

@@ -6,7 +6,7 @@ RMSE (the layout of Table 4 of Ni et al. 2024), the fitness J of their eq. 14, a
 
 Data: recordings (identification files, with held-out recordings ``--holdout REC ...`` or the
 last ``--holdout-fraction`` of each recording), a simulation (``--simulate ROBOT``, with a
-registered ``--plant``), or the real Staubli TX40 set shipped with the tests (``--dataset tx40``).
+registered ``--plant``), or the real Staubli TX40 set robodyn ships (``--dataset tx40``).
 
 Plants: ``rnea`` is the identifier's own rigid-body model plus Gaussian noise, with exact qd and
 qdd: the data come from the very model being fitted, so its numbers show how the optimisers
@@ -65,7 +65,7 @@ def register(sub) -> None:
     sim.add_argument("--noise", type=nonnegative_float, default=None, help="torque noise, N.m (default 0.5; a realistic "
                                                                "plant's sensor model fixes its own)")
     real = p.add_argument_group("a shipped real data set (instead of recordings)")
-    real.add_argument("--dataset", choices=["tx40"], help="the Staubli TX40 set shipped in tests/data/staubli_tx40, "
+    real.add_argument("--dataset", choices=["tx40"], help="the Staubli TX40 set robodyn ships (figaroh-plus, Apache-2.0), "
                                                           "processed once and split (--split)")
     real.add_argument("--split", type=fraction, default=0.5, help="fraction of the run that identifies (default 0.5)")
     real.add_argument("--data-dir", default=None, help="directory of the data set (default: the shipped copy)")

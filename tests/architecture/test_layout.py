@@ -61,3 +61,30 @@ def test_readme_folder_table_names_every_installed_package_and_top_folder():
     top = {p.relative_to(ROOT).parts[0] for p in tracked("*") if len(p.relative_to(ROOT).parts) > 1
            and not p.relative_to(ROOT).parts[0].startswith(".")}
     assert top <= set(rows), sorted(top - set(rows))
+
+
+# Developer scripts of the source tree (run from a checkout, never by the installed package).
+SOURCE_TREE_ONLY = {"tools/checks", "tools/mutation", "tools/setup"}
+
+
+def test_every_data_file_in_a_package_folder_ships_in_the_wheel():
+    """A library module that reads a file beside it (a built-in model, the TX40 log of `compare --dataset
+    tx40`) must find it in an installed copy: the file must match its package's package-data patterns."""
+    import fnmatch
+    import tomllib
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"].get("package-data", {})
+    folders = {folder.relative_to(ROOT).as_posix(): name for name, folder in package_dirs().items()}
+    unshipped = []
+    for path in tracked("*"):
+        relative = path.relative_to(ROOT).as_posix()
+        if path.suffix == ".py" or any(relative.startswith(f"{d}/") for d in SOURCE_TREE_ONLY):
+            continue
+        parents = [p for p in path.relative_to(ROOT).parents if p.as_posix() in folders]
+        if not parents:
+            continue
+        package_folder = parents[0].as_posix()  # the deepest package holding the file
+        inside = relative[len(package_folder) + 1:]
+        if not any(fnmatch.fnmatch(inside, p) for p in patterns.get(folders[package_folder], [])):
+            unshipped.append(relative)
+    assert not unshipped, f"not package data, so missing from an installed copy: {unshipped}"

@@ -18,8 +18,9 @@ from robodyn.cli import build_parser
 from robodyn.commands.compare import compare
 from robodyn.identification import comparison, pipeline
 from robodyn.identification import comparison_data as cd
+from robodyn.identification.datasets import tx40
 
-TX40_DIR = Path(__file__).parents[1] / "data" / "staubli_tx40"
+TX40_DIR = tx40.DATA_DIR
 FAST = ["--methods", "ols,wso,pso,ga", "--population", "20", "--iterations", "15"]
 
 

@@ -67,10 +67,10 @@ def test_identification_equals_the_results_before_fusion(case, reference):
 
 
 def test_real_tx40_identification_equals_the_result_before_fusion(reference):
-    model = model_from_urdf(DATA / "staubli_tx40" / "tx40_mdh_modified.urdf")
+    model = model_from_urdf(tx40.DATA_DIR / "tx40_mdh_modified.urdf")
     cfg = IdentificationConfig(method="wls", friction="coulomb-viscous", processing=tx40.PROCESSING,
                                motor_couplings=(tx40.WRIST_COUPLING,))
-    got = identify(model, [tx40.load(DATA / "staubli_tx40")], cfg).to_dict()
+    got = identify(model, [tx40.load(tx40.DATA_DIR)], cfg).to_dict()
     ref = reference["tx40/wls"]
     assert got["estimate"]["rows"] == ref["rows"]
     assert relative(got["estimate"]["values"], ref["values"]) < 1e-9

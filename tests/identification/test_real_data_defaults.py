@@ -1,6 +1,6 @@
 """The default pipeline on data nobody here tuned it to, judged against the measured torque:
 
-- the real Stäubli TX40 log (tests/data/staubli_tx40), split by time: the first 60 % identifies,
+- the real Stäubli TX40 log (identification/datasets/staubli_tx40), split by time: the first 60 % identifies,
   the last 40 % is held out;
 - realistic simulated Franka-like and UR-like logs (identification/realistic_logs.py) whose plant has
   effects the identifier's model lacks (perturbed parameters, rippling and load-dependent Stribeck
@@ -23,7 +23,7 @@ from robodyn.identification.selection import split_by_time
 from robodyn.robot.loader import load_model
 from robodyn.robot.urdf import model_from_urdf
 
-TX40_DIR = Path(__file__).parents[1] / "data" / "staubli_tx40"
+TX40_DIR = tx40.DATA_DIR
 
 
 @pytest.fixture(scope="module")

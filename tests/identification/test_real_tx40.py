@@ -18,9 +18,9 @@ def tx40_result(data_dir_module):
 
 @pytest.fixture(scope="module")
 def data_dir_module():
-    from pathlib import Path
+    from robodyn.identification.datasets import tx40
 
-    return Path(__file__).parents[1] / "data" / "staubli_tx40"
+    return tx40.DATA_DIR
 
 
 def test_tx40_matches_the_authors_published_fit(tx40_result):

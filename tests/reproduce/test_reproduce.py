@@ -12,7 +12,7 @@ from robodyn.identification import comparison
 from robodyn.identification import comparison_data as cd
 from robodyn.papers import cite
 
-TX40 = Path(__file__).resolve().parents[1] / "data" / "staubli_tx40"
+TX40 = comparison.TX40_DIR
 
 
 def test_every_paper_is_reproducible_and_cited_by_authors():

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from robodyn.identification.datasets import tx40
 from robodyn.identification.regressor import ColumnSpec, regressor, sample_states, standard_parameter_vector
 from robodyn.robot.dynamics import gravity_torques, inverse_dynamics, mass_matrix
 from robodyn.robot.loader import builtin_model_names, load_model
@@ -111,8 +112,8 @@ def test_against_pinocchio_and_mujoco_from_urdf(name):
     assert relative_error(inverse_dynamics(reread, q, qd, qdd), tau_pin) < 1e-10
 
 
-def test_third_party_urdf_matches_pinocchio(data_dir):
-    path = data_dir / "staubli_tx40" / "tx40_mdh_modified.urdf"
+def test_third_party_urdf_matches_pinocchio():
+    path = tx40.DATA_DIR / "tx40_mdh_modified.urdf"
     model = model_from_urdf(path)
     assert model.dof == 6
     q, qd, qdd = random_states(model, 200, seed=2)

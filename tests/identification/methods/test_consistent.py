@@ -50,7 +50,7 @@ def test_real_tx40_consistent_with_friction_and_coupled_wrist():
     from robodyn.identification.pipeline import IdentificationConfig
     from robodyn.robot.urdf import model_from_urdf
 
-    data_dir = Path(__file__).parents[2] / "data" / "staubli_tx40"
+    data_dir = tx40.DATA_DIR
     model = model_from_urdf(data_dir / "tx40_mdh_modified.urdf")
     config = IdentificationConfig(method="ols", friction="coulomb-viscous", processing=tx40.PROCESSING,
                                   motor_couplings=(tx40.WRIST_COUPLING,))
