@@ -23,6 +23,30 @@ from scipy.linalg.blas import dsyrk
 from .names import LEAST_SQUARES as METHODS
 
 
+def torque_metrics_from_sums(joint_names, count, samples: int, *, measured, predicted, measured_squared,
+                             predicted_squared, product, residual_squared) -> dict:
+    """Per-joint RMSE and their sum (Ni et al. 2024 Table 4), relative error and the correlation
+    coefficient of measured and predicted torque (Zhong et al. 2023 eqs. 20-21) from per-joint sums over
+    ``count`` samples: of the measured and the predicted torque, their squares, their product and the
+    squared residual. The one implementation behind the streaming metrics and the normal equations'."""
+    rmse = np.sqrt(residual_squared / count)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.sqrt(residual_squared / measured_squared)
+        cov = product - measured * predicted / count
+        corr = cov / np.sqrt((measured_squared - measured**2 / count) * (predicted_squared - predicted**2 / count))
+        # from running sums, rounding can put a perfect fit a few ulps past 1 (1.0000000003 was printed)
+        corr = np.clip(corr, -1.0, 1.0)
+    return {
+        "joints": list(joint_names),
+        "rmse": rmse.tolist(),
+        "rmse_sum": float(rmse.sum()),
+        "relative_error": [None if not np.isfinite(x) else float(x) for x in rel],
+        "relative_error_total": float(np.sqrt(residual_squared.sum() / max(measured_squared.sum(), 1e-300))),
+        "correlation": [None if not np.isfinite(x) else float(x) for x in corr],
+        "samples": int(samples),
+    }
+
+
 @dataclass
 class NormalEquations:
     dof: int
@@ -104,28 +128,11 @@ class NormalEquations:
         """Torque metrics of theta on the accumulated data without another pass over it:
         per-joint RMSE and their sum (Ni et al. 2024 Table 4), relative error, and the correlation
         coefficient of measured and predicted torque (Zhong et al. 2023 eqs. 20-21)."""
-        N = np.maximum(self.rows, 1).astype(float)
-        rss = self.joint_rss(theta)
-        sum_pp = np.einsum("p,jpq,q->j", theta, self.A, theta)
-        sum_mp = self.b @ theta
-        sum_p = self.column_sums @ theta
-        sum_m = self.torque_sums
-        rmse = np.sqrt(rss / N)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.sqrt(rss / self.c)
-            cov = sum_mp - sum_m * sum_p / N
-            corr = cov / np.sqrt((self.c - sum_m**2 / N) * (sum_pp - sum_p**2 / N))
-            # from running sums, rounding can put a perfect fit a few ulps past 1 (1.0000000003 was printed)
-            corr = np.clip(corr, -1.0, 1.0)
-        return {
-            "joints": list(joint_names),
-            "rmse": rmse.tolist(),
-            "rmse_sum": float(rmse.sum()),
-            "relative_error": [None if not np.isfinite(x) else float(x) for x in rel],
-            "relative_error_total": float(np.sqrt(rss.sum() / max(self.c.sum(), 1e-300))),
-            "correlation": [None if not np.isfinite(x) else float(x) for x in corr],
-            "samples": int(self.rows.max()),
-        }
+        return torque_metrics_from_sums(
+            joint_names, np.maximum(self.rows, 1).astype(float), int(self.rows.max()),
+            measured=self.torque_sums, predicted=self.column_sums @ theta, measured_squared=self.c,
+            predicted_squared=np.einsum("p,jpq,q->j", theta, self.A, theta), product=self.b @ theta,
+            residual_squared=self.joint_rss(theta))
 
     def joint_rss(self, theta: np.ndarray) -> np.ndarray:
         """Per-joint residual sum of squares of theta, from the statistics alone."""

@@ -24,7 +24,7 @@ from robodyn.robot.friction import FrictionModel
 from robodyn.robot.model import RobotModel
 
 from .base_params import BaseParameters, base_parameters
-from .estimators import Estimate, estimate
+from .estimators import Estimate, estimate, torque_metrics_from_sums
 from .friction import FrictionColumns, choose_friction_scales
 from .processing import ProcessingConfig, process_windows, resolve_processing
 from .recording_weights import StackedChunks, check_spec
@@ -227,25 +227,10 @@ class TorqueMetrics:
         self.count += measured.shape[0]
 
     def result(self, joint_names: Sequence[str]) -> dict:
-        s, N = self.sums, max(self.count, 1)
-        rmse = np.sqrt(s["ee"] / N)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.sqrt(s["ee"] / s["mm"])
-            cov = s["mp"] - s["m"] * s["p"] / N
-            var_m = s["mm"] - s["m"] ** 2 / N
-            var_p = s["pp"] - s["p"] ** 2 / N
-            corr = cov / np.sqrt(var_m * var_p)
-            # from running sums, rounding can put a perfect fit a few ulps past 1 (1.0000000003 was printed)
-            corr = np.clip(corr, -1.0, 1.0)
-        return {
-            "joints": list(joint_names),
-            "rmse": rmse.tolist(),
-            "rmse_sum": float(rmse.sum()),
-            "relative_error": [None if not np.isfinite(x) else float(x) for x in rel],
-            "relative_error_total": float(np.sqrt(s["ee"].sum() / max(s["mm"].sum(), 1e-300))),
-            "correlation": [None if not np.isfinite(x) else float(x) for x in corr],
-            "samples": int(self.count),
-        }
+        s = self.sums
+        return torque_metrics_from_sums(joint_names, max(self.count, 1), self.count, measured=s["m"],
+                                        predicted=s["p"], measured_squared=s["mm"], predicted_squared=s["pp"],
+                                        product=s["mp"], residual_squared=s["ee"])
 
 
 def torque_metrics(measured: np.ndarray, predicted: np.ndarray, joint_names: Sequence[str]) -> dict:

@@ -1,6 +1,7 @@
-"""The torque metrics' correlation stays a correlation: from running sums, rounding used to put a
-perfect affine fit past 1 (a table printed 1.0000000003). (The normal equations' own running-sum
-metrics, identification/estimators.py, clip the same way.)"""
+"""The torque metrics: one implementation from running sums (identification/estimators.py
+`torque_metrics_from_sums`), fed by the streaming accumulator and by the normal equations, checked
+against the direct formulas; and the correlation stays a correlation (rounding used to put a perfect
+affine fit past 1: a table printed 1.0000000003)."""
 
 import numpy as np
 
@@ -19,3 +20,31 @@ def test_a_perfect_affine_fit_has_correlation_one_not_more():
     anti = TorqueMetrics(1)
     anti.add(measured[:, :1], -2.0 * measured[:, :1] + 4.0)
     assert -1.0 <= anti.result(["a"])["correlation"][0] <= -1.0 + 1e-9
+
+
+def test_streaming_and_normal_equation_metrics_equal_the_direct_formulas():
+    """Both running-sum paths against numpy on the whole arrays: RMSE, relative error and Pearson's r."""
+    from robodyn.identification.estimators import NormalEquations
+
+    rng = np.random.default_rng(1)
+    dof, params, n = 3, 5, 900
+    W = rng.normal(size=(dof, n, params)) + rng.normal(size=(dof, 1, params))  # per-joint rows with offsets
+    theta = rng.normal(size=params)
+    predicted = np.einsum("jnp,p->nj", W, theta)
+    measured = predicted * 0.8 + rng.normal(size=(n, dof)) + 3.0
+    streaming = TorqueMetrics(dof)
+    equations = NormalEquations(dof, params)
+    for rows in np.array_split(np.arange(n), 4):
+        streaming.add(measured[rows], predicted[rows])
+        equations.add(W[:, rows, :], measured[rows])
+    error = measured - predicted
+    rmse = np.sqrt((error**2).mean(0))
+    relative = np.sqrt((error**2).sum(0) / (measured**2).sum(0))
+    correlation = [np.corrcoef(measured[:, j], predicted[:, j])[0, 1] for j in range(dof)]
+    for got in (streaming.result("abc"), equations.metrics(theta, "abc")):
+        assert np.allclose(got["rmse"], rmse, rtol=1e-9)
+        assert np.isclose(got["rmse_sum"], rmse.sum(), rtol=1e-9)
+        assert np.allclose(got["relative_error"], relative, rtol=1e-9)
+        assert np.isclose(got["relative_error_total"], np.sqrt((error**2).sum() / (measured**2).sum()), rtol=1e-9)
+        assert np.allclose(got["correlation"], correlation, rtol=1e-9)
+        assert got["samples"] == n and got["joints"] == ["a", "b", "c"]
