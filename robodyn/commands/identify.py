@@ -97,7 +97,9 @@ def add_method_options(p, population_default: int | None = None) -> None:
                    help="iterations or generations (default: Ni et al. 2024's WSO 3000, PSO 800, GA 460, ICPSO 800)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0); the result records it")
     g.add_argument("--weights", default=None, metavar="PSI",
-                   help="joint weights psi_j of eq. 14: comma list, or 'inverse-variance' (1/sigma_j^2 of OLS)")
+                   help="how much each joint's torque error counts in the fitness (Ni et al. 2024's psi_j): a "
+                        "comma list of one weight per joint, or 'inverse-variance' (each joint by 1 / the variance "
+                        "of its least-squares residual)")
     g = p.add_argument_group("consistent: physically consistent parameters (semidefinite program)")
     g.add_argument("--reference-weight", type=float, default=None,
                    help="weight of closeness to the model's CAD values (default 1e-4)")
@@ -223,10 +225,13 @@ def register(sub) -> None:
     p.add_argument("--payload-mass", type=positive_float, required=True, metavar="KG", help="payload mass, kg")
     p.add_argument("--payload-com", required=True, metavar="X,Y,Z", help="payload centre of mass, m, last link frame")
     p.add_argument("--method", choices=("global", "difference"), default="global",
-                   help="global: Gautier-Briot, gains with the arm's parameters (default); difference: "
-                        "dynamic_calibration's load-unload TLS (one pair of identical trajectories)")
-    p.add_argument("--max-relative-std", type=float, default=0.02,
-                   help="global: a gain less certain than this is reported as not identifiable")
+                   help="global (default): the gains and the arm's parameters fitted together from every "
+                        "recording (Gautier and Briot 2014); difference: the gains alone from the torque the payload "
+                        "adds, one unloaded and one loaded run of the same trajectory, by total least squares (as the "
+                        "public UR10e dynamic_calibration repository does)")
+    p.add_argument("--max-relative-std", type=positive_float, default=0.02,
+                   help="global: a gain whose standard deviation exceeds this fraction of it (default 0.02) is "
+                        "reported as not identifiable")
     add_json(p)
     p.set_defaults(handler=cmd_drive_gains)
 
