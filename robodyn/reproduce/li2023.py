@@ -132,7 +132,8 @@ def _ur5(rep: Reproduction, quick: bool, plot: str | None) -> None:
 
 # --------------------------------------------------------------------------- part heavy
 
-HEAVY_ORIGIN = ("plant (calibration/heavy_arm.py, heavy6 165 kg class; differs from the identifier's model: links "
+HEAVY_ORIGIN = ("plant (robodyn's simulated heavy arm, a six-axis arm of the 165 kg payload class; differs from the "
+                "identifier's model: links "
                 "bend under gravity, true masses up to 15 % off the model's with shifted centres of mass, joint 3 "
                 "leans out of the arm plane; no DH parameter or joint spring of the model expresses these)")
 HEAVY_OWN_MODEL = ("own-model (the heavy-arm plant with bending, mass errors and the joint-3 lean switched off: its "
@@ -208,8 +209,7 @@ def heavy_arm_part(rep: Reproduction, quick: bool) -> None:
                         "loaded", None, f"{h['no_load']['max_mm']:.3f} / {h['loaded']['max_mm']:.3f}; "
                         f"{100 * t5['no_load']['max_reduction']:.1f} % / {100 * t5['loaded']['max_reduction']:.1f} %",
                         cmd, HEAVY_OWN_MODEL if last else HEAVY_ORIGIN,
-                        "same poses and tracker noise" + (f"; off: {', '.join(ab['effects_off'])}" if ab["effects_off"]
-                                                          else "")))
+                        "same poses and tracker noise"))
     rep.tables.append(Table("Heavy-arm plant: what the combined model leaves (the plant's sag split into its parts; "
                             "the fit rerun with the plant's unmodelled effects switched off one after another)", rows))
     _heavy_findings(rep, report, cmd)

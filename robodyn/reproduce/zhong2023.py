@@ -150,7 +150,8 @@ ZHONG_COND = {"joints 1-2": "1.0039", "joint 3": "1.0000"}  # as printed
 ZHONG_COND_VALUE = 1.0039
 # the source of the seed comparison of ICPSO, APSO, LPSO, PSO and SLSQP on the SCARA excitation
 # (bench/excitation/result_scara.json); a repository benchmark, not part of an installed copy
-SCARA_BENCH_COMMAND = "python bench/excitation/run.py --case scara"
+# a benchmark of the source repository, not of an installed copy: the finding says so
+SCARA_BENCH_COMMAND = ".venv/bin/python bench/excitation/run.py --case scara (in a source checkout)"
 BENCHMARK_ORIGIN = "own-model (the analytic benchmark function itself: no measured data)"
 DESIGN_ORIGIN = "own-model (cond of the SCARA regressor on the designed trajectory: a design figure, no measured data)"
 NN_ORIGIN = ("own-model (torques from robodyn's SCARA RNEA, which equals the paper's 4-column regressor with the true "
@@ -361,10 +362,11 @@ def reproduce_icpso(quick: bool = False, runs: int = 20, equal_runs: int | None 
     if cond12 > ZHONG_COND_VALUE * 1.001:
         rep.findings.append(Finding(
             f"cond 1.0039 for joints 1-2 (robodyn {cond12:.4f})", "not reached with the paper's budget",
-            "The criterion has many local minima near 1.01: ICPSO 50 x 100 reaches 1.017-1.028 over seeds 0-2 and "
-            "beats APSO, LPSO and PSO there (1.03-1.07), SLSQP from 24 random starts reaches 1.007 "
-            "(these figures are the repository's benchmark bench/excitation/run.py --case scara, not this command, "
-            "which designs the table's one excitation); the paper's sampling of the period is not stated",
+            "The criterion has many local minima near 1.01: ICPSO-tuned 50 x 100 reaches 1.017-1.028 over seeds 0-2 "
+            "with about 3.5 times the evaluations of APSO, LPSO and PSO (1.03-1.07 there); ICPSO as printed was not "
+            "run on the SCARA; SLSQP from 24 random starts reaches 1.007. These figures are the source repository's "
+            "benchmark (docs/excitation.md, recorded in bench/excitation/result_scara.json), not this command, which "
+            "designs the table's one excitation; the paper's sampling of the period is not stated",
             SCARA_BENCH_COMMAND))
     test = zhong_test_trajectory(model)
     regressor_check = zhong_regressor_check(model)
