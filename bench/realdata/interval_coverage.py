@@ -9,6 +9,9 @@ Data sets:
 
 - ``tx40``: the real Staubli TX40 log (LS2N, figaroh-plus, Apache-2.0), 5 kHz motor-side data; the
   first 60 % of the run identifies, the last 40 % is held out (one run: no second trajectory);
+- ``panda`` (``--panda-log DIR``): the real 1 kHz Franka Panda excitation log of Gaz et al. 2019
+  (GPL-3.0, never shipped; identification/datasets/gaz2019.py), joint torque sensors; split by time
+  as the TX40 (one run);
 - ``franka_like`` / ``ur_like`` (``--sims``): realistic plants (identification/realistic_logs.py:
   inertial parameters 15 % off the model, Stribeck friction with position ripple and load-dependent
   Coulomb, one elastic joint; Franka-like 1 kHz jittered torque sensors with drops and drifting
@@ -20,14 +23,14 @@ Data sets:
   validation run (another trajectory) is held out.
 
 Third row per data set: the residual model calibrated on held-out data (``identify --holdout``:
-seed 2; the TX40's 60-80 % stretch; the UR10e's point-to-point run p1) and evaluated on data used
-for neither (seed 3; the TX40's last 20 %; the UR10e's 10-point run).
+seed 2; the 60-80 % stretch of the TX40 and Panda runs; the UR10e's point-to-point run p1) and evaluated on data used
+for neither (seed 3; their last 20 %; the UR10e's 10-point run).
 
 Each data set's entry names the commit it was measured with (``measured_with``). ``--merge`` keeps
 the data sets of an existing JSON that this run does not measure (the UR10e without its logs), and
 the table says which rows are kept from an earlier run, and with which code.
 
-    .venv/bin/python bench/realdata/interval_coverage.py [--tx40 DIR] [--sims] [--seconds S] [--ur10e-log DIR] [--merge] [--out JSON]
+    .venv/bin/python bench/realdata/interval_coverage.py [--tx40 DIR] [--panda-log DIR] [--sims] [--seconds S] [--ur10e-log DIR] [--merge] [--out JSON]
 """
 
 from __future__ import annotations
@@ -60,18 +63,30 @@ def measure(model, config, ident, held, calibrate, later) -> dict:
             "held_out_after_calibration": calibration(model, cal, [later])}
 
 
+def split_by_time(model, config, raw) -> dict:
+    """One run: the first 60 % identifies, the last 40 % is held out; its first half calibrates,
+    its second half is the later data."""
+    cut = raw.t[0] + (1 - HELD_OUT) * (raw.t[-1] - raw.t[0])
+    mid = raw.t[0] + (1 - HELD_OUT / 2) * (raw.t[-1] - raw.t[0])
+    return measure(model, config, raw.select(raw.t < cut), raw.select(raw.t >= cut),
+                   raw.select((raw.t >= cut) & (raw.t < mid)), raw.select(raw.t >= mid))
+
+
 def tx40(directory: Path) -> dict:
     from robodyn.identification.datasets import tx40 as T
     from robodyn.identification.pipeline import IdentificationConfig
     from robodyn.robot.urdf import model_from_urdf
 
-    model = model_from_urdf(directory / "tx40_mdh_modified.urdf")
-    raw = T.load(directory)
-    cut = raw.t[0] + (1 - HELD_OUT) * (raw.t[-1] - raw.t[0])
-    mid = raw.t[0] + (1 - HELD_OUT / 2) * (raw.t[-1] - raw.t[0])
-    config = IdentificationConfig(method="wls", motor_couplings=(T.WRIST_COUPLING,))
-    return measure(model, config, raw.select(raw.t < cut), raw.select(raw.t >= cut),
-                   raw.select((raw.t >= cut) & (raw.t < mid)), raw.select(raw.t >= mid))
+    return split_by_time(model_from_urdf(directory / "tx40_mdh_modified.urdf"),
+                         IdentificationConfig(method="wls", motor_couplings=(T.WRIST_COUPLING,)), T.load(directory))
+
+
+def panda(directory: Path) -> dict:
+    from robodyn.identification.datasets import gaz2019
+    from robodyn.identification.pipeline import IdentificationConfig
+    from robodyn.robot.loader import load_model
+
+    return split_by_time(load_model("panda"), IdentificationConfig(), gaz2019.load(directory))
 
 
 def ur10e(directory: Path) -> dict:
@@ -133,6 +148,7 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tx40", type=Path, default=TX40_DIR)
+    ap.add_argument("--panda-log", type=Path, help="directory of the Panda excitation log of Gaz et al. 2019")
     ap.add_argument("--sims", action="store_true")
     ap.add_argument("--seconds", type=float, default=20.0, help="length of each realistic log")
     ap.add_argument("--ur10e-log", type=Path, help="directory of the UR10e logs of the dynamic_calibration repository")
@@ -142,7 +158,7 @@ def main() -> int:
     ap.add_argument("--merge", action="store_true",
                     help="keep the data sets of an existing --out that this run does not measure")
     args = ap.parse_args()
-    command = "python bench/realdata/interval_coverage.py" + (" --sims" if args.sims else "") + (
+    command = "python bench/realdata/interval_coverage.py" + (" --panda-log DIR" if args.panda_log else "") + (" --sims" if args.sims else "") + (
         f" --seconds {args.seconds:g}" if args.sims else "") + (" --ur10e-log DIR" if args.ur10e_log else "") + (
         " --merge" if args.merge else "")
     if args.from_json:
@@ -150,6 +166,8 @@ def main() -> int:
     else:
         version = commit()  # before measuring: an edit made while it runs is not its code
         result = {"tx40": tx40(args.tx40)}
+        if args.panda_log:
+            result["panda"] = panda(args.panda_log)
         if args.sims:
             result.update(sims(args.seconds))
         if args.ur10e_log:

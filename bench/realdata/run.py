@@ -20,9 +20,9 @@ Data sets:
 
 - ``tx40``: the real Stäubli TX40 log in identification/datasets/staubli_tx40 (figaroh-plus, Apache-2.0), 5 kHz
   motor-side data, coupled wrist;
-- ``panda`` (optional, ``--panda-log DIR``): a real 1 kHz Franka Panda log, e.g. the excitation
-  log of Gaz et al. 2019 (github.com/marcocognetti/FrankaEmikaPandaDynModel, GPL-3.0, not shipped
-  here): DIR holds exciting_traj_{time,positions,velocity,torques}.txt;
+- ``panda`` (optional, ``--panda-log DIR``): the real 1 kHz Franka Panda excitation log of Gaz et al.
+  2019 (github.com/marcocognetti/FrankaEmikaPandaDynModel, GPL-3.0, never shipped;
+  identification/datasets/gaz2019.py): DIR holds exciting_traj_{time,positions,velocity,torques}.txt;
 - ``ur10e`` (optional, ``--ur10e-log DIR``): the real UR10e logs of Mamedov & Mikhel's
   dynamic_calibration repository (no licence: never shipped; DIR is a checkout, a bare clone or a
   folder of its CSVs, identification/datasets/ur10e.py), torque = current x the repository's drive
@@ -42,20 +42,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[2]
 HELD_OUT = 0.4  # last 40 % of each recording, by time
-
-
-def load_panda_log(directory: Path):
-    from robodyn.identification.signals import SampledData
-
-    read = lambda name: np.loadtxt(directory / f"exciting_traj_{name}.txt")  # noqa: E731
-    t = read("time")
-    shape = (t.size, -1)
-    return SampledData(t, read("positions").reshape(shape), read("torques").reshape(shape),
-                       read("velocity").reshape(shape))
 
 
 def evaluate(name: str, model, data, couplings=(), select: bool = True, held=None, split: str = "") -> dict:
@@ -146,7 +134,7 @@ def main() -> int:
     args = p.parse_args()
     only = set(args.only.split(",")) if args.only else None
     wanted = lambda name: only is None or name in only  # noqa: E731
-    from robodyn.identification.datasets import tx40
+    from robodyn.identification.datasets import gaz2019, tx40
     from robodyn.robot.loader import load_model
     from robodyn.robot.urdf import model_from_urdf
 
@@ -160,7 +148,7 @@ def main() -> int:
                                             tx40.load(tx40_dir), (tx40.WRIST_COUPLING,), select))
     if args.panda_log and wanted("panda"):
         results["datasets"].append(evaluate("panda (real, Franka Panda, 1 kHz)", load_model("panda"),
-                                            load_panda_log(args.panda_log), (), select))
+                                            gaz2019.load(args.panda_log), (), select))
     if args.ur10e_log and wanted("ur10e"):
         ident, held, split = load_ur10e(args.ur10e_log)
         results["datasets"].append(evaluate("ur10e (real, UR10e, motor currents x drive gains, ~94 Hz)",
