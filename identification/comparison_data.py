@@ -161,8 +161,8 @@ TX40_PLANT = "real Staubli TX40 (LS2N data set, figaroh-plus, Apache-2.0)"
 
 
 def tx40_split(directory, fraction: float = 0.5):
-    """The real Staubli TX40 set of LS2N (shipped in robodyn.identification.datasets) ready for a comparison: its model
-    (motor-side torques, coupled wrist), the identification config with the authors' processing, and
+    """The real Staubli TX40 set of LS2N (package data of robodyn.identification.datasets) ready for a
+    comparison: its model (motor-side torques, coupled wrist), the identification config with the authors' processing, and
     the run processed ONCE and then split, its first ``fraction`` identifying and the rest held out
     (processing each half alone would put filter and differentiation transients at the cut; measured:
     the held-out RMSE sum rose from 6.2 to 33 N.m). Returns (model, config, identification, held out)."""
@@ -174,8 +174,8 @@ def tx40_split(directory, fraction: float = 0.5):
 
     directory = Path(directory)
     if not (directory / "tx40_mdh_modified.urdf").exists():
-        raise FileNotFoundError(f"dataset: the Staubli TX40 data set is not in {directory}; pass --data-dir, or leave it out "
-                                "for the copy robodyn ships")
+        raise FileNotFoundError(f"dataset: the Staubli TX40 data set is not in {directory}; pass --data-dir, or "
+                                "leave it out for the copy robodyn ships")
     model = model_from_urdf(directory / "tx40_mdh_modified.urdf")
     config = IdentificationConfig(method="ols", friction="coulomb-viscous", processing=tx40.PROCESSING,
                                   motor_couplings=(tx40.WRIST_COUPLING,))
