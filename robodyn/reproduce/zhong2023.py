@@ -151,7 +151,7 @@ ZHONG_COND_VALUE = 1.0039
 # the source of the seed comparison of ICPSO, APSO, LPSO, PSO and SLSQP on the SCARA excitation
 # (bench/excitation/result_scara.json); a repository benchmark, not part of an installed copy
 # a benchmark of the source repository, not of an installed copy: the finding says so
-SCARA_BENCH_COMMAND = ".venv/bin/python bench/excitation/run.py --case scara (in a source checkout)"
+SCARA_BENCH_COMMAND = "python bench/excitation/run.py --case scara (in a source checkout)"
 BENCHMARK_ORIGIN = "own-model (the analytic benchmark function itself: no measured data)"
 DESIGN_ORIGIN = "own-model (cond of the SCARA regressor on the designed trajectory: a design figure, no measured data)"
 NN_ORIGIN = ("own-model (torques from robodyn's SCARA RNEA, which equals the paper's 4-column regressor with the true "
