@@ -1,4 +1,4 @@
-"""Real robot data: the Stäubli TX40 set (tests/data/staubli_tx40, Apache-2.0, source in its README)."""
+"""Real robot data: the Stäubli TX40 set (identification/datasets/staubli_tx40, Apache-2.0, source in its README)."""
 
 import numpy as np
 import pytest
