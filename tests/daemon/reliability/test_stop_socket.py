@@ -44,11 +44,14 @@ def test_stops_are_acted_on_in_the_cycle_the_driver_saw_them_whatever_observers_
     for i, (reply, final, ramp) in enumerate(zip(out["replies"], out["finals"], out["first_ramp_seq"])):
         assert reply["served_by"] == "driver" and reply["aborted"] == final["run_id"], reply
         stop = reply["stop"]
-        # acted on in the cycle the loop's poll saw it, before that cycle's command; and that poll
-        # was the first after its arrival (the kernel's stamp): it came in after the previous
-        # cycle began
+        # acted on in the cycle the loop's poll saw it, before that cycle's command. That the poll
+        # was the first after its arrival is shown by the loop polling in every cycle (below), not
+        # by the arrival stamp: the kernel stamps a datagram in the sender's send path and the
+        # driver converts the stamp from CLOCK_REALTIME, so on a busy host it can read a fraction
+        # of a period early (once in 20 stops at 67b0137, idle fresh clone: 1.2 periods in the
+        # socket, "before the previous cycle"). It stays a measured figure.
         assert stop["seen_seq"] == stop["acted_seq"] and stop["count"] == i + 1, stop
-        assert stop["arrived_since_previous_cycle"] is True, stop
+        assert isinstance(stop["arrived_since_previous_cycle"], bool), stop
         # the recording: the first sample of the ramp to rest (or of the settle, when the robot
         # was still at rest and the ramp is empty) is the one of the cycle that saw the stop
         assert ramp == stop["acted_seq"], (i, ramp, stop)
@@ -57,7 +60,9 @@ def test_stops_are_acted_on_in_the_cycle_the_driver_saw_them_whatever_observers_
     # the main process's status reflects every stop: counted, same cycle, none through its own loop
     driver_stops = status["control"]["driver_stops"]
     assert driver_stops["count"] == STOPS and driver_stops["same_cycle"] == STOPS
-    assert driver_stops["not_since_previous_cycle"] == 0
+    # the main process counts the driver's figures as the driver reported them, stop by stop
+    assert driver_stops["not_since_previous_cycle"] == sum(
+        not r["stop"]["arrived_since_previous_cycle"] for r in out["replies"])
     assert status["control"]["stop_latency"]["count"] == 0  # a stop of a moving run: the driver's answer alone
     assert status["safety"]["armed"] is False  # the last stop was a disarm: the main process applied it
     # the loop polled the stop socket on every cycle since it began: as many polls as cycles
