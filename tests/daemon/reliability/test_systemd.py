@@ -25,6 +25,25 @@ UNITS = sorted((ROOT / "systemd").glob("*.service"))
 WATCHDOG_S = 2.0
 # a trajectory whose check takes many heartbeat periods (its file estimate, about 0.75 GB, must fit on disk)
 LONG_RUN_S = 1800.0
+# The check's length is set by its work, which the test chooses: 3 harmonics per joint took 0.32-0.37 s
+# for LONG_RUN_S on an idle host with warm kernels (67b0137), too short to see heartbeats. With
+# LONG_HARMONICS the check evaluates about 17 times the terms (budget LONG_CHECK_COST); the abort
+# stops it at its next window.
+LONG_HARMONICS = 100
+LONG_CHECK_COST = 2e10
+
+
+def long_check_trajectory() -> dict:
+    """LONG_RUN_S of a Fourier+quintic excitation with LONG_HARMONICS harmonics, the k-th scaled by
+    1/k^2 so that velocity and acceleration stay inside the Panda's limits."""
+    from robodyn.trajectory import FourierPolyTrajectory
+    from tests.daemon.conftest import READY_Q
+
+    rng = np.random.default_rng(1)
+    scale = 0.04 / np.arange(1, LONG_HARMONICS + 1) ** 2
+    return FourierPolyTrajectory(2 * np.pi / 10.0, READY_Q + 0.05, rng.normal(0, 1, (7, LONG_HARMONICS)) * scale,
+                                 rng.normal(0, 1, (7, LONG_HARMONICS)) * scale,
+                                 periods=round(LONG_RUN_S / 10.0)).to_dict(robot="panda")
 
 
 def test_unit_files_pass_systemd_analyze_verify(tmp_path, figure):
@@ -68,7 +87,9 @@ def test_notify_helpers_and_journald_format():
 def notified(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("notify")
     ns = NotifySocket(tmp / "notify")
-    d = DaemonProcess(tmp, env={"NOTIFY_SOCKET": str(tmp / "notify"), "WATCHDOG_USEC": str(int(WATCHDOG_S * 1e6))})
+    # the validation test's trajectory costs more than the default check budget allows
+    d = DaemonProcess(tmp, env={"NOTIFY_SOCKET": str(tmp / "notify"), "WATCHDOG_USEC": str(int(WATCHDOG_S * 1e6))},
+                      extra_config=f"[safety]\nrequire_arm = true\nmax_validation_cost = {LONG_CHECK_COST:g}\n")
     d.notify = ns
     yield d
     d.stop()
@@ -179,7 +200,7 @@ def _submit_expecting_cancel(d) -> None:
 
     with Client(d.control, timeout=60) as c:
         try:
-            c.submit_run("panda", excitation(LONG_RUN_S))
+            c.submit_run("panda", long_check_trajectory())
             d.cancel_reply = None
         except DaemonError as exc:
             d.cancel_reply = exc
