@@ -108,12 +108,18 @@ def daemon(tmp_path_factory):
     assert d.proc.returncode == 0, "daemon did not exit cleanly on SIGTERM"
 
 
-def excitation(duration: float, amplitude: float = 0.04, seed: int = 1) -> dict:
-    """A smooth Fourier+quintic excitation around the ready pose, inside every Panda limit."""
+def excitation(duration: float, amplitude: float = 0.04, seed: int = 1, harmonics: int = 3,
+               harmonic_decay: float = 0.0) -> dict:
+    """A smooth Fourier+quintic excitation around the ready pose, inside every Panda limit.
+
+    The k-th harmonic's coefficients are scaled by amplitude / k**harmonic_decay; a decay of 2 keeps
+    velocity and acceleration inside the limits however many harmonics there are."""
     from robodyn.trajectory import FourierPolyTrajectory
 
     period = min(duration, 10.0)
     rng = np.random.default_rng(seed)
-    traj = FourierPolyTrajectory(2 * np.pi / period, READY_Q + 0.05, rng.normal(0, amplitude, (7, 3)),
-                                 rng.normal(0, amplitude, (7, 3)), periods=max(1, round(duration / period)))
+    scale = amplitude / np.arange(1, harmonics + 1) ** harmonic_decay
+    traj = FourierPolyTrajectory(2 * np.pi / period, READY_Q + 0.05, rng.normal(0, 1, (7, harmonics)) * scale,
+                                 rng.normal(0, 1, (7, harmonics)) * scale,
+                                 periods=max(1, round(duration / period)))
     return traj.to_dict(robot="panda")

@@ -33,19 +33,6 @@ LONG_HARMONICS = 100
 LONG_CHECK_COST = 2e10
 
 
-def long_check_trajectory() -> dict:
-    """LONG_RUN_S of a Fourier+quintic excitation with LONG_HARMONICS harmonics, the k-th scaled by
-    1/k^2 so that velocity and acceleration stay inside the Panda's limits."""
-    from robodyn.trajectory import FourierPolyTrajectory
-    from tests.daemon.conftest import READY_Q
-
-    rng = np.random.default_rng(1)
-    scale = 0.04 / np.arange(1, LONG_HARMONICS + 1) ** 2
-    return FourierPolyTrajectory(2 * np.pi / 10.0, READY_Q + 0.05, rng.normal(0, 1, (7, LONG_HARMONICS)) * scale,
-                                 rng.normal(0, 1, (7, LONG_HARMONICS)) * scale,
-                                 periods=round(LONG_RUN_S / 10.0)).to_dict(robot="panda")
-
-
 def test_unit_files_pass_systemd_analyze_verify(tmp_path, figure):
     tool = require_system_tool("systemd-analyze", "systemd", "the unit files in systemd/ are checked with it")
     assert {u.name for u in UNITS} >= {"robodyn-daemon.service", "robodyn-worker.service"}
@@ -200,7 +187,7 @@ def _submit_expecting_cancel(d) -> None:
 
     with Client(d.control, timeout=60) as c:
         try:
-            c.submit_run("panda", long_check_trajectory())
+            c.submit_run("panda", excitation(LONG_RUN_S, harmonics=LONG_HARMONICS, harmonic_decay=2.0))
             d.cancel_reply = None
         except DaemonError as exc:
             d.cancel_reply = exc
