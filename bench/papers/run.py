@@ -5,7 +5,9 @@
 
 ur10e reads the real UR10e logs of the dynamic_calibration repository, which robodyn does not ship:
 git clone https://github.com/shamilmamedov/dynamic_calibration and pass its folder with --data-dir
-(or set ROBODYN_UR10E_DATA).
+(or set ROBODYN_UR10E_DATA). wso's part real_panda reads the real Panda log of Gaz et al. 2019 the same
+way: git clone https://github.com/marcocognetti/FrankaEmikaPandaDynModel, --data-dir (or
+ROBODYN_PANDA_DATA).
 
 A run of some papers replaces their entries in an existing result file and keeps the others; each
 paper's entry is written as soon as it is done.
@@ -35,7 +37,9 @@ def main() -> None:
     p.add_argument("--part", default=None, help="one part of a paper that has several (robodyn reproduce --part); "
                                                 "its entry is PAPER_PART, beside the paper's whole entry")
     p.add_argument("--data-dir", default=None, help="ur10e: a copy of the dynamic_calibration repository "
-                                                    "(default: the environment variable ROBODYN_UR10E_DATA)")
+                                                    "(default: the environment variable ROBODYN_UR10E_DATA); wso "
+                                                    "--part real_panda: a copy of FrankaEmikaPandaDynModel "
+                                                    "(default: ROBODYN_PANDA_DATA)")
     p.add_argument("--out", default=str(Path(__file__).with_name("result.json")))
     a = p.parse_args()
     keys = [k.strip() for k in a.papers.split(",") if k.strip()]
@@ -51,7 +55,8 @@ def main() -> None:
         print(rep.format(), flush=True)
         doc = rep.to_dict()
         # a user's copy of the data is named by the folder `git clone` makes, not by this machine's path
-        data = " --data-dir dynamic_calibration" if reads else ""
+        used_data = key == "ur10e" or "real_panda" in doc.get("details", {})
+        data = f" --data-dir {reproduce.DATA_FOLDERS[key]}" if used_data else ""
         command = (f"robodyn reproduce {key}" + (f" --part {a.part}" if a.part else "") + data
                    + (" --quick" if a.quick else ""))
         # every part with its command and what it measured: the rows (robodyn's value, its origin and

@@ -20,10 +20,21 @@ from robodyn.errors import UserError
 from robodyn.identification.signals import SampledData
 
 FILES = ("time", "positions", "velocity", "torques")
+LOG_FOLDER = "matlab/data/Exciting_Traj/Trajectory_1/rbt_log"  # inside a checkout of the repository
+CLONE_URL = "https://github.com/marcocognetti/FrankaEmikaPandaDynModel"
+
+
+def locate(directory: str | Path) -> Path:
+    """The folder of the log: ``directory`` itself, or its LOG_FOLDER when it is a checkout of the
+    repository."""
+    directory = Path(directory)
+    inside = directory / LOG_FOLDER
+    return inside if (inside / "exciting_traj_time.txt").exists() else directory
 
 
 def load(directory: str | Path) -> SampledData:
-    directory = Path(directory)
+    """The log of ``directory`` (the rbt_log folder or a checkout, :func:`locate`)."""
+    directory = locate(directory)
     paths = {name: directory / f"exciting_traj_{name}.txt" for name in FILES}
     missing = [p.name for p in paths.values() if not p.exists()]
     if missing:

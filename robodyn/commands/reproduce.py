@@ -30,8 +30,9 @@ def register(sub) -> None:
                    help="one part of a paper that has several (stepwise: table3 = the excitation design of Table 3, "
                         "flexible = the stepwise identification of the simulated flexible-joint arm, recorded = the "
                         "same from recordings of a plant the identifier does not model exactly; wso: table4 = Table 4 on "
-                        "substitute data at the paper's and at equal budgets, pipeline = the paper's pipeline on a "
-                        "plant unlike the model; calibration: ur5 = Tables 3-5 on the simulated UR5, heavy = the same procedure on "
+                        "substitute data at the paper's and at equal budgets, table2 = the friction experiment on a plant "
+                        "unlike the model, pipeline = the paper's pipeline on that plant, real_panda = Table 4 on a real "
+                        "Panda's public log (needs --data-dir); calibration: ur5 = Tables 3-5 on the simulated UR5, heavy = the same procedure on "
                         "the heavy-arm plant); default all")
     p.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run; numbers differ from the paper "
                                                         "setup's)")
@@ -41,9 +42,11 @@ def register(sub) -> None:
                    help="calibration only (part ur5): PNG plots of the held-out position error per pose for every method, "
                         "PREFIX_no_load.png and PREFIX_loaded.png (needs the plot extra: matplotlib)")
     p.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="ur10e only: a copy of the dynamic_calibration repository (git clone "
+                   help="ur10e: a copy of the dynamic_calibration repository (git clone "
                         "https://github.com/shamilmamedov/dynamic_calibration: a checkout, a bare clone or a folder of "
-                        "its CSV logs and ur10e.urdf); default the environment variable ROBODYN_UR10E_DATA")
+                        "its CSV logs and ur10e.urdf; default the environment variable ROBODYN_UR10E_DATA). wso, part "
+                        "real_panda: a checkout of https://github.com/marcocognetti/FrankaEmikaPandaDynModel or its "
+                        "rbt_log folder (default ROBODYN_PANDA_DATA)")
     p.set_defaults(handler=cmd_reproduce)
 
     p = sub.add_parser("stepwise-flexible")  # deprecated: not listed

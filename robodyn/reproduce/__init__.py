@@ -12,7 +12,8 @@ origin, robodyn's and the paper's: real / plant / own-model (report.py).
                    evaluation budgets (part ``table4``); Table 2, the friction experiment on the
                    paper's 37 speeds, on a plant unlike the model (part ``table2``); the paper's
                    pipeline (friction experiment on 6 speeds, wf = 0.1 excitation, filtering) on
-                   that plant (part ``pipeline``).
+                   that plant (part ``pipeline``); Table 4 on the real Franka Panda log of Gaz et al. 2019,
+                   read from the user's copy (part ``real_panda``, ``data_dir``, not shipped).
 - ``stepwise``     Chen et al. 2021, stepwise identification of flexible-joint robots: Table 3
                    (minimum condition numbers of the periodic-polynomial excitation, and the candidate
                    observation matrices of eqs. 7-12 for its rigid-body cells; part ``table3``) and
@@ -45,7 +46,7 @@ from .zhong2023 import reproduce_icpso
 
 PAPER_KEYS = ("wso", "stepwise", "icpso", "ur10e", "calibration")
 
-__all__ = ["PAPER_KEYS", "PARTS", "READS_DATA", "REPRODUCERS", "Finding", "Reproduction", "Row", "Table", "json_default", "reproduce",
+__all__ = ["DATA_FOLDERS", "PAPER_KEYS", "PARTS", "READS_DATA", "REPRODUCERS", "Finding", "Reproduction", "Row", "Table", "json_default", "reproduce",
            "stepwise_flexible"]
 
 REPRODUCERS = {"wso": reproduce_wso, "stepwise": reproduce_stepwise, "icpso": reproduce_icpso,
@@ -56,7 +57,9 @@ PARTS = {"stepwise": STEPWISE_PARTS, "wso": WSO_PARTS, "calibration": CALIBRATIO
 
 
 PLOTTING = ("calibration",)  # the reproductions that draw their figures (``plot``: a PNG prefix)
-READS_DATA = ("ur10e",)  # the reproductions that read a data set the user has (``data_dir``)
+# the reproductions that read a data set the user has (``data_dir``), with the folder `git clone` makes
+DATA_FOLDERS = {"ur10e": "dynamic_calibration", "wso": "FrankaEmikaPandaDynModel"}
+READS_DATA = tuple(DATA_FOLDERS)
 
 
 def reproduce(key: str, quick: bool = False, part: str | None = None, plot: str | None = None,

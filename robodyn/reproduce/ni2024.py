@@ -85,15 +85,22 @@ WSO_SETUPS = (
 )
 
 
-WSO_PARTS = ("table4", "table2", "pipeline")
+WSO_PARTS = ("table4", "table2", "pipeline", "real_panda")
 
 
-def reproduce_wso(quick: bool = False, part: str | None = None) -> Reproduction:
+def reproduce_wso(quick: bool = False, part: str | None = None, data_dir: str | None = None) -> Reproduction:
     """Ni et al. 2024: Table 4 on substitute data (part "table4"), the friction experiment of Table 2 on
-    a plant unlike the model (part "table2") and the paper's pipeline step by step on that plant (part
-    "pipeline"); all unless ``part`` names one."""
+    a plant unlike the model (part "table2"), the paper's pipeline step by step on that plant (part
+    "pipeline") and Table 4 on a real Panda's public log (part "real_panda", read from ``data_dir`` or
+    ROBODYN_PANDA_DATA); all unless ``part`` names one (all runs real_panda only where the log is given)."""
+    import os
+
+    from .ni2024_real_panda import DATA_ENV, reproduce_real_panda
+
     if part not in (None, "all") + WSO_PARTS:
         raise ValueError(f"part: expected one of {list(WSO_PARTS)}, got {part!r}")
+    if data_dir and part not in (None, "all", "real_panda"):
+        raise ValueError(f"data-dir: only part real_panda of wso reads a data set, not part {part}")
     rep = Reproduction("wso", "")
     if part in (None, "all", "table4"):
         _table4(rep, quick)
@@ -106,6 +113,13 @@ def reproduce_wso(quick: bool = False, part: str | None = None) -> Reproduction:
 
         reproduce_pipeline(rep, quick, budget=QUICK_BUDGET if quick else EQUAL_BUDGET, seeds=EQUAL_BUDGET_SEEDS,
                            paper_sums=NI_TABLE_4_SUM, paper_origin=PAPER_ORIGIN)
+    if part == "real_panda" or (part in (None, "all") and (data_dir or os.environ.get(DATA_ENV))):
+        reproduce_real_panda(rep, quick, data_dir=data_dir, budget=QUICK_BUDGET if quick else EQUAL_BUDGET,
+                             seeds=EQUAL_BUDGET_SEEDS, paper_table=NI_TABLE_4, paper_sums=NI_TABLE_4_SUM,
+                             paper_origin=PAPER_ORIGIN, methods=METHODS)
+    elif part in (None, "all"):
+        rep.setup += (" Part real_panda (Table 4 on a real Panda's public log) was not run: it needs the log, "
+                      f"--data-dir DIR or {DATA_ENV}=DIR.")
     return rep
 
 

@@ -24,3 +24,13 @@ def test_a_folder_without_the_log_is_one_line_naming_what_is_missing(tmp_path):
     with pytest.raises(UserError, match="lacks exciting_traj_positions.txt, exciting_traj_velocity.txt, "
                                         "exciting_traj_torques.txt"):
         gaz2019.load(tmp_path)
+
+
+def test_a_checkout_of_the_repository_is_read_from_its_log_folder(tmp_path):
+    folder = tmp_path / gaz2019.LOG_FOLDER
+    folder.mkdir(parents=True)
+    np.savetxt(folder / "exciting_traj_time.txt", np.arange(3) * 1e-3)
+    for name in ("positions", "velocity", "torques"):
+        np.savetxt(folder / f"exciting_traj_{name}.txt", np.ones((3, 7)))
+    assert gaz2019.locate(tmp_path) == folder and gaz2019.locate(folder) == folder
+    assert gaz2019.load(tmp_path).count == 3

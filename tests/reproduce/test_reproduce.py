@@ -164,7 +164,7 @@ def test_friction_floor_on_the_papers_50hz_grid():
 
 
 def test_wso_has_the_table_and_the_pipeline_as_parts():
-    assert R.PARTS["wso"] == ("table4", "table2", "pipeline")
+    assert R.PARTS["wso"] == ("table4", "table2", "pipeline", "real_panda")
     with pytest.raises(ValueError, match="part"):
         R.reproduce("wso", part="table9")
 
