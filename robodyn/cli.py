@@ -170,8 +170,28 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
+# Options whose value may begin with "-": a CurveZMQ public key is 40 characters of Z85, whose
+# alphabet has "-", so about one key in 85 begins with it, and argparse would read `--server-key -xyz...`
+# as an option without its value. The next word is taken as the value, as `--server-key=-xyz...`.
+VALUES_MAY_START_WITH_DASH = ("--server-key",)
+
+
+def attach_dash_values(argv: list[str]) -> list[str]:
+    """``argv`` with each option of VALUES_MAY_START_WITH_DASH joined to the word after it."""
+    out, k = [], 0
+    while k < len(argv):
+        if argv[k] in VALUES_MAY_START_WITH_DASH and k + 1 < len(argv):
+            out.append(f"{argv[k]}={argv[k + 1]}")
+            k += 2
+            continue
+        out.append(argv[k])
+        k += 1
+    return out
+
+
 def _run(argv: list[str] | None) -> int:
     parser = build_parser()
+    argv = attach_dash_values(sys.argv[1:] if argv is None else list(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a bad option (one line printed by Parser.error)

@@ -256,3 +256,17 @@ def test_the_json_of_a_refusal_is_not_printed(capsys, tmp_path):
     assert main(["status", "--endpoint", MALFORMED_ENDPOINT, "--json"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and json.dumps(captured.err)
+
+
+def test_a_server_key_that_begins_with_a_dash_is_read_as_the_value(capsys):
+    # Z85's alphabet has "-": about one CurveZMQ public key in 85 begins with it, and argparse alone
+    # read `--server-key -...` as an option without its value
+    from robodyn.cli import attach_dash_values, build_parser, main
+
+    key = "-" + "x" * 39
+    args = build_parser().parse_args(attach_dash_values(["status", "--server-key", key]))
+    assert args.server_key == key
+    assert attach_dash_values(["status", "--server-key"]) == ["status", "--server-key"]  # argparse names it
+    assert main(["status", "--server-key", key]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--client-key and --server-key go together" in err

@@ -35,17 +35,22 @@ class ViewerProcess:
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         try:
-            self.info = json.loads(self.lines.get(timeout=startup_timeout))
+            first = self.lines.get(timeout=startup_timeout)
         except queue.Empty:
+            first = None
+        if first is None:  # no address in time, or the view exited first (a refused argument): say so now
             text = self.log_text()
             self.proc.kill()
             self.proc.wait(30)
             self.log.close()
-            raise AssertionError(f"{argv[0]} did not start in {startup_timeout:.0f} s:\n{text}") from None
+            raise AssertionError(f"{argv[0]} did not start (exit code {self.proc.returncode}; outer time-out "
+                                 f"{startup_timeout:.0f} s):\n{text}")
+        self.info = json.loads(first)
 
     def _read(self) -> None:
         for line in self.proc.stdout:
             self.lines.put(line)
+        self.lines.put(None)  # end of output: the view has exited
 
     def log_text(self) -> str:
         self.log.flush()
@@ -64,6 +69,8 @@ class ViewerProcess:
                 raise AssertionError(f"did not stop on SIGTERM within {timeout:.0f} s:\n{self.log_text()}")
         out = []
         while not self.lines.empty():
-            out.append(json.loads(self.lines.get()))
+            line = self.lines.get()
+            if line is not None:
+                out.append(json.loads(line))
         self.log.close()
         return out
