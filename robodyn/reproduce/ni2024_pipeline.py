@@ -202,6 +202,24 @@ def pipeline_data(quick: bool = False):
     return data, steps
 
 
+def equal_budget_rows(study: dict, budget: int, command: str, origin: str, paper_sums: dict, paper_origin: str,
+                      ols_note: str) -> list:
+    """The rows of one equal-budget study: WSO / PSO / GA mean held-out sums with their spread over the
+    seeds, then OLS's."""
+    from .report import Row
+
+    rows = []
+    for method in ("wso", "pso", "ga"):
+        m = study["methods"][method]
+        h, j, nfev = m["heldout_sum"], m["fitness"], m["nfev"]
+        rows.append(Row(f"{method.upper()} held-out sum (N.m)", paper_sums[method], h["mean"], command, origin,
+                        f"mean over {h['n']} optimiser seeds, std {h['std']:.4f} (min {h['min']:.4f}, max "
+                        f"{h['max']:.4f}); J {j['mean']:.6g} +- {j['std']:.2g} (OLS {study['ols_fitness']:.6g}); "
+                        f"evaluations {nfev['min']:.0f}-{nfev['max']:.0f} of {budget}", paper_origin))
+    rows.append(Row("OLS held-out sum (N.m)", None, study["ols_heldout_sum"], command, origin, ols_note))
+    return rows
+
+
 def reproduce_pipeline(rep, quick: bool, *, budget: int, seeds, paper_sums: dict, paper_origin: str) -> None:
     """Part "pipeline" of `robodyn reproduce wso`: every step on the Franka-like plant, the friction fits
     beside the plant's own friction and Table 4 at equal budgets (10 optimiser seeds)."""
@@ -229,15 +247,8 @@ def reproduce_pipeline(rep, quick: bool, *, budget: int, seeds, paper_sums: dict
     rows.append(Row(f"excitation cond (raw), wf = {ex['wf']}", None, ex["cond_raw"], command, origin,
                     f"column-scaled {ex['cond_scaled']:.4g}; designed in {ex['design_seconds']:.0f} s; within limits: "
                     f"{ex['limits_ok']}"))
-    for method in ("wso", "pso", "ga"):
-        m = study["methods"][method]
-        h, j, nfev = m["heldout_sum"], m["fitness"], m["nfev"]
-        rows.append(Row(f"{method.upper()} held-out sum (N.m)", paper_sums[method], h["mean"], command, origin,
-                        f"mean over {h['n']} optimiser seeds, std {h['std']:.4f} (min {h['min']:.4f}, max "
-                        f"{h['max']:.4f}); J {j['mean']:.6g} +- {j['std']:.2g} (OLS {study['ols_fitness']:.6g}); "
-                        f"evaluations {nfev['min']:.0f}-{nfev['max']:.0f} of {budget}", paper_origin))
-    rows.append(Row("OLS held-out sum (N.m)", None, study["ols_heldout_sum"], command, origin,
-                    f"noise floor of the held-out log {steps['noise_floor_heldout']:.4f}"))
+    rows += equal_budget_rows(study, budget, command, origin, paper_sums, paper_origin,
+                              f"noise floor of the held-out log {steps['noise_floor_heldout']:.4f}")
     rep.tables.append(Table(
         "Ni et al.'s pipeline on a plant unlike the model: friction experiment ("
         + (f"the paper's {len(fr['speeds'])} speeds" if len(fr["speeds"]) == len(FRICTION_SWEEP_SPEEDS)

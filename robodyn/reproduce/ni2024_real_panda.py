@@ -84,6 +84,7 @@ def reproduce_real_panda(rep, quick: bool, *, data_dir: str | None, budget: int,
     from robodyn.identification.methods import MethodOptions
 
     from .equal_budget import equal_budget_on_data
+    from .ni2024_pipeline import equal_budget_rows
     from .report import Finding, Row, Table
 
     data, log = real_panda_data(data_directory(data_dir))
@@ -112,16 +113,8 @@ def reproduce_real_panda(rep, quick: bool, *, data_dir: str | None, budget: int,
         "Table 4 on a real Franka Panda (Gaz et al. 2019's public log, not the paper's arm): held-out torque RMSE "
         f"against the measured torque, WSO / PSO / GA at the paper's budgets"
         + (" [--quick: 5 % of them]" if quick else ""), rows, own_model_allowed=False))
-    equal = []
-    for method in ("wso", "pso", "ga"):
-        m = study["methods"][method]
-        h, j, nfev = m["heldout_sum"], m["fitness"], m["nfev"]
-        equal.append(Row(f"{method.upper()} held-out sum (N.m)", paper_sums[method], h["mean"], command, ORIGIN,
-                         f"mean over {h['n']} optimiser seeds, std {h['std']:.4f} (min {h['min']:.4f}, max "
-                         f"{h['max']:.4f}); J {j['mean']:.6g} +- {j['std']:.2g} (OLS {study['ols_fitness']:.6g}); "
-                         f"evaluations {nfev['min']:.0f}-{nfev['max']:.0f} of {budget}", paper_origin))
-    equal.append(Row("OLS held-out sum (N.m)", None, study["ols_heldout_sum"], command, ORIGIN,
-                     "the closed form, the global minimum of eq. 14"))
+    equal = equal_budget_rows(study, budget, command, ORIGIN, paper_sums, paper_origin,
+                              "the closed form, the global minimum of eq. 14")
     rep.tables.append(Table(f"Table 4 on the real Panda at EQUAL budgets: {budget} evaluations of eq. 14 each, "
                             f"{len(seeds)} optimiser seeds" + (" [--quick: a smoke budget]" if quick else ""),
                             equal, own_model_allowed=False))
