@@ -32,14 +32,21 @@ def locate(directory: str | Path) -> Path:
     return inside if (inside / "exciting_traj_time.txt").exists() else directory
 
 
-def load(directory: str | Path) -> SampledData:
-    """The log of ``directory`` (the rbt_log folder or a checkout, :func:`locate`)."""
+def check(directory: str | Path) -> dict[str, Path]:
+    """The log's four files in ``directory`` (the rbt_log folder or a checkout, :func:`locate`);
+    UserError naming the missing ones."""
     directory = locate(directory)
     paths = {name: directory / f"exciting_traj_{name}.txt" for name in FILES}
     missing = [p.name for p in paths.values() if not p.exists()]
     if missing:
         raise UserError(f"panda log: {directory} lacks {', '.join(missing)} (the rbt_log folder of "
                         "FrankaEmikaPandaDynModel's Exciting_Traj/Trajectory_1)")
+    return paths
+
+
+def load(directory: str | Path) -> SampledData:
+    """The log of ``directory`` (the rbt_log folder or a checkout, :func:`locate`)."""
+    paths = check(directory)
     t = np.loadtxt(paths["time"])
     shape = (t.size, -1)
     return SampledData(t, np.loadtxt(paths["positions"]).reshape(shape), np.loadtxt(paths["torques"]).reshape(shape),

@@ -95,12 +95,18 @@ def reproduce_wso(quick: bool = False, part: str | None = None, data_dir: str | 
     ROBODYN_PANDA_DATA); all unless ``part`` names one (all runs real_panda only where the log is given)."""
     import os
 
-    from .ni2024_real_panda import DATA_ENV, reproduce_real_panda
+    from robodyn.identification.datasets import gaz2019
+
+    from .ni2024_real_panda import DATA_ENV, data_directory, reproduce_real_panda
 
     if part not in (None, "all") + WSO_PARTS:
         raise ValueError(f"part: expected one of {list(WSO_PARTS)}, got {part!r}")
     if data_dir and part not in (None, "all", "real_panda"):
         raise ValueError(f"data-dir: only part real_panda of wso reads a data set, not part {part}")
+    real = part == "real_panda" or (part in (None, "all") and bool(data_dir or os.environ.get(DATA_ENV)))
+    if real:  # a wrong folder is one line now, not after the other parts' minutes
+        data_dir = data_directory(data_dir)
+        gaz2019.check(data_dir)
     rep = Reproduction("wso", "")
     if part in (None, "all", "table4"):
         _table4(rep, quick)
@@ -113,7 +119,7 @@ def reproduce_wso(quick: bool = False, part: str | None = None, data_dir: str | 
 
         reproduce_pipeline(rep, quick, budget=QUICK_BUDGET if quick else EQUAL_BUDGET, seeds=EQUAL_BUDGET_SEEDS,
                            paper_sums=NI_TABLE_4_SUM, paper_origin=PAPER_ORIGIN)
-    if part == "real_panda" or (part in (None, "all") and (data_dir or os.environ.get(DATA_ENV))):
+    if real:
         reproduce_real_panda(rep, quick, data_dir=data_dir, budget=QUICK_BUDGET if quick else EQUAL_BUDGET,
                              seeds=EQUAL_BUDGET_SEEDS, paper_table=NI_TABLE_4, paper_sums=NI_TABLE_4_SUM,
                              paper_origin=PAPER_ORIGIN, methods=METHODS)

@@ -24,6 +24,16 @@ def test_only_part_real_panda_of_wso_takes_a_data_directory():
         N.reproduce_wso(quick=True, part="table4", data_dir="x")
 
 
+def test_a_folder_without_the_log_is_refused_before_any_part_runs(tmp_path, monkeypatch):
+    from robodyn.errors import UserError
+
+    ran = []
+    monkeypatch.setattr(N, "_table4", lambda rep, quick: ran.append("table4"))
+    with pytest.raises(UserError, match="lacks exciting_traj_time.txt"):
+        N.reproduce_wso(quick=True, data_dir=str(tmp_path))
+    assert ran == []
+
+
 def _write_log(folder, seconds=10.0, rate=1000.0):
     """A log in the layout of Gaz et al.'s rbt_log folder whose torques are the Panda model's own, with
     viscous, Coulomb and offset friction: an inverse crime by construction, so it checks wiring only."""
