@@ -1,5 +1,7 @@
 """The recording index: one small JSON file beside each recording, ``<run_id>.index.json``, holding
-the line `robodyn recordings` lists (id, robot, samples, lost, duration, status, created, label).
+the line `robodyn recordings` lists (id, robot, samples, lost, duration, status, created, label)
+and a digest of the recording's closing summary (counts, loop and tracking figures: what the status
+page shows of a finished recording).
 
 Why: listing recordings must cost the daemon's main process nothing that grows with the files'
 sizes. The recorder writes the entry when it closes a recording, and when it repairs one a crash
@@ -7,6 +9,12 @@ left unfinished (daemon/recorder.py); the main process loads the entries at star
 in memory (:class:`RecordingIndex`), so a listing is a slice of a list. A recording without an
 entry (made by an older version, or copied in by hand) is indexed once, at start, by the daemon's
 heavy-read worker process, never on a request.
+
+The digest is in the entry so that no view ever decodes a recording to show it: the status page
+once asked for `recording_info` of each older recording, which decodes every sample (about 20 s
+for an hour at 1 kHz) while its poll waited. Entries of version 1 have no digest: they are
+rebuilt once by the worker at start, like a missing entry (reading only a finalized file's
+footer metadata).
 
 Every entry is written atomically (a temporary file in the same directory, fsync, rename): a
 crash leaves the old entry or the new one, never half of one.
@@ -19,13 +27,32 @@ import os
 from pathlib import Path
 
 INDEX_SUFFIX = ".index.json"
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: the summary digest
 MAX_INDEX_BYTES = 64 * 1024  # an entry is a few hundred bytes; anything larger is not ours
 
 
 def index_path(recording: str | Path) -> Path:
     path = Path(recording)
     return path.with_name(path.stem + INDEX_SUFFIX)
+
+
+def summary_digest(summary: dict | None) -> dict | None:
+    """The part of a closing summary a listing carries: bounded in size whatever the recording
+    (the gaps as a count, not the list, which grows with every lost packet)."""
+    if not summary:
+        return None
+    loop, tracking, gaps = summary.get("loop") or {}, summary.get("tracking") or {}, summary.get("gaps")
+    digest = {k: summary.get(k) for k in ("status", "reason", "recorded_samples", "expected_samples",
+                                          "lost_samples", "executed_samples", "trajectory_samples")}
+    digest["gaps"] = len(gaps) if isinstance(gaps, list) else gaps
+    digest["loop"] = {k: loop.get(k) for k in ("p50_ms", "p99_ms", "max_ms")} if isinstance(loop, dict) else {}
+    digest["tracking"] = ({k: tracking.get(k) for k in ("rms_overall_rad", "max_overall_rad")}
+                          if isinstance(tracking, dict) else {})
+    if "error" in summary:
+        digest["error"] = str(summary["error"])[:500]
+    if isinstance(digest["reason"], str):
+        digest["reason"] = digest["reason"][:500]
+    return digest
 
 
 def index_row(meta: dict, summary: dict | None, path: str | Path) -> dict:
@@ -38,7 +65,7 @@ def index_row(meta: dict, summary: dict | None, path: str | Path) -> dict:
             "lost": int(summary.get("lost_samples") or 0),
             "duration_s": (samples - 1) / rate if samples else 0.0,
             "status": summary.get("status", "unknown"), "created": meta.get("created_wall"),
-            "label": meta.get("label", "")}
+            "label": meta.get("label", ""), "summary": summary_digest(summary)}
 
 
 def write_index(recording: str | Path, row: dict) -> Path:

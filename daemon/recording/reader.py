@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import protocol as P
+from .index import summary_digest
 from .layout import EVENT_TOPIC, FORMAT, STATE_TOPIC
 
 
@@ -164,7 +165,7 @@ def read_recording_info(path: str | Path) -> dict:
             "duration_s": (int(summary["recorded_samples"]) - 1) / float(meta.get("rate_hz", 1.0))
             if summary["recorded_samples"] else 0.0,
             "status": summary.get("status", "unknown"), "created": meta.get("created_wall"),
-            "label": meta.get("label", "")}
+            "label": meta.get("label", ""), "summary": summary_digest(summary)}
 
 
 def recording_summary_line(rec: Recording) -> dict:
@@ -174,4 +175,5 @@ def recording_summary_line(rec: Recording) -> dict:
             "robot": (rec.meta.get("robot") or {}).get("name"), "samples": rec.samples, "lost": rec.lost,
             "duration_s": float(rec.robot_time[-1] - rec.robot_time[0]) if rec.samples else 0.0,
             "status": s.get("status", "incomplete (recovered)" if rec.truncated else "unknown"),
-            "created": rec.meta.get("created_wall"), "label": rec.meta.get("label", "")}
+            "created": rec.meta.get("created_wall"), "label": rec.meta.get("label", ""),
+            "summary": summary_digest(rec.summary)}

@@ -61,6 +61,9 @@ def test_run_records_the_complete_expected_sample_count(daemon):
                                                                                "completed")
     assert entry["label"] == "e2e complete" and entry["created"] == rec.meta["created_wall"]
     assert entry["duration_s"] == pytest.approx((rec.samples - 1) / RATE)
+    # and the digest of its closing summary, what the status page shows without reading the file
+    assert entry["summary"]["recorded_samples"] == rec.samples and entry["summary"]["gaps"] == 0
+    assert entry["summary"]["loop"]["p99_ms"] == rec.summary["loop"]["p99_ms"] > 0
     listed = {r["id"]: r for r in c.recordings()}
     assert listed[accepted["run_id"]]["samples"] == rec.samples
 

@@ -42,7 +42,6 @@ FINISHED = ("completed", "aborted", "failed")
 MAX_RECORDINGS_KEPT = 500  # newest first; the page serves them PAGE_SIZE at a time
 MAX_JOBS_KEPT = 500
 PAGE_SIZE = 25
-MAX_INFO_FETCHES_PER_REFRESH = 1  # recording_info decodes a file in the daemon: one at a time, cached
 MAX_PULLS_PER_REFRESH = 2  # a completed job's metrics, fetched once each, a few per refresh
 KNOWN_JOBS_TTL_S = 5.0  # how long the list of completed jobs answers for unknown report ids
 
@@ -70,7 +69,6 @@ class StatusPoller:
         self._slow_next = 0.0
         self._run_key = None
         self._slow: dict = {"recordings": [], "jobs": []}
-        self._info_cache: dict[str, dict] = {}
         self._job_cache: dict[str, dict] = {}
         self._totals: dict[str, int | None] = {}  # each listing's length in the daemon; the page keeps the newest
         self.thread = threading.Thread(target=self._loop, name="robodyn-status-poll", daemon=True)
@@ -176,26 +174,19 @@ class StatusPoller:
         return out
 
     def _recordings(self) -> list[dict]:
+        """The newest recordings, each with its summary: a run of this daemon's history has its own;
+        any other row carries the digest the daemon keeps in its index (daemon/recording/index.py).
+        The page never asks for `recording_info`, which decodes a whole file in the daemon's worker
+        (about 20 s for an hour at 1 kHz) while this poll would wait for it."""
         reply = self.client.listing_page("recordings", MAX_RECORDINGS_KEPT)
         self._totals["recordings"] = reply.get("total")
         rows = sorted(reply["recordings"], key=lambda r: str(r.get("id")), reverse=True)  # ids start with the start time
         history = {r["run_id"]: r for r in self.client.runs(limit=MAX_RECORDINGS_KEPT)}
-        self._info_cache = {k: v for k, v in self._info_cache.items() if k in {str(r.get("id")) for r in rows}}
-        fetches = 0
         out = []
         for row in rows:
             rid = str(row.get("id"))
             view = {k: row.get(k) for k in ("id", "status", "samples", "lost", "duration_s", "label", "created")}
-            run = history.get(rid)
-            summary = (run or {}).get("summary")
-            if summary is None and row.get("status") not in (None, "recording") and not str(row.get("status")).startswith("unreadable"):
-                if rid not in self._info_cache and fetches < MAX_INFO_FETCHES_PER_REFRESH:
-                    fetches += 1
-                    try:
-                        self._info_cache[rid] = self.client.recording_info(rid).get("summary") or {}
-                    except Exception as exc:  # unreadable file: show why, do not retry every refresh
-                        self._info_cache[rid] = {"error": str(exc)}
-                summary = self._info_cache.get(rid)
+            summary = (history.get(rid) or {}).get("summary") or row.get("summary")
             if summary:
                 view["summary"] = _summary_view(summary)
             out.append(view)

@@ -39,7 +39,8 @@ def make_recordings(recordings_dir: Path, count: int, indexed_fraction: float = 
         w.append(seq, seq * 1e-3, seq.astype(np.int64) * 1_000_000, np.full(samples, 2, np.uint8),
                  np.zeros((samples, width)))
         w.flush_block()
-        summary = {"status": "completed", "expected_samples": samples, "recorded_samples": samples, "lost_samples": 0}
+        summary = {"status": "completed", "expected_samples": samples, "recorded_samples": samples, "lost_samples": 0,
+                   "gaps": [], "loop": {"p50_ms": 1.0, "p99_ms": 1.0 + k / 1000, "max_ms": 1.5}}
         w.close(summary)
         if k < indexed_fraction * count:
             write_index(path, index_row(w.meta, summary, path))
@@ -68,13 +69,16 @@ def wait_indexed(client: Client, count: int, timeout: float = 120.0) -> dict:
         time.sleep(0.2)
 
 
-def flood(control: str, clients: int, requests_per_client: int, stops: int, token_env: dict | None = None) -> dict:
+def flood(control: str, clients: int, requests_per_client: int, stops: int, token_env: dict | None = None,
+          page: bool = True) -> dict:
     """``clients`` threads, each with its own connection, send ``requests_per_client`` requests
     cycling ``recordings`` (every page of 100, and the largest page the protocol allows),
-    ``status`` and ``jobs`` (a page of 100 and the largest); meanwhile an operator connection
-    alternates ``arm`` and ``disarm``/``abort`` ``stops`` times. Returns the counts and the stop
-    commands' latencies as the daemon measured them (dispatch.py: _stop_latency), on its clock
-    (``periods``) and on its main thread's CPU clock (``work_periods``)."""
+    ``status`` and ``jobs`` (a page of 100 and the largest); with ``page``, the status page's own
+    poller (tools/operator/status_page.py, its read-only client) refreshes as fast as it is answered
+    and asks for its slow listings (500 recordings and jobs, the run history) on every refresh;
+    meanwhile an operator connection alternates ``arm`` and ``disarm``/``abort`` ``stops`` times.
+    Returns the counts and the stop commands' latencies as the daemon measured them (dispatch.py:
+    _stop_latency), on its clock (``periods``) and on its main thread's CPU clock (``work_periods``)."""
     errors: dict[str, int] = {}
     done = {"requests": 0}
     lock = threading.Lock()
@@ -106,7 +110,26 @@ def flood(control: str, clients: int, requests_per_client: int, stops: int, toke
         finally:
             c.close()
 
+    poller_state = {"refreshes": 0, "connected": 0, "snapshot": None}
+
+    def status_page() -> None:
+        from robodyn.daemon.readonly import ReadOnlyClient
+        from robodyn.tools.operator.status_page import StatusPoller
+
+        poller = StatusPoller(lambda: ReadOnlyClient(control, timeout=60.0), period_s=0.0, slow_period_s=0.0)
+        try:
+            while not stop_flood.is_set():
+                poller.refresh()
+                snap = poller.get()
+                poller_state["refreshes"] += 1
+                poller_state["connected"] += bool(snap.get("connected"))
+                poller_state["snapshot"] = snap
+        finally:
+            poller.client.close()
+
     threads = [threading.Thread(target=observer, args=(k,), daemon=True) for k in range(clients)]
+    if page:
+        threads.append(threading.Thread(target=status_page, daemon=True))
     for t in threads:
         t.start()
     # the stops through the main process's loop (the driver's stop socket has its own test:
@@ -142,7 +165,12 @@ def flood(control: str, clients: int, requests_per_client: int, stops: int, toke
 
     def spread(values):
         return {"p50": float(np.median(values)) if values else None, "max": max(values) if values else None}
+    snapshot = poller_state["snapshot"] or {}
     return {"clients": clients, "flood_requests": done["requests"], "flood_errors": errors,
+            "status_page": {"refreshes": poller_state["refreshes"], "connected": poller_state["connected"],
+                            "recordings_shown": len(snapshot.get("recordings") or []),
+                            "recordings_with_summary": sum("summary" in r for r in snapshot.get("recordings") or []),
+                            "error": snapshot.get("error")} if page else None,
             "stops": len(latencies), "arm_refusals": refusals,
             "stop_latency_periods": {"max": max(periods) if periods else None,
                                      "p50": float(np.median(periods)) if periods else None,

@@ -70,8 +70,6 @@ class CountingDaemon:
                     return {"runs": []}
                 if cmd == "pull":
                     return {"result": dict(daemon.pull_doc)}
-                if cmd == "recording_info":
-                    return {"summary": {}}
                 raise AssertionError(f"the page sent {cmd!r}")
 
             def close(self):
@@ -157,6 +155,37 @@ def test_listings_are_served_a_page_at_a_time(page):
     assert snap["jobs_page"]["page"] == 2 and len(snap["jobs"]) == PAGE_SIZE
     assert json.loads(get(page, "/api/status?recordings_page=99")[2])["recordings_page"]["page"] == 3
     assert get(page, "/api/status?jobs_page=x")[0] == 400
+
+
+def test_finished_recordings_show_their_summaries_from_the_listing_alone(tmp_path):
+    """A recording's summary on the page comes from the daemon's index entry (a bounded digest
+    written when it closed), never from `recording_info`, which decodes the whole file: the
+    stand-in fails the poll on any command the page should not send."""
+    from robodyn.daemon.recording import index_row
+
+    daemon, clock = CountingDaemon(recordings=40), Clock()
+    for k, r in enumerate(daemon.recs):
+        summary = {"status": "completed", "recorded_samples": 1000 + k, "expected_samples": 1000 + k + k % 3,
+                   "lost_samples": k % 3, "gaps": [[10 * g, 1] for g in range(k)],
+                   "loop": {"p50_ms": 1.0, "p99_ms": 1.0 + k / 100, "max_ms": 2.0, "samples": 1000},
+                   "tracking": {"rms_overall_rad": k * 1e-4, "max_overall_rad": k * 1e-3, "rms_rad": [0.0] * 7}}
+        r.update(index_row({"run_id": r["id"], "rate_hz": 1000.0, "robot": {"name": "panda"}}, summary,
+                           tmp_path / f"{r['id']}.mcap"))
+    daemon.recs[-1].update(status="indexing", summary=None)  # not yet indexed at start: nothing to show
+    poller = StatusPoller(daemon.factory, clock=clock)
+    poller.refresh()
+    snap = poller.get()
+    assert snap["connected"], snap["error"]
+    rows = {r["id"]: r for r in snap["recordings"]}
+    for k, r in enumerate(daemon.recs[:-1]):
+        shown = rows[r["id"]]["summary"]
+        assert shown["loop_p99_ms"] == pytest.approx(1.0 + k / 100) and shown["gaps"] == k
+        assert (shown["samples"], shown["lost_samples"]) == (1000 + k, k % 3)
+        assert shown["tracking_max_rad"] == pytest.approx(k * 1e-3)
+    assert "summary" not in rows[daemon.recs[-1]["id"]]
+    assert "recording_info" not in daemon.calls
+    # the entry's digest is bounded whatever the recording: the gaps as a count, not the list
+    assert daemon.recs[30]["summary"]["gaps"] == 30 and "rms_rad" not in daemon.recs[30]["summary"]["tracking"]
 
 
 def test_histories_beyond_the_daemons_default_page_are_kept_counted_and_found(tmp_path):
