@@ -78,23 +78,36 @@ def _numbers(v) -> bool:
     return isinstance(v, (list, tuple)) and all(type(x) in (int, float) for x in v)
 
 
-def check_config(v) -> str | None:
-    """The identification config of a job, checked field by field at submit (types from the
-    config dataclasses), so a wrong type is refused with its field named, not found by the worker."""
+def _config_fields() -> tuple[set, set]:
+    """The fields a job's config may have: those of the config dataclasses, one list for the check
+    at submit and the worker (``cutoff_choice`` is filled in by the fit, never given)."""
     import dataclasses
-    import typing
 
     from .pipeline import IdentificationConfig
     from .processing import ProcessingConfig
 
-    for cls, doc, where in ((IdentificationConfig, v, "config"),
-                            (ProcessingConfig, v.get("processing"), "config.processing")):
+    return ({f.name for f in dataclasses.fields(IdentificationConfig)},
+            {f.name for f in dataclasses.fields(ProcessingConfig)} - {"cutoff_choice"})
+
+
+def check_config(v) -> str | None:
+    """The identification config of a job, checked at submit field by field (types from the config
+    dataclasses, then the values, by building the config as the worker will), so a wrong field is
+    refused with its name, not found by the worker."""
+    import typing
+
+    from .names import LEAST_SQUARES
+    from .pipeline import IdentificationConfig
+    from .processing import ProcessingConfig
+
+    fields, processing_fields = _config_fields()
+    for cls, doc, where, names in ((IdentificationConfig, v, "config", fields),
+                                   (ProcessingConfig, v.get("processing"), "config.processing", processing_fields)):
         if doc is None and where != "config":
             continue
         if not isinstance(doc, dict):
             return f"field '{where}' must be a map, got {type(doc).__name__}"
         hints = typing.get_type_hints(cls)
-        names = {f.name for f in dataclasses.fields(cls)} - {"cutoff_choice"}
         for key, value in doc.items():
             if key not in names:
                 return f"unknown field '{where}.{key}'; known: {sorted(names)}"
@@ -110,6 +123,12 @@ def check_config(v) -> str | None:
     scales = v.get("friction_scales")
     if scales is not None and not _numbers(scales):
         return f"field 'config.friction_scales' must be a list of numbers, got {scales!r:.40}"
+    if v.get("method", "wls") not in LEAST_SQUARES:  # a job runs the pipeline's estimators
+        return f"field 'config.method' must be one of {list(LEAST_SQUARES)}, got {v.get('method')!r:.40}"
+    try:
+        _config_from_dict(v)
+    except (ValueError, TypeError) as exc:
+        return str(exc)
     return None
 
 
@@ -133,22 +152,37 @@ def _write_json_atomic(path: Path, doc: dict) -> None:
 
 
 def _config_from_dict(d: dict):
+    """The job's config; a value out of its range raises ValueError naming its field
+    (``field 'config.processing.trim_s': must be >= 0.0, got -5``)."""
     from .pipeline import IdentificationConfig
     from .processing import ProcessingConfig
 
+    fields, processing_fields = _config_fields()
     d = dict(d or {})
-    known = {"method", "friction", "rotor_inertia", "friction_model", "processing", "chunk_samples", "motor_couplings"}
-    unknown = set(d) - known
+    unknown = set(d) - fields
     if unknown:
-        raise ValueError(f"config: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
+        raise ValueError(f"unknown field(s) {['config.' + k for k in sorted(unknown)]}; known: {sorted(fields)}")
     processing = d.pop("processing", None) or {}
-    pfields = set(ProcessingConfig.__dataclass_fields__)
-    bad = set(processing) - pfields
+    bad = set(processing) - processing_fields
     if bad:
-        raise ValueError(f"config.processing: unknown field(s) {sorted(bad)}; known: {sorted(pfields)}")
+        raise ValueError(f"unknown field(s) {['config.processing.' + k for k in sorted(bad)]}; "
+                         f"known: {sorted(processing_fields)}")
     if "motor_couplings" in d:
         d["motor_couplings"] = tuple(tuple(c) for c in d["motor_couplings"])
-    return IdentificationConfig(processing=ProcessingConfig(**processing), **d)
+    try:
+        processing = ProcessingConfig(**processing)
+    except ValueError as exc:
+        raise ValueError(_field_message("config.processing", exc)) from None
+    try:
+        return IdentificationConfig(processing=processing, **d)
+    except ValueError as exc:
+        raise ValueError(_field_message("config", exc)) from None
+
+
+def _field_message(where: str, exc: ValueError) -> str:
+    """``name: why`` from a config's own check, as ``field 'where.name': why``."""
+    name, sep, why = str(exc).partition(": ")
+    return f"field '{where}.{name}': {why}" if sep and name.isidentifier() else f"{where}: {exc}"
 
 
 def run_job(job_dir: str, recordings_dir: str) -> None:
@@ -339,10 +373,7 @@ class JobManager:
     # ----------------------------------------------------------------- commands
 
     def cmd_identify(self, args) -> dict:
-        try:
-            _config_from_dict(args.get("config"))  # reject a bad config now, not in the worker
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise P.ProtocolError(P.E_INVALID_ARGS, f"identify: config: {exc}", field="args.config") from None
+        # the config was built and checked with the arguments (check_config): a bad one never queues
         missing = [r for r in args["recordings"] + list(args.get("holdout") or [])
                    if not (self.recordings_dir / f"{r}.mcap").exists()]
         if missing:

@@ -68,6 +68,19 @@ class ProcessingConfig:
             raise ValueError(f"gap_periods: a gap is longer than one period; expected > 1, got {self.gap_periods}")
         if int(self.decimation) != self.decimation or self.decimation < 1:
             raise ValueError(f"decimation: must be a positive integer, got {self.decimation}")
+        # values a recording cannot give meaning to: refused here, where every caller passes (the
+        # command line, a daemon job's config at submit, a script), not found deep in a fit
+        for name, low, open_low, optional in (("trim_s", 0.0, False, False), ("jitter_tolerance", 0.0, False, False),
+                                              ("min_velocity", 0.0, False, True), ("rate_hz", 0.0, True, True),
+                                              ("average_period_s", 0.0, True, True),
+                                              ("rloess_iterations", 0, False, False), ("filter_order", 1, False, False)):
+            v = getattr(self, name)
+            if v is None and optional:
+                continue
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v or (v <= low if open_low else v < low):
+                raise ValueError(f"{name}: must be {'>' if open_low else '>='} {low}, got {v!r}")
+        if self.rloess_span is not None and not 0 < self.rloess_span < 1:
+            raise ValueError(f"rloess_span: a fraction of the samples, between 0 and 1, got {self.rloess_span!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -113,6 +113,26 @@ def test_bad_recordings_are_named(panda_with_rotors, tmp_path):
         ProcessingConfig(cutoff_hz=-5)
 
 
+@pytest.mark.parametrize("field, value, says", [
+    ("trim_s", -0.5, "trim_s: must be >= 0.0"), ("trim_s", float("nan"), "trim_s: must be >= 0.0"),
+    ("min_velocity", -1, "min_velocity: must be >= 0.0"), ("rate_hz", 0, "rate_hz: must be > 0.0"),
+    ("average_period_s", -2.0, "average_period_s: must be > 0.0"), ("filter_order", 0, "filter_order: must be >= 1"),
+    ("rloess_iterations", -1, "rloess_iterations: must be >= 0"), ("jitter_tolerance", -0.1, "jitter_tolerance"),
+    ("rloess_span", 1.0, "rloess_span: a fraction"), ("rloess_span", 0.0, "rloess_span: a fraction"),
+    ("trim_s", True, "trim_s: must be"),
+])
+def test_processing_values_without_meaning_are_refused_naming_the_field(field, value, says):
+    with pytest.raises(ValueError, match=says):
+        ProcessingConfig(**{field: value})
+
+
+def test_processing_values_at_their_limits_are_accepted():
+    c = ProcessingConfig(trim_s=0.0, min_velocity=0.0, rate_hz=1e-3, average_period_s=0.5, filter_order=1,
+                         rloess_iterations=0, jitter_tolerance=0.0, rloess_span=0.02)
+    assert (c.trim_s, c.min_velocity, c.filter_order, c.rloess_span) == (0.0, 0.0, 1, 0.02)
+    assert ProcessingConfig(min_velocity=None, rate_hz=None, average_period_s=None, rloess_span=None).rate_hz is None
+
+
 def _write_csv(path, data, with_velocity=False, drop=None):
     n = data.dof
     cols = {"t": data.t[:, None], **{f"q{j + 1}": data.q[:, j:j + 1] for j in range(n)}}

@@ -127,9 +127,17 @@ def test_heavy_reads_are_limited_per_client_busy_not_queued(crowded):
 
 def test_stops_are_answered_at_once_while_observers_flood_listings(crowded, figure):
     wait_indexed(crowded.client, RECORDINGS)
-    result = flood(crowded.control, clients=CLIENTS, requests_per_client=120, stops=40)
+    heavy_before = crowded.client.status()["control"]["heavy_reads"]["submitted"]
+    result = flood(crowded.control, clients=CLIENTS, requests_per_client=120, stops=40, page=True)
     figure("observer flood", **result)
     assert result["flood_errors"] == {} and result["flood_requests"] > 0
+    # the status page polled throughout, never lost the daemon, and showed every recording's
+    # summary from the listing's index entries: neither it nor the observers made the daemon
+    # decode a file (no heavy read submitted during the flood)
+    page = result["status_page"]
+    assert page["refreshes"] > 0 and page["connected"] == page["refreshes"] and page["error"] is None
+    assert page["recordings_shown"] == page["recordings_with_summary"] == RECORDINGS
+    assert result["daemon"]["heavy_reads"]["submitted"] == heavy_before
     # arm never refused: the driver's telemetry is read every loop round, whatever observers ask
     assert result["arm_refusals"] == {} and result["daemon"]["stale_refusals"] == 0
     # the mechanism, counted by the daemon's own sequence numbers: the loop reads the socket before
@@ -164,6 +172,14 @@ def test_stops_are_answered_at_once_while_observers_flood_listings(crowded, figu
     ({"rotor_inertia": "yes"}, "config.rotor_inertia"),
     ({"chunk_samples": 1.5}, "config.chunk_samples"),
     ({"processing": {"cutoff_hz": [5]}}, "config.processing.cutoff_hz"),
+    # values, not only types: built as the worker builds it
+    ({"method": "nonsense"}, "config.method"),
+    ({"friction": "magic"}, "config.friction"),
+    ({"processing": {"trim_s": -5}}, "config.processing.trim_s"),
+    ({"processing": {"rloess_span": 2.0}}, "config.processing.rloess_span"),
+    ({"chunk_samples": 5}, "config.chunk_samples"),
+    ({"recording_weights": [0.0]}, "config.recording_weights"),
+    ({"colour": "red"}, "config.colour"),
 ])
 def test_identify_config_is_checked_at_submit_naming_the_field(crowded, config, field):
     """Refused at submit with one line naming the field: no job is queued to fail in the worker."""
@@ -175,13 +191,18 @@ def test_identify_config_is_checked_at_submit_naming_the_field(crowded, config, 
     assert crowded.client.call("jobs", limit=1)["total"] == before
 
 
-def test_a_well_typed_identify_config_passes_the_check():
-    from robodyn.identification.daemon_jobs import check_config
+def test_a_well_typed_identify_config_passes_the_check_and_the_worker_builds_it():
+    """What the check at submit passes, the worker builds (one list of fields for both)."""
+    from robodyn.identification.daemon_jobs import _config_from_dict, check_config
 
-    assert check_config({"method": "wls", "friction": "stribeck", "chunk_samples": 200, "rotor_inertia": False,
-                         "motor_couplings": [[0, 0, 0, 0, 0, 1, 0.5]], "friction_scales": [0.1] * 7,
-                         "processing": {"trim_s": 1, "cutoff_hz": "auto", "rate_hz": None,
-                                        "q_cutoff_hz": 20.0}}) is None
+    doc = {"method": "wls", "friction": "stribeck", "chunk_samples": 200, "rotor_inertia": False,
+           "motor_couplings": [[0, 0, 0, 0, 0, 1, 0.5]], "friction_scales": [0.1] * 7,
+           "recording_weights": "equal",
+           "processing": {"trim_s": 1, "cutoff_hz": "auto", "rate_hz": None, "q_cutoff_hz": 20.0}}
+    assert check_config(doc) is None
+    config = _config_from_dict(doc)
+    assert config.friction_scales == [0.1] * 7 and config.processing.trim_s == 1
+    assert config.recording_weights == "equal" and config.motor_couplings == ((0, 0, 0, 0, 0, 1, 0.5),)
 
 
 def test_cached_replies_are_the_bytes_of_the_plain_encoding():
