@@ -1,6 +1,7 @@
 """Reads whose cost grows with a file's size, kept out of the daemon's main process: decoding a
-recording for ``recording_info`` and indexing, once at start, the recordings that have no index
-entry (recording/index.py). They run in one worker process; the main loop only hands them over
+recording for ``recording_info``, a finished job's result for ``pull`` (a few hundred kB of JSON:
+about 5 ms to decode and encode, five real-time periods a stop would wait behind) and indexing,
+once at start, the recordings that have no index entry (recording/index.py). They run in one worker process; the main loop only hands them over
 and sends the reply when the result is there (a deferred reply), so an observer asking for the
 largest file delays no ``abort``, no ``disarm`` and no telemetry.
 
@@ -44,13 +45,25 @@ def index_work(paths: list[str]) -> list[dict]:
     return [build_index(p) for p in paths]
 
 
+def packed_json_work(path: str, head: dict, key: str) -> bytes:
+    """In the worker: the reply's result ``{**head, key: <the JSON document at path>}``, encoded
+    (msgpack) here, so the main process only splices the bytes into the reply."""
+    import json
+
+    from . import protocol as P
+
+    with open(path, "rb") as fh:
+        return P.packb({**head, key: json.loads(fh.read())})
+
+
 @dataclass
 class HeavyRead:
     future: object
     client: str | None  # None: the daemon's own work (indexing), not a client's
     envelope: list
     rid: object
-    finish: object  # callable(result) -> reply dict, or None for the daemon's own work
+    finish: object  # callable(result) -> reply dict or encoded result bytes, or None for the daemon's own work
+    what: str = "the recording"  # named when the read fails
 
 
 class HeavyReads:
@@ -77,7 +90,16 @@ class HeavyReads:
             return self._peer
         return bytes(self._envelope[0]).hex() if self._envelope else ""
 
-    def _submit_heavy(self, client: str | None, fn, *args, finish) -> None:
+    def defer_to_worker(self, fn, *args, finish, what: str):
+        """For a command handler (the daemon's or an extension's): ``fn(*args)`` runs in the worker
+        within the calling client's limit, the reply is ``finish(result)`` (a dict, or the result's
+        encoded bytes) and is sent when it is done. Returns the handler's "reply later" result."""
+        from .dispatch import DEFERRED
+
+        self._submit_heavy(self._client_key(), fn, *args, finish=finish, what=what)
+        return DEFERRED
+
+    def _submit_heavy(self, client: str | None, fn, *args, finish, what: str = "the recording") -> None:
         """Hand ``fn(*args)`` to the worker; the reply to the current request is sent when done."""
         if client is not None:
             mine = sum(1 for h in self.heavy if h.client == client)
@@ -94,7 +116,7 @@ class HeavyReads:
             future = self._pool().submit(fn, *args)
         self.heavy_counts["submitted"] += 1
         self.heavy.append(HeavyRead(future, client, list(self._envelope) if client is not None else [],
-                                    self._rid, finish))
+                                    self._rid, finish, what))
 
     def _complete_heavy(self) -> None:
         """From the main loop: reply to every finished heavy read."""
@@ -119,7 +141,8 @@ class HeavyReads:
                 continue
             if exc is None:
                 try:
-                    reply = P.ok_reply(h.rid, h.finish(h.future.result()))
+                    result = h.finish(h.future.result())
+                    reply = P.ok_reply_packed(h.rid, result) if isinstance(result, bytes) else P.ok_reply(h.rid, result)
                 except P.ProtocolError as perr:
                     reply = P.error_reply(h.rid, perr.code, perr.message, perr.details)
             else:
@@ -129,7 +152,7 @@ class HeavyReads:
                 code = P.E_NOT_FOUND if isinstance(exc, FileNotFoundError) else \
                     P.E_UNAVAILABLE if isinstance(exc, (OSError, ValueError)) else P.E_INTERNAL
                 self._count_error(code)
-                reply = P.error_reply(h.rid, code, f"could not read the recording: {type(exc).__name__}: "
+                reply = P.error_reply(h.rid, code, f"could not read {h.what}: {type(exc).__name__}: "
                                                    f"{str(exc).splitlines()[0] if str(exc) else ''}")
             self._reply_later(h.envelope, reply)
         self.heavy = waiting
@@ -155,10 +178,7 @@ class HeavyReads:
         if self.current is not None and self.current.path == str(path):
             raise P.ProtocolError(P.E_BUSY, f"busy: recording {rid!r} is being written; ask when its run has ended",
                                   field="args.recording")
-        from .dispatch import DEFERRED
-
-        self._submit_heavy(self._client_key(), recording_info_work, str(path), finish=lambda info: info)
-        return DEFERRED
+        return self.defer_to_worker(recording_info_work, str(path), finish=lambda info: info, what="the recording")
 
     def cmd_recordings(self, args) -> dict:
         """A page of the in-memory index: no file is read (recording/index.py)."""

@@ -434,7 +434,12 @@ class JobManager:
             raise P.ProtocolError(P.E_BUSY if st.get("state") in ("queued", "running") else P.E_NOT_FOUND,
                                   f"job {args['job']} is {st.get('state')}" +
                                   (f": {st.get('error')}" if st.get("error") else ""), field="args.job")
-        return {"job": args["job"], "result": json.loads((self.jobs_dir / args["job"] / "result.json").read_text())}
+        from robodyn.daemon.heavy import packed_json_work
+
+        # decoded and encoded in the daemon's heavy-read worker, not on its main loop (daemon/heavy.py)
+        return self.daemon.defer_to_worker(packed_json_work, str(self.jobs_dir / args["job"] / "result.json"),
+                                           {"job": args["job"]}, "result", finish=lambda packed: packed,
+                                           what=f"the result of job {args['job']}")
 
 
 def _state_of(job_dir: Path) -> str | None:
@@ -494,6 +499,7 @@ def worker_main(data_dir: str, recordings_dir: str, poll_s: float = 1.0, once: b
 def register(daemon) -> None:
     manager = JobManager(daemon.cfg.data_dir, daemon.recordings_dir, getattr(daemon.cfg, "jobs_runner", "daemon"))
     daemon.job_manager = manager
+    manager.daemon = daemon  # pull defers its read to the daemon's heavy-read worker
     for name, handler in (("identify", manager.cmd_identify), ("job_status", manager.cmd_job_status),
                           ("jobs", manager.cmd_jobs), ("pull", manager.cmd_pull)):
         daemon.add_command(name, ARGS[name], handler)

@@ -61,6 +61,19 @@ def test_identification_job_on_daemon_recordings(daemon, tmp_path, capsys):
     print("held-out", json.dumps({k: holdout[k] for k in ("rmse", "relative_error_total", "correlation")}))
     assert holdout["relative_error_total"] < 0.1, holdout
     assert min(holdout["correlation"]) > 0.9, holdout
+    # a pull is read in the daemon's heavy-read worker (a few hundred kB of JSON: never on the
+    # main loop a stop is served from), and its encoded bytes are the plain reply's
+    from robodyn.daemon.client import DaemonError
+
+    submitted = daemon.client.status()["control"]["heavy_reads"]["submitted"]
+    stored = daemon.data_dir / "jobs" / reply["job"] / "result.json"
+    assert daemon.client.pull(reply["job"]) == json.loads(stored.read_text())
+    assert daemon.client.status()["control"]["heavy_reads"]["submitted"] == submitted + 1
+    stored.write_text(stored.read_text()[:1000])  # damaged behind the daemon's back: said, in one line
+    with pytest.raises(DaemonError) as err:
+        daemon.client.pull(reply["job"])
+    assert err.value.code == "unavailable" and f"could not read the result of job {reply['job']}" in err.value.message
+    assert "\n" not in err.value.message
     # the same job from the command line, waited for: the summary is printed without a pull
     assert main(["submit-identify", ident, "--holdout", held, "--cutoff", "20", "--wait",
                  "--endpoint", daemon.control]) == 0

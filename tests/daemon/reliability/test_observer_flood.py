@@ -127,17 +127,17 @@ def test_heavy_reads_are_limited_per_client_busy_not_queued(crowded):
 
 def test_stops_are_answered_at_once_while_observers_flood_listings(crowded, figure):
     wait_indexed(crowded.client, RECORDINGS)
-    heavy_before = crowded.client.status()["control"]["heavy_reads"]["submitted"]
+    decoded_before = crowded.client.status()["control"]["request_cost_ms"].get("recording_info", {}).get("count", 0)
     result = flood(crowded.control, clients=CLIENTS, requests_per_client=120, stops=40, page=True)
     figure("observer flood", **result)
     assert result["flood_errors"] == {} and result["flood_requests"] > 0
     # the status page polled throughout, never lost the daemon, and showed every recording's
     # summary from the listing's index entries: neither it nor the observers made the daemon
-    # decode a file (no heavy read submitted during the flood)
+    # decode a recording (no recording_info during the flood)
     page = result["status_page"]
     assert page["refreshes"] > 0 and page["connected"] == page["refreshes"] and page["error"] is None
     assert page["recordings_shown"] == page["recordings_with_summary"] == RECORDINGS
-    assert result["daemon"]["heavy_reads"]["submitted"] == heavy_before
+    assert result["request_cost_ms"].get("recording_info", {}).get("count", 0) == decoded_before
     # arm never refused: the driver's telemetry is read every loop round, whatever observers ask
     assert result["arm_refusals"] == {} and result["daemon"]["stale_refusals"] == 0
     # the mechanism, counted by the daemon's own sequence numbers: the loop reads the socket before
