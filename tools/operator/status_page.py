@@ -214,7 +214,10 @@ class StatusPoller:
                     try:
                         self._job_cache[job] = _job_metrics(self.client.pull(job))
                     except Exception as exc:
-                        self._job_cache[job] = {"error": str(exc)}
+                        # `busy`: the daemon's heavy-read worker is taken (pull is read there); asked
+                        # again at the next refresh. Anything else is the job's state: kept.
+                        if getattr(exc, "code", "") != "busy":
+                            self._job_cache[job] = {"error": str(exc)}
                 view["result"] = self._job_cache.get(job)
                 view["report"] = f"/jobs/{job}/report.html"
                 view["plot"] = f"/jobs/{job}/torque.png"

@@ -14,6 +14,7 @@ import pytest
 
 from robodyn.daemon.dispatch import COMMAND_ROLES
 from robodyn.daemon import protocol as P
+from robodyn.daemon.client import DaemonError
 from robodyn.daemon.readonly import READ_ONLY_COMMANDS, ReadOnlyClient
 from robodyn.errors import UserError
 from robodyn.tools.operator.listen import check_listen_host
@@ -39,6 +40,7 @@ class CountingDaemon:
         self.job_list = [{"job": f"job{i:04d}", "state": "running", "stage": "fit", "progress": 0.5}
                          for i in range(jobs)]
         self.pull_doc: dict = {}
+        self.pulls_busy = 0  # the next pulls answered `busy` (the daemon's heavy-read worker taken)
 
     def _count(self, cmd: str) -> None:
         self.calls[cmd] = self.calls.get(cmd, 0) + 1
@@ -69,6 +71,9 @@ class CountingDaemon:
                 if cmd == "runs":
                     return {"runs": []}
                 if cmd == "pull":
+                    if daemon.pulls_busy:
+                        daemon.pulls_busy -= 1
+                        raise DaemonError("busy", "busy: this client has 1 of its 1 heavy reads in progress")
                     return {"result": dict(daemon.pull_doc)}
                 raise AssertionError(f"the page sent {cmd!r}")
 
@@ -217,6 +222,23 @@ def test_histories_beyond_the_daemons_default_page_are_kept_counted_and_found(tm
     note = reports.get("job0000")["note"]
     # the oldest recording's path was found: the plot fails only on reading the (absent) file
     assert str(tmp_path / f"{oldest}.mcap") in note and "not among" not in note, note
+
+
+def test_a_busy_pull_is_asked_again_and_a_failed_one_is_kept():
+    """`pull` runs in the daemon's heavy-read worker and may be answered `busy`: the page asks
+    again at its next refresh instead of showing the job's result as an error for good."""
+    daemon, clock = CountingDaemon(recordings=1, jobs=1), Clock()
+    daemon.job_list[0].update(state="completed")
+    daemon.pull_doc = {"estimate": {"method": "wls"}, "base": {"count": 3}, "provenance": {"recordings": ["r"]},
+                       "metrics": {"identification": {"relative_error_total": 0.05}}}
+    daemon.pulls_busy = 1
+    poller = StatusPoller(daemon.factory, slow_period_s=0.0, clock=clock)
+    poller.refresh()
+    assert poller.get()["jobs"][0]["result"] is None and daemon.calls["pull"] == 1
+    poller.refresh()
+    assert poller.get()["jobs"][0]["result"]["identification_relative_error"] == 0.05 and daemon.calls["pull"] == 2
+    poller.refresh()  # a completed job's result never changes: not pulled again
+    assert daemon.calls["pull"] == 2
 
 
 def test_unknown_job_ids_are_answered_from_a_cache_not_by_the_daemon(page):
