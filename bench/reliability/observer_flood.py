@@ -7,7 +7,8 @@
 The daemon (a simulated Panda at real time, 1 kHz) starts on a data dir holding ``--recordings``
 generated recordings (half of them without an index entry, as an older version left them) and
 ``--jobs`` finished jobs. ``--clients`` connections then send ``recordings`` (every page), ``status``
-and ``jobs`` as fast as they are answered, while one operator connection alternates ``arm`` and
+and ``jobs`` as fast as they are answered, and the status page's own poller refreshes as fast as
+it is answered (``--no-page``: without it), while one operator connection alternates ``arm`` and
 ``abort``/``disarm``. Printed as JSON (and written to ``--out``): the stop commands' latency as the
 daemon measured it on its own clock, in periods of the real-time loop (from the last moment it
 saw no request waiting before the stop came in to the reply: an upper bound) and on its main
@@ -47,6 +48,7 @@ def main(argv=None) -> int:
     ap.add_argument("--stops", type=int, default=100, help="arm + abort/disarm cycles of the operator")
     ap.add_argument("--rt-priority", type=int, default=0,
                     help="[loop].rt_priority of the daemon: the driver's SCHED_FIFO priority, the main loop's less one")
+    ap.add_argument("--no-page", action="store_true", help="without the status page's poller among the observers")
     ap.add_argument("--out", default=str(Path(__file__).with_name("observer_flood.json")))
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="robodyn-flood-") as tmp:
@@ -61,7 +63,7 @@ def main(argv=None) -> int:
         try:
             wait_indexed(d.client, args.recordings)
             load_before = os.getloadavg()
-            result = flood(d.control, args.clients, args.requests, args.stops)
+            result = flood(d.control, args.clients, args.requests, args.stops, page=not args.no_page)
             load_after = os.getloadavg()
         finally:
             d.stop()
