@@ -14,7 +14,7 @@ measurement is asked from a pluggable source:
   answers ``pose_id x y z [x2 y2 z2 ..]`` or ``pose_id NONE reason``.
 
 Coordinates are in ``--source-units`` (m or mm), one triple per target in the order of the
-targets. A pose whose measurement does not arrive within ``--timeout`` is skipped and reported,
+targets. A pose whose measurement does not arrive within ``--measure-timeout`` is skipped and reported,
 never guessed; the poses collected are written as a measurement CSV for ``calibrate identify``,
 with the joint values the controller reported at rest.
 
@@ -356,16 +356,15 @@ class SimulatedTrackerServer:
         self.close()
 
 
-def collect_to_csv(plan_path, out, *, daemon: str, source: str, request_file=None, source_units: str = "m",
+def collect_to_csv(plan_path, out, *, client, source: str, request_file=None, source_units: str = "m",
                    robot_ref: str | None = None, targets: str | None = None, load=None, subset: str | None = None,
                    settle: float = 0.5, window: float = 0.5, timeout: float = 30.0, units: str = "m",
                    progress=None) -> tuple[dict, Collection]:
-    """Visit a plan's poses (all, or its loaded subset) with the robot of the daemon at ``daemon``,
-    read a measurement per pose from ``source`` ('file:PATH' or 'tcp:HOST:PORT') and write the
-    poses collected as a measurement CSV ``out``. ``progress(pose, total)`` is called after every
-    pose. Returns the report and the collection."""
-    from robodyn.daemon.client import Client
-
+    """Visit a plan's poses (all, or its loaded subset) with the robot of the daemon ``client``
+    talks to (a :class:`robodyn.daemon.client.Client`, closed here), read a measurement per pose
+    from ``source`` ('file:PATH' or 'tcp:HOST:PORT', waiting up to ``timeout`` s for each) and write
+    the poses collected as a measurement CSV ``out``. ``progress(pose, total)`` is called after
+    every pose. Returns the report and the collection."""
     from .measurement_csv import targets_from_metadata, write_measurements_csv
     from .measurements import MeasurementSet
     from .planning import Plan
@@ -382,18 +381,17 @@ def collect_to_csv(plan_path, out, *, daemon: str, source: str, request_file=Non
     subset, index = plan_subset(doc, plan, load, subset)
     meta = {"targets": targets} if targets else {"tool_offset_m": ",".join(map(str, plan.setup.tool_offset))}
     target_list = targets_from_metadata(meta)
-    for name, value in (("settle", settle), ("window", window), ("timeout", timeout)):
+    for name, value in (("settle", settle), ("window", window), ("measure-timeout", timeout)):
         if not value > 0:
             raise ValueError(f"--{name}: must be > 0 s, got {value}")
     q_controller = robot.joint_map.to_controller(plan.q[index])
     ids = [plan.ids[i] for i in index]
-    client = Client(daemon, timeout=10.0)
     reader = None
     try:
         status = client.status()
         daemon_robot = status["robot"]["name"]
         if int(status["robot"]["dof"]) != robot.dof:
-            raise UserError(f"--daemon: the daemon drives {daemon_robot!r} with {status['robot']['dof']} joints, the "
+            raise UserError(f"--endpoint: the daemon drives {daemon_robot!r} with {status['robot']['dof']} joints, the "
                             f"plan's robot {robot_ref!r} has {robot.dof}")
         reader = open_source(source, len(target_list), source_units, request_file)
         step = None if progress is None else (lambda pose: progress(pose, len(ids)))
@@ -409,7 +407,7 @@ def collect_to_csv(plan_path, out, *, daemon: str, source: str, request_file=Non
         meas = MeasurementSet(robot.joint_map.to_model(q_rest), np.array([p.points for p in got]),
                               [p.pose_id for p in got], load, q_controller=q_rest)
         write_measurements_csv(out, meas, robot=robot_ref, unit=units, targets=target_list,
-                               note=f"collect through the daemon at {daemon}, {subset} poses of "
+                               note=f"collect through the daemon at {client.endpoint}, {subset} poses of "
                                     f"{Path(plan_path).name}; joint values at rest over {window:g} s")
     report = {"out": out if got else None, "planned": len(ids), "collected": len(got),
               "skipped": [{"pose": p.pose_id, "reason": p.skipped} for p in result.skipped],

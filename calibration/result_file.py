@@ -131,7 +131,7 @@ def load_result(path, *, force: bool = False) -> tuple[dict, CalibrationResult]:
     doc = load_json(path, "calibration")
     if _failure(doc) is not None and not force:
         raise ValueError(f"calibration: {path} is a failed calibration ({_failure(doc)}); it is not a result "
-                         "(pass --force to use it anyway)")
+                         "(pass --accept-failed to use it anyway)")
     return doc, result_from_dict(doc)
 
 

@@ -25,7 +25,7 @@ collect, paper_replay) and prints what it returns.
 Exit codes: 0 done; 2 a user-fixable error (one line on stderr); 3 (identify) the fit failed (did
 not converge, or ended worse than it started): the first line of the output says so, the result
 file is written with "status": "failed" and evaluate, compensate and export-urdf refuse it unless
-given --force.
+given --accept-failed.
 """
 
 from __future__ import annotations
@@ -49,7 +49,13 @@ HAYATI_HELP = ("for each pair of parallel joint axes, add a small tilt angle, wh
                "estimation)")
 METHOD_CHOICES = ("geometric", "geometric-stiffness", "combined", "combined-gravity")
 EXIT_FIT_FAILED = 3  # identify: the fit is not a result (the file is written, marked failed)
-FORCE_HELP = "use the calibration even if its fit failed (the file's status is 'failed')"
+ACCEPT_FAILED_HELP = "use the calibration even if its fit failed (the file's status is 'failed')"
+
+
+def add_accept_failed(a) -> None:
+    a.add_argument("--accept-failed", action="store_true", help=ACCEPT_FAILED_HELP)
+    # the old spelling: --force means "overwrite the default output file" everywhere else
+    a.add_argument("--force", dest="accept_failed", action="store_true", help=argparse.SUPPRESS)
 
 
 def parse_numbers(text, count, field):
@@ -94,7 +100,10 @@ def register(sub) -> None:
     a.add_argument("--tracker", default="2.0,0.0,0.2", help="tracker position in the robot base frame, m")
     a.add_argument("--tool", default="0.04,0.04,0.03", help="target ball in the flange frame, m")
     a.add_argument("--smr-axis", default="0,0,1", help="the ball's opening direction in the flange frame")
-    a.add_argument("--floor-z", type=float, default=None, help="mounting plane height in the base frame, m")
+    a.add_argument("--floor", type=float, default=None, metavar="Z",
+                   help="height of the mounting plane in the base frame, m: poses keep the arm above it "
+                        "(default: the model's floor_z, else 0)")
+    a.add_argument("--floor-z", dest="floor", type=float, help=argparse.SUPPRESS)  # the old spelling
     a.add_argument("--seed", type=int, default=0, help="random seed of the pose draw (default 0)")
     a.add_argument("--out", required=True, help="plan file (JSON)")
     add_json(a, "print the plan summary as JSON")
@@ -107,8 +116,8 @@ def register(sub) -> None:
                    help="which poses: all, or the plan's loaded subset (default: loaded when --load is given and the plan has one)")
     a.add_argument("--sim", action="store_true", default=True,
                    help="measure a simulated robot with a simulated laser tracker (the only choice here)")
-    a.add_argument("--daemon", default=None, metavar="ADDRESS",
-                   help="not here: the real robot is measured with 'robodyn calibrate collect PLAN --daemon ADDRESS'")
+    # not here (the real robot is measured with `calibrate collect`): accepted only to say so
+    a.add_argument("--endpoint", "--daemon", dest="daemon", default=None, help=argparse.SUPPRESS)
     a.add_argument("--truth-seed", type=int, default=0, help="seed of the simulated robot's true deviations (robots other than ur5_li2023)")
     a.add_argument("--seed", type=int, default=0, help="seed of the tracker noise")
     a.add_argument("--noise-um", type=nonnegative_float, default=15.0, help="tracker noise per axis, um (AT960: 15)")
@@ -171,7 +180,7 @@ def register(sub) -> None:
                    help="joint-angle unit of the CSV (default: detect)")
     a.add_argument("--plot", default=None, help="PNG of the error per pose before and after")
     a.add_argument("--per-pose", action="store_true", help="include every point's error in --json output")
-    a.add_argument("--force", action="store_true", help=FORCE_HELP)
+    add_accept_failed(a)
     add_json(a)
 
     a = add("compensate", cmd_compensate, help="compensated controller joint angles for a target pose")
@@ -181,7 +190,7 @@ def register(sub) -> None:
     a.add_argument("--point", default=None, help="which target is the tool point (default: the first)")
     a.add_argument("--q0", default=None, help="controller joint angles (rad) near the wanted solution (required for a position-only target)")
     a.add_argument("--load", default=None, metavar="KG,CX,CY,CZ", help=LOAD_HELP)
-    a.add_argument("--force", action="store_true", help=FORCE_HELP)
+    add_accept_failed(a)
     add_json(a)
 
     a = act.add_parser("export-urdf")  # deprecated: not listed
@@ -189,7 +198,7 @@ def register(sub) -> None:
     a.add_argument("calibration", help="result of 'calibrate identify'")
     a.add_argument("--out", default=None, help="URDF file (default: print)")
     a.add_argument("--name", default=None, help="the robot name written in the URDF")
-    a.add_argument("--force", action="store_true", help=FORCE_HELP)
+    add_accept_failed(a)
     add_json(a, "print {out, urdf, joint_map_file} as JSON (the URDF text inside when there is no --out)")
 
     a = add("identifiability", cmd_identifiability, help="rank, singular values and redundant parameters of the model")
@@ -261,7 +270,7 @@ def cmd_plan(args) -> int:
                                    load=parse_load(args.load), optimal=args.optimal, joint_space=args.joint_space,
                                    joint_range=args.joint_range, tracker=parse_numbers(args.tracker, 3, "--tracker"),
                                    tool=parse_numbers(args.tool, 3, "--tool"),
-                                   smr_axis=parse_numbers(args.smr_axis, 3, "--smr-axis"), floor_z=args.floor_z,
+                                   smr_axis=parse_numbers(args.smr_axis, 3, "--smr-axis"), floor_z=args.floor,
                                    seed=args.seed, progress=bars.stages(b))
     summary, plan, ident = outcome.summary, outcome.plan, outcome.identifiability
     if args.json:
@@ -291,7 +300,7 @@ def cmd_measure(args) -> int:
 
     if args.daemon:
         raise UserError("measure: measures the simulated cell only; to move the real robot through the acquisition "
-                        f"daemon and record the tracker, run 'robodyn calibrate collect {args.plan} --daemon "
+                        f"daemon and record the tracker, run 'robodyn calibrate collect {args.plan} --endpoint "
                         f"{args.daemon} --source ...'")
     report = measure_simulated(args.plan, args.out, robot_ref=args.robot, load_text=args.load, subset=args.subset,
                                truth_seed=args.truth_seed, seed=args.seed, noise_um=args.noise_um,
@@ -376,7 +385,7 @@ def cmd_evaluate(args) -> int:
 
     report = evaluate_calibration(args.calibration, args.measurements, load=parse_load(args.load),
                                   joint_values=args.joint_values, units=args.units, angles=args.angles,
-                                  per_pose=args.per_pose, plot=args.plot, force=args.force)
+                                  per_pose=args.per_pose, plot=args.plot, force=args.accept_failed)
     if args.json:
         print_json(report)
         return 0
@@ -394,7 +403,7 @@ def cmd_compensate(args) -> int:
     from robodyn.calibration.result_use import compensate_target
 
     report, identity = compensate_target(args.calibration, args.target, point=args.point, q0=args.q0,
-                                         load=parse_load(args.load), force=args.force)
+                                         load=parse_load(args.load), force=args.accept_failed)
     if args.json:
         print_json(report)
         return 0
@@ -410,7 +419,7 @@ def cmd_compensate(args) -> int:
 def cmd_export_urdf(args) -> int:
     from robodyn.calibration.result_use import export_calibrated_urdf
 
-    report = export_calibrated_urdf(args.calibration, args.out, name=args.name, force=args.force)
+    report = export_calibrated_urdf(args.calibration, args.out, name=args.name, force=args.accept_failed)
     if args.json:
         print_json(report)
     elif args.out:
@@ -467,7 +476,10 @@ def cmd_replay(args) -> int:
 
 def add_collect_arguments(a) -> None:
     a.add_argument("plan", help="plan file from 'calibrate plan'")
-    a.add_argument("--daemon", required=True, metavar="ADDRESS", help="the acquisition daemon's control endpoint")
+    from .daemon_client import add_endpoint_arguments
+
+    add_endpoint_arguments(a)
+    a.add_argument("--daemon", dest="endpoint", help=argparse.SUPPRESS)  # the old spelling
     a.add_argument("--source", required=True, metavar="file:PATH|tcp:HOST:PORT",
                    help="where the measurements come from: a file the tracker software appends to, or a TCP hook")
     a.add_argument("--request-file", default=None, help="file source: append 'pose_id,q1..qn' here when the arm is at rest")
@@ -480,7 +492,9 @@ def add_collect_arguments(a) -> None:
                    help="which poses: all, or the plan's loaded subset (default: loaded when --load is given)")
     a.add_argument("--settle", type=float, default=0.5, help="hold at each pose before reading, s")
     a.add_argument("--window", type=float, default=0.5, help="window over which the joint values at rest are averaged, s")
-    a.add_argument("--timeout", type=float, default=30.0, help="how long to wait for a measurement, s")
+    a.add_argument("--measure-timeout", type=float, default=30.0, metavar="S",
+                   help="how long to wait for each pose's measurement from --source before skipping the pose "
+                        "(default 30 s)")
     a.add_argument("--units", choices=("m", "mm"), default="m", help="position unit written to the CSV")
     a.add_argument("--out", required=True, help="measurement CSV")
     add_json(a)
@@ -489,20 +503,21 @@ def add_collect_arguments(a) -> None:
 
 def cmd_collect(args) -> int:
     from robodyn.calibration.collect import collect_to_csv
-    from robodyn.daemon.client import check_endpoint
 
-    check_endpoint(args.daemon, "--daemon")
+    from .daemon_client import daemon_client
+
+    client = daemon_client(args)
     with bars.bar(args, total=None, desc="poses", unit="pose") as b:
         def progress(pose, total):
             b.total = total
             b.set_postfix_str(f"{pose.pose_id}: {'skipped' if pose.skipped else 'measured'}", refresh=False)
             b.update(1)
 
-        report, result = collect_to_csv(args.plan, args.out, daemon=args.daemon, source=args.source,
+        report, result = collect_to_csv(args.plan, args.out, client=client, source=args.source,
                                         request_file=args.request_file, source_units=args.source_units,
                                         robot_ref=args.robot, targets=args.targets, load=parse_load(args.load),
                                         subset=args.subset, settle=args.settle, window=args.window,
-                                        timeout=args.timeout, units=args.units, progress=progress)
+                                        timeout=args.measure_timeout, units=args.units, progress=progress)
     got = report["collected"]
     if args.json:
         print_json(report)

@@ -18,7 +18,7 @@ from .common import FORCE_HELP, add_json, nonnegative_int, output_path, positive
 from .identify import add_processing_arguments, processing_from_args
 
 
-def _endpoint_arg(p) -> None:
+def add_endpoint_arguments(p) -> None:
     p.add_argument("--endpoint", metavar="URL", help="daemon control endpoint "
                                                      "(default $ROBODYN_ENDPOINT or tcp://127.0.0.1:47770)")
     p.add_argument("--timeout", type=positive_float, default=5.0, metavar="S",
@@ -32,25 +32,25 @@ def _endpoint_arg(p) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("status", help="daemon, robot, driver loop, recorder and run state")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     add_json(p)
     p.set_defaults(handler=cmd_status)
 
     p = sub.add_parser("arm", help="enable motion: the operator has checked the robot's workspace")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     p.add_argument("--token-file", metavar="FILE", help="file holding the arming token, when the daemon "
                                                         "is configured with [safety].arm_token_sha256")
     add_json(p)
     p.set_defaults(handler=cmd_arm)
 
     p = sub.add_parser("disarm", help="disable motion; a run in progress is ramped to rest")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     p.add_argument("--reason", default=None, help="free text kept in the daemon's log and status")
     add_json(p)
     p.set_defaults(handler=cmd_disarm)
 
     p = sub.add_parser("run", help="submit a trajectory file to the daemon for execution and recording")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     p.add_argument("--robot", required=True, metavar="NAME", help="robot the daemon must be driving (e.g. panda)")
     p.add_argument("--trajectory", required=True, metavar="FILE", help="robodyn.trajectory JSON document")
     p.add_argument("--label", default="", help="free text stored in the recording")
@@ -62,13 +62,13 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("abort", help="stop the run in progress safely (ramp to rest)")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     p.add_argument("--reason", default=None, help="free text kept in the run's record")
     add_json(p)
     p.set_defaults(handler=cmd_abort)
 
     p = sub.add_parser("recordings", help="list the daemon's recordings (the newest 100; --all or --offset for more)")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     p.add_argument("--limit", type=positive_int, default=None, metavar="N",
                    help="how many recordings per page (the daemon allows 1..1000; default 100)")
     p.add_argument("--offset", type=nonnegative_int, default=None, metavar="I",
@@ -78,7 +78,7 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_recordings)
 
     p = sub.add_parser("export", help="convert a recording (id or .mcap file) or a CSV log to CSV or NPZ")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     p.add_argument("recording", metavar="REC", help="recording id (asks the daemon), .mcap file, or .csv log")
     p.add_argument("--format", required=True, choices=("csv", "npz"), help="CSV (one row per sample) or NumPy NPZ")
     p.add_argument("--out", "-o", metavar="FILE",
@@ -94,7 +94,7 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_export)
 
     p = sub.add_parser("stream", help="live view of the state stream: rates, latency, latest values")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     p.add_argument("--signals", default="q,tau", help="comma list of signals to show (default q,tau)")
     add_json(p, "one JSON object per half-second window (rate, lost samples, latency, latest values) instead "
@@ -106,7 +106,7 @@ def register(sub) -> None:
 
 def register_jobs(sub) -> None:
     p = sub.add_parser("submit-identify", help="identify on the daemon's worker from recording ids")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     p.add_argument("recordings", nargs="+", metavar="REC_ID", help="ids of the daemon's recordings to identify on "
                                                                   "(see `robodyn recordings`)")
     p.add_argument("--holdout", nargs="*", default=[], metavar="REC_ID",
@@ -126,12 +126,12 @@ def register_jobs(sub) -> None:
     p.set_defaults(handler=cmd_submit_identify)
 
     p = sub.add_parser("jobs", help="list the daemon's identification jobs")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     add_json(p)
     p.set_defaults(handler=cmd_jobs)
 
     p = sub.add_parser("pull", help="fetch the result of an identification job")
-    _endpoint_arg(p)
+    add_endpoint_arguments(p)
     p.add_argument("job", metavar="JOB", help="job id (printed by `robodyn submit-identify`, listed by "
                                               "`robodyn jobs`)")
     p.add_argument("--out", required=True, metavar="FILE", help="where to write the result JSON")
@@ -147,7 +147,7 @@ def cmd_submit_identify(args) -> int:
     if args.friction_model:
         doc = json.loads(Path(args.friction_model).read_text())
         config["friction_model"] = doc.get("model", doc)
-    with _client(args) as client:
+    with daemon_client(args) as client:
         reply = _daemon_call(lambda: client.identify(args.recordings, config, args.holdout))
         job = reply["job"]
         if not args.wait:
@@ -189,7 +189,7 @@ def fit_lines(doc: dict) -> list[str]:
 
 
 def cmd_jobs(args) -> int:
-    with _client(args) as client:
+    with daemon_client(args) as client:
         jobs = _daemon_call(client.jobs)
     if args.json:
         print_json(jobs)
@@ -204,7 +204,7 @@ def cmd_jobs(args) -> int:
 
 
 def cmd_pull(args) -> int:
-    with _client(args) as client:
+    with daemon_client(args) as client:
         result = _daemon_call(lambda: client.pull(args.job))
     Path(args.out).write_text(json.dumps(result, indent=1))
     if args.json:
@@ -227,7 +227,9 @@ def curve_keys(args):
     return CurveKeys.from_files(args.client_key, args.server_key)
 
 
-def _client(args):
+def daemon_client(args):
+    """The daemon client of a command's --endpoint, --timeout and key options (a malformed
+    endpoint is refused here with one line naming the expected form)."""
     from robodyn.daemon.client import Client
 
     client = Client(args.endpoint, timeout=args.timeout, curve=curve_keys(args))
@@ -241,7 +243,7 @@ def cmd_arm(args) -> int:
     if args.token_file:
         path = require_file(args.token_file)
         token = path.read_text().strip()
-    with _client(args) as c:
+    with daemon_client(args) as c:
         res = _daemon_call(lambda: c.arm(token))
     if args.json:
         print_json({"armed": True, **res})
@@ -252,7 +254,7 @@ def cmd_arm(args) -> int:
 
 
 def cmd_disarm(args) -> int:
-    with _client(args) as c:
+    with daemon_client(args) as c:
         res = _daemon_call(lambda: c.disarm(args.reason))
     if args.json:
         print_json({"armed": False, **res})
@@ -266,6 +268,27 @@ def _served_by_driver(res: dict) -> str:
     """How the stop was served when the driver's loop served it (daemon/stop_socket.py)."""
     stop = res.get("stop") if res.get("served_by") == "driver" else None
     return f" (served by the driver's loop in cycle {stop['acted_seq']})" if stop else ""
+
+
+def recording_file(args, recording: str) -> Path:
+    """The file of the daemon's recording ``recording`` (an id), found in the daemon's listing (its
+    index: the daemon decodes nothing). The file is read here, so the daemon's data folder must be
+    readable on this host."""
+    with daemon_client(args) as c:
+        offset = 0
+        while True:
+            page = _daemon_call(lambda: c.recordings_page(1000, offset))
+            for row in page["recordings"]:
+                if row.get("id") == recording:
+                    path = Path(row["path"])
+                    if not path.exists():
+                        raise UserError(f"{recording}: the daemon's file {path} cannot be read on this host; copy "
+                                        "it here and give its path")
+                    return path
+            if page.get("next_offset") is None:
+                raise UserError(f"{recording}: no such recording on the daemon at {c.endpoint} (see `robodyn "
+                                "recordings`), and no such file here")
+            offset = page["next_offset"]
 
 
 def _daemon_call(fn):
@@ -294,7 +317,7 @@ def _fmt_ms(d: dict | None, key: str) -> str:
 
 
 def cmd_status(args) -> int:
-    with _client(args) as c:
+    with daemon_client(args) as c:
         st = _daemon_call(c.status)
     if args.json:
         print_json(st)
@@ -365,7 +388,7 @@ def cmd_run(args) -> int:
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not valid JSON: {exc}") from None
     trajectory_from_dict(doc)  # fail here, before contacting the daemon, on a malformed document
-    with _client(args) as c:
+    with daemon_client(args) as c:
         accepted = _daemon_call(lambda: c.submit_run(args.robot, doc, mode=args.mode, label=args.label))
         if not args.wait:
             if args.json:
@@ -403,7 +426,7 @@ def _print_summary(run: dict) -> None:
 
 
 def cmd_abort(args) -> int:
-    with _client(args) as c:
+    with daemon_client(args) as c:
         res = _daemon_call(lambda: c.abort(reason=args.reason))
     if args.json:
         print_json(res)
@@ -419,7 +442,7 @@ def cmd_abort(args) -> int:
 def cmd_recordings(args) -> int:
     if args.all and args.offset is not None:
         raise UserError("--all and --offset: give one of them")
-    with _client(args) as c:
+    with daemon_client(args) as c:
         if args.all:  # oldest first, one bounded page per request
             page = _daemon_call(lambda: c.recordings_page(args.limit or 1000, 0))
             rows = list(page["recordings"])
@@ -462,9 +485,7 @@ def cmd_export(args) -> int:
         require_file(src)
         rec = load_recording(src)
     else:  # a recording id: the daemon knows where it is
-        with _client(args) as c:
-            info = _daemon_call(lambda: c.recording_info(args.recording))
-        src = Path(info["path"])
+        src = recording_file(args, args.recording)
         rec = load_recording(src)
     out = output_path(args.out, Path.cwd() / f"{src.stem}.{args.format}", args.force)
     if out.resolve() == src.resolve():
@@ -506,7 +527,7 @@ def _export_bag(args, src: Path) -> int:
 def cmd_stream(args) -> int:
     import numpy as np
 
-    with _client(args) as c:
+    with daemon_client(args) as c:
         desc = _daemon_call(c.describe)
         offsets, start = {}, 0
         for s in desc["driver"]["signals"]:

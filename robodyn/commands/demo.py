@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import sys
 import time
@@ -17,8 +18,10 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="run the simulated end-to-end demo (daemon, excitation, friction, "
                                     "identification, validation)")
     p.add_argument("--out", default="robodyn-demo", help="output folder (default ./robodyn-demo)")
-    p.add_argument("--design-time", type=positive_float, default=40.0, metavar="S",
-                   help="seconds the excitation design may take (default 40)")
+    p.add_argument("--time-limit", type=positive_float, default=40.0, metavar="S",
+                   help="seconds the excitation design may take (default 40; the held-out trajectory's half of it), "
+                        "as `excitation design --time-limit`")
+    p.add_argument("--design-time", dest="time_limit", type=positive_float, help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--periods", type=positive_int, default=3, help="excitation periods recorded (default 3)")
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="also write the held-out figure (predicted vs measured torque above the table) here; "
@@ -37,8 +40,9 @@ def cmd_demo(args) -> int:
             print(f"[{time.monotonic() - t0:6.1f} s] {text}", file=sys.stderr, flush=True)
 
     with bars.bar(args, total=100, desc="identification job", unit="%") as b:
-        summary = run_demo(args.out, design_time=args.design_time, periods=args.periods, say=say,
-                           job_progress=bars.stages(b))
+        # without a bar the demo's own step log reports the job every 10 s
+        summary = run_demo(args.out, design_time=args.time_limit, periods=args.periods, say=say,
+                           job_progress=bars.stages(b) if bars.drawn(b) else None)
     lines = table_lines(summary)
     figure = Path(summary["output"]) / "summary.png"
     say(f"  drawing the summary figure {figure}")

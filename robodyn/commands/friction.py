@@ -4,7 +4,7 @@ optimizer", §2.1) from the command line, the chain `robodyn demo` runs:
 
     robodyn friction design --robot panda --out friction_sweep.json
     robodyn run --robot panda --trajectory friction_sweep.json --wait     # the daemon runs and records it
-    robodyn friction fit RUN.mcap --robot panda --model stribeck --out friction.json
+    robodyn friction fit RUN.mcap --robot panda --friction stribeck --out friction.json
     robodyn identify EXCITATION.mcap --robot panda --friction-model friction.json --out result.json
 
 The experiment runs through the daemon with the ordinary `robodyn run`; the math is
@@ -13,13 +13,15 @@ robodyn.identification.friction's, the one the demo uses.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
 from robodyn.cli import print_json
 
-from .common import add_json, floats
+from .common import add_json, floats, require_file
+from .daemon_client import add_endpoint_arguments
 
 
 def register(sub) -> None:
@@ -60,11 +62,14 @@ def register(sub) -> None:
 
     f = fsub.add_parser("fit", help="fit a friction model per joint to recorded friction experiments; writes "
                                     "the file `robodyn identify --friction-model` reads")
-    f.add_argument("recordings", nargs="+", metavar="REC.mcap",
-                   help="daemon recordings of `robodyn friction design` trajectories (the path `robodyn run "
-                        "--wait` prints); a joint swept in several recordings is fitted to all its points")
+    f.add_argument("recordings", nargs="+", metavar="REC",
+                   help="recordings of `robodyn friction design` trajectories: a daemon's recording id (the daemon "
+                        "at --endpoint says where its file is; it must be readable on this host) or an .mcap file; "
+                        "a joint swept in several recordings is fitted to all its points")
+    add_endpoint_arguments(f)
     f.add_argument("--robot", required=True, metavar="NAME|FILE", help="built-in model name or model file")
-    f.add_argument("--model", default="stribeck", choices=MODELS,
+    f.add_argument("--model", dest="friction", choices=MODELS, help=argparse.SUPPRESS)  # the old spelling
+    f.add_argument("--friction", default="stribeck", choices=MODELS,
                    help="friction law: stribeck (Coulomb level, breakaway level and Stribeck velocity, Ni et al. "
                         "2024 eq. 2; default), coulomb-viscous (Coulomb + viscous), sigmoid (smooth Coulomb tanh "
                         "+ viscous)")
@@ -128,20 +133,26 @@ def cmd_fit(args) -> int:
     if not model.joint_map.is_identity:
         raise UserError(f"--robot: {model.name} maps controller joints onto model joints (joint_map); the friction "
                         "experiment is fitted per controller joint, for models without a joint map only")
-    if args.viscous and args.model != "stribeck":
-        raise UserError(f"--viscous: only for --model stribeck ({args.model} always has a viscous term)")
-    points = []
-    for path in args.recordings:
+    if args.viscous and args.friction != "stribeck":
+        raise UserError(f"--viscous: only for --friction stribeck ({args.friction} always has a viscous term)")
+    points, paths = [], []
+    for ref in args.recordings:
+        path = Path(ref)
+        if not path.exists() and path.suffix.lower() != ".mcap" and "/" not in ref:
+            from .daemon_client import recording_file
+
+            path = recording_file(args, ref)
+        paths.append(require_file(path))
         found = points_from_recording(path)
         if found and max(p.joint for p in found) >= model.dof:
             raise UserError(f"{path}: sweeps joint {max(p.joint for p in found) + 1}, robot {model.name} has "
                             f"{model.dof} joints")
         points += found
-    friction, fits = fit_experiment(points, args.model, model.dof, viscous=args.viscous)
+    friction, fits = fit_experiment(points, args.friction, model.dof, viscous=args.viscous)
     swept = [fit.joint + 1 for fit in fits]
     doc = {"format": "robodyn.friction", "version": 1, "robot": model.name,
            "origin": "constant-velocity friction experiment (Ni et al. 2024 §2.1), fitted by `robodyn friction fit`",
-           "recordings": [str(Path(p).resolve()) for p in args.recordings], "joints": swept,
+           "recordings": [str(p.resolve()) for p in paths], "joints": swept,
            "model": friction.to_dict(),
            "fits": [{"joint": fit.joint + 1, "kind": fit.kind, "params": fit.params, "rmse": fit.rmse, "r2": fit.r2,
                      "points": sum(p.joint == fit.joint for p in points), "converged": fit.converged, "iterations": fit.iterations} for fit in fits],
@@ -154,7 +165,7 @@ def cmd_fit(args) -> int:
                     "fits": doc["fits"]})
         return 0
     names = sorted({k for fit in fits for k in fit.params})
-    print(f"{args.model} friction of {model.name} from {len(points)} friction points -> {args.out}")
+    print(f"{args.friction} friction of {model.name} from {len(points)} friction points -> {args.out}")
     print(f"{'joint':<8}{'points':>7}" + "".join(f"{k:>11}" for k in names) + f"{'RMSE [N.m]':>12}{'R^2':>8}")
     for fit in fits:
         count = sum(p.joint == fit.joint for p in points)

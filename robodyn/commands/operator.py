@@ -6,6 +6,7 @@ its state stream, and never move the robot.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ from robodyn.cli import UserError
 from robodyn.tools.operator.listen import check_listen_host
 
 from .common import positive_float
-from .daemon_client import _endpoint_arg, curve_keys
+from .daemon_client import add_endpoint_arguments, curve_keys
 
 
 def register(sub) -> None:
@@ -25,7 +26,7 @@ def register(sub) -> None:
     f = kinds.add_parser("foxglove", help="joint states, run phases, status and the robot model over Foxglove's "
                                           "WebSocket protocol (foxglove.sdk.v1 and foxglove.websocket.v1; "
                                           "connect to the ws://HOST:PORT/?token=... address it prints)")
-    _endpoint_arg(f)
+    add_endpoint_arguments(f)
     f.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
                                                        "bridge has no TLS, so other addresses are refused)")
     f.add_argument("--port", type=int, default=8765, help="WebSocket port (default 8765, Foxglove's default; "
@@ -34,8 +35,9 @@ def register(sub) -> None:
                    help="joint-state messages per second (default 0: every sample of the stream)")
     f.add_argument("--tf-rate", type=float, default=50.0, metavar="HZ",
                    help="link transforms per second for the 3D panel (default 50; 0: none)")
-    f.add_argument("--model", metavar="NAME|FILE", help="robot model to draw (default: the built-in model the "
+    f.add_argument("--robot", metavar="NAME|FILE", help="robot model to draw (default: the built-in model the "
                                                         "daemon names; pass its .toml/.urdf for a custom robot)")
+    f.add_argument("--model", dest="robot", help=argparse.SUPPRESS)  # the old spelling
     f.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="a web page origin allowed to connect besides the bridge's own, e.g. "
                         "https://app.foxglove.dev for Foxglove in a browser (repeatable; it still needs the token)")
@@ -47,7 +49,7 @@ def register(sub) -> None:
 
     s = sub.add_parser("status-page", help="a read-only web page: arm state, driver health, loop statistics, "
                                            "the run in progress, recordings, identification jobs")
-    _endpoint_arg(s)
+    add_endpoint_arguments(s)
     s.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
                                                        "page has no TLS, so other addresses are refused)")
     s.add_argument("--port", type=int, default=47780, help="HTTP port (default 47780; 0 picks a free one)")
@@ -130,7 +132,7 @@ def cmd_bridge_foxglove(args) -> int:
             describe = client.describe()
         except DaemonError as exc:
             raise UserError(exc.message) from None
-        model = load_model(args.model or describe["robot"]["name"])
+        model = load_model(args.robot or describe["robot"]["name"])
         check_model_matches(model, describe)
         for origin in args.allow_origin:
             if not origin.startswith(("http://", "https://")) or origin.rstrip("/").count("/") != 2:

@@ -7,7 +7,8 @@ stderr what it is doing every few seconds (:func:`lines`), since a silent minute
 The library functions report progress through callbacks; the adapters here turn those callbacks
 into bar updates:
 
-- :func:`stages`: ``progress(stage, fraction)`` of identification, model selection, scale-out;
+- :func:`stages`: ``progress(stage, fraction)`` of identification, model selection, scale-out, a
+  run or a job waited for (without a bar: a line on stderr every 10 s);
 - :func:`iterations`: the optimizers' per-iteration ``callback(Progress)`` (excitation design,
   metaheuristic identification), with the best fitness so far.
 """
@@ -27,11 +28,18 @@ def wanted(args=None) -> bool:
         return False
 
 
+QUIET_LINE_EVERY_S = 10.0  # without a bar, a long step says where it is this often on stderr
+
+
 class _NoBar:
-    """Stands in for a bar when none is drawn (or tqdm is missing): every call does nothing."""
+    """Stands in for a bar when none is drawn (or tqdm is missing): every call does nothing, but
+    :func:`stages` still writes a line on stderr every :data:`QUIET_LINE_EVERY_S` seconds."""
 
     n = 0
     total = None
+
+    def __init__(self, desc: str = ""):
+        self.desc = desc
 
     def update(self, n=1):
         self.n += n
@@ -56,6 +64,11 @@ class _NoBar:
         return False
 
 
+def drawn(b) -> bool:
+    """Whether ``b`` is a bar on the terminal (not the stand-in of a piped or --json command)."""
+    return not isinstance(b, _NoBar)
+
+
 def none():
     """A bar that is never drawn (for a step that has nothing to count)."""
     return _NoBar()
@@ -65,11 +78,11 @@ def bar(args=None, *, total=None, desc: str = "", unit: str = "it"):
     """A tqdm bar on stderr when :func:`wanted`, else an object that ignores every call. Use it as
     a context manager so the line is cleared when the step ends."""
     if not wanted(args):
-        return _NoBar()
+        return _NoBar(desc)
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is a core dependency; a broken install still runs
-        return _NoBar()
+        return _NoBar(desc)
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
 
 
@@ -86,11 +99,24 @@ def lines(args, b, name: str):
     return progress
 
 
-def stages(b):
-    """``progress(stage, fraction)`` -> a percentage bar whose label is the current stage."""
+def stages(b, clock=None):
+    """``progress(stage, fraction)`` -> a percentage bar whose label is the current stage. Without
+    a bar (piped, a service, --json), one line ``DESC: STAGE NN%`` on stderr once the step has run
+    :data:`QUIET_LINE_EVERY_S` seconds, and again every as many: a wait of minutes never looks
+    like a hang, and a short step prints nothing."""
+    import time
+
+    clock = clock or time.monotonic
+    last = [clock()]
 
     def progress(stage: str, fraction: float) -> None:
         b.n = int(round(100 * max(0.0, min(1.0, float(fraction)))))
+        if isinstance(b, _NoBar):
+            now = clock()
+            if now - last[0] >= QUIET_LINE_EVERY_S:
+                last[0] = now
+                print(f"{b.desc or 'progress'}: {stage} {b.n}%", file=sys.stderr, flush=True)
+            return
         b.set_description_str(stage, refresh=False)
         b.refresh()
 

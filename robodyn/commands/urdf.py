@@ -9,7 +9,10 @@ from pathlib import Path
 
 from robodyn.cli import print_json
 
-from .common import add_json
+from .common import FORCE_HELP, add_json, output_path
+
+
+DEFAULT_OUT = "robot_identified.urdf"
 
 
 def register(sub) -> None:
@@ -19,14 +22,15 @@ def register(sub) -> None:
     p.add_argument("result", help="result JSON of `robodyn identify --method consistent`, or a calibration of "
                                   "`robodyn calibrate identify`")
     p.add_argument("--out", default=None, metavar="URDF",
-                   help="URDF file (default: robot_identified.urdf for an identification; a calibration's URDF is "
-                        "printed)")
+                   help="URDF file (default: robot_identified.urdf in the current folder for an identification, never "
+                        "overwritten without --force; a calibration's URDF is printed)")
     p.add_argument("--robot", help="identification: model (default: the one named in the result)")
     p.add_argument("--verify", action="store_true",
                    help="identification: load the URDF in pinocchio and MuJoCo and compare torques on random states")
     p.add_argument("--name", default=None, help="calibration: the robot name written in the URDF")
-    p.add_argument("--force", action="store_true", help="calibration: use it even if its fit failed (the file's "
-                                                        "status is 'failed')")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
+    p.add_argument("--accept-failed", action="store_true",
+                   help="calibration: use it even if its fit failed (the file's status is 'failed')")
     add_json(p)
     p.set_defaults(handler=cmd_export_urdf)
 
@@ -43,8 +47,7 @@ def cmd_export_urdf(args) -> int:
         from .calibrate import cmd_export_urdf as export_calibration
 
         args.calibration = args.result
-        return export_calibration(args)
-    args.out = args.out or "robot_identified.urdf"
+        return export_calibration(args)  # its --out is named or the URDF is printed: nothing overwritten unasked
     doc = load_result(args.result)
     if "consistent" not in doc:
         raise ValueError(f"{args.result}: has no physically consistent parameters; run `robodyn identify --method "
@@ -52,6 +55,7 @@ def cmd_export_urdf(args) -> int:
     model = load_model(args.robot or doc.get("robot_ref") or doc["robot"])
     base = BaseParameters.from_dict(doc["base"])
     text = export_urdf(model, doc["consistent"], base)
+    args.out = str(output_path(args.out, DEFAULT_OUT, args.force))
     Path(args.out).write_text(text)
     report = None
     if args.verify:

@@ -88,8 +88,8 @@ def test_collect_through_the_daemon_with_a_dropped_measurement(daemon, tmp_path,
     out = tmp_path / "collected.csv"
     capsys.readouterr()
     with SimulatedTrackerServer(daemon.control, cell.robot, cell.tracker, drop={"P003"}) as tracker:
-        code = main(["calibrate", "collect", str(plan), "--daemon", daemon.control, "--source",
-                     f"tcp:127.0.0.1:{tracker.port}", "--timeout", "8", "--settle", "0.3", "--window", "0.3",
+        code = main(["calibrate", "collect", str(plan), "--endpoint", daemon.control, "--source",
+                     f"tcp:127.0.0.1:{tracker.port}", "--measure-timeout", "8", "--settle", "0.3", "--window", "0.3",
                      "--out", str(out), "--json"])
         asked = list(tracker.requests)
     captured = capsys.readouterr()
@@ -117,7 +117,8 @@ def test_collect_stops_and_writes_nothing_when_no_pose_is_measured(daemon, tmp_p
     plan = tmp_path / "plan.json"
     assert main(["calibrate", "plan", "--robot", "ur5_li2023", "--poses", "1", "--seed", "5", "--out", str(plan)]) == 0
     results = tmp_path / "never.csv"
+    # (--daemon: the old spelling of --endpoint, hidden from the help and still taken)
     code = main(["calibrate", "collect", str(plan), "--daemon", daemon.control, "--source", f"file:{results}",
-                 "--timeout", "0.3", "--settle", "0.2", "--window", "0.2", "--out", str(tmp_path / "x.csv")])
+                 "--measure-timeout", "0.3", "--settle", "0.2", "--window", "0.2", "--out", str(tmp_path / "x.csv")])
     err = capsys.readouterr().err
     assert code == 2 and "no pose was measured" in err and not (tmp_path / "x.csv").exists()

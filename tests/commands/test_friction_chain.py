@@ -1,13 +1,14 @@
 """The demo's chain from the documented commands, against a simulated daemon: `robodyn friction
-design` -> `robodyn run` -> `robodyn friction fit` -> `robodyn run` (an excitation) -> `robodyn
-identify --friction-model` -> `robodyn validate`.
+design` -> `robodyn run` -> `robodyn friction fit` (by recording id and by file) -> `robodyn
+excitation design` -> `robodyn run` -> `robodyn identify --friction-model` -> `robodyn validate`.
 
 Data origin: plant. The daemon drives MuJoCo with the Stribeck friction of Ni et al. 2024 Table 2
 applied as a joint torque every physics step, Gaussian torque noise, encoder quantization and a
 joint-impedance controller that lags the command; the fit sees only what the recording holds. The
 truth compared against is what the daemon reports as its plant's friction law.
 
-Short on purpose: two joints, four speeds, +-0.04 rad, one 9 s excitation period.
+Short on purpose: two joints, four speeds, +-0.04 rad, one 9 s excitation period (3 harmonics at
+0.7 rad/s, 15 SLSQP iterations: a fixed amount of work, not a time limit).
 """
 
 from __future__ import annotations
@@ -17,10 +18,7 @@ import json
 import pytest
 
 from robodyn.cli import main
-from robodyn.robot.loader import load_model
-from robodyn.trajectory import FourierTrajectory, save_trajectory
 from tests.daemon.conftest import READY_Q, DaemonProcess
-from tests.identification.conftest import rest_to_rest_fourier
 
 JOINTS = (1, 2)  # joint 1 carries no gravity torque, joint 2 the most: the pairing must cancel it
 SPEEDS = "0.04,0.08,0.2,0.5"
@@ -48,7 +46,7 @@ def _run(capsys, daemon, trajectory) -> str:
     final = _json(capsys, "run", "--endpoint", daemon.control, "--timeout", 60, "--robot", "panda",
                   "--trajectory", trajectory, "--wait", "--json")
     assert final["state"] == "completed", final
-    return final["summary"]["recording"]
+    return final["summary"]["recording"], final["run_id"]
 
 
 def test_friction_experiment_then_identification_from_the_command_line(daemon, tmp_path, capsys):
@@ -58,10 +56,14 @@ def test_friction_experiment_then_identification_from_the_command_line(daemon, t
                    "--hold", ",".join(f"{v:.6f}" for v in READY_Q), "--speeds", SPEEDS, "--half-width", 0.04,
                    "--out", sweep, "--json")
     assert design["limits"]["ok"] and design["sweeps"] == len(JOINTS) * 4
-    sweep_recording = _run(capsys, daemon, sweep)
+    sweep_recording, sweep_id = _run(capsys, daemon, sweep)
 
-    fit = _json(capsys, "friction", "fit", sweep_recording, "--robot", "panda", "--model", "stribeck",
-                "--out", fitted, "--json")
+    # by the daemon's recording id (the daemon says where its file is) and by the file: one fit
+    fit = _json(capsys, "friction", "fit", sweep_id, "--endpoint", daemon.control, "--robot", "panda",
+                "--friction", "stribeck", "--out", fitted, "--json")
+    by_file = _json(capsys, "friction", "fit", sweep_recording, "--robot", "panda", "--friction", "stribeck",
+                    "--out", tmp_path / "by_file.json", "--json")
+    assert by_file["model"] == fit["model"] and json.loads(fitted.read_text())["recordings"] == [sweep_recording]
     assert fit["joints"] == list(JOINTS) and fit["not_swept"] == [3, 4, 5, 6, 7]
     doc = json.loads(fitted.read_text())
     params = doc["model"]["params"]
@@ -75,12 +77,10 @@ def test_friction_experiment_then_identification_from_the_command_line(daemon, t
     assert all(e < TOLERANCE[k] for (j, k), e in errors.items()), errors
     assert all(params[k][j] == 0.0 for k in ("fc", "fs") for j in range(2, 7))  # not swept: no friction
 
-    # the excitation, run through the daemon like any trajectory file
-    model = load_model("panda")
-    shape = rest_to_rest_fourier(model, 1, wf=0.7, amplitude=0.06, periods=1)
-    save_trajectory(FourierTrajectory(shape.wf, READY_Q, shape.a, shape.b, periods=1), tmp_path / "exc.json",
-                    robot="panda")
-    excitation_recording = _run(capsys, daemon, tmp_path / "exc.json")
+    # the excitation, designed and run through the daemon from the command line
+    assert main(["excitation", "design", "--robot", "panda", "--harmonics", "3", "--wf", "0.7", "--iterations", "15",
+                 "--seed", "1", "--out", str(tmp_path / "exc.json")]) == 0
+    excitation_recording, _ = _run(capsys, daemon, tmp_path / "exc.json")
 
     result = tmp_path / "result.json"
     capsys.readouterr()

@@ -69,6 +69,30 @@ def test_one_name_per_option():
         action = parser._option_string_actions.get("--holdout")
         if action is not None and action.help != argparse.SUPPRESS:  # a hidden old spelling may differ
             assert action.type is None and action.nargs in ("+", "*"), words
+    # the old spellings are taken but never shown: one name per meaning in every help
+    old_spellings = {"--output": "--out", "--daemon": "--endpoint", "--model": "--robot (a robot) or --friction (a law)",
+                     "--floor-z": "--floor", "--design-time": "--time-limit", "--held-out": "--holdout"}
+    for words, parser in names.items():
+        for old, new in old_spellings.items():
+            action = parser._option_string_actions.get(old)
+            assert action is None or action.help == argparse.SUPPRESS, f"{words} shows {old}; its one name is {new}"
+        shown = {o: a for o, a in parser._option_string_actions.items() if a.help != argparse.SUPPRESS}
+        # --force: overwrite a default output file; --timeout: how long to wait for the daemon
+        if "--force" in shown:
+            assert "overwrite" in shown["--force"].help, (words, shown["--force"].help)
+        if "--timeout" in shown:
+            assert "daemon" in shown["--timeout"].help, (words, shown["--timeout"].help)
+        # a robot model is --robot, a daemon address --endpoint, wherever they appear
+        for option, action in shown.items():
+            if action.dest == "endpoint":
+                assert option == "--endpoint", words
+    # each renamed option still takes its old spelling, to the same destination
+    for words, new, old in (("export", "--out", "--output"), ("calibrate collect", "--endpoint", "--daemon"),
+                            ("calibrate plan", "--floor", "--floor-z"), ("demo", "--time-limit", "--design-time"),
+                            ("bridge foxglove", "--robot", "--model"), ("friction fit", "--friction", "--model"),
+                            ("calibrate compensate", "--accept-failed", "--force")):
+        parser = names[words]
+        assert parser._option_string_actions[old].dest == parser._option_string_actions[new].dest, (words, old)
 
 
 def test_the_command_line_loads_no_numerical_library_before_a_command_needs_one():

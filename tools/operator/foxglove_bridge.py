@@ -95,8 +95,8 @@ def check_model_matches(model, describe: dict) -> None:
     robot = describe.get("robot") or {}
     names = [j["name"] for j in robot.get("joints") or []]
     if names and list(model.joint_names) != names:
-        raise ValueError(f"--model: {model.name!r} has joints {list(model.joint_names)}, but the daemon drives "
-                         f"{robot.get('name')!r} with joints {names}; pass the daemon's model file with --model FILE")
+        raise ValueError(f"--robot: {model.name!r} has joints {list(model.joint_names)}, but the daemon drives "
+                         f"{robot.get('name')!r} with joints {names}; pass the daemon's model file with --robot FILE")
 
 
 def urdf_with_visuals(model) -> str:

@@ -55,3 +55,24 @@ def test_cli_identify_consistent_then_export_with_friction(tmp_path, panda, pand
     assert min(fv) >= 0.0
     assert main(["export-urdf", str(result), "--out", str(urdf), "--verify"]) == 0
     assert "<dynamics damping=" in urdf.read_text()
+
+
+def test_export_urdf_never_overwrites_its_default_file_unasked(tmp_path, panda, panda_recording, monkeypatch, capsys):
+    from robodyn.cli import main
+
+    d = panda_recording
+    rec = tmp_path / "rec.npz"
+    np.savez(rec, t=d.t, q=d.q, qd=d.qd, tau=d.tau)
+    result = tmp_path / "result.json"
+    assert main(["identify-advanced", str(rec), "--robot", "panda", "--method", "consistent", "--cutoff", "0",
+                 "--velocity", "measured", "--out", str(result)]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["export-urdf", str(result)]) == 0 and "<robot" in (tmp_path / "robot_identified.urdf").read_text()
+    (tmp_path / "robot_identified.urdf").write_text("keep me")
+    capsys.readouterr()
+    assert main(["export-urdf", str(result)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "robot_identified.urdf exists" in err and "--force" in err
+    assert (tmp_path / "robot_identified.urdf").read_text() == "keep me"
+    assert main(["export-urdf", str(result), "--force"]) == 0
+    assert "<robot" in (tmp_path / "robot_identified.urdf").read_text()

@@ -44,7 +44,7 @@ def test_run_progress_follows_the_phases_of_a_run():
 def test_the_model_must_be_the_one_the_daemon_drives():
     panda = load_model("panda")
     check_model_matches(panda, {"robot": panda.summary()})
-    with pytest.raises(ValueError, match="--model: 'ur5' has joints"):
+    with pytest.raises(ValueError, match="--robot: 'ur5' has joints"):
         check_model_matches(load_model("ur5"), {"robot": panda.summary()})
 
 
