@@ -38,7 +38,7 @@ from robodyn.cli import UserError, print_json
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import add_json, deprecated, nonnegative_float, positive_int
+from .common import add_json, deprecated, needs_a_command, nonnegative_float, positive_int
 
 PAPER = cite("calibration")
 LOAD_HELP = "payload mass (kg) and centre of mass in the flange frame (m)"
@@ -76,7 +76,7 @@ def register(sub) -> None:
                        description=f"Kinematic calibration after {PAPER}. Units are SI (m, rad, kg) unless an "
                                    "option says otherwise; joint values are the controller's. See docs/calibration.md.")
     act = p.add_subparsers(dest="action", metavar="ACTION")
-    p.set_defaults(handler=lambda args: _help(p))
+    p.set_defaults(handler=needs_a_command(p, act))
 
     def add(name, handler, **kw):
         a = act.add_parser(name, **kw)
@@ -230,11 +230,6 @@ def register(sub) -> None:
     a.add_argument("--identify-base", action="store_true", help="also identify the base pose")
     a.add_argument("--plot", default=None, help="PNG prefix: writes PREFIX_no_load.png and PREFIX_loaded.png")
     add_json(a)
-
-
-def _help(parser) -> int:
-    parser.print_help()
-    return 2
 
 
 # --------------------------------------------------------------------------- text output

@@ -16,6 +16,19 @@ def add_json(parser, help: str = JSON_HELP) -> None:
     parser.add_argument("--json", action="store_true", help=help)
 
 
+def needs_a_command(parser, subparsers):
+    """The handler of a command group run without one of its commands (`robodyn excitation`):
+    one line on stderr naming the commands it has (the listed ones, not deprecated names), exit 2."""
+
+    def run(args) -> int:
+        names = ", ".join(action.dest for action in subparsers._choices_actions)
+        print(f"{parser.prog}: error: name one of its commands: {names}; see `{parser.prog} --help`",
+              file=sys.stderr)
+        return 2
+
+    return run
+
+
 def deprecated(handler, old: str, new: str):
     """A handler for an old command name: one line on stderr naming the new command, then the
     new command's handler. Old names keep working for one release."""

@@ -2,7 +2,9 @@
 
 Every method runs through the same processing and the same normal equations (one preparation for
 all of them); each is scored on the identification data and on held-out data: per-joint torque
-RMSE (the layout of Table 4 of Ni et al. 2024), the fitness J of their eq. 14, and the time taken.
+RMSE (the layout of Table 4 of Ni et al. 2024), the fitness J the metaheuristics minimise (their
+eq. 14: the mean squared torque error summed over the joints, each joint weighted by --weights),
+and the time taken.
 
 Data: recordings (identification files, with held-out recordings ``--holdout REC ...`` or the
 last ``--holdout-fraction`` of each recording), a simulation (``--simulate ROBOT``, with a
@@ -160,9 +162,8 @@ def cmd_compare(args) -> int:
     table = compare(args)
     text = format_table(table)
     if table.get("inverse_crime"):
-        text = ("NOTE: data origin own-model (an inverse crime): the torques come from the identifier's own model "
-                "(the model being fitted made the data); "
-                "these numbers show the optimisers' behaviour, not identification accuracy.\n\n" + text)
+        text = ("NOTE: data origin own-model: the torques were made by the very model being fitted, so these "
+                "numbers show how the optimisers behave, not how accurate an identification is.\n\n" + text)
     if args.out:
         Path(args.out).write_text(json.dumps(_strict(table), indent=1, allow_nan=False))
     if args.markdown:
@@ -171,7 +172,8 @@ def cmd_compare(args) -> int:
         print_json(table)
         return 0
     print(text)
-    print(f"RMSE against {table['against']}; J = fitness of eq. 14 on the identification data")
+    print(f"RMSE against {table['against']}; J = mean squared torque error summed over the joints (weighted by "
+          "--weights; Ni et al. 2024 eq. 14) on the identification data")
     if "noise_floor" in table:
         floor = table["noise_floor"]
         print("held-out noise floor (measured - the plant's own torque): "

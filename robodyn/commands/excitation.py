@@ -9,13 +9,13 @@ import numpy as np
 from robodyn.cli import UserError, print_json
 
 from . import progress as bars
-from .common import add_json, nonnegative_float, positive_float, positive_int
+from .common import add_json, needs_a_command, nonnegative_float, positive_float, positive_int
 
 
 def register(sub) -> None:
     p = sub.add_parser("excitation", help="design, check, sample and plot excitation trajectories")
     esub = p.add_subparsers(dest="excitation_command", metavar="SUBCOMMAND")
-    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(handler=needs_a_command(p, esub))
 
     d = esub.add_parser("design", help="optimise an excitation trajectory for a robot")
     d.add_argument("--robot", required=True, metavar="NAME|FILE", help="built-in robot name or model file")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from robodyn.cli import print_json
 
-from .common import add_json, floats, require_file
+from .common import add_json, floats, needs_a_command, require_file
 from .daemon_client import add_endpoint_arguments
 
 
@@ -37,7 +37,7 @@ def register(sub) -> None:
                                    "is friction. Design, run with `robodyn run`, fit, then subtract the fit in "
                                    "`robodyn identify --friction-model`.")
     fsub = p.add_subparsers(dest="friction_command", metavar="SUBCOMMAND")
-    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(handler=needs_a_command(p, fsub))
 
     d = fsub.add_parser("design", help="write the sweeps of the friction experiment as one trajectory file for "
                                        "`robodyn run`, checked against the robot's limits")

@@ -32,8 +32,9 @@ def cmd_models(args) -> int:
     if args.json:
         print_json(rows)
     else:
+        print(f"{'model':<10} {'joints':>6}  {'frames':<6} description")
         for r in rows:
-            print(f"{r['name']:<10} {r['dof']} DOF  {r['convention']:<4} {r['description']}")
+            print(f"{r['name']:<10} {r['dof']:>6}  {r['convention']:<6} {r['description']}")
     return 0
 
 

@@ -16,13 +16,14 @@ import threading
 from robodyn.cli import UserError
 from robodyn.tools.operator.listen import check_listen_host
 
-from .common import positive_float
+from .common import needs_a_command, positive_float
 from .daemon_client import add_endpoint_arguments, curve_keys
 
 
 def register(sub) -> None:
     p = sub.add_parser("bridge", help="serve the daemon's live state to a viewer (read-only)")
-    kinds = p.add_subparsers(dest="bridge_kind", metavar="VIEWER", required=True)
+    kinds = p.add_subparsers(dest="bridge_kind", metavar="VIEWER")
+    p.set_defaults(handler=needs_a_command(p, kinds))
     f = kinds.add_parser("foxglove", help="joint states, run phases, status and the robot model over Foxglove's "
                                           "WebSocket protocol (foxglove.sdk.v1 and foxglove.websocket.v1; "
                                           "connect to the ws://HOST:PORT/?token=... address it prints)")

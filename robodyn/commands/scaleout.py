@@ -22,13 +22,13 @@ import sys
 from robodyn.cli import print_json
 
 from . import progress as bars
-from .common import add_json, positive_int
+from .common import add_json, needs_a_command, positive_int
 
 
 def register(sub) -> None:
     p = sub.add_parser("scaleout", help="run batches of identification / calibration jobs on a process pool or Ray")
     act = p.add_subparsers(dest="action", metavar="ACTION")
-    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(handler=needs_a_command(p, act))
     a = act.add_parser("run", help="run a batch file's jobs; results to DIR, finished ids skipped")
     a.add_argument("batch", help="batch file (JSON, format robodyn.scaleout.batch)")
     a.add_argument("--out", required=True, metavar="DIR", help="result directory (one JSON per job id)")

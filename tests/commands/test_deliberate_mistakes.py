@@ -110,6 +110,31 @@ def _required_inputs(parser, missing: str) -> list[str] | None:
 FILE_INPUT_LEAVES = [(w, p) for w, p in LEAVES if w not in NOT_INPUT_FILES and _required_inputs(p, "x") is not None]
 
 
+def _groups(parser, prefix=()):
+    """(words, parser) of every command that holds commands of its own (`robodyn excitation`)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if prefix:
+                yield prefix, parser
+            for name, sub in action.choices.items():
+                yield from _groups(sub, prefix + (name,))
+
+
+GROUPS = list(_groups(build_parser()))
+
+
+def test_the_command_groups_are_found():
+    assert {" ".join(w) for w, _ in GROUPS} >= {"excitation", "calibrate", "friction", "scaleout", "bridge"}
+
+
+@pytest.mark.parametrize("words,parser", GROUPS, ids=[" ".join(w) for w, _ in GROUPS])
+def test_a_group_without_its_command_is_one_line_naming_them(capsys, words, parser):
+    line = one_line_error(capsys, list(words), words)
+    listed = [a.dest for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+              for a in action._choices_actions]
+    assert listed and all(name in line for name in listed), line
+
+
 def test_the_file_input_commands_are_found():
     """The selection below is not empty and leaves out only commands without a file to read."""
     names = {w for w, _ in FILE_INPUT_LEAVES}

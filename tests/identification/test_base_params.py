@@ -82,6 +82,7 @@ def test_cli_model_text_and_models_list(capsys):
     listing = capsys.readouterr().out
     for name in ("panda", "fr3", "ur5", "ur5e", "ur10e", "twolink", "scara"):
         assert name in listing
+    assert listing.splitlines()[0].split() == ["model", "joints", "frames", "description"]  # a header row
     assert main(["model", "ur10e", "--friction", "viscous,coulomb"]) == 0
     text = capsys.readouterr().out
     assert "base parameters:     48" in text  # 36 + 6 viscous + 6 Coulomb

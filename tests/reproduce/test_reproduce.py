@@ -57,7 +57,7 @@ def test_compare_runs_on_a_registered_plant_and_labels_the_inverse_crime(tmp_pat
             "--iteration-scale", "0.02"]
     out = tmp_path / "a.json"
     assert main(args + ["--out", str(out)]) == 0
-    assert "inverse crime" in capsys.readouterr().out and json.loads(out.read_text())["inverse_crime"] is True
+    assert "data origin own-model" in capsys.readouterr().out and json.loads(out.read_text())["inverse_crime"] is True
     assert main(args + ["--plant", "test-friction", "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["inverse_crime"] is False and "unmodelled" in doc["plant"]
