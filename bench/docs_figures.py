@@ -155,6 +155,14 @@ SOURCES: dict[str, Source] = {
     "operator_default": Source("bench/operator/result_default.json",
                                "python bench/operator/run.py --run-s 20 --pairs 5 --rt-priority 0 --output {out}",
                                None, "timing of the 1 kHz loop beside the Foxglove bridge (10 runs of 20 s)"),
+    "operator_fifo50_viewers50": Source(
+        "bench/operator/result_fifo50_viewers50.json",
+        "python bench/operator/run.py --run-s 20 --pairs 5 --viewers 50 --output {out}", None,
+        "timing of the 1 kHz loop beside the Foxglove bridge with 50 viewers (10 runs of 20 s)"),
+    "operator_default_viewers50": Source(
+        "bench/operator/result_default_viewers50.json",
+        "python bench/operator/run.py --run-s 20 --pairs 5 --viewers 50 --rt-priority 0 --output {out}", None,
+        "timing of the 1 kHz loop beside the Foxglove bridge with 50 viewers (10 runs of 20 s)"),
     "operator_own_server_loaded": Source(
         "bench/operator/result_own_server_loaded.json",
         "python bench/operator/run.py --run-s 10 --pairs 2 --viewers 5 --rt-priority 0 --output {out}", None,

@@ -26,6 +26,8 @@ import json
 import os
 from pathlib import Path
 
+from .layout import summary_digest
+
 INDEX_SUFFIX = ".index.json"
 INDEX_VERSION = 2  # 2: the summary digest
 MAX_INDEX_BYTES = 64 * 1024  # an entry is a few hundred bytes; anything larger is not ours
@@ -34,25 +36,6 @@ MAX_INDEX_BYTES = 64 * 1024  # an entry is a few hundred bytes; anything larger 
 def index_path(recording: str | Path) -> Path:
     path = Path(recording)
     return path.with_name(path.stem + INDEX_SUFFIX)
-
-
-def summary_digest(summary: dict | None) -> dict | None:
-    """The part of a closing summary a listing carries: bounded in size whatever the recording
-    (the gaps as a count, not the list, which grows with every lost packet)."""
-    if not summary:
-        return None
-    loop, tracking, gaps = summary.get("loop") or {}, summary.get("tracking") or {}, summary.get("gaps")
-    digest = {k: summary.get(k) for k in ("status", "reason", "recorded_samples", "expected_samples",
-                                          "lost_samples", "executed_samples", "trajectory_samples")}
-    digest["gaps"] = len(gaps) if isinstance(gaps, list) else gaps
-    digest["loop"] = {k: loop.get(k) for k in ("p50_ms", "p99_ms", "max_ms")} if isinstance(loop, dict) else {}
-    digest["tracking"] = ({k: tracking.get(k) for k in ("rms_overall_rad", "max_overall_rad")}
-                          if isinstance(tracking, dict) else {})
-    if "error" in summary:
-        digest["error"] = str(summary["error"])[:500]
-    if isinstance(digest["reason"], str):
-        digest["reason"] = digest["reason"][:500]
-    return digest
 
 
 def index_row(meta: dict, summary: dict | None, path: str | Path) -> dict:

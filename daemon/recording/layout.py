@@ -1,5 +1,6 @@
 """The layout of a recording file (the package docstring and docs/recordings.md describe it): its
-self-description's format name and version, the topics and the schema of the sample blocks."""
+self-description's format name and version, the topics, the schema of the sample blocks, and the
+digest of its closing summary that the recording index keeps (index.py)."""
 
 FORMAT = "robodyn.recording"
 FORMAT_VERSION = 1
@@ -15,3 +16,22 @@ STATE_SCHEMA = {
                    "phase": {"description": "uint8 0 idle, 1 move_to_start, 2 execute, 3 settle, 4 stopping"},
                    "values": {"description": "float64 (N, width), columns in metadata 'columns'"}},
 }
+
+
+def summary_digest(summary: dict | None) -> dict | None:
+    """The part of a closing summary a listing carries: bounded in size whatever the recording
+    (the gaps as a count, not the list, which grows with every lost packet)."""
+    if not summary:
+        return None
+    loop, tracking, gaps = summary.get("loop") or {}, summary.get("tracking") or {}, summary.get("gaps")
+    digest = {k: summary.get(k) for k in ("status", "reason", "recorded_samples", "expected_samples",
+                                          "lost_samples", "executed_samples", "trajectory_samples")}
+    digest["gaps"] = len(gaps) if isinstance(gaps, list) else gaps
+    digest["loop"] = {k: loop.get(k) for k in ("p50_ms", "p99_ms", "max_ms")} if isinstance(loop, dict) else {}
+    digest["tracking"] = ({k: tracking.get(k) for k in ("rms_overall_rad", "max_overall_rad")}
+                          if isinstance(tracking, dict) else {})
+    if "error" in summary:
+        digest["error"] = str(summary["error"])[:500]
+    if isinstance(digest["reason"], str):
+        digest["reason"] = digest["reason"][:500]
+    return digest

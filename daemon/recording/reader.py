@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import protocol as P
-from .index import summary_digest
-from .layout import EVENT_TOPIC, FORMAT, STATE_TOPIC
+from .layout import EVENT_TOPIC, FORMAT, STATE_TOPIC, summary_digest
 
 
 @dataclass
