@@ -35,6 +35,9 @@ def _rosbag_dir(path: Path) -> Path | None:
     return path.parent if (path.parent / "metadata.yaml").exists() else None
 
 
+MCAP_MAGIC = b"\x89MCAP0\r\n"  # the first 8 bytes of every MCAP file (the MCAP specification)
+
+
 def is_bag(path: str | Path, topic: str | None = None) -> bool:
     """Whether ``path`` is read as a ROS 2 bag: a rosbag2 directory or one of its files, a .db3
     file, or an .mcap file that is not a robodyn recording (a robodyn recording is one when a
@@ -104,6 +107,10 @@ class _Source:
             self.topics = dict(self._sql("SELECT name, type FROM topics"))
         else:
             self.kind = "mcap"
+            with open(path, "rb") as fh:
+                head = fh.read(len(MCAP_MAGIC))
+            if head != MCAP_MAGIC:  # else the scan finds no record at all: "no topics" would mislead
+                raise ValueError(f"{path}: not an MCAP file (it does not begin with MCAP's magic bytes)")
             self.topics = _mcap_topics(path)
 
     def _sql(self, query: str, args=()):

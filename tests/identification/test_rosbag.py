@@ -171,3 +171,9 @@ def test_bad_bags_get_one_line_naming_what_is_wrong(tmp_path, samples, capsys):
     write_bag(wrong, samples.t, ["shoulder", "joint2"], samples.q, samples.qd, samples.tau, "mcap")
     err = bad(tmp_path, capsys, ["identify", str(wrong), "--robot", "twolink", "--out", str(tmp_path / "x.json")])
     assert "['joint1'] are missing" in err and "['shoulder'] are unknown" in err
+
+    garbage = tmp_path / "garbage.mcap"
+    garbage.write_bytes(b"not a bag at all" * 100)
+    err = bad(tmp_path, capsys, ["identify", str(garbage), "--robot", "twolink", "--topic", "/joint_states",
+                                 "--out", str(tmp_path / "x.json")])
+    assert "not an MCAP file" in err
