@@ -25,3 +25,19 @@ def panda_recording(panda):
 @pytest.fixture(scope="session")
 def panda_statistics(panda, panda_recording):
     return normal_equations_of(panda, [panda_recording], NI2024_CONFIG, preprocessed=True)
+
+
+def identified_from_npz(folder, recording, method: str, name: str = "result.json", friction: bool = False):
+    """``robodyn identify --method METHOD`` on ``recording`` saved as an .npz in ``folder`` (exact
+    q, qd, tau: no filter, measured velocity; with ``friction``, viscous 0.3 and Coulomb 0.2 N.m
+    added to every joint's torque); returns the result file's path."""
+    from robodyn.cli import main
+
+    d = recording
+    rec = folder / "rec.npz"
+    tau = d.tau + 0.3 * d.qd + 0.2 * np.sign(d.qd) if friction else d.tau
+    np.savez(rec, t=d.t, q=d.q, qd=d.qd, tau=tau)
+    result = folder / name
+    assert main(["identify", str(rec), "--robot", "panda", "--method", method, "--cutoff", "0",
+                 "--velocity", "measured", "--out", str(result)]) == 0
+    return result

@@ -12,6 +12,7 @@ from robodyn.identification.urdf_export import joint_columns
 from robodyn.identification.base_params import BaseParameters
 
 from ..conftest import rest_to_rest_fourier
+from .conftest import identified_from_npz
 
 mujoco = pytest.importorskip("mujoco")
 pytest.importorskip("cvxpy")
@@ -20,14 +21,7 @@ pytest.importorskip("cvxpy")
 @pytest.fixture(scope="module")
 def consistent_result(tmp_path_factory, panda_recording):
     """`robodyn identify --method consistent` on the simulated Panda with viscous and Coulomb friction added."""
-    d = panda_recording
-    tmp = tmp_path_factory.mktemp("mjcf")
-    rec = tmp / "rec.npz"
-    np.savez(rec, t=d.t, q=d.q, qd=d.qd, tau=d.tau + 0.3 * d.qd + 0.2 * np.sign(d.qd))
-    result = tmp / "result.json"
-    assert main(["identify", str(rec), "--robot", "panda", "--method", "consistent", "--cutoff", "0",
-                 "--velocity", "measured", "--out", str(result)]) == 0
-    return result
+    return identified_from_npz(tmp_path_factory.mktemp("mjcf"), panda_recording, "consistent", friction=True)
 
 
 def test_mujoco_inverse_dynamics_reproduces_the_identified_model_on_a_trajectory(tmp_path, panda,
@@ -69,12 +63,7 @@ def test_mujoco_inverse_dynamics_reproduces_the_identified_model_on_a_trajectory
 
 
 def test_export_mjcf_refuses_a_base_parameter_result_in_one_line(tmp_path, panda_recording, capsys):
-    d = panda_recording
-    rec = tmp_path / "rec.npz"
-    np.savez(rec, t=d.t, q=d.q, qd=d.qd, tau=d.tau)
-    result = tmp_path / "ols.json"
-    assert main(["identify", str(rec), "--robot", "panda", "--method", "ols", "--cutoff", "0",
-                 "--velocity", "measured", "--out", str(result)]) == 0
+    result = identified_from_npz(tmp_path, panda_recording, "ols", "ols.json")
     capsys.readouterr()
     assert main(["export-mjcf", str(result), "--out", str(tmp_path / "x.xml")]) == 2
     err = capsys.readouterr().err.strip()

@@ -9,6 +9,8 @@ from robodyn.identification.consistent import identify_consistent, nominal_refer
 from robodyn.identification.regressor import sample_states
 from robodyn.identification.urdf_export import export_urdf, joint_extras, verify_urdf
 
+from .conftest import identified_from_npz
+
 pytest.importorskip("pinocchio")
 pytest.importorskip("mujoco")
 pytest.importorskip("cvxpy")
@@ -42,13 +44,8 @@ def test_export_refuses_infeasible_parameters(panda, panda_statistics, consisten
 def test_cli_identify_consistent_then_export_with_friction(tmp_path, panda, panda_recording):
     from robodyn.cli import main
 
-    d = panda_recording
-    rec = tmp_path / "rec.npz"
-    np.savez(rec, t=d.t, q=d.q, qd=d.qd, tau=d.tau + 0.3 * d.qd + 0.2 * np.sign(d.qd))
-    result, urdf = tmp_path / "result.json", tmp_path / "robot.urdf"
-    # preprocessed: qdd is not in an npz file, so let the pipeline differentiate (no filter)
-    assert main(["identify-advanced", str(rec), "--robot", "panda", "--method", "consistent", "--cutoff", "0",
-                 "--velocity", "measured", "--out", str(result)]) == 0
+    # qdd is not in an npz file: the pipeline differentiates (no filter)
+    result, urdf = identified_from_npz(tmp_path, panda_recording, "consistent", friction=True), tmp_path / "robot.urdf"
     doc = json.loads(result.read_text())
     assert doc["consistent"]["feasibility"]["feasible"]
     fv = [doc["consistent"]["parameters"][f"FV{j}"] for j in range(1, 8)]
@@ -60,12 +57,7 @@ def test_cli_identify_consistent_then_export_with_friction(tmp_path, panda, pand
 def test_export_urdf_never_overwrites_its_default_file_unasked(tmp_path, panda, panda_recording, monkeypatch, capsys):
     from robodyn.cli import main
 
-    d = panda_recording
-    rec = tmp_path / "rec.npz"
-    np.savez(rec, t=d.t, q=d.q, qd=d.qd, tau=d.tau)
-    result = tmp_path / "result.json"
-    assert main(["identify-advanced", str(rec), "--robot", "panda", "--method", "consistent", "--cutoff", "0",
-                 "--velocity", "measured", "--out", str(result)]) == 0
+    result = identified_from_npz(tmp_path, panda_recording, "consistent")
     monkeypatch.chdir(tmp_path)
     assert main(["export-urdf", str(result)]) == 0 and "<robot" in (tmp_path / "robot_identified.urdf").read_text()
     (tmp_path / "robot_identified.urdf").write_text("keep me")
