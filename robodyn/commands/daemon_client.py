@@ -280,6 +280,8 @@ def recording_file(args, recording: str) -> Path:
             page = _daemon_call(lambda: c.recordings_page(1000, offset))
             for row in page["recordings"]:
                 if row.get("id") == recording:
+                    if row.get("status") == "recording":
+                        raise UserError(f"{recording}: being recorded now; read it when its run has ended")
                     path = Path(row["path"])
                     if not path.exists():
                         raise UserError(f"{recording}: the daemon's file {path} cannot be read on this host; copy "

@@ -217,6 +217,10 @@ def test_cli_status_recordings_and_export(daemon, capsys, tmp_path, monkeypatch)
     assert cli_main(["export", done[0]["id"], "--format", "npz"] + ep) == 0
     assert (here / f"{done[0]['id']}.npz").exists()
     assert str(here / f"{done[0]['id']}.npz") in capsys.readouterr().out
+    # an id the daemon does not list: one line, found from the listing (no file decoded)
+    assert cli_main(["export", "20990101-000000-none", "--format", "csv"] + ep) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such recording on the daemon" in err
     monkeypatch.chdir(tmp_path)
     assert cli_main(["stream", "--duration", "1.2"] + ep) == 0
     shown = capsys.readouterr().out
