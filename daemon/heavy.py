@@ -1,8 +1,8 @@
 """Reads whose cost grows with a file's size, kept out of the daemon's main process: decoding a
 recording for ``recording_info``, a finished job's result for ``pull`` (a few hundred kB of JSON:
 about 5 ms to decode and encode, five real-time periods a stop would wait behind) and indexing,
-once at start, the recordings that have no index entry (recording/index.py). They run in one worker process; the main loop only hands them over
-and sends the reply when the result is there (a deferred reply), so an observer asking for the
+once at start, the recordings that have no index entry (recording/index.py). They run in one
+worker process; the main loop only hands them over and sends the reply when the result is there (a deferred reply), so an observer asking for the
 largest file delays no ``abort``, no ``disarm`` and no telemetry.
 
 Each client may have :data:`MAX_HEAVY_PER_CLIENT` such reads in flight and all clients together

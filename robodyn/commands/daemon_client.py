@@ -274,23 +274,29 @@ def recording_file(args, recording: str) -> Path:
     """The file of the daemon's recording ``recording`` (an id), found in the daemon's listing (its
     index: the daemon decodes nothing). The file is read here, so the daemon's data folder must be
     readable on this host."""
-    with daemon_client(args) as c:
-        offset = 0
-        while True:
-            page = _daemon_call(lambda: c.recordings_page(1000, offset))
-            for row in page["recordings"]:
-                if row.get("id") == recording:
-                    if row.get("status") == "recording":
-                        raise UserError(f"{recording}: being recorded now; read it when its run has ended")
-                    path = Path(row["path"])
-                    if not path.exists():
-                        raise UserError(f"{recording}: the daemon's file {path} cannot be read on this host; copy "
-                                        "it here and give its path")
-                    return path
-            if page.get("next_offset") is None:
-                raise UserError(f"{recording}: no such recording on the daemon at {c.endpoint} (see `robodyn "
-                                "recordings`), and no such file here")
-            offset = page["next_offset"]
+    from robodyn.daemon.readonly import ReadOnlyClient
+
+    with ReadOnlyClient(args.endpoint, timeout=args.timeout, curve=curve_keys(args)) as c:
+        row = _daemon_call(lambda: next((r for r in c.every("recordings") if r.get("id") == recording), None))
+        endpoint = c.endpoint
+    if row is None:
+        raise UserError(f"{recording}: no such recording on the daemon at {endpoint} (see `robodyn recordings`), "
+                        "and no such file here")
+    if row.get("status") == "recording":
+        raise UserError(f"{recording}: being recorded now; read it when its run has ended")
+    path = Path(row["path"])
+    if not path.exists():
+        raise UserError(f"{recording}: the daemon's file {path} cannot be read on this host; copy it here and "
+                        "give its path")
+    return path
+
+
+def local_recording(args, ref: str) -> Path:
+    """A recording named on the command line: an .mcap file, or else a daemon's recording id
+    (:func:`recording_file`)."""
+    if Path(ref).suffix.lower() == ".mcap":
+        return require_file(ref)
+    return recording_file(args, ref)
 
 
 def _daemon_call(fn):
@@ -483,11 +489,8 @@ def cmd_export(args) -> int:
         return _export_bag(args, src)
     if src.suffix.lower() == ".csv":
         rec = import_csv(src)
-    elif src.suffix.lower() == ".mcap":
-        require_file(src)
-        rec = load_recording(src)
-    else:  # a recording id: the daemon knows where it is
-        src = recording_file(args, args.recording)
+    else:  # an .mcap file, or a recording id: the daemon knows where it is
+        src = local_recording(args, args.recording)
         rec = load_recording(src)
     out = output_path(args.out, Path.cwd() / f"{src.stem}.{args.format}", args.force)
     if out.resolve() == src.resolve():

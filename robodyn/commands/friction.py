@@ -20,8 +20,8 @@ from pathlib import Path
 
 from robodyn.cli import print_json
 
-from .common import add_json, floats, needs_a_command, require_file
-from .daemon_client import add_endpoint_arguments
+from .common import add_json, floats, needs_a_command
+from .daemon_client import add_endpoint_arguments, local_recording
 
 
 def register(sub) -> None:
@@ -137,12 +137,8 @@ def cmd_fit(args) -> int:
         raise UserError(f"--viscous: only for --friction stribeck ({args.friction} always has a viscous term)")
     points, paths = [], []
     for ref in args.recordings:
-        path = Path(ref)
-        if not path.exists() and path.suffix.lower() != ".mcap" and "/" not in ref:
-            from .daemon_client import recording_file
-
-            path = recording_file(args, ref)
-        paths.append(require_file(path))
+        path = local_recording(args, ref)
+        paths.append(path)
         found = points_from_recording(path)
         if found and max(p.joint for p in found) >= model.dof:
             raise UserError(f"{path}: sweeps joint {max(p.joint for p in found) + 1}, robot {model.name} has "

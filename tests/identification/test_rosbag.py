@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("rosbags")
+pytest.importorskip("rosbags", reason="rosbags reads ROS 2 bags (extras 'ros2' and 'test')")
 
 from robodyn.cli import main
 from robodyn.identification.data import load_dataset
