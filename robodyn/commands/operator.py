@@ -49,7 +49,8 @@ def register(sub) -> None:
     f.set_defaults(handler=cmd_bridge_foxglove)
 
     s = sub.add_parser("status-page", help="a read-only web page: arm state, driver health, loop statistics, "
-                                           "the run in progress, recordings, identification jobs")
+                                           "the run in progress, recordings, identification jobs (open the "
+                                           "http://HOST:PORT/#token=... address it prints)")
     add_endpoint_arguments(s)
     s.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
                                                        "page has no TLS, so other addresses are refused)")
@@ -58,7 +59,8 @@ def register(sub) -> None:
                                                                           "(default 0.5 s)")
     s.add_argument("--duration", type=positive_float, default=None, metavar="S", help="stop after S seconds")
     _nice_arg(s)
-    s.add_argument("--json", action="store_true", help="print the page's address as JSON")
+    s.add_argument("--json", action="store_true", help="print the page's address as JSON (serving: "
+                                                       "http://HOST:PORT/#token=...)")
     s.set_defaults(handler=cmd_status_page)
 
 
@@ -198,7 +200,7 @@ def cmd_status_page(args) -> int:
     _say(args, {"serving": server.token_url, "url": url, "port": server.port, "token_file": str(server.token.path),
                 "daemon": poller.client.endpoint, "connected": first.get("connected")},
          f"robodyn status-page: {server.token_url} (read-only view of the daemon at {poller.client.endpoint}; "
-         f"open this address once, the token is also in {server.token.path})"
+         f"open this address: the token after # stays in the browser tab, and is also in {server.token.path})"
          + ("" if first.get("connected") else f"; daemon not reachable yet: {first.get('error')}"))
     try:
         server.serve_forever(poll_interval=0.2)

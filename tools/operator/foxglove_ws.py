@@ -15,9 +15,9 @@ and has no hook for a token or an Origin check, so the bridge serves the protoco
 
 The frames the two subprotocols share are identical for this subset, so both names get the same
 bytes. Before the handshake a connection must name this server in ``Host``, come from no foreign
-``Origin``, and carry the bridge's token (``?token=`` in the URL or ``Authorization: Bearer``):
-see listen.py. Each viewer has a bounded queue; a slow viewer loses its oldest messages, never
-holds up the bridge or the daemon.
+``Origin``, and carry the bridge's token (``?token=`` in the URL or ``Authorization: Bearer``; a
+cookie is never read): see listen.py. Each viewer has a bounded queue; a slow viewer loses its
+oldest messages, never holds up the bridge or the daemon.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ class FoxgloveServer:
         if why:
             self.refused["foreign"] += 1
             return connection.respond(HTTPStatus.FORBIDDEN, why + "\n")
-        if not self.token.matches(presented_token(request.headers, request.path, cookie=None)):
+        if not self.token.matches(presented_token(request.headers, request.path)):
             self.refused["token"] += 1
             return connection.respond(HTTPStatus.UNAUTHORIZED, "this bridge needs its token: connect to the address "
                                       f"`robodyn bridge foxglove` printed (ws://...?token=...), or read it from "

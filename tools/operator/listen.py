@@ -4,8 +4,14 @@
   token would cross a network in clear text; another desk reaches them through an SSH tunnel.
 - Who may read it: the holder of the view's own token, made at start and written like the
   daemon's (daemon/access.py: 0600 in a 0700 directory only this user can enter). The operator
-  gets it as a URL (``http://127.0.0.1:47780/?token=...``); another account on the machine cannot
-  read the file, so it cannot read the view, whatever key the view holds for the daemon.
+  gets it in an address (the page: ``http://127.0.0.1:47780/#token=...``; the bridge:
+  ``ws://127.0.0.1:8765/?token=...``); another account on the machine cannot read the file, so it
+  cannot read the view, whatever key the view holds for the daemon.
+- Never in a cookie: browsers scope cookies by host, not port, so a cookie set by a view on
+  127.0.0.1 would go with every request to any other server on 127.0.0.1, another account's too.
+  A request presents the token in ``Authorization: Bearer`` (the page's script sends it from the
+  tab's sessionStorage, which is per origin: scheme, host and port), or, for the bridge whose
+  viewers can only give a URL, in the WebSocket address's ``?token=``.
 - From where: a browser request must come from the view's own origin (no cross-site WebSocket,
   no page of another site reading the JSON), and name the view's own address in ``Host`` (a DNS
   name rebound to 127.0.0.1 carries its own name there, and is refused).
@@ -20,8 +26,6 @@ from urllib.parse import parse_qs, urlsplit
 
 from robodyn.daemon.access import default_token_dir, new_token, remove_token, token_name, write_token
 from robodyn.errors import UserError
-
-COOKIE = "robodyn_view"
 
 
 def is_loopback_host(host: str) -> bool:
@@ -81,17 +85,15 @@ def foreign_request(headers, host: str, port: int, allow_origins=()) -> str | No
     return None
 
 
-def presented_token(headers, target: str, cookie: str = COOKIE) -> str | None:
-    """The token a request carries: ``Authorization: Bearer``, the query's ``token``, or the cookie
-    ``cookie`` (named per port: browsers send a host's cookies to all its ports)."""
+def presented_token(headers, target: str, query: bool = True) -> str | None:
+    """The token a request carries: ``Authorization: Bearer``, or (with ``query``) the target's
+    ``?token=``. A ``Cookie`` header is never read: whatever it holds, any server on the host may
+    have been sent it too."""
     auth = headers.get("Authorization") or ""
     if auth.lower().startswith("bearer "):
         return auth[7:].strip()
-    query = parse_qs(urlsplit(target).query).get("token")
     if query:
-        return query[0]
-    for part in (headers.get("Cookie") or "").split(";"):
-        name, _, value = part.strip().partition("=")
-        if name == cookie:
-            return value
+        values = parse_qs(urlsplit(target).query).get("token")
+        if values:
+            return values[0]
     return None

@@ -4,6 +4,7 @@ A companion process, outside the daemon: one thread polls the daemon's read comm
 :class:`ReadOnlyClient`) and keeps a snapshot; a small HTTP server on loopback serves
 
     GET /                          the page (HTML; /app.js refreshes it twice a second)
+    GET /job.html#job=ID&show=...  a job's report or plot (HTML; /job.js fetches and shows it)
     GET /api/status                the snapshot (JSON): arm state, driver and recorder health, loop
                                    statistics, the run in progress and its progress, one page of
                                    recordings with their summaries and one of identification jobs
@@ -14,15 +15,18 @@ A companion process, outside the daemon: one thread polls the daemon's read comm
                                    recording (or its identification recording when it has none)
 
 and nothing else: no request of any method can arm the daemon, submit or abort a run or queue
-work. Those stay on the daemon's (authenticated) control socket. Every request must carry the
-page's own token (listen.py) and come from the page's own origin and address.
+work. Those stay on the daemon's (authenticated) control socket. Every request must come from the
+page's own origin and address; every one but for the four files without data (/, /app.js,
+/job.html, /job.js) must carry the page's own token in ``Authorization: Bearer`` (listen.py). The
+page never sets a cookie: the token reaches it in the address's fragment and its script keeps it in
+the tab's sessionStorage, which no other origin (another port included) can read.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 import re
 import tempfile
 import threading
@@ -33,8 +37,8 @@ from pathlib import Path
 
 from robodyn.daemon.readonly import ReadOnlyClient, run_progress
 
-from .status_page_html import APP_JS, PAGE_HTML
-from .listen import COOKIE, ViewToken, check_listen_host, foreign_request, presented_token
+from .status_page_html import APP_JS, JOB_HTML, JOB_JS, PAGE_HTML
+from .listen import ViewToken, check_listen_host, foreign_request, presented_token
 
 DEFAULT_PORT = 47780
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -44,6 +48,13 @@ MAX_JOBS_KEPT = 500
 PAGE_SIZE = 25
 MAX_PULLS_PER_REFRESH = 2  # a completed job's metrics, fetched once each, a few per refresh
 KNOWN_JOBS_TTL_S = 5.0  # how long the list of completed jobs answers for unknown report ids
+HTML, SCRIPT = "text/html; charset=utf-8", "text/javascript; charset=utf-8"
+# the files that hold neither data nor the token: a browser loads them by navigation or <script>,
+# which cannot carry the token's header, so they are served to any request from the page's own
+# address (their scripts then fetch the data with the token)
+STATIC_FILES = {"/": (PAGE_HTML, HTML), "/index.html": (PAGE_HTML, HTML), "/app.js": (APP_JS, SCRIPT),
+                "/job.html": (JOB_HTML, HTML), "/job.js": (JOB_JS, SCRIPT)}
+ENTRY_PAGES = ("/", "/index.html")
 
 
 class NotFound(LookupError):
@@ -355,13 +366,13 @@ class StatusPageServer(ThreadingHTTPServer):
         self.reports = reports
         super().__init__(address, StatusPageHandler)
         self.host, self.port = address[0], self.server_address[1]
-        self.cookie = f"{COOKIE}_{self.port}"
         self.token = ViewToken("status-page", self.host, self.port, token_dir)
         self.url = f"http://{self.host}:{self.port}/"
 
     @property
     def token_url(self) -> str:
-        return f"{self.url}?token={self.token.value}"
+        """The address to open: the token in the fragment, which the browser keeps to itself."""
+        return f"{self.url}#token={self.token.value}"
 
     def server_close(self) -> None:
         super().server_close()
@@ -381,8 +392,11 @@ class StatusPageHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; "
-                                                    "style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
+        self.send_header("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; "
+                                                    "style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; "
+                                                    "base-uri 'none'; form-action 'none'")
+        # no address of this page (a job link carries the token in its fragment) goes to another server
+        self.send_header("Referrer-Policy", "no-referrer")
         for k, v in (extra or {}).items():
             self.send_header(k, v)
         self.end_headers()
@@ -392,34 +406,41 @@ class StatusPageHandler(BaseHTTPRequestHandler):
     def _text(self, status: int, text: str, extra: dict | None = None) -> None:
         self._send(status, text.encode(), "text/plain; charset=utf-8", extra)
 
-    def _admitted(self) -> bool:
-        """From this view's own address and origin (else 403), with its token (else 401)."""
+    def _unauthorized(self) -> None:
+        self._text(HTTPStatus.UNAUTHORIZED, "this page needs its token: open the address `robodyn status-page` "
+                                            "printed (it ends in #token=...); a script sends it as "
+                                            f"`Authorization: Bearer TOKEN`, from {self.server.token.path}")
+
+    def _admitted(self, path: str) -> bool:
+        """From this view's own address and origin (else 403), with its token in
+        ``Authorization: Bearer`` unless ``path`` is one of the files without data (else 401)."""
         why = foreign_request(self.headers, self.server.host, self.server.port)
         if why:
             self._text(HTTPStatus.FORBIDDEN, why)
             return False
-        if self.server.token.matches(presented_token(self.headers, self.path, self.server.cookie)):
+        if path in STATIC_FILES or self.server.token.matches(presented_token(self.headers, self.path, query=False)):
             return True
-        self._text(HTTPStatus.UNAUTHORIZED, "this page needs its token: open the address `robodyn status-page` "
-                                            f"printed (it ends in ?token=...), or read it from {self.server.token.path}")
+        self._unauthorized()
         return False
 
     def do_GET(self) -> None:
-        if not self._admitted():
-            return
         url = urlsplit(self.path)
         path, query = url.path, parse_qs(url.query)
+        if not self._admitted(path):
+            return
         try:
-            if path in ("/", "/index.html") and "token" in query:
-                # the token arrives once in the address; the browser keeps it in a cookie no script
-                # can read and no other site's request carries, and the address bar loses it
-                self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {
-                    "Location": "/", "Set-Cookie": f"{self.server.cookie}={query['token'][0]}; HttpOnly; "
-                                                   "SameSite=Strict; Path=/"})
-            elif path in ("/", "/index.html"):
-                self._send(200, PAGE_HTML.encode(), "text/html; charset=utf-8")
-            elif path == "/app.js":
-                self._send(200, APP_JS.encode(), "text/javascript; charset=utf-8")
+            if path in ENTRY_PAGES and "token" in query:
+                # the address in its older form (?token=): it reached this server only; the browser
+                # is sent to the same page with the token in the fragment, which it keeps to itself,
+                # and the address bar loses the query
+                if not self.server.token.matches(query["token"][0]):
+                    self._unauthorized()
+                    return
+                self._send(HTTPStatus.SEE_OTHER, b"", "text/plain",
+                           {"Location": f"{path}#token={quote(self.server.token.value, safe='')}"})
+            elif path in STATIC_FILES:
+                body, ctype = STATIC_FILES[path]
+                self._send(200, body.encode(), ctype)
             elif path == "/api/status":
                 try:
                     pages = {k: int(query.get(k, ["1"])[0]) for k in ("recordings_page", "jobs_page")}
@@ -435,7 +456,7 @@ class StatusPageHandler(BaseHTTPRequestHandler):
                     return
                 built = self.server.reports.get(job)
                 if leaf == "report.html":
-                    self._send(200, built["html"], "text/html; charset=utf-8")
+                    self._send(200, built["html"], HTML)
                 elif built["png"] is None:
                     self._text(404, built["note"] or "no plot for this job")
                 else:

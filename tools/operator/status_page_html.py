@@ -1,8 +1,11 @@
 """The status page itself: its HTML and the script that fills it from /api/status (textContent
-only: nothing the daemon says is parsed as markup)."""
+only: nothing the daemon says is parsed as markup), and the page that shows one job's report or
+plot. Both scripts send the page's token themselves (TOKEN_JS): these files hold no data and no
+token, and are served without one."""
 
 PAGE_HTML = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>robodyn status</title>
+<meta name="referrer" content="no-referrer">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
 body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -47,15 +50,56 @@ Arming and motion stay on the daemon's authenticated control socket (<code>robod
 </body></html>
 """
 
-APP_JS = r"""
+TOKEN_JS = r"""
 "use strict";
 const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = "robodyn-view-token";
+// The page's credential arrives in the address's fragment (#token=...), which a browser sends to
+// no server and puts in no Referer. The tab keeps it in sessionStorage, which only this origin
+// (scheme, host and port) can read, and the address bar loses it. Never a cookie: a browser sends
+// a host's cookies to every port of that host, so another account's server on 127.0.0.1 would get it.
+function takeToken() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  let t = h.get("token");
+  try {  // a browser with storage turned off: the token lasts as long as this document
+    if (t) sessionStorage.setItem(TOKEN_KEY, t); else t = sessionStorage.getItem(TOKEN_KEY);
+  } catch (e) { /* kept in this document only */ }
+  if (h.has("token")) {
+    h.delete("token");
+    const rest = h.toString();
+    history.replaceState(history.state, "", location.pathname + location.search + (rest ? "#" + rest : ""));
+  }
+  return t || "";
+}
+const TOKEN = takeToken();
+// this page's own paths only (built here, never taken from the data), the token in a header; no
+// cookie, no Referer, no redirect followed
+function authed(path) {
+  return fetch(path, {headers: {Authorization: "Bearer " + TOKEN}, cache: "no-store", credentials: "omit",
+                      referrerPolicy: "no-referrer", redirect: "error"});
+}
+async function failure(r) {
+  if (r.status === 401) {
+    return "no valid token in this tab: open the address `robodyn status-page` printed (it ends in #token=...)";
+  }
+  return `${r.status} ${await r.text()}`;
+}
+const jobPath = (job, leaf) => `/jobs/${encodeURIComponent(job)}/${leaf}`;
+"""
+
+APP_JS = TOKEN_JS + r"""
 const fmt = (v, d = 3) => (v === null || v === undefined || Number.isNaN(v)) ? "-" : Number(v).toFixed(d);
 function setText(id, text, cls) { const e = $(id); e.textContent = text; e.className = cls || ""; }
 function cell(tr, text) { const td = document.createElement("td"); td.textContent = text; tr.appendChild(td); return td; }
-function link(td, href, text) { const a = document.createElement("a"); a.href = href; a.textContent = text; td.appendChild(a); }
-let latestPlot = null;
-let plotAttempts = 0;
+function link(td, href, text) {
+  const a = document.createElement("a"); a.href = href; a.rel = "noreferrer"; a.textContent = text; td.appendChild(a);
+}
+// a job's report or plot opens on /job.html, whose script fetches it with the token: a link alone
+// carries no header. The token goes in the fragment, for a link opened in a new tab (which may
+// start with an empty sessionStorage).
+function jobHref(job, show) { return "/job.html#" + new URLSearchParams({job: job, show: show, token: TOKEN}); }
+let latestJob = null;
+let plotLoading = false;
 // which page of each list is shown: in the address's fragment (#recordings=2&jobs=1), never sent to the server
 function pages() {
   const h = new URLSearchParams(location.hash.slice(1));
@@ -127,20 +171,31 @@ function render(s) {
     cell(tr, fmt(100 * (j.progress || 0), 0) + " %"); cell(tr, res.method || "-");
     cell(tr, `${fmt(res.identification_relative_error, 4)} / ${fmt(res.holdout_relative_error, 4)}`);
     const rep = cell(tr, ""); const plot = cell(tr, "");
-    if (j.report) { link(rep, j.report, "report"); link(plot, j.plot, "predicted vs measured"); if (!newest) newest = j; }
+    if (j.report) { link(rep, jobHref(j.job, "report"), "report"); link(plot, jobHref(j.job, "plot"), "predicted vs measured"); if (!newest) newest = j; }
     jb.appendChild(tr);
   }
-  if (newest && newest.plot !== latestPlot) {
-    latestPlot = newest.plot;
-    const box = $("latest-plot-box"); box.replaceChildren();
-    const cap = document.createElement("p"); cap.textContent = `latest job ${newest.job}: predicted vs measured joint torque`;
-    const img = document.createElement("img"); img.id = "latest-plot"; img.alt = cap.textContent;
-    // a plot that failed to load (the daemon answered late, a busy host) is asked for again at the
-    // next refresh, under a new query so no failed response is reused
-    img.addEventListener("error", () => { if (latestPlot === newest.plot) latestPlot = null; });
-    img.src = `${newest.plot}?attempt=${++plotAttempts}`;
-    box.appendChild(cap); box.appendChild(img);
-  }
+  if (newest) showLatestPlot(newest.job);
+}
+
+function showLatestPlot(job) {
+  if (job === latestJob || plotLoading) return;
+  latestJob = job;
+  plotLoading = true;
+  const box = $("latest-plot-box");
+  const old = $("latest-plot");
+  if (old && old.src.startsWith("blob:")) URL.revokeObjectURL(old.src);
+  box.replaceChildren();
+  const cap = document.createElement("p"); cap.textContent = `latest job ${job}: predicted vs measured joint torque`;
+  const img = document.createElement("img"); img.id = "latest-plot"; img.alt = cap.textContent;
+  img.dataset.plot = jobPath(job, "torque.png");
+  box.appendChild(cap); box.appendChild(img);
+  // a plot that failed to load (the daemon answered late, a busy host) is asked for again at the
+  // next refresh
+  authed(img.dataset.plot).then(async (r) => {
+    if (!r.ok) throw new Error(String(r.status));
+    const blob = await r.blob();
+    if (latestJob === job) img.src = URL.createObjectURL(blob);
+  }).catch(() => { if (latestJob === job) latestJob = null; }).finally(() => { plotLoading = false; });
 }
 
 let timer = null;
@@ -148,8 +203,8 @@ async function poll() {
   clearTimeout(timer);
   try {
     const p = pages();
-    const r = await fetch(`/api/status?recordings_page=${p.recordings}&jobs_page=${p.jobs}`, {cache: "no-store"});
-    if (!r.ok) throw new Error(`${r.status} ${await r.text()}`);
+    const r = await authed(`/api/status?recordings_page=${p.recordings}&jobs_page=${p.jobs}`);
+    if (!r.ok) throw new Error(await failure(r));
     render(await r.json());
   } catch (e) {
     setText("connection", "status page unreachable: " + e, "bad");
@@ -159,4 +214,43 @@ async function poll() {
 }
 window.addEventListener("hashchange", poll);
 poll();
+"""
+
+JOB_HTML = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>robodyn job</title>
+<meta name="referrer" content="no-referrer">
+<style>body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1200px;color:#222;padding:0 1em}
+#job-plot{max-width:100%}</style></head>
+<body><p id="job-state">loading...</p>
+<script src="/job.js"></script>
+</body></html>
+"""
+
+JOB_JS = TOKEN_JS + r"""
+// /job.html#job=ID&show=report|plot: the report is the page's own HTML (made by the status page's
+// process, every daemon string escaped); it is parsed inert (no script of it runs) and shown here
+const wanted = new URLSearchParams(location.hash.slice(1));
+const job = wanted.get("job") || "";
+const show = wanted.get("show") === "plot" ? "plot" : "report";
+
+async function load() {
+  const state = $("job-state");
+  if (!job) { state.textContent = "no job in the address (#job=...)"; return; }
+  const r = await authed(jobPath(job, show === "plot" ? "torque.png" : "report.html"));
+  if (!r.ok) { state.textContent = await failure(r); return; }
+  if (show === "plot") {
+    const img = document.createElement("img"); img.id = "job-plot";
+    img.alt = state.textContent = `job ${job}: predicted vs measured joint torque`;
+    img.src = URL.createObjectURL(await r.blob());
+    document.title = `robodyn job ${job}: plot`;
+    document.body.appendChild(img);
+    return;
+  }
+  const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+  for (const e of doc.querySelectorAll("script, iframe, object, embed, base, link, meta")) e.remove();
+  document.title = doc.title || `robodyn job ${job}`;
+  for (const st of doc.head.querySelectorAll("style")) document.head.appendChild(document.adoptNode(st));
+  document.body.replaceChildren(...Array.from(doc.body.childNodes, (n) => document.adoptNode(n)));
+}
+load().catch((e) => { $("job-state").textContent = "report unreachable: " + e; });
 """

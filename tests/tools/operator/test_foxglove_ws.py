@@ -83,3 +83,20 @@ def test_a_viewer_that_never_reads_costs_a_bounded_queue(server):
             assert server.dropped() >= 20_000 - 1000 * server.backlog  # most were dropped, none held
 
     asyncio.run(stalled())
+
+
+def test_a_cookie_never_opens_the_bridge(server):
+    """A browser sends a host's cookies to every port of it, another account's server's too: the
+    bridge reads its token only from the address's ``?token=`` or ``Authorization: Bearer``."""
+    token = server.token.value
+
+    async def handshake(url, headers):
+        async with websockets.connect(url, additional_headers=headers, subprotocols=[SUBPROTOCOLS[0]]) as ws:
+            return ws.subprotocol
+
+    cookies = {"Cookie": f"robodyn_view={token}; robodyn_view_{server.port}={token}; token={token}"}
+    with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
+        asyncio.run(handshake(f"{server.url}/", cookies))
+    assert refused.value.response.status_code == 401 and server.refused["token"] == 1
+    assert asyncio.run(handshake(f"{server.url}/", {"Authorization": f"Bearer {token}"})) == SUBPROTOCOLS[0]
+    assert asyncio.run(handshake(f"{server.url}/?token={token}", {})) == SUBPROTOCOLS[0]

@@ -113,9 +113,11 @@ def test_page_shows_the_run_its_recording_and_the_identification_job_as_they_hap
         page.wait_for_function("() => document.getElementById('latest-plot').complete && "
                                "document.getElementById('latest-plot').naturalWidth > 300", timeout=300_000)
     except Exception:
-        src = page_server.info["serving"].rstrip("/") + img.get_attribute("src")
+        src = page_server.info["url"].rstrip("/") + img.get_attribute("data-plot")
+        token = open(page_server.info["token_file"]).read().strip()
         try:
-            with urllib.request.urlopen(src, timeout=120) as r:
+            with urllib.request.urlopen(urllib.request.Request(src, headers={"Authorization": f"Bearer {token}"}),
+                                        timeout=120) as r:
                 said = f"{r.status} {r.headers.get('Content-Type')}, {len(r.read())} bytes"
         except urllib.error.HTTPError as exc:
             said = f"{exc.code} {exc.read()[:300]!r}"
@@ -123,9 +125,12 @@ def test_page_shows_the_run_its_recording_and_the_identification_job_as_they_hap
     page.screenshot(path=str(tmp_path / "status-page-after-job.png"), full_page=True)
     with page.expect_navigation():
         job_row.locator("a", has_text="report").click()
+    # the report page fetches the report with the token and shows it: its heading, then its plot
     assert "Identification of panda" in page.locator("h1").inner_text()
     assert "predicted vs measured joint torque" in page.content()
-    assert page.locator("img").evaluate("e => e.naturalWidth") > 300
+    assert "token" not in page.url  # the link's fragment left the address bar
+    page.wait_for_function("() => { const i = document.querySelector('img'); return i && i.complete && "
+                           "i.naturalWidth > 300; }", timeout=60_000)
     page.screenshot(path=str(tmp_path / "job-report.png"), full_page=True)
     print("screenshots in", tmp_path)
 
@@ -143,7 +148,7 @@ def request(url: str, method: str = "GET", token: str | None = None) -> tuple[in
 def test_the_page_exposes_no_motion_or_arming_endpoint(rt_daemon, page_server):
     base = page_server.info["url"].rstrip("/")
     token = open(page_server.info["token_file"]).read().strip()
-    assert page_server.info["serving"] == f"{base}/?token={token}"
+    assert page_server.info["serving"] == f"{base}/#token={token}"
     assert request(base + "/api/status")[0] == 401  # no token, no state
     rt_daemon.client.disarm("checking that the status page cannot arm")
     disarmed_at = time.time()

@@ -4,6 +4,7 @@ A counting stand-in for the daemon's read client; the server on loopback; a cloc
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -83,19 +84,27 @@ class CountingDaemon:
         return Client()
 
 
-@pytest.fixture
-def page(tmp_path):
-    daemon, clock = CountingDaemon(), Clock()
+@contextlib.contextmanager
+def serving(daemon: CountingDaemon, clock: Clock, token_dir):
+    """The page on a free loopback port, its data polled once from ``daemon``, served from a thread."""
     poller = StatusPoller(daemon.factory, period_s=0.5, clock=clock)
     poller.refresh()
-    server = StatusPageServer(("127.0.0.1", 0), poller, JobReports(daemon.factory, clock=clock), tmp_path / "tokens")
+    server = StatusPageServer(("127.0.0.1", 0), poller, JobReports(daemon.factory, clock=clock), token_dir)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     server.daemon_stub, server.clock = daemon, clock
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(10)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.fixture
+def page(tmp_path):
+    with serving(CountingDaemon(), Clock(), tmp_path / "tokens") as server:
+        yield server
 
 
 def get(server, path: str, headers: dict | None = None, method: str = "GET", token: bool = True):
@@ -116,20 +125,40 @@ def test_the_page_needs_its_token_written_for_its_user_only(page, tmp_path):
     path = page.token.path
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
     assert path.read_text().strip() == page.token.value and len(page.token.value) >= 40
-    for p in ("/", "/api/status", "/app.js", "/jobs/job0001/report.html"):
+    for p in ("/api/status", "/jobs/job0001/report.html", "/jobs/job0001/torque.png", "/nothing-here"):
         status, _, body = get(page, p, token=False)
         assert status == 401 and str(path) in body, (p, status)
         assert get(page, p, {"Authorization": "Bearer " + page.token.value[:-1] + "x"}, token=False)[0] == 401
-    assert get(page, "/api/status", {"Cookie": f"{page.cookie}=wrong"}, token=False)[0] == 401
-    # the token arrives once in the address: a cookie no script can read, and the address loses it
+    # the address carries the token in its fragment, which the browser never sends to a server
+    assert page.token_url == f"{page.url}#token={page.token.value}"
+    # the address's older form (?token=): sent on to the fragment once checked, no cookie set
     status, headers, _ = get(page, f"/?token={page.token.value}", token=False)
-    assert status == 303 and headers["Location"] == "/"
-    cookie = headers["Set-Cookie"]
-    assert cookie.startswith(f"{page.cookie}={page.token.value};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    assert get(page, "/api/status", {"Cookie": f"other=1; {page.cookie}={page.token.value}"}, token=False)[0] == 200
-    assert get(page, f"/api/status?token={page.token.value}", token=False)[0] == 200
+    assert status == 303 and headers["Location"] == f"/#token={page.token.value}" and "Set-Cookie" not in headers
+    assert get(page, f"/?token={page.token.value[:-1]}x", token=False)[0] == 401
     page.server_close()
     assert not path.exists()
+
+
+def test_only_the_authorization_header_opens_the_data(page):
+    """A cookie is sent by the browser to every port of its host, another account's server's too,
+    and a query ends up in histories and logs: the data opens to ``Authorization: Bearer`` only."""
+    token = page.token.value
+    for cookie in (f"robodyn_view_{page.port}={token}", f"robodyn_view={token}", f"token={token}"):
+        for p in ("/api/status", "/jobs/job0001/report.html"):
+            assert get(page, p, {"Cookie": cookie}, token=False)[0] == 401, (cookie, p)
+    assert get(page, f"/api/status?token={token}", token=False)[0] == 401
+    assert get(page, "/api/status", {"Authorization": f"Basic {token}"}, token=False)[0] == 401
+    assert get(page, "/api/status", {"Authorization": f"bearer {token}"}, token=False)[0] == 200
+    # the four files without data load without the token (a navigation or <script> cannot send the
+    # header); none holds the token or a daemon value; no response sets a cookie or lets a Referer out
+    for p in ("/", "/index.html", "/app.js", "/job.html", "/job.js"):
+        status, headers, body = get(page, p, token=False)
+        assert status == 200 and token not in body and "panda" not in body, p
+    for p, with_token in (("/", False), ("/app.js", False), ("/api/status", True), ("/api/status", False),
+                          ("/jobs/x/report.html", True), ("/nothing-here", True)):
+        _, headers, _ = get(page, p, token=with_token)
+        assert headers.get("Referrer-Policy") == "no-referrer" and "Set-Cookie" not in headers, (p, headers)
+        assert "connect-src" not in headers["Content-Security-Policy"]  # default-src 'self': no fetch elsewhere
 
 
 def test_foreign_host_and_origin_are_refused_even_with_the_token(page):
@@ -294,6 +323,7 @@ def test_the_browser_shows_the_age_and_stale(page, tmp_path):
             tab = browser.new_page()
             tab.goto(page.token_url)
             assert tab.url == page.url  # the token left the address bar
+            assert tab.context.cookies() == []
             expect(tab.locator("#data-age")).to_have_text("0.0 s old", timeout=20_000)
             expect(tab.locator("#recordings-pager")).to_contain_text("page 1 of 3 (60 recordings", timeout=20_000)
             assert tab.locator("#recordings tbody tr").count() == PAGE_SIZE
