@@ -22,6 +22,7 @@ import numpy as np
 from . import protocol as P
 from .main_process import (main_process_gone, main_process_pid, say_leaving, start_up_done, start_up_step,
                            watch_start_up)
+from .private_files import tighten_dir
 from .recording.index import index_row, write_index
 from .recording.reader import read_recording_info
 from .recording.repair import UnfinishedFiles, repair_recording, unfinished_recordings
@@ -167,10 +168,19 @@ class Recorder:
         becomes a complete MCAP file (daemon/recording/repair.py: repair_recording). Files whose writer
         the main process knows is dead are repaired now; the others once they have been quiet
         for QUIET_BEFORE_REPAIR_S (their writer may be an orphaned recorder still finalizing)."""
+        self._private_recordings_dir()
         now = time.monotonic()
         for path in unfinished_recordings(self.cfg.recordings_dir):
             self.unfinished.add(path, STARTUP_REPAIR_REASON, now, writer_dead=str(path) in self.writer_dead)
         self._retry_repairs(now)
+
+    def _private_recordings_dir(self) -> None:
+        """The recordings' folder is this account's alone (0700; files 0600, daemon/private_files.py),
+        also when an older version or a 0022 umask made it readable by others."""
+        old = tighten_dir(self.cfg.recordings_dir)
+        if old is not None:
+            print(f"robodyn recorder: {self.cfg.recordings_dir} had mode {old:04o} (other accounts could read "
+                  f"the recordings); now {old & 0o700:04o}", file=sys.stderr, flush=True)
 
     def _retry_repairs(self, now: float) -> None:
         if not self.unfinished:

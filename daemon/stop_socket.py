@@ -25,6 +25,14 @@ and then do anything. With CurveZMQ it is the same path, in a 0700 directory: on
 daemon's user, which can read the daemon's own secret key, reach it. The kernel names each sender
 (SO_PASSCRED: pid and uid), and the stop's reason says it.
 
+A client trusts no answer it cannot tie to the daemon (daemon/client.py): it sends only to a
+socket owned by the daemon's account in a directory no other account can write
+(access.check_stop_socket), takes an answer only from that account (the kernel names the sender of
+each reply too: SO_PASSCRED on the client's socket; SO_PEERCRED gives nothing for a datagram
+socket), and only when it names the stop: its request id, ``served_by = "driver"``, ``stop.cmd``
+and ``stop.count``. Else the control endpoint is asked, and a socket another account made fails
+the command.
+
 A datagram: the client's CLOCK_MONOTONIC stamp in ns at sending (8 bytes, little endian; same
 host, same clock as the loop's), then the request (the control protocol's map: ``v``, ``id``,
 ``cmd``, ``args``). The kernel stamps its arrival (SO_TIMESTAMPNS, CLOCK_REALTIME, converted to

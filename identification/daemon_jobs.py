@@ -10,12 +10,15 @@ directory ``<data_dir>/jobs/<job_id>/`` with
     result.json    the identification result (robodyn.identification format) when done
 
 so a job's state survives a daemon restart and a client can always be told what happened.
-Clients name recordings and jobs by id; no path ever comes from a client.
+Clients name recordings and jobs by id; no path ever comes from a client. The folders are 0700 and
+the files 0600 whatever the umask (robodyn.daemon.private_files): a job's result is the robot's
+dynamics, the daemon account's data as its recordings are.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import os
 import re
@@ -25,6 +28,9 @@ import traceback
 from pathlib import Path
 
 from robodyn.daemon import protocol as P
+from robodyn.daemon.private_files import make_private_dir, tighten_dir, write_private_atomic
+
+log = logging.getLogger("robodyn.daemon")
 
 JOB_STATES = ("queued", "running", "completed", "failed")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -146,9 +152,18 @@ ARGS = {
 
 
 def _write_json_atomic(path: Path, doc: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, path)
+    write_private_atomic(path, json.dumps(doc, indent=1).encode(), temporary=path.with_suffix(path.suffix + ".tmp"),
+                         fsync=False)
+
+
+def private_jobs_dir(data_dir) -> Path:
+    """``<data_dir>/jobs``, made 0700, or narrowed to it (one log line) when others could read it."""
+    jobs_dir = Path(data_dir).expanduser() / "jobs"
+    old = tighten_dir(jobs_dir)
+    if old is not None:
+        log.warning("%s had mode %04o (other accounts could read the identification jobs); now %04o",
+                    jobs_dir, old, old & 0o700)
+    return jobs_dir
 
 
 def _config_from_dict(d: dict):
@@ -273,8 +288,7 @@ class JobManager:
     runs the queue in its own cgroup and this manager only queues and reports."""
 
     def __init__(self, data_dir: Path, recordings_dir: Path, runner: str = "daemon"):
-        self.jobs_dir = Path(data_dir).expanduser() / "jobs"
-        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        self.jobs_dir = private_jobs_dir(data_dir)
         self.recordings_dir = Path(recordings_dir)
         self.runner = runner
         self.queue: list[str] = []
@@ -383,7 +397,7 @@ class JobManager:
         holdout = args.get("holdout") or []
         job_id = time.strftime("job-%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         job_dir = self.jobs_dir / job_id
-        job_dir.mkdir(parents=True)
+        make_private_dir(job_dir, exist_ok=False)
         _write_json_atomic(job_dir / "request.json", {"recordings": args["recordings"], "holdout": holdout,
                                                       "config": args.get("config") or {}})
         with self.lock:
@@ -457,8 +471,7 @@ def worker_main(data_dir: str, recordings_dir: str, poll_s: float = 1.0, once: b
 
     from robodyn.daemon.sdnotify import Notifier
 
-    jobs_dir = Path(data_dir).expanduser() / "jobs"
-    jobs_dir.mkdir(parents=True, exist_ok=True)
+    jobs_dir = private_jobs_dir(data_dir)
     notifier = Notifier()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

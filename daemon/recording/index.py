@@ -17,16 +17,17 @@ rebuilt once by the worker at start, like a missing entry (reading only a finali
 footer metadata).
 
 Every entry is written atomically (a temporary file in the same directory, fsync, rename): a
-crash leaves the old entry or the new one, never half of one.
+crash leaves the old entry or the new one, never half of one. Entries are 0600, as the recordings
+(daemon/private_files.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from .layout import summary_digest
+from ..private_files import write_private_atomic
+from .layout import recording_id, summary_digest
 
 INDEX_SUFFIX = ".index.json"
 INDEX_VERSION = 2  # 2: the summary digest
@@ -39,11 +40,12 @@ def index_path(recording: str | Path) -> Path:
 
 
 def index_row(meta: dict, summary: dict | None, path: str | Path) -> dict:
-    """The listed line of a finalized recording, from its self-description and closing summary."""
+    """The listed line of a finalized recording, from its self-description and closing summary.
+    Its ``id`` is the file's name (:func:`recording_id`); ``run_id`` the run the file says it holds."""
     summary = summary or {}
     samples = int(summary.get("recorded_samples") or 0)
     rate = float(meta.get("rate_hz") or 1.0)
-    return {"id": meta.get("run_id", Path(path).stem), "path": str(path),
+    return {"id": recording_id(path), "run_id": meta.get("run_id", recording_id(path)), "path": str(path),
             "robot": (meta.get("robot") or {}).get("name"), "samples": samples,
             "lost": int(summary.get("lost_samples") or 0),
             "duration_s": (samples - 1) / rate if samples else 0.0,
@@ -54,13 +56,7 @@ def index_row(meta: dict, summary: dict | None, path: str | Path) -> dict:
 def write_index(recording: str | Path, row: dict) -> Path:
     """Write the entry of ``recording`` atomically; returns its path."""
     target = index_path(recording)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    data = json.dumps({"index_version": INDEX_VERSION, **row}).encode()
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    write_private_atomic(target, json.dumps({"index_version": INDEX_VERSION, **row}).encode())
     return target
 
 
@@ -76,6 +72,9 @@ def read_index(recording: str | Path) -> dict | None:
     if not isinstance(doc, dict) or doc.pop("index_version", None) != INDEX_VERSION or "id" not in doc:
         return None
     doc["path"] = str(recording)  # the data dir may have moved since the entry was written
+    # an entry copied along with its recording names the original: the file's own name is its id
+    doc["run_id"] = doc.get("run_id", doc["id"])
+    doc["id"] = recording_id(recording)
     return doc
 
 
@@ -89,7 +88,7 @@ def build_index(recording: str | Path) -> dict:
     try:
         row = read_recording_info(recording)
     except (ValueError, OSError) as exc:
-        return {"id": Path(recording).stem, "path": str(recording), "status": f"unreadable: {exc}"}
+        return {"id": recording_id(recording), "path": str(recording), "status": f"unreadable: {exc}"}
     if recording_is_complete(recording):
         write_index(recording, row)
     return row
@@ -97,7 +96,7 @@ def build_index(recording: str | Path) -> dict:
 
 def _key(row: dict) -> str:
     """Entries are keyed by file name (what `recording_info` opens), not by the id inside the file."""
-    return Path(row["path"]).stem if row.get("path") else row["id"]
+    return recording_id(row["path"]) if row.get("path") else row["id"]
 
 
 class RecordingIndex:

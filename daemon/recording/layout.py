@@ -1,6 +1,8 @@
 """The layout of a recording file (the package docstring and docs/recordings.md describe it): its
 self-description's format name and version, the topics, the schema of the sample blocks, and the
-digest of its closing summary that the recording index keeps (index.py)."""
+digest of its closing summary that the recording index keeps (index.py), and a recording's id."""
+
+from pathlib import Path
 
 FORMAT = "robodyn.recording"
 FORMAT_VERSION = 1
@@ -35,3 +37,10 @@ def summary_digest(summary: dict | None) -> dict | None:
     if isinstance(digest["reason"], str):
         digest["reason"] = digest["reason"][:500]
     return digest
+
+
+def recording_id(path: str | Path) -> str:
+    """A recording's id: its file's name without ``.mcap``, what `recording_info` opens. One id per
+    file: a copy of a recording under another name is another recording, whatever run id it holds
+    (listed as the ``run_id`` of its row)."""
+    return Path(path).stem

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import protocol as P
-from .layout import EVENT_TOPIC, FORMAT, STATE_TOPIC, summary_digest
+from .layout import EVENT_TOPIC, FORMAT, STATE_TOPIC, recording_id, summary_digest
 
 
 @dataclass
@@ -159,7 +159,8 @@ def read_recording_info(path: str | Path) -> dict:
         summary = None
     if meta.get("format") != FORMAT or summary is None or "recorded_samples" not in summary:
         return recording_summary_line(load_recording(path))
-    return {"id": meta.get("run_id", Path(path).stem), "path": str(path), "robot": (meta.get("robot") or {}).get("name"),
+    return {"id": recording_id(path), "run_id": meta.get("run_id", recording_id(path)), "path": str(path),
+            "robot": (meta.get("robot") or {}).get("name"),
             "samples": int(summary["recorded_samples"]), "lost": int(summary.get("lost_samples", 0)),
             "duration_s": (int(summary["recorded_samples"]) - 1) / float(meta.get("rate_hz", 1.0))
             if summary["recorded_samples"] else 0.0,
@@ -168,9 +169,10 @@ def read_recording_info(path: str | Path) -> dict:
 
 
 def recording_summary_line(rec: Recording) -> dict:
-    """What `robodyn recordings` lists about one file."""
+    """What `robodyn recordings` lists about one file: ``id`` its file's name (one id per file),
+    ``run_id`` the run it says it holds (a copy under another name holds another's)."""
     s = rec.summary or {}
-    return {"id": rec.meta.get("run_id", Path(rec.path).stem), "path": rec.path,
+    return {"id": recording_id(rec.path), "run_id": rec.meta.get("run_id", recording_id(rec.path)), "path": rec.path,
             "robot": (rec.meta.get("robot") or {}).get("name"), "samples": rec.samples, "lost": rec.lost,
             "duration_s": float(rec.robot_time[-1] - rec.robot_time[0]) if rec.samples else 0.0,
             "status": s.get("status", "incomplete (recovered)" if rec.truncated else "unknown"),

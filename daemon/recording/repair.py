@@ -18,6 +18,7 @@ import numpy as np
 from robodyn import __version__
 
 from .. import protocol as P
+from ..private_files import open_private
 from .layout import STATE_TOPIC
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
@@ -320,7 +321,7 @@ def repair_recording(path: str | Path, reason: str) -> dict | None:
     blob += out.end() + MCAP_MAGIC
 
     if tail:
-        with open(sidecar, "wb") as fh:
+        with open_private(sidecar, exclusive=False) as fh:
             fh.write(tail)
             fh.flush()
             os.fsync(fh.fileno())

@@ -15,6 +15,7 @@ import numpy as np
 from robodyn import __version__
 
 from .. import protocol as P
+from ..private_files import make_private_dir, open_private
 from .layout import EVENT_TOPIC, FORMAT, FORMAT_VERSION, STATE_SCHEMA, STATE_TOPIC
 
 
@@ -42,8 +43,8 @@ class RecordingWriter:
         self.ros2_model = ros2_model  # a RobotModel: also write the ROS 2 channels (ros2_channels.py)
         self.ros2 = None
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "xb")
+        make_private_dir(self.path.parent)
+        self._file = open_private(self.path)  # 0600 whatever the umask; FileExistsError as "xb"
         try:
             self._start(Writer, meta, compression)
         except BaseException:

@@ -256,12 +256,21 @@ def cmd_arm(args) -> int:
 def cmd_disarm(args) -> int:
     with daemon_client(args) as c:
         res = _daemon_call(lambda: c.disarm(args.reason))
+    _stop_socket_note(res)
     if args.json:
         print_json({"armed": False, **res})
         return 0
     print("daemon disarmed" + (f"; run {res['aborted']} is being stopped" if res.get("aborted") else "")
           + _served_by_driver(res))
     return 0
+
+
+def _stop_socket_note(res: dict) -> None:
+    """Why the stop socket's answer was not taken (the control endpoint confirmed the stop): on
+    stderr, so that it is seen. A stop socket another account made fails the command instead
+    (client.StopSocketRefused, through _daemon_call: exit 2)."""
+    if res.get("stop_socket"):
+        print(f"robodyn: {res['stop_socket']}", file=sys.stderr)
 
 
 def _served_by_driver(res: dict) -> str:
@@ -436,6 +445,7 @@ def _print_summary(run: dict) -> None:
 def cmd_abort(args) -> int:
     with daemon_client(args) as c:
         res = _daemon_call(lambda: c.abort(reason=args.reason))
+    _stop_socket_note(res)
     if args.json:
         print_json(res)
         return 0

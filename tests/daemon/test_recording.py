@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 
 import numpy as np
 import pytest
@@ -305,3 +306,50 @@ def test_index_entries_are_atomic_versioned_and_never_replace_newer_ones(tmp_pat
         assert read_index(tmp_path / "a.mcap") is None
     write_index(tmp_path / "a.mcap", row)
     assert read_index(tmp_path / "a.mcap")["samples"] == 1000
+
+
+def test_copies_of_a_recording_are_listed_once_each_under_their_own_names(tmp_path):
+    """The id of a listed recording is its file's name (what `recording_info` opens): copies of one
+    run's file under other names are rows of their own, the run id inside the file their ``run_id``,
+    also when a copy's index entry was copied with it (it names the original)."""
+    import shutil
+
+    from robodyn.daemon.recording import RecordingIndex, build_index, index_path, read_index
+
+    write(tmp_path / "a.mcap", np.arange(1, 1001))  # holds run r1
+    build_index(tmp_path / "a.mcap")
+    for name in ("b", "c", "d"):
+        shutil.copy(tmp_path / "a.mcap", tmp_path / f"{name}.mcap")
+    shutil.copy(index_path(tmp_path / "a.mcap"), index_path(tmp_path / "b.mcap"))
+    index = RecordingIndex(tmp_path)
+    index.load()
+    assert index.missing == [tmp_path / "c.mcap", tmp_path / "d.mcap"]
+    for path in index.missing:  # what the heavy-read worker does at start
+        index.put(build_index(path), only_if_indexing=True)
+    rows = index.page(0, 10)
+    assert [(r["id"], r["run_id"], r["status"]) for r in rows] == [(n, "r1", "completed") for n in "abcd"]
+    assert [r["path"] for r in rows] == [str(tmp_path / f"{n}.mcap") for n in "abcd"]
+    assert read_index(tmp_path / "b.mcap")["id"] == "b"
+    assert read_recording_info(tmp_path / "c.mcap")["id"] == "c"
+
+
+def test_recording_files_are_private_whatever_the_umask(tmp_path):
+    """A recording, its index entry, a repaired recording and the folders made for them: 0700
+    folders, 0600 files, under the 0022 umask of a daemon started from a shell."""
+    from robodyn.daemon.recording import build_index, index_path, repair_recording
+
+    umask = os.umask(0o022)
+    try:
+        folder = tmp_path / "data" / "recordings"
+        write(folder / "r1.mcap", np.arange(1, 1001))
+        build_index(folder / "r1.mcap")
+        write(folder / "cut.mcap", np.arange(1, 901), close=False)
+        with open(folder / "cut.mcap", "ab") as fh:
+            fh.write(b"\x05torn")  # a record begun, never finished
+        repair_recording(folder / "cut.mcap", "test")
+        made = [tmp_path / "data", folder, *folder.iterdir()]
+        assert {p.name for p in made} >= {"r1.mcap", index_path(folder / "r1.mcap").name, "cut.mcap"}
+        modes = {p.name: stat.S_IMODE(os.lstat(p).st_mode) for p in made}
+        assert modes == {p.name: 0o700 if p.is_dir() else 0o600 for p in made}, modes
+    finally:
+        os.umask(umask)
