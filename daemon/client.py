@@ -19,7 +19,12 @@ within the timeout raises :class:`DaemonUnavailable`; an endpoint that is not ``
 ``abort`` and ``disarm`` go to the daemon's stop socket when this host has it (daemon/stop_socket.py:
 served by the driver process's real-time loop, never behind other clients' requests), found beside
 the daemon's token file; without it (a remote client, another account, a daemon without one) or
-when it does not answer within STOP_SOCKET_WAIT_S, to the control endpoint as before.
+when it does not answer within STOP_SOCKET_WAIT_S, to the control endpoint as before. A stop is
+confirmed, never assumed: the socket and its directory must belong to the daemon's account
+(access.check_stop_socket), the answer must come from that account (the kernel names the sender of
+every datagram, SO_PASSCRED) and name this stop (its request id, the driver's count of the stop).
+A stop socket another account made is refused: the stop goes to the control endpoint and the call
+raises :class:`StopSocketRefused` all the same, saying what the control endpoint answered.
 
 ``timeout`` bounds every wait for a daemon that has not answered yet. A few requests make a daemon
 that did answer work longer (checking a submitted trajectory, reading its recordings): before one,
@@ -31,7 +36,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import stat
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -59,6 +63,19 @@ class DaemonError(Exception):
         self.code = code
         self.message = message
         self.details = details or {}
+
+
+E_STOP_SOCKET_REFUSED = "stop_socket_refused"
+
+
+class StopSocketRefused(DaemonError):
+    """The stop socket was not the daemon's (another account made it or its directory). The stop
+    was sent to the control endpoint instead: ``details["confirmed"]`` holds that endpoint's answer,
+    None when it gave none (nothing then confirms the stop); ``details["refused"]`` says why the
+    socket was refused."""
+
+    def __init__(self, message: str, refused: str, path: str, confirmed: dict | None):
+        super().__init__(E_STOP_SOCKET_REFUSED, message, {"refused": refused, "path": path, "confirmed": confirmed})
 
 
 class DaemonUnavailable(DaemonError):
@@ -130,8 +147,9 @@ class CurveKeys:
 
 
 def _with_auth(payload: bytes, token: str | None) -> bytes:
-    """``payload`` with an ``auth`` entry appended when it is a msgpack map (header patched in
-    place, the original bytes kept: malformed-input tests stay what they are)."""
+    """``payload`` with an ``auth`` entry first when it is a msgpack map (header patched in place,
+    the original bytes kept: malformed-input tests stay what they are). First: a request over
+    request_decoding.INLINE_DECODE_BYTES is judged by the fields before its ``args``, the token among them."""
     if not token or not payload:
         return payload
     try:  # a frame that already names its own auth keeps it (a byte search would also match a value)
@@ -142,11 +160,11 @@ def _with_auth(payload: bytes, token: str | None) -> bytes:
     entry = P.packb("auth") + P.packb(token)
     head = payload[0]
     if 0x80 <= head < 0x8F:
-        return bytes([head + 1]) + payload[1:] + entry
+        return bytes([head + 1]) + entry + payload[1:]
     if head == 0xDE and len(payload) >= 3:
         n = int.from_bytes(payload[1:3], "big")
         if n < 0xFFFF:
-            return b"\xde" + (n + 1).to_bytes(2, "big") + payload[3:] + entry
+            return b"\xde" + (n + 1).to_bytes(2, "big") + entry + payload[3:]
     return payload
 
 
@@ -155,6 +173,31 @@ SUBMIT_TIMEOUT_S = 600.0
 # a stop socket that has not answered in this long (a dead driver's file, a driver being restarted)
 # is given up for the control endpoint; a late answer to it is harmless (a stop twice is one stop)
 STOP_SOCKET_WAIT_S = 1.0
+
+
+def _sender_uid(ancillary, credentials) -> int | None:
+    """The uid the kernel gives as a datagram's sender (SCM_CREDENTIALS): not the sender's to choose."""
+    import socket
+
+    for level, kind, value in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(value) >= credentials.size:
+            return credentials.unpack(value[:credentials.size])[1]
+    return None
+
+
+def confirms_stop(reply, rid, cmd: str) -> bool:
+    """Whether a stop socket's answer confirms this stop: an ok reply to request ``rid`` from the
+    driver (``served_by``), whose ``stop`` names the command and the driver's count of stops served
+    (stop_socket.StopServer.record), and says which run it stopped (``aborted``: an id or nil)."""
+    if not isinstance(reply, dict) or reply.get("ok") is not True or reply.get("id") != rid:
+        return False
+    result = reply.get("result")
+    if not isinstance(result, dict) or result.get("served_by") != "driver" or "aborted" not in result:
+        return False
+    stop = result.get("stop")
+    return (isinstance(stop, dict) and stop.get("cmd") == cmd and type(stop.get("count")) is int
+            and stop["count"] >= 1 and type(stop.get("acted_seq")) is int
+            and (result["aborted"] is None or isinstance(result["aborted"], str)))
 
 
 class Client:
@@ -179,6 +222,8 @@ class Client:
         self._ids = itertools.count(1)
         self.use_stop_socket = self.curve is None if stop_socket is None else stop_socket
         self._stop_sock = None
+        self._stop_sock_path = None
+        self.stop_socket_note: str | None = None  # why the last stop's socket answer was not taken
         self._connect()
 
     def _connect(self) -> None:
@@ -280,7 +325,7 @@ class Client:
         return self.call("describe")
 
     def submit_run(self, robot: str, trajectory: dict, mode: str = "position", label: str = "") -> dict:
-        args = {"robot": robot, "trajectory": trajectory, "mode": mode}
+        args = {"robot": robot, "trajectory": P.with_encoded_arrays(trajectory), "mode": mode}
         if label:
             args["label"] = label
         return self.call("submit_run", timeout=max(self.timeout, SUBMIT_TIMEOUT_S), **args)
@@ -309,9 +354,15 @@ class Client:
         control endpoint's. When the driver was moving nothing, the control endpoint is asked
         too, for what the main process withdrew (a submission being checked, a run being
         prepared): its answer may wait behind other clients' requests, the robot does not (a run
-        sent to the driver before the stop is refused there, stop_socket.py)."""
+        sent to the driver before the stop is refused there, stop_socket.py). A stop socket that
+        is not the daemon's is never sent to: StopSocketRefused, after the control endpoint's try."""
+        self.stop_socket_note = None
         if self.use_stop_socket:
-            result = self._stop_socket_call(cmd, args)
+            try:
+                result = self._stop_socket_call(cmd, args)
+            except access.UntrustedStopSocket as refused:
+                self._drop_stop_socket()
+                return self._stop_after_refusal(cmd, args, refused)
             if result is not None:
                 if result.get("aborted") is None:
                     try:
@@ -320,32 +371,53 @@ class Client:
                     except DaemonUnavailable:  # the stop is served; only the bookkeeping's answer is missing
                         result["message"] = "no motion in progress; the daemon's main process did not answer"
                 return result
-        return self.call(cmd, **args)
+        result = self.call(cmd, **args)
+        return result if self.stop_socket_note is None else {**result, "stop_socket": self.stop_socket_note}
+
+    def _stop_after_refusal(self, cmd: str, args: dict, refused: "access.UntrustedStopSocket"):
+        """The stop through the control endpoint (the robot must stop whoever squats the socket),
+        then StopSocketRefused: what answered on the stop socket would have claimed any stop
+        served, so the caller hears of it, with the control endpoint's answer or its failure."""
+        try:
+            confirmed = self.call(cmd, **args)
+        except DaemonError as exc:
+            raise StopSocketRefused(f"{refused.message}; the {cmd} sent to the control endpoint {self.endpoint} "
+                                    f"failed too ({exc.message}): nothing confirms the stop",
+                                    refused.message, str(refused.path), None) from None
+        if cmd == "disarm" or confirmed.get("aborted"):
+            what = "run " + str(confirmed["aborted"]) + " is being stopped" if confirmed.get("aborted") else "disarmed"
+        else:
+            what = str(confirmed.get("message") or "no run in progress")
+        raise StopSocketRefused(f"{refused.message}; the {cmd} went to the control endpoint {self.endpoint} "
+                                f"instead, and the daemon confirmed it: {what}", refused.message, str(refused.path),
+                                confirmed)
 
     def _stop_socket_call(self, cmd: str, args: dict) -> dict | None:
-        """One stop through the stop socket; None when this client cannot reach one or it did not
-        answer in STOP_SOCKET_WAIT_S. The datagram begins with this host's CLOCK_MONOTONIC at
-        sending: the driver counts the stop's wait in its socket from it."""
+        """One stop through the stop socket; None when this client cannot reach one, it did not
+        answer in STOP_SOCKET_WAIT_S or its answer confirms no stop (the control endpoint is then
+        asked); access.UntrustedStopSocket when the socket, its directory or its answer's sender is
+        not the daemon's account. The datagram begins with this host's CLOCK_MONOTONIC at sending:
+        the driver counts the stop's wait in its socket from it."""
         import socket
 
-        from robodyn.daemon.stop_socket import STAMP
+        from robodyn.daemon.stop_socket import CREDENTIALS, STAMP
 
-        if self._stop_sock is None:
-            path = access.client_stop_path(self.endpoint)
-            try:
-                usable = path is not None and stat.S_ISSOCK(os.stat(path).st_mode) and os.access(path, os.W_OK)
-            except OSError:
-                usable = False
-            if not usable:
-                return None
+        found = access.client_stop_socket(self.endpoint)  # checked before every stop: a driver rebinds
+        if found is None:
+            self._drop_stop_socket()
+            return None
+        path, daemon_uid = found
+        if self._stop_sock is None or self._stop_sock_path != path:
+            self._drop_stop_socket()
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
             try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the kernel names each answer's sender
                 sock.bind("")  # an address of its own (Linux autobind), for the answer
                 sock.connect(str(path))
-            except OSError:  # nobody listens there: a dead driver's file, another account's
+            except OSError:  # nobody listens there: a dead driver's file
                 sock.close()
                 return None
-            self._stop_sock = sock
+            self._stop_sock, self._stop_sock_path = sock, path
         rid = next(self._ids)
         sock = self._stop_sock
         deadline = time.monotonic() + min(self.timeout, STOP_SOCKET_WAIT_S)
@@ -354,21 +426,38 @@ class Client:
             sock.send(STAMP.pack(time.monotonic_ns()) + P.make_request(cmd, args, rid))
             while True:
                 sock.settimeout(max(0.001, deadline - time.monotonic()))
-                reply = P.unpackb(sock.recv(1 << 20))
-                if reply.get("id") == rid:
+                data, ancillary, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(CREDENTIALS.size))
+                sender = _sender_uid(ancillary, CREDENTIALS)
+                if sender != daemon_uid:
+                    raise access.UntrustedStopSocket(
+                        path, f"stop socket {path} was answered by "
+                              f"{'an unnamed sender' if sender is None else access.account_name(sender)}, not by "
+                              f"the daemon's account (uid {daemon_uid}): refusing to trust it")
+                try:
+                    reply = P.unpackb(data, max_bytes=1 << 20)
+                except P.ProtocolError:
+                    reply = None
+                if not isinstance(reply, dict) or reply.get("id") == rid:
                     break  # otherwise the late answer to an earlier stop
         except OSError:  # no answer in time (a timeout is an OSError), or the driver is gone
             self._drop_stop_socket()  # look again next time: a restarted driver binds anew
             return None
-        if not reply.get("ok"):
-            err = reply.get("error") or {}
-            raise DaemonError(err.get("code", "unknown"), err.get("message", "request failed"), err.get("details"))
+        if isinstance(reply, dict) and reply.get("ok") is False and isinstance(reply.get("error"), dict):
+            err = reply["error"]  # the driver's refusal (e.g. another run's id): the daemon's own answer
+            raise DaemonError(str(err.get("code", "unknown")), str(err.get("message", "request failed")),
+                              err.get("details") if isinstance(err.get("details"), dict) else None)
+        if not confirms_stop(reply, rid, cmd):
+            self._drop_stop_socket()  # the control endpoint decides: a stop is never taken as served unconfirmed
+            self.stop_socket_note = (f"the stop socket {path} answered without confirming the {cmd} (no ok reply "
+                                     "naming it and the driver's count of stops); asked the control endpoint")
+            return None
         return reply["result"]
 
     def _drop_stop_socket(self) -> None:
         if self._stop_sock is not None:
             self._stop_sock.close()
             self._stop_sock = None
+            self._stop_sock_path = None
 
     def runs(self) -> list[dict]:
         return self.call("runs")["runs"]

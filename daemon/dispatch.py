@@ -12,6 +12,7 @@ import time
 
 from . import access
 from . import protocol as P
+from . import request_decoding as R
 from .schedstat import run_delay_s
 
 log = logging.getLogger("robodyn.daemon")
@@ -215,7 +216,9 @@ class Dispatch:
         waiting = self.control_waiting
         while True:
             while len(waiting) < MAX_WAITING and self._control_readable():
-                waiting.append(self._receive())
+                item = self._receive()
+                if item is not None:  # None: a large frame, answered or handed to its thread
+                    waiting.append(item)
             if len(waiting) < MAX_WAITING:
                 self._control_empty(time.monotonic())
             k = next((i for i, item in enumerate(waiting) if item[3]), None)
@@ -228,13 +231,19 @@ class Dispatch:
             self._handle_received(waiting.pop(k))
             handled += 1
 
-    def _receive(self) -> tuple:
+    def _receive(self) -> tuple | None:
         """(frames, envelope, payload, urgent, empty_at, empty_handled, empty_round, empty_cpu,
         received_seq, handled_at_receipt, empty_run_delay, empty_in_poll) of one request, or of a framing error (envelope None);
         ``urgent``: it may be a stop command (a cheap look at the payload: a label that mentions
         one is only served early); ``received_seq``: its receive sequence number, and the count of
         requests handled when it was read off the socket."""
         frames = self.router.recv_multipart(copy=False)
+        if 2 <= len(frames) <= 3 and len(frames[-1]) > R.INLINE_DECODE_BYTES and \
+                (len(frames) == 2 or len(frames[1]) == 0):
+            # never copied, never decoded here: its head is read and it is refused or handed on
+            self.requests_received += 1
+            self._screen_large([f.bytes for f in frames[:-1]], frames[-1])
+            return None
         data = [f.bytes for f in frames]
         if len(data) == 3 and data[1] == b"":  # REQ client: identity, delimiter, payload
             envelope, payload = data[:2], data[2]
@@ -357,9 +366,96 @@ class Dispatch:
         self._cmd = "(invalid)"
         self.requests["total"] += 1
         try:
-            obj = P.unpackb(payload)
+            obj = R.decode_request(payload)
             rid = P.request_id(obj)
             req = P.parse_request(obj)
+        except P.ProtocolError as exc:
+            self._count_error(exc.code)
+            return P.error_reply(getattr(exc, "request_id", None) if rid is None else rid, exc.code, exc.message,
+                                 exc.details)
+        except Exception as exc:  # a bug in the decoding: answer, log, keep serving
+            self._count_error(P.E_INTERNAL)
+            log.exception("internal error while decoding a request")
+            return P.error_reply(rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+        return self.dispatch_request(req, rid)
+
+    def _screen_large(self, envelope: list, frame) -> None:
+        """A frame over INLINE_DECODE_BYTES, judged by its head alone (request_decoding.request_head: the
+        cost of an inline decode, whatever its size): refused at once unless its sender is known
+        (the token before 'args', or a CurveZMQ identity) and may send that command, and then
+        decoded on a thread of its own (daemon/intake.py) within the per-client share."""
+        self.requests["total"] += 1
+        large = self.large_requests
+        large.counts["received"] += 1
+        size, peer, rid = len(frame), self._user_id(frame), None
+        try:
+            if size > P.MAX_REQUEST_BYTES:
+                raise P.ProtocolError(P.E_MALFORMED, f"message of {size} bytes exceeds the {P.MAX_REQUEST_BYTES}-byte "
+                                                     "limit", field="request")
+            head = R.request_head(frame.buffer)
+            rid = P.request_id(head)
+            if self.token is not None:
+                auth = head.get("auth")
+                if not (type(auth) is str and access.token_ok(auth, self.token)):
+                    self.refused_auth.warning("a %d-byte request refused undecoded: %s access token before its args",
+                                              size, "wrong" if auth else "no")
+                    raise P.ProtocolError(P.E_UNAUTHORISED, f"unauthorised: a request of {size} bytes needs the daemon's "
+                                                            f"token in its 'auth' field, before 'args' ({self.token_path});"
+                                                            f" without it a request is limited to "
+                                                            f"{R.INLINE_DECODE_BYTES} bytes",
+                                          {"token_file": str(self.token_path), "limit": R.INLINE_DECODE_BYTES},
+                                          field="auth")
+            elif self.zap is not None and not peer:
+                raise P.ProtocolError(P.E_UNAUTHORISED, "unauthorised: no CurveZMQ identity", field="request")
+            cmd = head.get("cmd")
+            if type(cmd) is str:  # a role refused before the decoding, not after it
+                self._peer = peer
+                self._authorise(cmd)
+            client = peer or bytes(envelope[0]).hex()
+            large.admit(client)
+        except P.ProtocolError as exc:
+            large.counts["refused_before_decoding"] += 1
+            self._count_error(exc.code)
+            self._reply_later(envelope, P.error_reply(rid, exc.code, exc.message, exc.details))
+            return
+        except Exception as exc:  # a bug in the screening: answer, log, keep serving
+            self._count_error(P.E_INTERNAL)
+            log.exception("internal error while screening a large request")
+            self._reply_later(envelope, P.error_reply(rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}"))
+            return
+        large.start(client, peer, envelope, rid, frame)
+
+    def _complete_large(self) -> None:
+        """From the main loop: dispatch every large request whose thread has decoded it."""
+        for item in self.large_requests.finished():
+            exc = item.future.exception()
+            if exc is not None:
+                self.large_requests.counts["refused_after_decoding"] += 1
+                if isinstance(exc, P.ProtocolError):
+                    self._count_error(exc.code)
+                    rid = getattr(exc, "request_id", None)
+                    reply = P.error_reply(item.rid if rid is None else rid, exc.code, exc.message, exc.details)
+                else:  # a bug in the decoding: answered, logged, the loop goes on
+                    self._count_error(P.E_INTERNAL)
+                    log.error("internal error while decoding a large request: %s: %s", type(exc).__name__, exc)
+                    reply = P.error_reply(item.rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+                self._reply_later(item.envelope, reply)
+                continue
+            self.large_requests.counts["decoded"] += 1
+            rid, req, prepared = item.future.result()
+            self._peer, self._envelope, self._received = item.peer, item.envelope, ()
+            self._prepared = prepared or {}
+            try:
+                reply = self.dispatch_request(req, rid)
+            finally:
+                self._prepared = {}
+            if reply is not None:
+                self._reply_later(item.envelope, reply)
+
+    def dispatch_request(self, req: P.Request, rid) -> bytes | None:
+        """Authenticate, authorise and run one parsed request; the encoded reply, or None when
+        it is deferred."""
+        try:
             self._cmd = req.cmd
             handler = self.commands.get(req.cmd)
             if handler is None:

@@ -119,7 +119,9 @@ class HeavyReads:
                                     self._rid, finish, what))
 
     def _complete_heavy(self) -> None:
-        """From the main loop: reply to every finished heavy read."""
+        """From the main loop: reply to every finished heavy read (and dispatch every large
+        request its thread has decoded: dispatch.py)."""
+        self._complete_large()
         if not self.heavy or not any(h.future.done() for h in self.heavy):
             return
         self.state_changed()  # e.g. recordings indexed at start: listed now

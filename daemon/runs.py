@@ -27,7 +27,7 @@ class Run:
     robot: str
     mode: str
     label: str
-    trajectory: dict
+    trajectory: object  # its document, encoded (protocol.Packed): sent as it is, never decoded here
     move: dict
     duration: float
     move_duration: float
@@ -72,6 +72,17 @@ class RunHistory:
             run.state = msg["phase"]
         elif event == "aborting":
             run.state = "stopping"
+        elif event == "supervisor_silent":
+            # this process fell silent (frozen, stopped, stuck in a request) while the robot moved,
+            # and the driver ramped it to rest on its own: a fault like a worker's death. Read
+            # late (when this process runs again), maybe with the run's end right behind it
+            reason = str(msg.get("reason") or "supervisor silent: motion stopped by the driver")
+            run.abort_requested = True
+            run.abort_reason = run.abort_reason or reason
+            log.error("run %s: %s", run.id, reason, extra={"fields": {"run_id": run.id, "event": "supervisor_silent",
+                                                                      "silent_s": msg.get("silent_s"),
+                                                                      "starved_s": msg.get("starved_s")}})
+            self._disarm(reason)
         elif event == "refused" and msg.get("stale_stop"):
             # the driver served a stop this process had not yet heard of when it sent the run; that
             # stop's event came first on the pipe (_on_driver_stop): it either aborted this run or
@@ -99,7 +110,7 @@ class RunHistory:
     def _send_start(self, run: Run) -> None:
         """The run to the driver, with the count of its stops this process has heard of: the
         driver refuses a run sent before a stop it served (rtloop.py, stop_socket.py)."""
-        self.driver_pipe.send(P.packb({"type": "start_run", "run": run.number, "run_id": run.id, "move": run.move,
+        self.driver_pipe.send(P.pack_spliced({"type": "start_run", "run": run.number, "run_id": run.id, "move": run.move,
                                        "trajectory": run.trajectory, "mode": run.mode,
                                        "stops_seen": self.driver_stops_seen}))
 

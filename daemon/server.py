@@ -40,6 +40,8 @@ from .admission import Admission, PendingSubmit
 from .config import DaemonConfig, resolve_state, state_stream_open
 from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog
 from .heavy import HeavyReads
+from .intake import LargeRequests
+from .private_files import make_private_dir
 from .logs import setup_logging
 from .priority import GcPauses, default_scheduler, main_priority, realtime_io_threads, set_main_realtime
 from .recording.index import RecordingIndex
@@ -50,6 +52,8 @@ from .status import StatusReport
 from .supervision import Component, StartAbandoned, Supervision
 
 log = logging.getLogger("robodyn.daemon")
+
+GIL_SWITCH_INTERVAL_S = 0.0002
 
 
 class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyReads):
@@ -71,7 +75,7 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.cfg = cfg
         self.model = load_model(cfg.robot)
         self.recordings_dir = cfg.recordings_dir
-        self.recordings_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.recordings_dir)  # 0700 whatever the umask (private_files.py)
         # systemd's RuntimeDirectory= when there is one; mkdtemp makes it private (0700), which is
         # what guards the internal ipc pipes
         self.runtime_dir = tempfile.mkdtemp(prefix="robodyn-", dir=os.environ.get("RUNTIME_DIRECTORY") or None)
@@ -198,6 +202,14 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         # listed from memory, never by reading the files (recording/index.py)
         self.recording_index = RecordingIndex(self.recordings_dir)
         self.recording_index.load()
+        # frames over request_decoding.INLINE_DECODE_BYTES: decoded on threads (intake.py); what such a
+        # thread prepared for the handler of the request being dispatched (a parsed trajectory)
+        self.large_requests = LargeRequests(self.prepare_request)
+        self._prepared: dict = {}
+        # a thread decoding a large request or validating a trajectory gives the GIL back to this
+        # loop within this long of the loop asking for it (CPython's default is 5 ms: five periods
+        # of a 1 kHz robot that a stop would wait)
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         self._peer = ""  # authenticated name of the client of the request being handled
         self._envelope: list = []
         self._rid = None

@@ -87,6 +87,8 @@ class StatusReport:
                         "gc_pauses": self.gc_pauses.report(), "gc_frozen_objects": self.gc_frozen,
                         "request_cost_ms": {k: dict(v) for k, v in self.request_cost.items()},
                         "heavy_reads": {"in_flight": len(self.heavy), **self.heavy_counts},
+                        "large_requests": {"in_flight": len(self.large_requests.in_flight),
+                                           **self.large_requests.counts},
                         "read_cache": dict(self.read_cache_counts),
                         "recordings_indexed": len(self.recording_index)},
             "metrics": self._metrics(),
