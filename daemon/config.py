@@ -53,6 +53,12 @@ Example (every key optional)::
     max_run_s = 7200      # longest trajectory accepted (s): bounds validation time and file size
     max_validation_cost = 3e9  # samples x terms the limit check may evaluate (duration x 2 rate x terms)
     min_free_mb = 64      # a run is refused unless its estimated file size + this much is free
+    supervisor_silence_s = 0.5  # while a run moves the robot, the driver ramps it to rest and ends
+                          # the run (aborted, daemon disarmed) once the main process, its supervisor,
+                          # has sent it nothing for this long (0.1..5 s; it sends every 25 ms, its
+                          # loop wakes at least every 50 ms). Time the main process spent runnable
+                          # but waiting for a CPU is not counted: an overloaded host is not a frozen
+                          # supervisor. Stopped (SIGSTOP) or stuck on its CPU, all of it counts
 """
 
 from __future__ import annotations
@@ -68,6 +74,10 @@ except ModuleNotFoundError:  # pragma: no cover
 
 DEFAULT_CONTROL = "tcp://127.0.0.1:47770"
 DEFAULT_STATE = "tcp://127.0.0.1:47771"
+# [safety].supervisor_silence_s: twice the main loop's longest idle gap (its 50 ms poll) at least,
+# so that an idle supervisor is never taken for a silent one; a robot left unsupervised for
+# more than a few seconds is not supervised
+SUPERVISOR_SILENCE_RANGE_S = (0.1, 5.0)
 
 
 def default_data_dir() -> Path:
@@ -104,6 +114,8 @@ class DaemonConfig:
     # 2 h run of a 5-harmonic Fourier+quintic Panda excitation costs 2.3e9 (bench/reliability)
     max_validation_cost: float = 3e9
     min_free_mb: float = 64.0
+    # the driver stops motion when the main process is silent this long (rtloop.py SupervisorWatch)
+    supervisor_silence_s: float = 0.5
     jobs_runner: str = "daemon"  # "service": robodyn-worker.service runs the identification jobs
 
     def to_dict(self) -> dict:
@@ -138,7 +150,7 @@ _SECTIONS = {
                  "token_file": str, "token_file_mode": int},
     "jobs": {"runner": str},
     "safety": {"require_arm": bool, "arm_token_sha256": str, "max_run_s": (int, float), "min_free_mb": (int, float),
-               "max_validation_cost": (int, float)},
+               "max_validation_cost": (int, float), "supervisor_silence_s": (int, float)},
 }
 
 
@@ -232,6 +244,10 @@ def check_config(cfg: DaemonConfig) -> None:
         raise ValueError(f"config: [safety].max_validation_cost must be in [1e6, 1e12], got {cfg.max_validation_cost}")
     if cfg.min_free_mb < 0:
         raise ValueError(f"config: [safety].min_free_mb must be >= 0, got {cfg.min_free_mb}")
+    low, high = SUPERVISOR_SILENCE_RANGE_S
+    if not low <= cfg.supervisor_silence_s <= high:
+        raise ValueError(f"config: [safety].supervisor_silence_s must be in [{low:g}, {high:g}] s, "
+                         f"got {cfg.supervisor_silence_s}")
     token = cfg.arm_token_sha256
     if token and (len(token) != 64 or any(c not in "0123456789abcdefABCDEF" for c in token)):
         raise ValueError("config: [safety].arm_token_sha256 must be 64 hex digits "

@@ -10,7 +10,9 @@ Per cycle, in this order (the command goes out before anything that is not contr
     executor.tick(state)              run state machine -> driver.write(command) when active
     batcher.append(sample)            preallocated arrays, no allocation
     publish the batch when due        PUB, never blocks (drops are visible as sequence gaps)
-    every POLL_EVERY cycles: poll the control pipe from the main process (non-blocking)
+    every POLL_EVERY cycles: poll the control pipe from the main process (non-blocking); while a
+                      run moves the robot and nothing came, judge the main process's silence
+                      (SupervisorWatch): too long, and the loop ramps the robot to rest itself
     every TELEMETRY_S: telemetry to the main process
 
 Sockets: PUB bound on the internal ipc endpoint only (read by the recorder and by the publisher
@@ -39,7 +41,9 @@ from . import protocol as P
 from .main_process import (holding_the_gil, main_process_gone, main_process_pid, say_leaving, start_up_done,
                            start_up_step, watch_start_up)
 from .motion import StopRamp, TrajectoryFeeder
+from .schedstat import open_schedstat, run_delay_s
 from .stop_socket import MAX_STOPS_PER_CYCLE, StopServer, sender_name
+from .supervisor_watch import SUPERVISOR_ALIVE, SupervisorWatch
 
 POLL_EVERY = 10  # cycles between control-pipe polls (10 ms at 1 kHz)
 TELEMETRY_S = 0.1
@@ -52,8 +56,6 @@ PUB_HWM = 200_000  # internal ipc only (recorder, publisher): messages queued be
 # filled, and the run's tail, waiting in this process's queue, died with it when the robot link broke.
 # A SIGKILLed driver loses at most this span of samples it had not yet published.
 RECORD_BATCH_MS = 10.0
-
-
 class MainProcessGone(Exception):
     """The daemon's main process died while this driver process started: it connects to no robot."""
 
@@ -301,6 +303,10 @@ class DriverLoop:
         self.dropped_to_main = 0
         self.running = True
         self.state = None
+        # the main process's scheduler statistics: how long its loop waited for a CPU (SupervisorWatch)
+        self.supervisor_schedstat = open_schedstat(self.parent_pid)
+        self.supervisor_watch: SupervisorWatch | None = None
+        self.supervisor_stops = 0  # runs this loop stopped because the main process fell silent
 
     def _bind_stop_socket(self, path: str | None) -> tuple:
         """(StopServer or None, why not): without it clients stop through the control endpoint."""
@@ -333,6 +339,32 @@ class DriverLoop:
         """The main process died (even SIGKILL): nobody supervises this loop any more."""
         return main_process_gone(self.parent_pid)
 
+    def _supervisor_run_delay_s(self) -> float | None:
+        return run_delay_s(self.supervisor_schedstat)
+
+    def _check_supervisor(self, now_ns: int) -> bool:
+        """Stop the run if it moves the robot and the main process has been silent too long (no
+        message on the pipe this time). Only while it moves: a settle holds the robot at rest, a
+        stopping ramp already brings it there, and an idle robot needs no supervisor."""
+        if P.PHASE_MOVE <= self.executor.phase <= P.PHASE_EXECUTE and self.supervisor_watch.too_long(now_ns):
+            self._stop_unsupervised(now_ns)
+            return True
+        return False
+
+    def _stop_unsupervised(self, now_ns: int) -> None:
+        """The main process has been silent too long while the robot moves: ramp it to rest (the
+        ramp of every abort) and say why, to the stream (the recording's events), to the main
+        process (it disarms once it reads its pipe again) and to the log, which a frozen main
+        process cannot write."""
+        executor, watch = self.executor, self.supervisor_watch
+        reason = watch.reason(now_ns)
+        executor.abort(reason)
+        self.supervisor_stops += 1
+        self._emit({"event": "supervisor_silent", "run": executor.run, "run_id": executor.run_id, "reason": reason,
+                    "silent_s": (now_ns - watch.heard_ns) / 1e9, "starved_s": watch.starved_ns / 1e9,
+                    "bound_s": watch.bound_ns / 1e9})
+        print(f"robodyn driver: run {executor.run_id}: {reason}", file=sys.stderr, flush=True)
+
     def _to_main(self, msg: dict) -> bool:
         """Non-blocking send to the main process; False if its queue is full (message dropped)."""
         try:
@@ -350,7 +382,7 @@ class DriverLoop:
                 "progress": self.executor.progress(), "loop": self.stats_all.summary(),
                 "loop_run": self.stats_run.summary(), "driver": self.driver.diagnostics(),
                 "lifecycle": self.driver.lifecycle, "scheduler": self.scheduler,
-                "dropped_to_main": self.dropped_to_main,
+                "dropped_to_main": self.dropped_to_main, "supervisor_stops": self.supervisor_stops,
                 "stop_socket": self.stops.summary(self.seq) if self.stops is not None else {"error": self.stops_error}}
 
     def _handle(self, msg: dict, state) -> None:
@@ -438,6 +470,8 @@ class DriverLoop:
         next_telemetry = last_ns
         telemetry_ns = int(TELEMETRY_S * 1e9)
         stopping = False
+        watch = self.supervisor_watch = SupervisorWatch(self.cfg.supervisor_silence_s, self._supervisor_run_delay_s,
+                                                        last_ns)
         while True:
             try:
                 state = driver.read()
@@ -472,8 +506,14 @@ class DriverLoop:
             if record_batcher.due(now):
                 self._publish([P.TOPIC_RECORD, record_batcher.pack(robot, layout, now)])
             if seq % POLL_EVERY == 0:
-                while pipe.poll(0):
-                    self._handle(P.unpackb(pipe.recv()), state)
+                if pipe.poll(0):
+                    watch.heard(now)
+                    while pipe.poll(0):
+                        message = pipe.recv()
+                        if message != SUPERVISOR_ALIVE:
+                            self._handle(P.unpackb(message), state)
+                else:
+                    self._check_supervisor(now)
                 if now >= next_telemetry:
                     next_telemetry = now + telemetry_ns
                     self._to_main(self._telemetry(state, now))
@@ -489,6 +529,9 @@ class DriverLoop:
                     break
         self._flush_batches()
         driver.close()
+        if self.supervisor_schedstat is not None:
+            os.close(self.supervisor_schedstat)
+            self.supervisor_schedstat = None
 
     def _flush_batches(self) -> None:
         """Publish what both batchers hold (the loop ends, or the robot link broke)."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from . import access
 from . import protocol as P
 from .priority import realtime_python_threads, set_main_realtime
+from .supervisor_watch import SUPERVISOR_ALIVE, SUPERVISOR_ALIVE_S
 from .schedstat import process_run_delay_s
 from .warm_up import WarmUp
 
@@ -35,6 +36,11 @@ SHUTDOWN_TIMEOUT_S = 10.0
 HANG_TIMEOUT_S = 5.0
 # silence shorter than this is not looked into (no read of the worker's scheduler statistics)
 SILENCE_NOTICED_S = 1.0
+# "supervisor alive" messages sent to the driver since it last sent anything: beyond this many
+# (5 s of them) none is sent until it speaks, so that a driver that reads nothing for long (a
+# starved one is not killed) never has so many queued that a run's start or an abort, which wait
+# for room in the pipe, would wait
+SUPERVISOR_ALIVE_UNANSWERED_MAX = int(5.0 / SUPERVISOR_ALIVE_S)
 # each warm-up status line extends systemd's start time-out (TimeoutStartSec) by this much: a start
 # that is still compiling is progressing; one that stops reporting is not
 EXTEND_START_S = 30.0
@@ -97,6 +103,19 @@ def wedged(comp: Component, now: float) -> bool:
 
 class Supervision:
     """Worker processes: start, serve, watch, restart, stop."""
+
+    supervisor_alive_unanswered = 0  # see SUPERVISOR_ALIVE_UNANSWERED_MAX
+
+    def _tell_driver_alive(self) -> None:
+        """The driver stops a moving robot on its own when this loop falls silent (rtloop.py
+        SupervisorWatch); never blocks: a message that finds no room is not sent."""
+        if not self.driver.ready or self.supervisor_alive_unanswered >= SUPERVISOR_ALIVE_UNANSWERED_MAX:
+            return
+        try:
+            self.driver_pipe.send(SUPERVISOR_ALIVE, self.zmq.NOBLOCK)
+        except self.zmq.Again:
+            return
+        self.supervisor_alive_unanswered += 1
 
     def _spawn(self, comp: Component) -> None:
         ctx = multiprocessing.get_context("spawn")
@@ -173,7 +192,7 @@ class Supervision:
 
     def serve_forever(self) -> None:
         poller = self._poller()
-        next_health = time.monotonic()
+        next_health = next_alive = time.monotonic()
         shutdown_deadline = None
         # everything made at start-up (the model, numba's and the libraries' objects, the recording
         # index, the job rows) is kept for good: moved out of the collector's generations, so that a
@@ -231,8 +250,12 @@ class Supervision:
                 next_health = now + HEALTH_CHECK_S
                 self._check_health()
                 self.dropped.flush()
-            # the heartbeat comes from this loop only: if it wedges, systemd restarts the service
+            # the heartbeats come from this loop only: if it wedges, systemd restarts the service,
+            # and the driver ramps a moving robot to rest before that
             self.notifier.heartbeat()
+            if now >= next_alive:
+                next_alive = now + SUPERVISOR_ALIVE_S
+                self._tell_driver_alive()
             if not self.running:
                 if shutdown_deadline is None:
                     shutdown_deadline = now + SHUTDOWN_TIMEOUT_S
@@ -384,6 +407,7 @@ class Supervision:
     # ----------------------------------------------------------------- worker messages
 
     def _on_driver(self, msg: dict) -> None:
+        self.supervisor_alive_unanswered = 0
         kind = msg.get("type")
         if kind != "telemetry":  # an event: cached reads are out of date
             self.state_changed()

@@ -28,6 +28,10 @@ def test_file_and_overrides(tmp_path):
     ("[recorder]\nblock_ms = 500\n", "crash-loss bound"),
     ("[daemon]\ncontrol = 'localhost:1'\n", "tcp:// or ipc://"),
     ("[daemon\n", "not valid TOML"),
+    ("[safety]\nsupervisor_silence_s = 0.05\n", "[safety].supervisor_silence_s must be in [0.1, 5] s, got 0.05"),
+    ("[safety]\nsupervisor_silence_s = 6\n", "[safety].supervisor_silence_s must be in [0.1, 5] s, got 6"),
+    ("[safety]\nsupervisor_silence_s = nan\n", "[safety].supervisor_silence_s must be in [0.1, 5] s, got nan"),
+    ("[safety]\nsupervisor_silence_s = '1'\n", "[safety].supervisor_silence_s has the wrong type"),
 ])
 def test_bad_config_names_the_key(tmp_path, text, words):
     p = tmp_path / "bad.toml"
@@ -35,3 +39,10 @@ def test_bad_config_names_the_key(tmp_path, text, words):
     with pytest.raises(ValueError) as e:
         load_config(p)
     assert words in str(e.value)
+
+
+def test_the_supervisor_silence_bound_defaults_under_a_second_and_is_read(tmp_path):
+    assert load_config(None).supervisor_silence_s == 0.5
+    p = tmp_path / "d.toml"
+    p.write_text("[safety]\nsupervisor_silence_s = 1.5\n")
+    assert load_config(p).supervisor_silence_s == 1.5
