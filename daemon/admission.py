@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import shutil
 import threading
 import time
@@ -86,20 +87,16 @@ def parse_trajectory(doc: dict):
                               field=trajectory_field(doc, text)) from None
 
 
+_PATH_PART = re.compile(r"[^\W\d]\w*(\[\d+\])*")
+
+
 def trajectory_field(doc: dict, message: str) -> str:
-    """``args.trajectory`` refined by the parser's message prefix ("params.a: expected ..." names
-    the parameter ``a``): the dotted path of the field at fault, as far as it is known."""
+    """``args.trajectory`` refined by the parser's message prefix: every message of the parser
+    begins with the dotted path of the field at fault (``params.parts[3].params.wf: ...``,
+    robodyn/trajectory/schema.py), which names it in ``details.field``."""
     head = message.split(":", 1)[0].strip() if ":" in message else ""
-    parts = head.split(".")
-    if not head or not all(p.isidentifier() for p in parts):
-        return "args.trajectory"
-    if parts[0] == "params":
-        return "args.trajectory." + ".".join(parts[:2])
-    params = doc.get("params") if isinstance(doc, dict) else None
-    if isinstance(params, dict) and parts[0] in params:
-        return f"args.trajectory.params.{parts[0]}"
-    if parts[0] in ("format", "version", "family", "dof", "params"):
-        return f"args.trajectory.{parts[0]}"
+    if head and all(_PATH_PART.fullmatch(p) for p in head.split(".")):
+        return "args.trajectory." + head
     return "args.trajectory"
 
 
@@ -165,7 +162,9 @@ class Admission:
     def _disarm(self, reason: str) -> None:
         """Any fault: motion needs an operator's `arm` again."""
         if self.armed:
-            log.warning("DISARMED: %s", reason, extra={"fields": {"event": "disarmed"}})
+            # the reason may quote a client's text: a quoted field, so that a key=value reader never
+            # takes words inside it (e.g. "event=armed") for the record's own fields
+            log.warning("DISARMED", extra={"fields": {"event": "disarmed", "reason": reason}})
         self.armed = False
         self.armed_info = {}
         self.disarm_reason = reason
@@ -357,7 +356,7 @@ class Admission:
         was = self.armed
         self._disarm(reason)
         if not was:
-            log.info("%s (was not armed)", reason, extra={"fields": {"event": "disarmed"}})
+            log.info("disarm asked while not armed", extra={"fields": {"event": "disarmed", "reason": reason}})
         self._cancel_pending(reason)
         run = self.current
         if run is not None:

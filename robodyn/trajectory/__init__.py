@@ -19,8 +19,12 @@ JSON document::
     {"format": "robodyn.trajectory", "version": 1, "family": "...", "dof": n,
      "params": {...family parameters...}, "robot": "panda" (optional), "meta": {...}}
 
+Parsing is strict: a field the family does not know is refused (naming the closest accepted
+one), and every number is checked against a physical range before any arithmetic (``schema``).
+
 Modules: ``base`` (the Trajectory interface), ``periodic`` (fourier, fourier_poly, periodic_poly),
-``moves`` (point_to_point, sweep), ``sampled`` (sampled, sequence), ``documents`` (JSON).
+``moves`` (point_to_point, sweep), ``sampled`` (sampled, sequence), ``schema`` (the fields of each
+family and their ranges), ``documents`` (JSON).
 """
 
 from .base import FORMAT, VERSION, Trajectory

@@ -101,3 +101,31 @@ def test_state_batch_round_trip():
     b = P.unpack_state_batch(payload)
     assert b["n"] == n and b["layout"] == 99 and b["values"].shape == (n, w)
     assert b["seq"].dtype == np.uint64 and list(b["seq"]) == [1, 2, 3]
+
+
+def _fourier(**params) -> dict:
+    doc = {"format": "robodyn.trajectory", "version": 1, "family": "fourier", "dof": 2,
+           "params": {"wf": 0.6283, "q0": [0.0, 0.5], "a": [[0.01, 0.0], [0.0, 0.01]], "b": [[0.0, 0.0], [0.0, 0.0]]}}
+    doc["params"].update(params)
+    return doc
+
+
+@pytest.mark.parametrize("doc, field, message", [
+    (_fourier(period=3), "args.trajectory.params.period", "did you mean 'periods'?"),
+    (_fourier(wf=1e-300), "args.trajectory.params.wf", "1e-300 is outside [0.0001, 100] rad/s"),
+    (_fourier(wf=float("nan")), "args.trajectory.params.wf", "nan is outside [0.0001, 100] rad/s"),
+    (_fourier(a=[[1e308, 0.0], [0.0, 0.01]]), "args.trajectory.params.a", "1e+308 at [0][0] is outside"),
+    (_fourier(q0=np.array([1e300, 0.0])), "args.trajectory.params.q0", "1e+300 at [0] is outside [-100, 100] rad"),
+    (_fourier(periods=1e9), "args.trajectory.params.periods", "1e+09 is outside [0.001, 100000]"),
+    (dict(_fourier(), famly="fourier"), "args.trajectory.famly", "famly: unknown field of a trajectory document"),
+])
+def test_a_submitted_trajectory_is_refused_naming_the_field(doc, field, message):
+    """Through the daemon's own parse of a submitted document (decode, then admission): the
+    parser's one-line message becomes `invalid_trajectory` with `details.field` the field at fault."""
+    from robodyn.daemon.admission import parse_trajectory
+
+    req = P.parse_request(P.unpackb(P.make_request("submit_run", {"robot": "panda", "trajectory": doc}, rid=1)))
+    with pytest.raises(P.ProtocolError) as e:
+        parse_trajectory(req.args["trajectory"])
+    assert e.value.code == P.E_INVALID_TRAJECTORY and message in e.value.message, e.value.message
+    assert e.value.details["field"] == field and "\n" not in e.value.message

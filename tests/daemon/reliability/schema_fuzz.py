@@ -195,6 +195,58 @@ TRAJECTORY_MUTATIONS = {
 }
 
 
+# Fields the trajectory schema refuses on their own (nothing else in the document involved), so
+# the reply must name them exactly: unknown or misspelled parameters (identifier keys: the daemon
+# maps "params.<key>: ..." onto details.field) and numbers outside their physical range.
+FOURIER_FIELDS = ("wf", "q0", "a", "b", "periods")
+
+
+def _typos(name: str) -> list[str]:
+    return [name + name[-1], name[:-1], name.upper(), name + "s", "_" + name]
+
+
+misspelled_params = st.sampled_from(sorted({t for n in FOURIER_FIELDS for t in _typos(n)} - set(FOURIER_FIELDS) - {""}))
+unknown_param_names = st.one_of(
+    misspelled_params,
+    st.from_regex(r"[a-z_][a-z0-9_]{0,15}", fullmatch=True).filter(lambda k: k not in FOURIER_FIELDS))
+OUT_OF_RANGE = {  # field: values outside its range, and the range as the refusal states it
+    "wf": ([1e308, 1e-300, -0.0, 0.0, -1.0, 1e-5, 101.0, float("nan"), float("inf")], "[0.0001, 100] rad/s"),
+    "periods": ([1e308, 1e-300, -0.0, 1e9, float("nan"), -float("inf")], "[0.001, 100000]"),
+    "q0": ([1e300, -1e300, 101.0, float("nan"), float("inf")], "[-100, 100] rad"),
+    "a": ([1e308, -1e308, 1000.5, float("nan"), -float("inf")], "[-1000, 1000] rad/s"),
+    "b": ([1e308, -2e3, float("nan")], "[-1000, 1000] rad/s"),
+}
+
+
+@st.composite
+def strict_trajectory_mutation(draw, doc: dict) -> tuple[str, bool]:
+    """Mutate ``doc`` in place with one field the schema refuses by itself; (path, exact) where
+    ``exact`` says the reply must name that path, not just the trajectory."""
+    kind = draw(st.sampled_from(["unknown_param", "unknown_param_text", "unknown_document_field", "out_of_range"]))
+    params = doc["params"]
+    if kind == "unknown_param":
+        key = draw(unknown_param_names)
+        params[key] = draw(st.one_of(scalars, st.just(params.get(key.rstrip("s_").lower(), 1.0))))
+        return f"args.trajectory.params.{key}", True
+    if kind == "unknown_param_text":  # any text: spaces, colons, newlines; the reply names the trajectory
+        key = draw(st.text(min_size=1, max_size=30).filter(lambda k: k not in FOURIER_FIELDS))
+        params[key] = draw(scalars)
+        return "args.trajectory", False
+    if kind == "unknown_document_field":
+        key = draw(st.sampled_from(["parms", "params_", "familly", "durration", "periods", "q0", "meta_", "dofs"]))
+        doc[key] = draw(scalars)
+        return "args.trajectory", False
+    name = draw(st.sampled_from(sorted(OUT_OF_RANGE)))
+    value = draw(st.sampled_from(OUT_OF_RANGE[name][0]))
+    if name in ("wf", "periods"):
+        params[name] = value
+    elif name == "q0":
+        params[name][draw(st.integers(0, 6))] = value
+    else:
+        params[name][draw(st.integers(0, 6))][draw(st.integers(0, len(params[name][0]) - 1))] = value
+    return f"args.trajectory.params.{name}", True
+
+
 @st.composite
 def mutated_frame(draw) -> tuple[dict, str, str]:
     """(frame, mutated field path, kind of mutation)."""
@@ -209,7 +261,7 @@ def mutated_frame(draw) -> tuple[dict, str, str]:
         targets = ["unknown_arg"] + [f"arg:{n}" for n in schema] + [f"missing:{n}" for n, s in schema.items()
                                                                     if s.required]
     else:
-        targets = [f"trajectory:{k}" for k in TRAJECTORY_MUTATIONS]
+        targets = [f"trajectory:{k}" for k in TRAJECTORY_MUTATIONS] + ["strict"] * 4
     target = draw(st.sampled_from(targets))
     if target == "v":
         frame["v"] = draw(st.one_of(anything, deeply_nested()).filter(lambda v: not (type(v) is int and v == 1)))
@@ -231,6 +283,9 @@ def mutated_frame(draw) -> tuple[dict, str, str]:
         key = draw(st.text(min_size=1, max_size=12).filter(lambda k: k not in schema))
         frame["args"][key] = draw(anything)
         return frame, f"args.{key[:64]}", "unknown_arg"
+    if target == "strict":
+        path, exact = draw(strict_trajectory_mutation(frame["args"]["trajectory"]))
+        return frame, path, "trajectory_exact" if exact else "trajectory_unknown"
     kind, name = target.split(":", 1)
     if kind == "missing":
         frame["args"].pop(name, None)
@@ -260,8 +315,11 @@ def argument_of(path: str) -> str:
     return ".".join(parts[:2]) if parts[0] == "args" and len(parts) > 1 else parts[0]
 
 
-def reply_problem(reply, frame: dict, path: str) -> str | None:
-    """Why ``reply`` breaks the property for a frame mutated at ``path``; None if it holds."""
+def reply_problem(reply, frame: dict, path: str, exact: bool = False) -> str | None:
+    """Why ``reply`` breaks the property for a frame mutated at ``path``; None if it holds.
+    ``exact``: the reply must be ``invalid_trajectory`` naming ``path`` itself, and its message
+    must start with that field's path within the trajectory and state the limit (or that the
+    field is unknown)."""
     if not isinstance(reply, dict) or reply.get("v") != 1:
         return f"not a version-1 reply map: {reply!r:.200}"
     rid = frame.get("id")
@@ -285,6 +343,18 @@ def reply_problem(reply, frame: dict, path: str) -> str | None:
     top = argument_of(path)
     if not (field == top or field.startswith(top + ".")):
         return f"names {field!r}, the mutated field is {path!r} ({err['code']}: {err['message']:.200})"
+    if exact:
+        inner = path.removeprefix("args.trajectory.")
+        if err["code"] != P.E_INVALID_TRAJECTORY or field != path:
+            return f"names {field!r} ({err['code']}), the refused field is {path!r}: {err['message']:.200}"
+        if not err["message"].startswith(f"trajectory: {inner}: "):
+            return f"the message does not start with the field {inner!r}: {err['message']:.200}"
+        name = inner.removeprefix("params.")
+        limit = f"is outside {OUT_OF_RANGE[name][1]}" if name in OUT_OF_RANGE else "unknown field of family"
+        if limit not in err["message"]:
+            return f"the message does not say {limit!r}: {err['message']:.200}"
+    if "\n" in err["message"] or "\r" in err["message"]:
+        return f"a message of more than one line: {err['message']!r:.200}"
     return None
 
 
@@ -337,7 +407,7 @@ def run_property(endpoint: str, examples: int, seed: int = 17) -> dict:
         counts["bytes_max"] = max(counts["bytes_max"], len(payload))
         code = (reply.get("error") or {}).get("code", "ok") if isinstance(reply, dict) else "?"
         counts["codes"][code] = counts["codes"].get(code, 0) + 1
-        problem = reply_problem(reply, frame, path)
+        problem = reply_problem(reply, frame, path, exact=kind == "trajectory_exact")
         assert problem is None, f"{problem}\nfield {path!r}, frame {frame!r:.600}"
 
     try:
