@@ -19,7 +19,7 @@ import zmq
 from robodyn.daemon import protocol as P
 from robodyn.daemon import request_decoding as R
 from robodyn.daemon.client import Client
-from robodyn.daemon.recording.reader import load_recording
+from robodyn.recording.reader import load_recording
 from tests.daemon.conftest import READY_Q, DaemonProcess, excitation
 from tests.daemon.reliability.scenarios import NotifySocket, wait_state
 
@@ -70,9 +70,10 @@ def test_a_16_mib_frame_without_the_token_is_refused_undecoded_and_the_abort_aft
     wait_state(client, accepted["run_id"], ("execute",))
     before = large_counts(client)
     beats_before = len(watched.notify.times_of("WATCHDOG=1"))
+    frame = lists_frame()  # built first: encoding it holds this process's GIL for seconds
     hostile, stopper = dealer(watched.control), dealer(watched.control)
     try:
-        hostile.send(lists_frame())
+        hostile.send(frame, copy=False)
         # the abort through the control endpoint (not the stop socket), right behind the frame
         stopper.send(P.make_request("abort", {"reason": "behind a hostile frame"}, rid=1))
         stop = reply_of(stopper)
