@@ -158,8 +158,8 @@ def _transmission(doc: dict, gear_ratio) -> Transmission | None:
     return Transmission.from_dict(table, ratio)
 
 
-URDF_REFERENCE_KEYS = ("urdf", "name", "description", "gravity", "tip_link", "joint_map", "sources", "calibration",
-                       "limits", "transmission", "gear_ratio")
+URDF_REFERENCE_KEYS = ("urdf", "name", "description", "gravity", "tip_link", "locked", "joint_map", "sources",
+                       "calibration", "limits", "transmission", "gear_ratio")
 
 
 def _model_from_urdf_reference(doc: dict, origin: str) -> RobotModel:
@@ -187,13 +187,17 @@ def _model_from_urdf_reference(doc: dict, origin: str) -> RobotModel:
 
     from .urdf import model_from_urdf
 
+    locked = doc.get("locked", {})
+    if not isinstance(locked, dict):
+        raise ValueError("locked: expected a table of joint = position (rad or m) for joints off the chain")
+    locked = {str(k): _number(f"locked.{k}", v) for k, v in locked.items()}
     model = model_from_urdf(path, tip_link=doc.get("tip_link"), name=doc.get("name"), gravity=gravity,
-                            limits_override=limits)
+                            limits_override=limits, locked=locked)
     extra = {}
     if "description" in doc:
         extra["description"] = str(doc["description"])
     if isinstance(doc.get("sources"), dict):
-        extra["sources"] = {str(k): str(v) for k, v in doc["sources"].items()}
+        extra["sources"] = {**model.sources, **{str(k): str(v) for k, v in doc["sources"].items()}}
     if "gear_ratio" in doc:
         ratio = doc["gear_ratio"]
         if not isinstance(ratio, list) or len(ratio) != model.dof:

@@ -4,7 +4,12 @@ Import: the chain of movable joints from the root link to ``tip_link`` (or to th
 reachable through movable joints). Fixed joints are merged into their parent body; each joint
 frame is rotated so its z axis is the URDF joint axis (the model's convention), and link inertia
 (URDF: about the COM, in the inertial frame) is converted to standard parameters about that
-joint frame. Mimic, floating and planar joints are rejected with a clear error.
+joint frame. A vendor's URDF often holds more than the arm (a head, a torso's other side, a
+gripper whose fingers mimic one joint, wheels): a movable joint off the chain is locked, at 0 or
+at the position given in ``locked``, and its subtree merged into the body it hangs from like a
+fixed joint's; the model's ``sources["locked_joints"]`` lists them. A mimic joint on the chain, or
+off it but following a joint on it (it would move with the arm), and floating and planar joints
+on the chain are refused with one line.
 
 Export: writes a model (for example identified parameters) as URDF with one link per joint
 frame, so pinocchio and MuJoCo load the exact same kinematics and inertia.
@@ -107,8 +112,11 @@ def _link_params(link: ET.Element, name: str) -> np.ndarray:
 
 
 def model_from_urdf(path_or_text: str | Path, *, tip_link: str | None = None, name: str | None = None,
-                    gravity=(0.0, 0.0, -9.81), limits_override: dict | None = None) -> RobotModel:
+                    gravity=(0.0, 0.0, -9.81), limits_override: dict | None = None,
+                    locked: dict[str, float] | None = None) -> RobotModel:
     """Parse a URDF file (or its XML text) into a :class:`RobotModel`.
+
+    ``locked``: positions (rad or m) at which joints off the chain are held (default 0).
 
     URDF has no acceleration or jerk limits: pass them in ``limits_override`` (per-joint lists),
     otherwise they are left infinite and the model cannot be used to move a robot until set.
@@ -129,14 +137,11 @@ def model_from_urdf(path_or_text: str | Path, *, tip_link: str | None = None, na
     joints = root.findall("joint")
     children: dict[str, list[ET.Element]] = {}
     parent_of: dict[str, str] = {}
+    mimics: dict[str, str] = {}  # mimic joint -> the joint it follows
     for j in joints:
         jname = j.get("name")
-        jtype = j.get("type")
         if j.find("mimic") is not None:
-            raise ValueError(f"joint[{jname}]: mimic joints are not supported (closed or coupled chains)")
-        if jtype not in SUPPORTED_JOINTS and jtype != "fixed":
-            raise ValueError(f"joint[{jname}].type: {jtype!r} joints are not supported; "
-                             "only revolute, continuous, prismatic and fixed")
+            mimics[jname] = j.find("mimic").get("joint", "")
         p = j.find("parent").get("link")
         c = j.find("child").get("link")
         if c in parent_of:
@@ -172,6 +177,44 @@ def model_from_urdf(path_or_text: str | Path, *, tip_link: str | None = None, na
         path.append(pj)
         link = pj.find("parent").get("link")
     path.reverse()
+    on_chain = {j.get("name") for j in path}
+    for j in path:
+        jname, jtype = j.get("name"), j.get("type")
+        if jname in mimics:
+            raise ValueError(f"joint[{jname}]: a mimic joint on the chain to {tip_link!r} is not supported "
+                             f"(it follows {mimics[jname]!r}: a coupled chain)")
+        if jtype not in SUPPORTED_JOINTS and jtype != "fixed":
+            raise ValueError(f"joint[{jname}].type: {jtype!r} joints are not supported on the chain; "
+                             "only revolute, continuous, prismatic and fixed")
+    for jname, master in mimics.items():
+        if jname not in on_chain and master in on_chain:
+            before = next(j.find("parent").get("link") for j in path if j.get("name") == master)
+            raise ValueError(f"joint[{jname}]: a mimic joint off the chain that follows {master!r} on it moves "
+                             f"with the arm and cannot be locked; end the chain before it (tip_link={before!r}: "
+                             "the gripper is then held still)")
+    locked = dict(locked or {})
+    unknown = sorted(set(locked) - {j.get("name") for j in joints})
+    if unknown:
+        raise ValueError(f"locked: no joint named {unknown[0]!r} in the URDF")
+    held: dict[str, float] = {}
+
+    def lock_transform(j: ET.Element) -> np.ndarray:
+        """The pose of a locked joint's child link in its parent's frame: the origin, then the
+        joint's motion at its locked position."""
+        jname, jtype = j.get("name"), j.get("type")
+        if jtype not in SUPPORTED_JOINTS:
+            raise ValueError(f"joint[{jname}].type: a {jtype!r} joint off the chain cannot be locked; "
+                             "choose tip_link or remove it")
+        value = float(locked.get(jname, 0.0))
+        held[jname] = value
+        axis = _joint_axis(j)
+        motion = np.eye(4)
+        if jtype == "prismatic":
+            motion[:3, 3] = axis * value
+        else:  # Rodrigues' formula
+            K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+            motion[:3, :3] = np.eye(3) + math.sin(value) * K + (1.0 - math.cos(value)) * (K @ K)
+        return _origin(j.find("origin"), f"joint[{jname}]") @ motion
 
     def subtree_params(link_name: str, T_link_in_body: np.ndarray, excluded_child: str | None) -> np.ndarray:
         """Params of a link plus everything rigidly attached below it (fixed joints), in the body frame."""
@@ -181,9 +224,10 @@ def model_from_urdf(path_or_text: str | Path, *, tip_link: str | None = None, na
             child = j.find("child").get("link")
             if child == excluded_child:
                 continue
-            if j.get("type") != "fixed":
-                raise ValueError(f"joint[{j.get('name')}]: movable joint off the chain to {tip_link!r} "
-                                 "(branching trees are not supported; choose tip_link)")
+            if j.get("type") != "fixed":  # off the chain: held still, a rigid part of this body
+                T_child = T_link_in_body @ lock_transform(j)
+                total = total + subtree_params(child, T_child, None)
+                continue
             T_child = T_link_in_body @ _origin(j.find("origin"), f"joint[{j.get('name')}]")
             total = total + subtree_params(child, T_child, None)
         return total
@@ -217,6 +261,9 @@ def model_from_urdf(path_or_text: str | Path, *, tip_link: str | None = None, na
         link = joint.find("child").get("link")
     if not fixed_list:
         raise ValueError("urdf: the chain has no movable joint")
+    stray = sorted(set(locked) - set(held))
+    if stray:
+        raise ValueError(f"locked: joint {stray[0]!r} is not off the chain to {tip_link!r} (only such joints are held)")
     tool = carry
     if limits_override:
         for f, v in limits_override.items():
@@ -227,7 +274,10 @@ def model_from_urdf(path_or_text: str | Path, *, tip_link: str | None = None, na
         name=name or root.get("name") or origin_name, joint_names=names, joint_types=types,
         fixed=np.array(fixed_list), tool=tool, inertial=np.array(params), gravity=gravity,
         limits={f: np.asarray(v, float) for f, v in lim.items()}, allow_infinite_limits=True,
-        description=f"loaded from URDF ({origin_name})", sources={"model": f"URDF {origin_name}"},
+        description=f"loaded from URDF ({origin_name})" + (f"; {len(held)} joints off the chain locked"
+                                                             if held else ""),
+        sources={"model": f"URDF {origin_name}",
+                 **({"locked_joints": ", ".join(f"{k}={v:g}" for k, v in held.items())} if held else {})},
     )
 
 
