@@ -16,9 +16,9 @@ Example (every key optional)::
 
     [robot]
     name = "panda"        # model: built-in name or a .toml / .urdf file
-    driver = "sim"        # sim | franka | ur
+    driver = "sim"        # one of `robodyn drivers` (drivers/registry.py): sim | franka | ur
 
-    [driver]              # options of the chosen driver (sim: see drivers/sim.py SimConfig)
+    [driver]              # options of the chosen driver: `robodyn drivers NAME`
     speed = 1.0           # sim: 1 = real time, 0 = as fast as possible
     seed = 0
 
@@ -252,6 +252,14 @@ def check_config(cfg: DaemonConfig) -> None:
     if token and (len(token) != 64 or any(c not in "0123456789abcdefABCDEF" for c in token)):
         raise ValueError("config: [safety].arm_token_sha256 must be 64 hex digits "
                          "(printf %s TOKEN | sha256sum)")
+    # the driver and its options against the driver's declared schema, without importing the
+    # driver or its client library (drivers/registry.py): refused here, not in the driver process
+    from robodyn.drivers.registry import check_options
+
+    try:
+        check_options(cfg.driver, {"robot": cfg.robot, **cfg.driver_options})
+    except ValueError as exc:
+        raise ValueError(f"config: {exc}") from None
 
 
 def check_security(cfg: DaemonConfig) -> None:

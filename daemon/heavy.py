@@ -31,7 +31,7 @@ INDEX_BATCH = 16  # recordings indexed per worker task at start: a request waits
 
 def recording_info_work(path: str) -> dict:
     """In the worker: the full description of one recording (decodes every sample)."""
-    from .recording.reader import load_recording, recording_summary_line
+    from robodyn.recording.reader import load_recording, recording_summary_line
 
     rec = load_recording(path)
     return {**recording_summary_line(rec), "summary": rec.summary, "gaps": rec.gaps(),
@@ -40,7 +40,7 @@ def recording_info_work(path: str) -> dict:
 
 def index_work(paths: list[str]) -> list[dict]:
     """In the worker: index entries of recordings that have none (written for complete files)."""
-    from .recording.index import build_index
+    from robodyn.recording.index import build_index
 
     return [build_index(p) for p in paths]
 

@@ -1,8 +1,7 @@
 """Wire protocol of the daemon, version 1 (documented in docs/protocol.md).
 
-Everything on the wire is msgpack. NumPy arrays are never pickled: an array is the map
-``{"$nd": 1, "dtype": "<f8", "shape": [n, m], "data": <bin, C order>}``, decoded by
-:func:`unpackb` and checked (dtype on an allow-list, byte count matching the shape).
+Everything on the wire is msgpack with NumPy arrays in an explicit, checked encoding
+(robodyn/wire.py, shared with the recordings).
 
 Control (ZeroMQ ROUTER, request / reply)::
 
@@ -10,8 +9,8 @@ Control (ZeroMQ ROUTER, request / reply)::
     reply    {"v": 1, "id": same, "ok": true,  "result": {...}}
              {"v": 1, "id": same, "ok": false, "error": {"code": str, "message": str, "details": {...}}}
 
-State stream (ZeroMQ PUB, multipart ``[topic, payload]``): topic ``b"state"`` carries
-:func:`pack_state_batch` messages, topic ``b"event"`` carries run events (plain maps).
+State stream (ZeroMQ PUB): its topics, phase codes and batches of samples are the recordings'
+too (robodyn/recording/samples.py).
 """
 
 from __future__ import annotations
@@ -23,18 +22,17 @@ from typing import Any, Callable
 import msgpack
 import numpy as np
 
-PROTOCOL_VERSION = 1
-MAX_REQUEST_BYTES = 16 * 1024 * 1024  # a sampled 7-joint trajectory of ~1 h at 100 Hz fits
-ALLOWED_DTYPES = {"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "|u1", "|i1", "|b1"}
-TOPIC_STATE = b"state"
-TOPIC_EVENT = b"event"
-# the same samples in larger batches, for the recorder only (internal: the publisher process never
-# forwards it; daemon/rtloop.py RECORD_BATCH_MS)
-TOPIC_RECORD = b"record"
+# the message encoding and the samples' codes come from below (robodyn/wire.py, robodyn/recording):
+# the daemon's modules keep reaching them as ``protocol.X``
+from robodyn.recording.samples import (PHASE_EXECUTE, PHASE_IDLE, PHASE_MOVE, PHASE_NAMES, PHASE_SETTLE,  # noqa: F401
+                                       PHASE_STOPPING, TOPIC_EVENT, TOPIC_RECORD, TOPIC_STATE, pack_state_batch,
+                                       unpack_state_batch)
+from robodyn.wire import (ALLOWED_DTYPES, E_MALFORMED, E_VERSION, MAX_ID_TEXT, MAX_REQUEST_BYTES,  # noqa: F401
+                          PROTOCOL_VERSION, ProtocolError, decode_arrays, decode_ndarray, encode_ndarray,
+                          encode_value, packb, request_id, unpackb)
+
 
 # error codes (stable strings clients can switch on)
-E_MALFORMED = "malformed"  # not msgpack, not a map, too large
-E_VERSION = "unsupported_version"
 E_UNKNOWN_COMMAND = "unknown_command"
 E_INVALID_ARGS = "invalid_args"
 E_INVALID_TRAJECTORY = "invalid_trajectory"
@@ -50,100 +48,12 @@ E_UNAUTHORISED = "unauthorised"  # no or wrong access token (daemon/access.py)
 E_INTERNAL = "internal"
 
 MAX_TEXT = 1024  # labels, reasons, tokens: free text is short
-MAX_ID_TEXT = 256  # a request id that is a string
 # role of each command (docs/reliability.md, "Roles"): who may send it when CurveZMQ names clients
 ROLE_ANYONE, ROLE_SUBMITTER, ROLE_OPERATOR = "anyone", "submitter", "operator"
 ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
-class ProtocolError(Exception):
-    """An error reply. ``field`` names the part of the request at fault, as a dotted path
-    ("v", "id", "cmd", "args", "args.trajectory.params.a", or "request" for the frame as a
-    whole); it is sent as ``details.field``."""
-
-    def __init__(self, code: str, message: str, details: dict | None = None, field: str | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = dict(details or {})
-        if field is not None:
-            self.details.setdefault("field", field)
-
-
-# --------------------------------------------------------------------------- ndarray encoding
-
-
-def encode_ndarray(a: np.ndarray) -> dict:
-    a = np.ascontiguousarray(a)
-    dtype = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
-    a = a.astype(dtype, copy=False)
-    return {"$nd": 1, "dtype": a.dtype.str, "shape": list(a.shape), "data": a.tobytes()}
-
-
-def decode_ndarray(d: dict, field: str = "request") -> np.ndarray:
-    dtype, shape, data = d.get("dtype"), d.get("shape"), d.get("data")
-    if type(dtype) is not str or dtype not in ALLOWED_DTYPES:
-        raise ProtocolError(E_MALFORMED, f"{field}: ndarray dtype {_short_repr(dtype)} not allowed; use one of "
-                                         f"{sorted(ALLOWED_DTYPES)}", field=field)
-    if type(shape) is not list or not all(type(s) is int and s >= 0 for s in shape) or len(shape) > 32:
-        raise ProtocolError(E_MALFORMED, f"{field}: ndarray shape must be a list of at most 32 non-negative "
-                                         f"integers, got {_short_repr(shape)}", field=field)
-    if not isinstance(data, (bytes, bytearray)):
-        raise ProtocolError(E_MALFORMED, f"{field}: ndarray data must be binary", field=field)
-    dt = np.dtype(dtype)
-    expected = dt.itemsize
-    for s in shape:  # Python integers: a product of huge dimensions cannot overflow
-        expected *= s
-    if expected != len(data):
-        raise ProtocolError(E_MALFORMED, f"{field}: ndarray shape {shape} of {dtype} needs {expected} bytes, got "
-                                         f"{len(data)}", field=field)
-    return np.frombuffer(data, dtype=dt).reshape(shape)
-
-
-def _short_repr(value, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def decode_arrays(obj: Any) -> Any:
-    """Replace every ``{"$nd": 1, ...}`` map by its array, naming the field of a bad one
-    (iterative: the nesting depth msgpack accepts never meets Python's recursion limit)."""
-    if not isinstance(obj, (dict, list)):
-        return obj
-    if isinstance(obj, dict) and type(obj.get("$nd")) is int and obj["$nd"] == 1:
-        return decode_ndarray(obj)
-    stack = [(obj, "")]
-    while stack:
-        node, path = stack.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, value in items:
-            if isinstance(value, (dict, list)):
-                sub = f"{path}.{key}" if path else str(key)
-                if isinstance(value, dict) and type(value.get("$nd")) is int and value["$nd"] == 1:
-                    try:
-                        node[key] = decode_ndarray(value, sub[:200])
-                    except ProtocolError as exc:  # the path is the client's text: shown escaped, one line
-                        shown = sub[:200] if sub[:200].isprintable() else repr(sub[:200])
-                        exc.message = exc.message.replace(sub[:200], shown, 1)
-                        exc.args = (exc.message,)
-                        raise
-                else:
-                    stack.append((value, sub))
-    return obj
-
-
-def _default(o):
-    if isinstance(o, np.ndarray):
-        return encode_ndarray(o)
-    if isinstance(o, (np.floating, np.integer, np.bool_)):
-        return o.item()
-    if isinstance(o, tuple):
-        return list(o)
-    raise TypeError(f"cannot encode {type(o).__name__}")
-
-
-def packb(obj: Any) -> bytes:
-    return msgpack.packb(obj, default=_default, use_bin_type=True)
+# --------------------------------------------------------------------------- pre-encoded parts
 
 
 class Packed:
@@ -166,7 +76,7 @@ def pack_spliced(obj: Any) -> bytes:
         if isinstance(o, Packed):
             parts.append(o.data)
             return f"\x00packed-{tag}-{len(parts) - 1}"
-        return _default(o)
+        return encode_value(o)
 
     out = msgpack.packb(obj, default=default, use_bin_type=True)
     for k, data in enumerate(parts):
@@ -174,22 +84,6 @@ def pack_spliced(obj: Any) -> bytes:
         at = out.index(marker)
         out = b"".join((out[:at], data, out[at + len(marker):]))
     return out
-
-
-def unpackb(data: bytes, max_bytes: int = MAX_REQUEST_BYTES) -> Any:
-    if len(data) > max_bytes:
-        raise ProtocolError(E_MALFORMED, f"message of {len(data)} bytes exceeds the {max_bytes}-byte limit",
-                            field="request")
-    try:
-        obj = msgpack.unpackb(data, raw=False, strict_map_key=True)
-    except Exception as exc:  # msgpack raises several unrelated types for bad input
-        raise ProtocolError(E_MALFORMED, f"not a valid msgpack message ({type(exc).__name__}: {exc})",
-                            field="request") from None
-    try:
-        return decode_arrays(obj)
-    except ProtocolError as exc:  # a bad array inside a request: the reply still echoes its id
-        exc.request_id = request_id(obj)
-        raise
 
 
 # --------------------------------------------------------------------------- requests
@@ -299,17 +193,6 @@ def register_command(name: str, args: dict[str, Arg]) -> None:
     if name in COMMANDS:
         raise ValueError(f"command {name!r} already declared")
     COMMANDS[name] = dict(args)
-
-
-def request_id(obj: Any):
-    """The id to echo in the reply: the request's own when it is one of the allowed types,
-    otherwise nil (a reply never echoes a value the protocol does not allow)."""
-    if not isinstance(obj, dict):
-        return None
-    rid = obj.get("id")
-    if rid is None or type(rid) is int or (type(rid) is str and len(rid) <= MAX_ID_TEXT):
-        return rid
-    return None
 
 
 def parse_request(obj: Any) -> Request:
@@ -451,33 +334,3 @@ def make_request(cmd: str, args: dict | None = None, rid=None, auth: str | None 
     req = {"auth": auth} if auth is not None else {}
     req.update({"v": PROTOCOL_VERSION, "id": rid, "cmd": cmd, "args": args or {}})
     return packb(req)
-
-
-# --------------------------------------------------------------------------- state stream
-
-# phase codes carried by every sample
-PHASE_IDLE, PHASE_MOVE, PHASE_EXECUTE, PHASE_SETTLE, PHASE_STOPPING = 0, 1, 2, 3, 4
-PHASE_NAMES = {PHASE_IDLE: "idle", PHASE_MOVE: "move_to_start", PHASE_EXECUTE: "execute",
-               PHASE_SETTLE: "settle", PHASE_STOPPING: "stopping"}
-
-
-def pack_state_batch(robot: str, columns_id: int, seq: np.ndarray, robot_time: np.ndarray,
-                     host_time_ns: np.ndarray, phase: np.ndarray, run: np.ndarray,
-                     values: np.ndarray) -> bytes:
-    """One batch of consecutive samples (arrays of the same length N; values is (N, width))."""
-    return packb({"v": PROTOCOL_VERSION, "robot": robot, "layout": columns_id, "n": int(seq.shape[0]),
-                  "seq": seq, "robot_time": robot_time, "host_time_ns": host_time_ns,
-                  "phase": phase, "run": run, "values": values})
-
-
-def unpack_state_batch(payload: bytes) -> dict:
-    msg = unpackb(payload, max_bytes=1 << 30)
-    if not isinstance(msg, dict) or msg.get("v") != PROTOCOL_VERSION:
-        raise ProtocolError(E_VERSION, "state batch of an unsupported protocol version")
-    n = msg["n"]
-    for key in ("seq", "robot_time", "host_time_ns", "phase", "run"):
-        if msg[key].shape != (n,):
-            raise ProtocolError(E_MALFORMED, f"state batch: {key} has shape {msg[key].shape}, expected ({n},)")
-    if msg["values"].ndim != 2 or msg["values"].shape[0] != n:
-        raise ProtocolError(E_MALFORMED, "state batch: values must be (n, width)")
-    return msg

@@ -22,11 +22,11 @@ import numpy as np
 from . import protocol as P
 from .main_process import (main_process_gone, main_process_pid, say_leaving, start_up_done, start_up_step,
                            watch_start_up)
-from .private_files import tighten_dir
-from .recording.index import index_row, write_index
-from .recording.reader import read_recording_info
-from .recording.repair import UnfinishedFiles, repair_recording, unfinished_recordings
-from .recording.writer import RecordingWriter, load_writer_library
+from robodyn.private_files import tighten_dir
+from robodyn.recording.index import index_row, write_index
+from robodyn.recording.reader import read_recording_info
+from robodyn.recording.repair import UnfinishedFiles, repair_recording, unfinished_recordings
+from robodyn.recording.writer import RecordingWriter, load_writer_library
 
 RCV_HWM = 200_000
 DRAIN_SLICE_S = 0.1  # longest stretch of stream draining between control and heartbeat checks

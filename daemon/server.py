@@ -41,10 +41,10 @@ from .config import DaemonConfig, resolve_state, state_stream_open
 from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog
 from .heavy import HeavyReads
 from .intake import LargeRequests
-from .private_files import make_private_dir
+from robodyn.private_files import make_private_dir
 from .logs import setup_logging
 from .priority import GcPauses, default_scheduler, main_priority, realtime_io_threads, set_main_realtime
-from .recording.index import RecordingIndex
+from robodyn.recording.index import RecordingIndex
 from .runs import Run, RunHistory
 from .schedstat import open_schedstat
 from .sdnotify import Notifier
@@ -64,7 +64,7 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
 
     ``extensions``: callables ``register(daemon)`` that add commands with
     :meth:`add_command` (the command line passes the identification job runner,
-    ``robodyn.identification.daemon_jobs.register``; the daemon itself knows no such module)."""
+    ``robodyn.jobs.identification.register``; the daemon itself knows no such module)."""
 
     def __init__(self, cfg: DaemonConfig, extensions: Iterable[Callable[["Daemon"], None]] = ()):
         import zmq

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from enum import Enum
+from typing import ClassVar
 
 import numpy as np
 
@@ -159,6 +160,134 @@ def check_description(desc: DriverDescription) -> None:
         raise ValueError(f"driver {desc.driver}: rate_hz must be > 0")
 
 
+# --------------------------------------------------------------------------- options
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One driver option: its default, what values it takes and one line on what it does.
+
+    A number option (or each number of a list, or each value of a table) lies within
+    ``[low, high]``; ``low_open`` makes the lower bound exclusive (``> low``)."""
+
+    name: str
+    default: object
+    help: str = ""
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    choices: tuple = ()
+    types: tuple = ()  # accepted Python types; () accepts anything
+
+    def limit(self) -> str:
+        """The accepted values, as a phrase: ``one of 'a', 'b'``, ``in [0, 0.5]``, ``> 0``."""
+        if self.choices:
+            return "one of " + ", ".join(repr(c) if isinstance(c, str) else f"{c:g}" for c in self.choices)
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None:
+            return f"<= {self.high:g}"
+        return ""
+
+    def check(self, value) -> None:
+        """Raise ValueError with one line naming the option and its limit."""
+        if value is None and self.default is None:
+            return
+        names = [_TYPE_NAMES.get(t, t.__name__) for t in self.types if not (t is int and float in self.types)]
+        kinds = " or ".join(dict.fromkeys(names))
+        if self.types and (not isinstance(value, self.types) or (isinstance(value, bool) and bool not in self.types)):
+            raise ValueError(f"driver.{self.name}: expected {kinds}, got {value!r}")
+        if self.choices:
+            if value not in self.choices:
+                raise ValueError(f"driver.{self.name}: expected {self.limit()}, got {value!r}")
+            return
+        items = value.items() if isinstance(value, dict) else \
+            enumerate(value) if isinstance(value, (list, tuple)) else ((None, value),)
+        for key, x in items:
+            if self.low is None and self.high is None:
+                break
+            where = f" [{key}]" if key is not None else ""
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                raise ValueError(f"driver.{self.name}{where}: expected a number {self.limit()}, got {x!r}")
+            below = x <= self.low if self.low_open else x < self.low if self.low is not None else False
+            above = self.high is not None and x > self.high
+            if below or above or x != x:  # x != x: NaN
+                raise ValueError(f"driver.{self.name}{where}: expected {self.limit()}, got {x!r}")
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
+               tuple: "a list", dict: "a table", type(None): "nothing"}
+
+
+def option(default=None, help: str = "", *, low: float | None = None, high: float | None = None,
+           low_open: bool = False, choices: tuple = (), types: tuple = (), factory=None):
+    """A field of a :class:`DriverOptions` dataclass with its schema (see :class:`OptionSpec`)."""
+    meta = {"option": dict(help=help, low=low, high=high, low_open=low_open, choices=tuple(choices),
+                           types=tuple(types))}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+NUMBER = (int, float)
+NUMBERS = (int, float, list, tuple)  # one value for every joint, or one per joint
+
+
+class DriverOptions:
+    """Base of a driver's options dataclass: fields made with :func:`option` are its schema.
+
+    ``from_dict`` refuses an unknown option naming it and the accepted ones, checks each value
+    against its type and range (one line naming the option and the limit), then calls
+    :meth:`check` for what depends on several options. Every driver has a ``robot`` option: the
+    daemon passes ``[robot].name`` as it."""
+
+    driver: ClassVar[str] = "driver"  # the driver's registered name, for messages
+
+    @classmethod
+    def schema(cls) -> tuple[OptionSpec, ...]:
+        out = []
+        for f in fields(cls):
+            default = f.default_factory() if f.default is MISSING and f.default_factory is not MISSING else f.default
+            out.append(OptionSpec(f.name, default, **f.metadata.get("option", {})))
+        return tuple(out)
+
+    @classmethod
+    def from_dict(cls, d: dict | None):
+        d = dict(d or {})
+        known = sorted(f.name for f in fields(cls))
+        unknown = sorted(set(d) - set(known))
+        if unknown:
+            raise ValueError(f"driver options: unknown {cls.driver} option(s) {unknown}; known: {known}")
+        for spec in cls.schema():
+            if spec.name in d:
+                spec.check(d[spec.name])
+        cfg = cls(**d)
+        cfg.check()
+        return cfg
+
+    def check(self) -> None:
+        """Checks across options; raise ValueError with one line."""
+
+
+def load_robot(name: str, dof: int | None = None, arm: str = ""):
+    """The robot model a driver describes; ``dof``: the only joint count this driver's arm has."""
+    from robodyn.robot.loader import load_model
+
+    model = load_model(name)
+    if dof is not None and model.dof != dof:
+        raise ValueError(f"driver.robot: a {arm} arm has {dof} joints, model {name!r} has {model.dof}")
+    return model
+
+
+def model_limits(model) -> dict:
+    """A model's limits as a description's ``limits`` (LIMIT_FIELDS name -> list per joint)."""
+    from robodyn.robot.model import LIMIT_FIELDS
+
+    return {f: getattr(model, f).tolist() for f in LIMIT_FIELDS}
+
+
 # --------------------------------------------------------------------------- state and command
 
 
@@ -282,11 +411,22 @@ class Driver(ABC):
     """Abstract robot driver. Subclasses implement the ``_do_*`` hooks; the public methods
     enforce the lifecycle order so every driver fails the same way on misuse."""
 
+    kind: ClassVar[str] = ""  # the registered name (drivers/registry.py)
+    options_type: ClassVar[type] = DriverOptions  # the driver's options dataclass
+
     def __init__(self):
         self._phase = "created"  # created -> connected -> active -> connected -> closed
         self._mode: ControlMode | None = None
         self._guard: CommandGuard | None = None
         self._guard_active = False  # in a trajectory mode: every write goes through the guard
+
+    @classmethod
+    def parse_options(cls, options) -> DriverOptions:
+        """The driver's options from a dict (checked against their schema), None (the defaults) or
+        an options object (taken as it is)."""
+        if isinstance(options, cls.options_type):
+            return options
+        return cls.options_type.from_dict(options)
 
     # A client library's call that blocks in C++ while holding the GIL (no other Python thread runs
     # meanwhile) is made inside ``with self.holding_the_gil():``. The process that runs the driver

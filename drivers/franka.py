@@ -35,12 +35,9 @@ import time
 import numpy as np
 import pylibfranka as fr  # missing extra -> the registry names `pip install 'robodyn[franka]'`
 
-from robodyn.robot.loader import load_model
-from robodyn.robot.model import LIMIT_FIELDS
-
 from .loop_stats import PeriodHistogram
 from .base import (ConnectionLost, ControlMode, Driver, DriverDescription, JointCommand, JointState,
-                   LimitViolation, ProtectiveStop, Signal)
+                   LimitViolation, ProtectiveStop, Signal, load_robot, model_limits)
 from .franka_control import (FRANKA_FIELDS, ROBOT_MODE_REFLEX, SCALARS, FrankaConfig, ImpedanceLaw,
                              active_errors, collision_thresholds, error_bitmask, error_names, host_is_realtime)
 
@@ -55,14 +52,12 @@ RT_WARNING = ("WARNING: robodyn franka driver: realtime = 'ignore' on a host wit
 
 class FrankaDriver(Driver):
     kind = "franka"
+    options_type = FrankaConfig
 
     def __init__(self, options: dict | FrankaConfig | None = None):
         super().__init__()
-        cfg = options if isinstance(options, FrankaConfig) else FrankaConfig.from_dict(dict(options or {}))
-        self.cfg = cfg
-        self.model = load_model(cfg.robot)
-        if self.model.dof != 7:
-            raise ValueError(f"driver.robot: a Franka arm has 7 joints, model {cfg.robot!r} has {self.model.dof}")
+        self.cfg = cfg = self.parse_options(options)
+        self.model = load_robot(cfg.robot, 7, "Franka")
         self.collision = dict(cfg.collision) if cfg.collision else collision_thresholds(self.model.tau_max)
         self._desc = self._build_description()
         self.state = JointState(self._desc)
@@ -103,7 +98,7 @@ class FrankaDriver(Driver):
     def _build_description(self) -> DriverDescription:
         n = 7
         sig = tuple(Signal(name, n, unit, desc) for name, _, unit, desc in FRANKA_FIELDS) + SCALARS
-        limits = {f: getattr(self.model, f).tolist() for f in LIMIT_FIELDS}
+        limits = model_limits(self.model)
         info = {"ip": self.cfg.ip, "client": f"pylibfranka {getattr(fr, '__version__', '?')}",
                 "realtime": self.cfg.realtime, "host_realtime_kernel": host_is_realtime(),
                 "collision_thresholds": self.collision,

@@ -6,13 +6,13 @@ Kept apart from ``franka.py`` so they can be tested (and reasoned about) without
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from robodyn.robot.model import RobotModel
 
-from .base import Signal
+from .base import NUMBER, DriverOptions, Signal, option
 
 # Signals streamed every cycle, in order: (name, RobotState attribute, width, unit, description).
 # Width 7 means one value per joint. Scalars are appended by the driver itself (see SCALARS).
@@ -65,36 +65,32 @@ def host_is_realtime() -> bool:
 
 
 @dataclass
-class FrankaConfig:
-    ip: str = "172.16.0.2"  # robot (or franky-sim) address
-    robot: str = "fr3"  # model name for limits, joint names and the torque-mode feedforward
-    realtime: str = "enforce"  # enforce | ignore (ignore: warned loudly on a non-RT host)
-    # torque mode: the project's joint impedance (N.m/rad, N.m.s/rad); default libfranka's example gains
-    stiffness: list = field(default_factory=lambda: [600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0])
-    damping: list = field(default_factory=lambda: [50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0])
-    feedforward: bool = True  # add RNEA M(q) qdd_d + C(q, qd) qd (the robot compensates gravity)
-    collision: dict | None = None  # override of collision_thresholds(tau_max)
-    error_recovery: bool = False  # run automatic_error_recovery at connect/start if the robot needs it
-    connect_attempts: int = 1  # > 1: retry a refused connection (robot rebooting), 1 s apart
-    # The 1 kHz step tolerance when counting lost cycles from the robot clock.
-    cycle_s: float = 0.001
+class FrankaConfig(DriverOptions):
+    driver = "franka"
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "FrankaConfig":
-        known = set(cls.__dataclass_fields__)
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"driver options: unknown franka option(s) {sorted(unknown)}; known: {sorted(known)}")
-        cfg = cls(**d)
-        if cfg.realtime not in ("enforce", "ignore"):
-            raise ValueError(f"driver.realtime: expected 'enforce' or 'ignore', got {cfg.realtime!r}")
-        if len(cfg.stiffness) != 7 or len(cfg.damping) != 7:
+    ip: str = option("172.16.0.2", "robot (or franky-sim) address", types=(str,))
+    robot: str = option("fr3", "model name for limits, joint names and the torque-mode feedforward", types=(str,))
+    realtime: str = option("enforce", "enforce: needs a PREEMPT_RT kernel; ignore: a simulator only (warned loudly)",
+                           choices=("enforce", "ignore"))
+    # torque mode: the project's joint impedance; default libfranka's example gains
+    stiffness: list = option(help="torque-mode joint stiffness, 7 values, N.m/rad", low=0.0, types=(list, tuple),
+                             factory=lambda: [600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0])
+    damping: list = option(help="torque-mode joint damping, 7 values, N.m.s/rad", low=0.0, types=(list, tuple),
+                           factory=lambda: [50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0])
+    feedforward: bool = option(True, "torque mode adds RNEA M(q) qdd_d + C(q, qd) qd (the robot compensates gravity)",
+                               types=(bool,))
+    collision: dict | None = option(None, "override of the collision thresholds {lower_torque, upper_torque, "
+                                          "lower_force, upper_force}", types=(dict,))
+    error_recovery: bool = option(False, "run automatic_error_recovery at connect/start if the robot needs it",
+                                  types=(bool,))
+    connect_attempts: int = option(1, "> 1: retry a refused connection (robot rebooting), 1 s apart", low=1,
+                                   types=(int,))
+    cycle_s: float = option(0.001, "the robot's cycle, s, for counting lost cycles from its clock", low=0.0,
+                            low_open=True, types=NUMBER)
+
+    def check(self) -> None:
+        if len(self.stiffness) != 7 or len(self.damping) != 7:
             raise ValueError("driver.stiffness / driver.damping: expected 7 values each")
-        if min(cfg.stiffness) < 0 or min(cfg.damping) < 0:
-            raise ValueError("driver.stiffness / driver.damping: gains must be >= 0")
-        if cfg.connect_attempts < 1:
-            raise ValueError("driver.connect_attempts: must be >= 1")
-        return cfg
 
 
 class ImpedanceLaw:

@@ -42,93 +42,75 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robodyn.robot.loader import load_model
-from robodyn.robot.model import LIMIT_FIELDS, RobotModel, com_inertia, standard_parameters
+from robodyn.robot.model import LIMIT_FIELDS, RobotModel
 from robodyn.robot.urdf import model_to_urdf
+from robodyn.simulation.friction import FrictionEffects, StribeckFriction, linear_zone_slope
+from robodyn.simulation.plant import FRANKA_MODELS, default_initial_q, perturb_inertial
+from robodyn.simulation.plant_kernels import (add_sensed_torque, applied_forces, drive_and_friction, inverse_input,
+                                              load_kernels)
 
 from .base import (ControlMode, Driver, DriverDescription, JointCommand, JointState, LimitViolation,
                    LifecycleError, Signal)
-from .friction import FrictionEffects, StribeckFriction, linear_zone_slope
-from .plant_kernels import add_sensed_torque, applied_forces, drive_and_friction, inverse_input, load_kernels
 from .pacing import Pacer
 
-FRANKA_MODELS = ("panda", "fr3")
 # Franka's default joint-impedance gains (libfranka examples' joint impedance controller)
 FRANKA_STIFFNESS = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
 FRANKA_DAMPING = (50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0)
-FRANKA_READY_POSE = (0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4)
 # commands closer than this to a limit are accepted: round-off, not a real violation
 COMMAND_LIMIT_TOL = 1e-6
 MUJOCO_COMPILER = ('<mujoco><compiler discardvisual="true" balanceinertia="false" '
                    'fusestatic="false"/></mujoco>')
 
 
-@dataclass
-class SimConfig:
-    robot: str = "panda"
-    rate_hz: float = 1000.0
-    physics_dt: float = 0.00025  # s; 4 sub-steps at 1 kHz keep the impedance and friction stable
-    speed: float = 0.0  # 0: as fast as possible; 1: real time; 2: twice real time ...
-    seed: int = 0
-    perturbation: float = 0.0  # relative std of each link's mass, COM offset and inertia
-    rotor_inertia: list | None = None  # kg.m^2 per joint (armature); default the model's
-    friction: dict | None = None  # {fc, fs, vs, fv, qd0}; default Ni et al. 2024 Table 2 for Franka
-    viscous: float | list = 0.0  # N.m.s/rad, added to the friction's fv
-    torque_noise_std: float = 0.05  # N.m
-    velocity_noise_std: float = 1e-4  # rad/s
-    encoder_counts: int = 2 ** 20  # per revolution (quantization step of q)
-    stiffness: list | None = None  # N.m/rad; default Franka's
-    damping: list | None = None  # N.m.s/rad
-    initial_q: list | None = None  # default Franka's ready pose, or mid-range
-    # effects a rigid model with textbook friction lacks (0 / None: off)
-    friction_ripple: float | list = 0.0  # relative amplitude of a position-dependent friction ripple
-    friction_ripple_cycles: float = 2.0  # ripple cycles per radian
-    friction_load: float | list = 0.0  # Coulomb friction per N.m of transmitted torque
-    joint_stiffness: dict | None = None  # {joint index (0-based): N.m/rad}: elastic joints
+from .base import NUMBER, NUMBERS, DriverOptions, option  # noqa: E402  the options' schema
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "SimConfig":
-        known = set(cls.__dataclass_fields__)
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"driver options: unknown sim option(s) {sorted(unknown)}; known: {sorted(known)}")
-        cfg = cls(**d)
-        if cfg.rate_hz not in (1000.0, 500.0, 1000, 500):
-            raise ValueError(f"driver.rate_hz: the simulator runs at 1000 (Franka-like) or 500 (UR-like) Hz, "
-                             f"got {cfg.rate_hz}")
-        if not cfg.speed >= 0:
-            raise ValueError(f"driver.speed: must be >= 0 (0 = as fast as possible), got {cfg.speed}")
-        steps = (1.0 / cfg.rate_hz) / cfg.physics_dt
-        if not cfg.physics_dt > 0 or abs(steps - round(steps)) > 1e-9 or round(steps) < 1:
-            raise ValueError(f"driver.physics_dt: must divide the control period {1 / cfg.rate_hz} s, "
-                             f"got {cfg.physics_dt}")
-        if cfg.perturbation < 0 or cfg.perturbation > 0.5:
-            raise ValueError(f"driver.perturbation: expected 0 .. 0.5, got {cfg.perturbation}")
-        for j, k in (cfg.joint_stiffness or {}).items():
-            if not (isinstance(k, (int, float)) and k > 0):
-                raise ValueError(f"driver.joint_stiffness: joint {j}: expected a stiffness > 0 N.m/rad, got {k!r}")
-        return cfg
+
+@dataclass
+class SimConfig(DriverOptions):
+    driver = "sim"
+
+    robot: str = option("panda", "model: built-in name or a .toml / .urdf file", types=(str,))
+    rate_hz: float = option(1000.0, "control rate, Hz: 1000 (Franka-like) or 500 (UR-like)", choices=(1000, 500),
+                            types=NUMBER)
+    # 4 sub-steps at 1 kHz keep the impedance and friction stable
+    physics_dt: float = option(0.00025, "physics step, s; divides the control period", low=0.0, low_open=True,
+                               types=NUMBER)
+    speed: float = option(0.0, "0: as fast as possible; 1: real time; 2: twice real time ...", low=0.0,
+                          types=NUMBER)
+    seed: int = option(0, "seed of everything random (plant perturbation, sensor noise)", low=0, types=(int,))
+    perturbation: float = option(0.0, "relative std of each link's mass, COM offset and inertia", low=0.0,
+                                 high=0.5, types=NUMBER)
+    rotor_inertia: list | None = option(None, "kg.m^2 per joint (armature); unset: the model's", low=0.0,
+                                        types=NUMBERS)
+    friction: dict | None = option(None, "{fc, fs, vs, fv, qd0}; unset: Ni et al. 2024 Table 2 for Franka",
+                                   types=(dict,))
+    viscous: float | list = option(0.0, "N.m.s/rad, added to the friction's fv", low=0.0, types=NUMBERS)
+    torque_noise_std: float = option(0.05, "joint-torque sensor noise, N.m", low=0.0, types=NUMBER)
+    velocity_noise_std: float = option(1e-4, "joint-velocity noise, rad/s", low=0.0, types=NUMBER)
+    encoder_counts: int = option(2 ** 20, "encoder counts per revolution (quantization step of q)", low=1,
+                                 types=(int,))
+    stiffness: list | None = option(None, "position-mode impedance, N.m/rad; unset: Franka's", low=0.0,
+                                    types=NUMBERS)
+    damping: list | None = option(None, "position-mode impedance damping, N.m.s/rad", low=0.0, types=NUMBERS)
+    initial_q: list | None = option(None, "start pose, rad; unset: Franka's ready pose, or mid-range",
+                                    types=(list, tuple))
+    # effects a rigid model with textbook friction lacks (0 / None: off)
+    friction_ripple: float | list = option(0.0, "relative amplitude of a position-dependent friction ripple",
+                                           low=0.0, types=NUMBERS)
+    friction_ripple_cycles: float = option(2.0, "ripple cycles per radian", low=0.0, low_open=True, types=NUMBER)
+    friction_load: float | list = option(0.0, "Coulomb friction per N.m of transmitted torque", low=0.0,
+                                         types=NUMBERS)
+    joint_stiffness: dict | None = option(None, "{joint index (0-based): N.m/rad}: elastic joints", low=0.0,
+                                          low_open=True, types=(dict,))
+
+    def check(self) -> None:
+        steps = (1.0 / self.rate_hz) / self.physics_dt
+        if abs(steps - round(steps)) > 1e-9 or round(steps) < 1:
+            raise ValueError(f"driver.physics_dt: must divide the control period {1 / self.rate_hz} s, "
+                             f"got {self.physics_dt}")
 
 
 # --------------------------------------------------------------------------- plant construction
-
-
-def perturb_inertial(model: RobotModel, rel_std: float, rng: np.random.Generator) -> np.ndarray:
-    """Standard parameters with each link's mass, COM and COM inertia perturbed, still physical.
-
-    Mass and inertia are scaled by (1 + rel_std * N(0,1)) clipped to [0.5, 1.5] (a scalar factor
-    keeps the inertia tensor valid); the COM moves by rel_std * 0.05 m * N(0,1) per axis.
-    """
-    out = model.inertial.copy()
-    if rel_std == 0:
-        return out
-    for i in range(model.dof):
-        mass, com, I_c = com_inertia(model.inertial[i])
-        if mass <= 0:
-            continue
-        k_mass, k_inertia = np.clip(1 + rel_std * rng.standard_normal(2), 0.5, 1.5)
-        com = com + rel_std * 0.05 * rng.standard_normal(3)
-        out[i] = standard_parameters(mass * k_mass, com, I_c * k_inertia)
-    return out
 
 
 def mujoco_model(model: RobotModel, armature: np.ndarray, timestep: float):
@@ -145,13 +127,6 @@ def mujoco_model(model: RobotModel, armature: np.ndarray, timestep: float):
     mj.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     mj.dof_armature[:] = armature
     return mj
-
-
-def default_initial_q(model: RobotModel) -> np.ndarray:
-    if model.name in FRANKA_MODELS and model.dof == 7:
-        return np.array(FRANKA_READY_POSE)
-    mid = 0.5 * (model.q_min + model.q_max)
-    return np.where((model.q_min < 0) & (model.q_max > 0), 0.0, mid)
 
 
 def default_gains(model: RobotModel) -> tuple[np.ndarray, np.ndarray]:
@@ -203,14 +178,11 @@ def _kernel_array(values, n: int) -> np.ndarray:
 
 class SimulatedRobot(Driver):
     kind = "sim"
+    options_type = SimConfig
 
     def __init__(self, config: SimConfig | dict | None = None):
         super().__init__()
-        if config is None:
-            config = SimConfig()
-        elif isinstance(config, dict):
-            config = SimConfig.from_dict(config)
-        self.cfg = config
+        self.cfg = config = self.parse_options(config)
         self.model = load_model(config.robot)
         n = self.model.dof
         self.period = 1.0 / config.rate_hz

@@ -23,21 +23,16 @@ from __future__ import annotations
 
 import socket
 import time
-from dataclasses import dataclass
-
 import numpy as np
 import rtde_control  # missing extra -> the registry names `pip install 'robodyn[ur]'`
 import rtde_receive
 
-from robodyn.robot.loader import load_model
-from robodyn.robot.model import LIMIT_FIELDS
-
 from .loop_stats import PeriodHistogram
 from .base import (ConnectionLost, ControlMode, Driver, DriverDescription, JointCommand, JointState,
-                   LimitViolation, ProtectiveStop, Signal)
+                   LimitViolation, ProtectiveStop, Signal, load_robot, model_limits)
 from .pacing import realtime
-from .ur_gains import NOMINAL_DRIVE_GAINS
-from .ur_stream import REWIND, SampleClock
+from robodyn.simulation.ur_gains import NOMINAL_DRIVE_GAINS
+from .ur_stream import REWIND, SampleClock, URConfig
 
 RTDE_PORT = 30004
 HISTORY = 50
@@ -72,46 +67,15 @@ SCALAR_FIELDS = (
 VARIABLES = ["timestamp"] + [f[2] for f in JOINT_FIELDS] + [f[2] for f in SCALAR_FIELDS]
 
 
-@dataclass
-class URConfig:
-    host: str = "192.168.1.10"
-    robot: str = "ur5e"
-    frequency: float | None = None  # Hz; None: 500 (e-Series); a CB3 (125 Hz) must be configured explicitly
-    drive_gains: list | None = None  # N.m/A per joint; None: nominal (see ur_gains.NOMINAL_DRIVE_GAINS)
-    lookahead_time: float = 0.1  # servoJ lookahead, s (0.03 .. 0.2)
-    servo_gain: float = 300.0  # servoJ proportional gain (100 .. 2000)
-    stale_timeout_s: float = 0.25  # no new controller timestamp for this long = link dead
-    poll_s: float = 0.0002  # sleep between timestamp polls (the receive thread updates asynchronously)
-    connect_timeout_s: float = 2.0
-    rt_priority: int = 0  # > 0: SCHED_FIFO for this thread and ur_rtde's receive threads (created after)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "URConfig":
-        known = set(cls.__dataclass_fields__)
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"driver options: unknown ur option(s) {sorted(unknown)}; known: {sorted(known)}")
-        cfg = cls(**d)
-        if cfg.frequency is not None and not 0 < cfg.frequency <= 500:
-            raise ValueError(f"driver.frequency: RTDE runs at up to 500 Hz, got {cfg.frequency}")
-        if not 0.03 <= cfg.lookahead_time <= 0.2:
-            raise ValueError(f"driver.lookahead_time: ur_rtde accepts 0.03 .. 0.2 s, got {cfg.lookahead_time}")
-        if not 100 <= cfg.servo_gain <= 2000:
-            raise ValueError(f"driver.servo_gain: ur_rtde accepts 100 .. 2000, got {cfg.servo_gain}")
-        return cfg
-
-
 class URDriver(Driver):
     kind = "ur"
+    options_type = URConfig
 
     def __init__(self, options: dict | URConfig | None = None):
         super().__init__()
-        cfg = options if isinstance(options, URConfig) else URConfig.from_dict(dict(options or {}))
-        self.cfg = cfg
-        self.model = load_model(cfg.robot)
+        self.cfg = cfg = self.parse_options(options)
+        self.model = load_robot(cfg.robot, 6, "UR")
         n = self.model.dof
-        if n != 6:
-            raise ValueError(f"driver.robot: a UR arm has 6 joints, model {cfg.robot!r} has {n}")
         gains = cfg.drive_gains if cfg.drive_gains is not None else NOMINAL_DRIVE_GAINS.get(cfg.robot)
         if gains is None or len(gains) != n or min(gains) <= 0:
             raise ValueError(f"driver.drive_gains: expected {n} positive N.m/A values (no nominal gains are known "
@@ -148,7 +112,7 @@ class URDriver(Driver):
         sig += tuple(Signal(name, n, unit, desc) for name, _, _, unit, desc in JOINT_FIELDS if name not in ("q", "qd"))
         sig += tuple(Signal(name, 1, unit, desc) for name, _, _, unit, desc in SCALAR_FIELDS)
         sig += (Signal("lost", 1, "1", "controller samples lost just before this one (by controller timestamp)"),)
-        limits = {f: getattr(self.model, f).tolist() for f in LIMIT_FIELDS}
+        limits = model_limits(self.model)
         info = {"host": self.cfg.host, "client": "ur_rtde 1.6.5 (RTDEReceiveInterface, RTDEControlInterface.servoJ)",
                 "drive_gains": self.drive_gains.tolist(), "rtde_variables": VARIABLES,
                 "servoj": {"lookahead_time": self.cfg.lookahead_time, "gain": self.cfg.servo_gain},

@@ -91,7 +91,7 @@ def _excitation_rows(path: Path, header: list[str], data: np.ndarray) -> np.ndar
     1 move_to_start, 2 execute, 3 settle, 4 stopping); the move to the start and the settle are
     not excitation, and the .mcap path leaves them out too. A CSV without a phase column is used
     whole, and says so once."""
-    from robodyn.daemon.protocol import PHASE_EXECUTE  # the recording's own phase codes
+    from robodyn.recording.samples import PHASE_EXECUTE  # the recording's own phase codes
 
     if "phase" not in header:
         import warnings
@@ -148,7 +148,7 @@ def load_npz(path: str | Path, drive_gains=None) -> SampledData:
             raise ValueError(f"{path}: missing array 'tau' (or 'current' with drive gains)")
         data = SampledData(z["t"], z["q"], tau, z["qd"] if "qd" in z else None)
         if "phase" in z:  # a daemon recording's NPZ export: its execute phase, as for .mcap and CSV
-            from robodyn.daemon.protocol import PHASE_EXECUTE
+            from robodyn.recording.samples import PHASE_EXECUTE
 
             keep = np.asarray(z["phase"]) == PHASE_EXECUTE
             if not keep.any():
@@ -199,7 +199,7 @@ def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, mode
     elif suffix == ".npz":
         data = load_npz(path, drive_gains)
     elif suffix == ".mcap":
-        from robodyn.daemon.recording import load_recording  # the daemon's loader is the one reader
+        from robodyn.recording import load_recording  # the daemon's loader is the one reader
 
         data = recording_dataset(load_recording(path))
     elif not path.exists():
@@ -426,7 +426,7 @@ def load_flexible(ref, model=None) -> FlexibleLog:
         elif suffix == ".npz":
             log = load_flexible_npz(path, transmission)
         elif suffix == ".mcap":
-            from robodyn.daemon.recording import load_recording  # the daemon's loader is the one reader
+            from robodyn.recording import load_recording  # the daemon's loader is the one reader
 
             log = flexible_recording(load_recording(path), transmission)
         elif not path.exists():
@@ -470,7 +470,7 @@ def _numeric_rows(path, header: list) -> np.ndarray:
 def drive_gain_run(path: str | Path, model, payload: dict | None = None) -> dict:
     """The trajectory phase of a daemon recording as a drive-gain run (needs the motor current):
     t, q, qd, qdd (by the timestamps), current, the payload it carried and the trajectory it ran."""
-    from robodyn.daemon.recording import load_recording
+    from robodyn.recording import load_recording
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"{'loaded' if payload else 'unloaded'} recording {path}: no such file")

@@ -325,7 +325,7 @@ class FlexiblePlant:
       identifier's linear K;
     - Stribeck friction (:func:`.friction.stribeck`, with its linear zone through zero) on the link
       and on the motor side, against Coulomb + viscous; on top, the simulator's unmodelled friction
-      effects (drivers.friction.FrictionEffects): a level that ripples with position and, on the
+      effects (simulation.friction.FrictionEffects): a level that ripples with position and, on the
       link, Coulomb friction that grows with the transmitted torque;
     - a joint torque sensor with noise and a zero offset that drifts (random walk), against a
       constant M0;
@@ -342,8 +342,8 @@ class FlexiblePlant:
     motor_inertia: np.ndarray  # B, kg.m^2 at the motor shaft
     motor_friction: dict  # Stribeck fc, fs, vs, fv, qd0 at the motor shaft (N.m, rad/s, N.m.s/rad)
     link_friction: dict  # the same, link side
-    motor_effects: object  # drivers.friction.FrictionEffects in motor angles (cogging-like ripple)
-    link_effects: object  # drivers.friction.FrictionEffects in link angles
+    motor_effects: object  # simulation.friction.FrictionEffects in motor angles (cogging-like ripple)
+    link_effects: object  # simulation.friction.FrictionEffects in link angles
     torque_constant: np.ndarray  # N.m/A at the motor shaft
     sensor_offset: np.ndarray  # M0 at t = 0, N.m
     sensor_noise: float = 0.03  # N.m
@@ -388,9 +388,9 @@ def chen2021_plant(model: RobotModel, seed: int = 0, perturbation: float = 0.15)
     simulator's effects (realistic.default_plant: 25 % ripple at 2 cycles per radian and 3 % load
     friction on the link; 20 % ripple at 2 cycles per motor radian on the motor), sensor zeros
     0.35 / -0.2 N.m drifting 0.003 N.m/sqrt(s). Link inertial parameters perturbed by
-    ``perturbation`` (drivers.sim.perturb_inertial)."""
-    from robodyn.drivers.friction import FrictionEffects
-    from robodyn.drivers.sim import perturb_inertial
+    ``perturbation`` (simulation.plant.perturb_inertial)."""
+    from robodyn.simulation.friction import FrictionEffects
+    from robodyn.simulation.plant import perturb_inertial
 
     n = model.dof
     if n != 2:

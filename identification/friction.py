@@ -255,7 +255,7 @@ def points_from_recording(path) -> list["FrictionPoint"]:
     trajectory it ran, which says where each sweep is; the samples are its execute phase."""
     from pathlib import Path
 
-    from robodyn.daemon.recording import load_recording
+    from robodyn.recording import load_recording
     from robodyn.trajectory import trajectory_from_dict
 
     path = Path(path)

@@ -68,7 +68,7 @@ class RealisticLog:
 def excitation(robot: str, seed: int, duration: float = 20.0, harmonics: int = 4, q0=None):
     """A random Fourier-plus-quintic excitation that starts at rest at ``q0`` (default the
     simulator's start pose) and passes the project's one limit validator at 1 kHz."""
-    from robodyn.drivers.sim import default_initial_q
+    from robodyn.simulation.plant import default_initial_q
     from robodyn.limits import check_trajectory
     from robodyn.robot.loader import load_model
     from robodyn.trajectory import FourierPolyTrajectory
@@ -150,7 +150,7 @@ def ur_like(signals: dict, seed: int, robot: str, options: dict | None = None,
     """The plant's 500 Hz signals as a UR controller reports them: motor currents through drive
     gains the user does not know (converted back with the nominal ones), quantised, noisy and one
     sample late. The true gains belong to the arm (``gain_seed``), the noise to the log (``seed``)."""
-    from robodyn.drivers.ur_gains import NOMINAL_DRIVE_GAINS
+    from robodyn.simulation.ur_gains import NOMINAL_DRIVE_GAINS
 
     o = {**UR_SENSOR, **(options or {})}
     rng = np.random.default_rng(np.random.SeedSequence([seed, 202]))

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from robodyn.errors import UserError  # noqa: F401  (re-exported: commands raise it from here)
+from robodyn.errors import UserError
 
 # One OpenBLAS thread per robodyn process (daemon workers included, they inherit it) unless
 # OPENBLAS_NUM_THREADS says otherwise. The long loops are numba kernels; what reaches BLAS is mostly
@@ -45,38 +45,6 @@ COMMAND_MODULES = (
     "robodyn.commands.calibrate",
     "robodyn.commands.demo",
 )
-
-
-def print_json(obj) -> None:
-    """Strict JSON on stdout: NaN and infinities (not JSON) come out as null."""
-    json.dump(_strict(obj), sys.stdout, indent=2, default=_json_default, allow_nan=False)
-    sys.stdout.write("\n")
-
-
-def _strict(o):
-    import math
-
-    import numpy as np
-
-    if isinstance(o, dict):
-        return {k: _strict(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_strict(v) for v in o]
-    if isinstance(o, np.ndarray):
-        return _strict(o.tolist())
-    if isinstance(o, (float, np.floating)):
-        return float(o) if math.isfinite(o) else None
-    return o
-
-
-def _json_default(o):
-    import numpy as np
-
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (np.floating, np.integer)):
-        return o.item()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 EXIT_USAGE = 2  # the user can fix it: a bad option, a missing file, a refused request

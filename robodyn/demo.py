@@ -124,7 +124,7 @@ def predicted_torque(model, base, est: np.ndarray, d, report, what: str = "predi
 
 
 def _execute_phase(path):
-    from robodyn.daemon.recording import load_recording
+    from robodyn.recording import load_recording
 
     rec = load_recording(path)
     mask = rec.phase_mask("execute")

@@ -23,7 +23,7 @@ import numpy as np
 from robodyn.daemon import protocol as P
 from robodyn.daemon import recorder as R
 from robodyn.daemon.config import DaemonConfig
-from robodyn.daemon.recording.writer import RecordingWriter
+from robodyn.recording.writer import RecordingWriter
 from robodyn.daemon.rtloop import RECORD_BATCH_MS, Batcher
 
 WIDTH = 7 * 5 + 2  # q, qd, tau, tau_ext, q_d of 7 joints and two more columns

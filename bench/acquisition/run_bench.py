@@ -154,7 +154,7 @@ def main(argv=None) -> int:
         s = np.load(sub_result)
         lat = s["latency_ms"][s["in_run"]]
 
-        from robodyn.daemon.recording import load_recording
+        from robodyn.recording import load_recording
 
         rec = load_recording(final["summary"]["recording"])
         summary = final["summary"]

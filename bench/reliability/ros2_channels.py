@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from robodyn.daemon.recording import RecordingWriter, load_recording  # noqa: E402
+from robodyn.recording import RecordingWriter, load_recording  # noqa: E402
 from robodyn.robot.loader import load_model  # noqa: E402
 from tests.daemon.conftest import DaemonProcess, excitation  # noqa: E402
 

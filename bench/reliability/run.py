@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from robodyn.daemon.recording import load_recording  # noqa: E402
+from robodyn.recording import load_recording  # noqa: E402
 from tests.daemon.conftest import DaemonProcess, excitation  # noqa: E402
 from tests.daemon.reliability.schema_fuzz import ARM_TOKEN  # noqa: E402
 from tests.daemon.reliability.scenarios import (fuzz, kill_daemon_mid_run, kill_mid_run, official_read, rss_kib,  # noqa: E402

@@ -34,11 +34,11 @@ import argparse
 
 import numpy as np
 
-from robodyn.cli import UserError, print_json
+from robodyn.errors import UserError
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import add_json, deprecated, needs_a_command, nonnegative_float, positive_int
+from .common import add_json, deprecated, needs_a_command, nonnegative_float, positive_int, print_json
 
 PAPER = cite("calibration")
 LOAD_HELP = "payload mass (kg) and centre of mass in the flange frame (m)"
@@ -497,7 +497,7 @@ def add_collect_arguments(a) -> None:
 
 
 def cmd_collect(args) -> int:
-    from robodyn.calibration.collect import collect_to_csv
+    from robodyn.calibration_collect import collect_to_csv
 
     from .daemon_client import daemon_client
 

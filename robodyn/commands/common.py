@@ -1,10 +1,11 @@
-"""Pieces every command shares: the ``--json`` option, deprecated command names, number lists,
+"""Pieces every command shares: JSON output (:func:`print_json`), the ``--json`` option, deprecated command names, number lists,
 and table cells for numbers that may not exist."""
 
 from __future__ import annotations
 
 import argparse
 import errno
+import json
 import math
 import sys
 from pathlib import Path
@@ -113,3 +114,37 @@ def number(value, fmt: str = ".4f", width: int = 0) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return f"{'n/a':>{width}}"
     return f"{value:>{width}{fmt}}"
+
+
+def print_json(obj) -> None:
+    """Strict JSON on stdout: NaN and infinities (not JSON) come out as null."""
+    json.dump(strict_json(obj), sys.stdout, indent=2, default=json_default, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def strict_json(o):
+    """``o`` with arrays as lists and NaN or infinities as None: what strict JSON can hold."""
+    import math
+
+    import numpy as np
+
+    if isinstance(o, dict):
+        return {k: strict_json(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [strict_json(v) for v in o]
+    if isinstance(o, np.ndarray):
+        return strict_json(o.tolist())
+    if isinstance(o, (float, np.floating)):
+        return float(o) if math.isfinite(o) else None
+    return o
+
+
+def json_default(o):
+    """numpy values for :func:`json.dump`."""
+    import numpy as np
+
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

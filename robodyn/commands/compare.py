@@ -27,11 +27,11 @@ import json
 import sys
 from pathlib import Path
 
-from robodyn.cli import UserError, _strict, print_json
+from robodyn.errors import UserError
 from robodyn.identification.names import COMPARABLE
 
 from . import progress as bars
-from .common import add_json, fraction, nonnegative_float, positive_float
+from .common import add_json, fraction, nonnegative_float, positive_float, print_json, strict_json
 from .identify import (_floats, _load, add_method_options, add_model_arguments, add_processing_arguments,
                        config_from_args, method_options)
 
@@ -165,7 +165,7 @@ def cmd_compare(args) -> int:
         text = ("NOTE: data origin own-model: the torques were made by the very model being fitted, so these "
                 "numbers show how the optimisers behave, not how accurate an identification is.\n\n" + text)
     if args.out:
-        Path(args.out).write_text(json.dumps(_strict(table), indent=1, allow_nan=False))
+        Path(args.out).write_text(json.dumps(strict_json(table), indent=1, allow_nan=False))
     if args.markdown:
         Path(args.markdown).write_text(text)
     if args.json:

@@ -1,5 +1,5 @@
 """`robodyn daemon`: the acquisition daemon (robodyn.daemon.server) with the identification jobs
-(robodyn.identification.daemon_jobs) added to its commands; `robodyn worker`: the
+(robodyn.jobs.identification) added to its commands; `robodyn worker`: the
 identification job runner; `robodyn keys NAME`: a CurveZMQ keypair for the daemon or a client.
 
 With ``--json`` the two services write their log as JSON lines (one object per record: time,
@@ -12,9 +12,7 @@ import logging
 import sys
 import time
 
-from robodyn.cli import print_json
-
-from .common import add_json
+from .common import add_json, print_json
 
 
 def register(sub) -> None:
@@ -70,7 +68,7 @@ def json_logging(level: int = logging.INFO) -> None:
 def cmd_worker(args) -> int:
     from robodyn.daemon.config import load_config
     from robodyn.daemon.logs import setup_logging
-    from robodyn.identification.daemon_jobs import worker_main
+    from robodyn.jobs.identification import worker_main
 
     json_logging() if args.json else setup_logging()
     cfg = load_config(args.config, overrides={"data_dir": args.data_dir})
@@ -98,7 +96,7 @@ def cmd_daemon(args) -> int:
     from robodyn.daemon import server
     from robodyn.daemon.config import load_config
     from robodyn.daemon.logs import setup_logging
-    from robodyn.identification import daemon_jobs
+    from robodyn.jobs import identification as daemon_jobs
 
     cfg = load_config(args.config, overrides={"data_dir": args.data_dir, "control": args.control,
                                               "state": args.state})

@@ -9,12 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-from robodyn.cli import UserError, print_json
+from robodyn.errors import UserError
 
 from robodyn.identification.names import LEAST_SQUARES
 
 from . import progress as bars
-from .common import FORCE_HELP, add_json, nonnegative_int, output_path, positive_float, positive_int, require_file
+from .common import (FORCE_HELP, add_json, nonnegative_int, output_path, positive_float, positive_int, print_json,
+                     require_file)
 from .identify import add_processing_arguments, processing_from_args
 
 
@@ -490,7 +491,7 @@ def cmd_recordings(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from robodyn.daemon.recording import export_csv, export_npz, import_csv, load_recording
+    from robodyn.recording import export_csv, export_npz, import_csv, load_recording
 
     from robodyn.identification.rosbag import is_bag
 

@@ -8,10 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from robodyn.cli import print_json
-
 from . import progress as bars
-from .common import add_json, percent, positive_float, positive_int
+from .common import add_json, percent, positive_float, positive_int, print_json
 
 
 def register(sub) -> None:

@@ -6,10 +6,10 @@ import sys
 
 import numpy as np
 
-from robodyn.cli import UserError, print_json
+from robodyn.errors import UserError
 
 from . import progress as bars
-from .common import add_json, needs_a_command, nonnegative_float, positive_float, positive_int
+from .common import add_json, needs_a_command, nonnegative_float, positive_float, positive_int, print_json
 
 
 def register(sub) -> None:

@@ -18,9 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from robodyn.cli import print_json
-
-from .common import add_json, floats, needs_a_command
+from .common import add_json, floats, needs_a_command, print_json
 from .daemon_client import add_endpoint_arguments, local_recording
 
 
@@ -101,7 +99,7 @@ def cmd_design(args) -> int:
             raise UserError(f"--joints: expected distinct joint numbers 1..{model.dof}, got {args.joints!r}")
         joints = [int(v) - 1 for v in values]
     if args.hold is None:
-        from robodyn.drivers.sim import default_initial_q
+        from robodyn.simulation.plant import default_initial_q
 
         hold = default_initial_q(model)
     else:

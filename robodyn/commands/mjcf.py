@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robodyn.cli import print_json
-
-from .common import FORCE_HELP, add_json, output_path
+from .common import FORCE_HELP, add_json, output_path, print_json
 
 
 DEFAULT_OUT = "robot_identified.xml"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from robodyn.cli import print_json
-
-from .common import add_json
+from .common import add_json, print_json
 
 
 def register(sub) -> None:

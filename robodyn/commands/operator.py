@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from robodyn.cli import UserError
+from robodyn.errors import UserError
 from robodyn.tools.operator.listen import check_listen_host
 
 from .common import needs_a_command, positive_float

@@ -10,10 +10,9 @@ import sys
 
 import numpy as np
 
-from robodyn.cli import print_json
 from robodyn.papers import cite
 
-from .common import add_json, deprecated, nonnegative_float
+from .common import add_json, deprecated, nonnegative_float, print_json
 
 
 def register(sub) -> None:

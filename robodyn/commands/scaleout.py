@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import sys
 
-from robodyn.cli import print_json
-
 from . import progress as bars
-from .common import add_json, needs_a_command, positive_int
+from .common import add_json, needs_a_command, positive_int, print_json
 
 
 def register(sub) -> None:

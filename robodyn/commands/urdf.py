@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from robodyn.cli import print_json
-
-from .common import FORCE_HELP, add_json, output_path
+from .common import FORCE_HELP, add_json, output_path, print_json
 
 
 DEFAULT_OUT = "robot_identified.urdf"

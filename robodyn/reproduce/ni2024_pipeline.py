@@ -48,7 +48,7 @@ COMMAND = "robodyn reproduce wso --part pipeline"
 def _joint_points(robot: str, plant: dict, speeds, half_width: float, seed: int, joint: int):
     """One joint's constant-velocity experiment through the plant and the Franka-like sensor: its
     friction points (each joint's run is independent of the others: same plant seed, own sensor seed)."""
-    from robodyn.drivers.sim import default_initial_q
+    from robodyn.simulation.plant import default_initial_q
     from robodyn.identification.friction import experiment_trajectory, points_from_run, window_within_limits
     from robodyn.identification.realistic_logs import franka_like, run_plant
     from robodyn.robot.loader import load_model
@@ -286,7 +286,7 @@ TABLE2_COMMAND = "robodyn reproduce wso --part table2"
 def _windows(model, speeds, half_width: float):
     """Each joint's sweep window (the one _joint_points runs) and the joints whose window is not
     centred at the ready pose, with its centre."""
-    from robodyn.drivers.sim import default_initial_q
+    from robodyn.simulation.plant import default_initial_q
     from robodyn.identification.friction import window_within_limits
 
     q_hold = default_initial_q(model)

@@ -67,7 +67,7 @@ def _model(ref_or_name):
 
 
 def run_identify(p: dict) -> dict:
-    from robodyn.identification.daemon_jobs import _config_from_dict  # the daemon's parser of the same JSON config
+    from robodyn.jobs.identification import _config_from_dict  # the daemon's parser of the same JSON config
     from robodyn.identification.data import load_dataset
     from robodyn.identification.pipeline import identify
 

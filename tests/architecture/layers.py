@@ -49,9 +49,10 @@ def lay_out_package(dest: Path) -> Path:
     return dest
 
 
-def lint_imports(tree: Path) -> subprocess.CompletedProcess:
+def lint_imports(tree: Path, config: Path | None = None) -> subprocess.CompletedProcess:
+    """lint-imports' report on ``tree`` under ``config`` (default: the repository's .importlinter)."""
     linter = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
-    return subprocess.run([linter, str(ROOT / ".importlinter"), "--no-cache"], cwd=tree,
+    return subprocess.run([linter, str(config or ROOT / ".importlinter"), "--no-cache"], cwd=tree,
                           env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
                           capture_output=True, text=True, timeout=300)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.architecture.layers import lay_out_package, lint_imports, package_dirs
+from tests.architecture.layers import ROOT, lay_out_package, lint_imports, package_dirs
 
 
 def test_the_import_contracts_hold(tmp_path):
@@ -26,3 +26,23 @@ def test_a_deliberate_upward_import_breaks_them_even_inside_a_function(tmp_path,
 
 def test_every_installed_package_has_a_source_folder():
     assert all(folder.is_dir() for folder in package_dirs().values())
+
+
+@pytest.mark.parametrize("module, sideways", [
+    ("robodyn/identification/sideways_probe.py", "robodyn.daemon"),       # the offline half reaching the daemon
+    ("robodyn/identification/sideways_probe.py", "robodyn.drivers.sim"),  # ... or a driver
+    ("robodyn/calibration/sideways_probe.py", "robodyn.daemon.client"),
+    ("robodyn/drivers/sideways_probe.py", "robodyn.identification"),      # the real-time half reaching the offline one
+    ("robodyn/commands/sideways_probe.py", "robodyn.commands.models"),    # a command module reaching another
+    ("robodyn/scaleout/sideways_probe.py", "robodyn.reproduce"),          # an application reaching a sibling
+])
+def test_a_deliberate_sideways_import_breaks_them_even_inside_a_function(tmp_path, module, sideways):
+    tree = lay_out_package(tmp_path)
+    (tree / module).write_text(f"def later():\n    import {sideways}\n    return {sideways}\n")
+    if module.startswith("robodyn/commands/"):  # a command module the commands contract places on its top line
+        text = (ROOT / ".importlinter").read_text().replace("| scaleout | urdf", "| scaleout | sideways_probe | urdf")
+        (tree / ".importlinter").write_text(text)
+        done = lint_imports(tree, config=tree / ".importlinter")
+    else:
+        done = lint_imports(tree)
+    assert done.returncode != 0 and "sideways_probe" in done.stdout, done.stdout + done.stderr

@@ -19,8 +19,11 @@ HISTORY = re.compile(r"seed_?0\d\d|\bissue \d+\b|\bissue #\d+", re.IGNORECASE)
 
 
 def tracked(pattern: str) -> list[Path]:
-    out = subprocess.run(["git", "ls-files", pattern], cwd=ROOT, capture_output=True, text=True, check=True)
-    return [ROOT / line for line in out.stdout.splitlines()]
+    """The work tree's files (committed or new, not ignored): a file moved but not yet committed
+    counts at its new place only."""
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", pattern], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    return [ROOT / line for line in dict.fromkeys(out.stdout.splitlines()) if (ROOT / line).is_file()]
 
 
 def library_sources() -> list[Path]:

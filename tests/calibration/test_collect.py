@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from robodyn.calibration.collect import FileSource, SimulatedTrackerServer, TcpSource
+from robodyn.calibration.collect import FileSource, TcpSource
+from robodyn.calibration_collect import SimulatedTrackerServer
 from robodyn.calibration.measurement_csv import load_measurements
 from robodyn.calibration.robots import UR5_LI2023_MODEL
 from robodyn.calibration.simulation import TrackerNoise, ur5_li2023_cell

@@ -11,7 +11,7 @@ import pytest
 
 from robodyn.cli import main as cli_main
 from robodyn.daemon import protocol as P
-from robodyn.daemon.recording import load_recording
+from robodyn.recording import load_recording
 from robodyn.daemon.client import DaemonError
 
 from .conftest import READY_Q, excitation, recorder_flushed
@@ -54,7 +54,7 @@ def test_run_records_the_complete_expected_sample_count(daemon):
     assert np.abs(rec.signal("q")[ex] - rec.signal("q_d")[ex]).max() < 0.02
     assert np.ptp(rec.signal("q")[ex], axis=0).min() > 0.01
     # the recorder wrote the listing's entry on close; the daemon lists the run from it
-    from robodyn.daemon.recording import read_index
+    from robodyn.recording import read_index
 
     entry = read_index(s["recording"])
     assert (entry["id"], entry["samples"], entry["lost"], entry["status"]) == (accepted["run_id"], rec.samples, 0,
@@ -184,7 +184,7 @@ def test_recorder_sigkill_mid_run_leaves_a_readable_file(daemon):
     with open(accepted["recording"], "rb") as fh:  # and the official reader's default call opens it
         assert sum(1 for _ in make_reader(fh).iter_messages()) > 0
     # the repair wrote the listing's entry, and the daemon lists the file from it
-    from robodyn.daemon.recording import read_index
+    from robodyn.recording import read_index
 
     entry = read_index(accepted["recording"])
     assert (entry["samples"], entry["status"]) == (rec.samples, "aborted")

@@ -10,7 +10,7 @@ import pytest
 from robodyn.daemon import protocol as P
 from robodyn.daemon import recorder as R
 from robodyn.daemon.config import DaemonConfig
-from robodyn.daemon.recording import load_recording
+from robodyn.recording import load_recording
 from robodyn.drivers.sim import SimulatedRobot
 
 DESC = SimulatedRobot({"seed": 0}).describe().to_dict()

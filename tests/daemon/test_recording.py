@@ -7,7 +7,7 @@ import stat
 import numpy as np
 import pytest
 
-from robodyn.daemon.recording import (RecordingWriter, export_csv, export_npz, import_csv, load_recording,
+from robodyn.recording import (RecordingWriter, export_csv, export_npz, import_csv, load_recording,
                                       read_recording_info)
 from robodyn.drivers.sim import SimulatedRobot
 
@@ -136,7 +136,7 @@ def test_a_file_cut_anywhere_is_finalized_and_opens_with_the_official_default_ca
     """after a crash the official reader's default call raised RecordLengthLimitExceeded.
     The repair gives every cut file a summary, indexes and footer, keeps every complete block
     (the same samples robodyn's loader finds in the cut file) and keeps the torn bytes too."""
-    from robodyn.daemon.recording import recording_is_complete, repair_recording
+    from robodyn.recording import recording_is_complete, repair_recording
 
     full_path = tmp_path / "full.mcap"
     write(full_path, np.arange(1, 1001), close=False)
@@ -187,7 +187,7 @@ def load_block(data):
 
 
 def test_repair_keeps_a_closed_summary_and_survives_a_failed_write(tmp_path, monkeypatch):
-    from robodyn.daemon.recording import repair as R
+    from robodyn.recording import repair as R
 
     path = tmp_path / "r.mcap"
     w = write(path, np.arange(1, 501), close=False)
@@ -210,7 +210,7 @@ def test_repair_keeps_a_closed_summary_and_survives_a_failed_write(tmp_path, mon
 
 
 def test_every_unfinished_file_in_a_directory_is_repaired_finished_ones_untouched(tmp_path):
-    from robodyn.daemon.recording import repair_unfinished
+    from robodyn.recording import repair_unfinished
 
     write(tmp_path / "done.mcap", np.arange(1, 101))
     done = (tmp_path / "done.mcap").read_bytes()
@@ -229,7 +229,7 @@ def test_a_file_that_may_still_have_a_writer_is_not_repaired_under_it(tmp_path):
     """An orphaned recorder of a daemon restarted by hand finalizes for up to 10 s: a new
     recorder must not rewrite the file under it. A file is repaired once nothing has written to
     it for the quiet time (monotonic, as seen by the recorder), at once if its writer is dead."""
-    from robodyn.daemon.recording import UnfinishedFiles
+    from robodyn.recording import UnfinishedFiles
 
     for name in ("written", "quiet", "dead_writer"):
         write(tmp_path / f"{name}.mcap", np.arange(1, 201), close=False)
@@ -255,7 +255,7 @@ def test_a_block_is_written_block_ms_after_its_first_sample_and_survives_a_crash
     turning the loop late is a figure: bench/reliability/run.py --only kills."""
     import time
 
-    from robodyn.daemon.recording import writer
+    from robodyn.recording import writer
 
     clock = [10_000_000_000]
 
@@ -279,7 +279,7 @@ def test_a_block_is_written_block_ms_after_its_first_sample_and_survives_a_crash
 
 
 def test_index_entries_are_atomic_versioned_and_never_replace_newer_ones(tmp_path):
-    from robodyn.daemon.recording import RecordingIndex, build_index, index_path, read_index, write_index
+    from robodyn.recording import RecordingIndex, build_index, index_path, read_index, write_index
 
     write(tmp_path / "a.mcap", np.arange(1, 1001))
     write(tmp_path / "b.mcap", np.arange(1, 501))
@@ -314,7 +314,7 @@ def test_copies_of_a_recording_are_listed_once_each_under_their_own_names(tmp_pa
     also when a copy's index entry was copied with it (it names the original)."""
     import shutil
 
-    from robodyn.daemon.recording import RecordingIndex, build_index, index_path, read_index
+    from robodyn.recording import RecordingIndex, build_index, index_path, read_index
 
     write(tmp_path / "a.mcap", np.arange(1, 1001))  # holds run r1
     build_index(tmp_path / "a.mcap")
@@ -336,7 +336,7 @@ def test_copies_of_a_recording_are_listed_once_each_under_their_own_names(tmp_pa
 def test_recording_files_are_private_whatever_the_umask(tmp_path):
     """A recording, its index entry, a repaired recording and the folders made for them: 0700
     folders, 0600 files, under the 0022 umask of a daemon started from a shell."""
-    from robodyn.daemon.recording import build_index, index_path, repair_recording
+    from robodyn.recording import build_index, index_path, repair_recording
 
     umask = os.umask(0o022)
     try:

@@ -6,7 +6,7 @@ kinematics of the URDF attached to the file."""
 import numpy as np
 import pytest
 
-from robodyn.daemon.recording import RecordingWriter, load_recording
+from robodyn.recording import RecordingWriter, load_recording
 from robodyn.drivers.sim import SimulatedRobot
 from robodyn.robot.loader import load_model
 
@@ -112,7 +112,7 @@ def test_without_ros2_channels_the_file_has_only_robodyns(tmp_path):
 def test_a_cut_file_with_ros2_channels_is_repaired_and_still_decodes(tmp_path):
     """A block is one chunk holding the msgpack block, its JointStates and TFs: a crash cuts
     whole blocks, and the repaired file decodes with the ROS 2 library up to the last one."""
-    from robodyn.daemon.recording import repair_recording
+    from robodyn.recording import repair_recording
 
     full = tmp_path / "full.mcap"
     values, _rt, _host = record(full, n=600)
@@ -131,7 +131,7 @@ def test_a_cut_file_with_ros2_channels_is_repaired_and_still_decodes(tmp_path):
 def test_the_block_joint_state_encoder_matches_the_ros2_library_byte_for_byte():
     from mcap_ros2._dynamic import serialize_dynamic
 
-    from robodyn.daemon.ros2_channels import JointStateEncoder, schema_text
+    from robodyn.recording.ros2_channels import JointStateEncoder, schema_text
 
     name = "sensor_msgs/msg/JointState"
     reference = serialize_dynamic(name, schema_text(name))[name]

@@ -7,7 +7,7 @@ import pytest
 
 from robodyn.drivers.base import (JointCommand, LifecycleError, LimitViolation, REQUIRED_SIGNALS,
                                   check_description)
-from robodyn.drivers.friction import StribeckFriction, friction_torque
+from robodyn.simulation.friction import StribeckFriction, friction_torque
 from robodyn.drivers.registry import create_driver
 from robodyn.drivers.sim import SimulatedRobot
 
@@ -246,7 +246,7 @@ def test_the_plant_runs_on_the_kernels_it_loaded_when_it_connected():
     """No numba compile after connect: every physics step calls the kernels with the argument types
     they were loaded for at connect. (A broadcast, read-only friction parameter once made numba
     compile a second version at the first step of the first run, inside the control loop.)"""
-    from robodyn.drivers import plant_kernels
+    from robodyn.simulation import plant_kernels
 
     kernels = ("drive_and_friction", "applied_forces", "inverse_input", "add_sensed_torque")
     for opts in ({}, {"robot": "ur5e", "rate_hz": 500.0, "friction_ripple": 0.1, "friction_load": 0.05,
@@ -270,7 +270,7 @@ def test_the_plant_splits_friction_into_explicit_and_damping_parts_that_add_up_t
     damping coefficient; together they must be eq. 2 at that velocity, with nothing explicit in the
     linear zone (else the integrator sees a stiff explicit term there). Also: the drive torque
     is saturated at tau_max both ways."""
-    from robodyn.drivers.plant_kernels import drive_and_friction
+    from robodyn.simulation.plant_kernels import drive_and_friction
 
     table = StribeckFriction.franka()
     f = StribeckFriction.create(7, table.fc, table.fs, table.vs, fv=0.05)
@@ -307,16 +307,19 @@ def test_unknown_and_missing_drivers_give_one_sentence(monkeypatch):
 
     with pytest.raises(ValueError, match="unknown kind"):
         create_driver("kuka", {})
-    monkeypatch.setitem(registry.DRIVERS, "ghost", ("robodyn.drivers.ghost_driver", "Ghost", "ghost"))
+    options = "robodyn.drivers.sim:SimConfig"
+    monkeypatch.setitem(registry._REGISTRY, "ghost", registry.DriverSpec(
+        "ghost", "robodyn.drivers.ghost_driver:Ghost", options, "ghost", "a driver not installed"))
     with pytest.raises(ValueError, match="not part of this installation"):
         create_driver("ghost", {})
-    monkeypatch.setitem(registry.DRIVERS, "ghost", ("robodyn_missing_client_lib.driver", "Ghost", "ghost"))
+    monkeypatch.setitem(registry._REGISTRY, "ghost", registry.DriverSpec(
+        "ghost", "robodyn_missing_client_lib.driver:Ghost", options, "ghost", "a driver whose extra is missing"))
     with pytest.raises(ValueError, match=r"pip install 'robodyn\[ghost\]'"):
         create_driver("ghost", {})
 
 
 def test_friction_effects_ripple_with_position_and_grow_with_load():
-    from robodyn.drivers.friction import FrictionEffects
+    from robodyn.simulation.friction import FrictionEffects
 
     fx = FrictionEffects.create(2, ripple=0.2, cycles=2.0, load=0.05, seed=3)
     base = np.array([1.0, 1.0])  # explicit friction of the base law, moving forwards

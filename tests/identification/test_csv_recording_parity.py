@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from robodyn.cli import main
-from robodyn.daemon.recording import RecordingWriter, export_csv, load_recording
+from robodyn.recording import RecordingWriter, export_csv, load_recording
 from robodyn.drivers.sim import SimulatedRobot
 from robodyn.identification.data import load_dataset
 from robodyn.robot.loader import load_model

@@ -93,8 +93,8 @@ def test_bad_input_names_the_field(ur5e):
 
 def _write_recording(path, data: dict, trajectory):
     """A daemon recording of a UR-like driver (q, qd, tau, current) carrying ``data``."""
-    from robodyn.daemon.protocol import PHASE_EXECUTE
-    from robodyn.daemon.recording import RecordingWriter
+    from robodyn.recording.samples import PHASE_EXECUTE
+    from robodyn.recording import RecordingWriter
 
     signals = [{"name": s, "width": 6, "unit": u} for s, u in
                (("q", "rad"), ("qd", "rad/s"), ("tau", "N.m"), ("current", "A"))]

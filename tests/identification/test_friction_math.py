@@ -286,7 +286,7 @@ def test_a_sweep_past_a_joint_limit_is_refused_and_the_window_moves_inside_the_l
     limit in the run-up; the plan refuses it in one line, and the chosen window keeps every sweep's
     whole travel (run-up and run-out, evaluated densely) inside the limits, centred at the ready pose
     where the range allows."""
-    from robodyn.drivers.sim import default_initial_q
+    from robodyn.simulation.plant import default_initial_q
     from robodyn.identification.friction import sweep_extent, sweep_plan, window_within_limits
     from robodyn.robot.loader import load_model
 

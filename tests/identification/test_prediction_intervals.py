@@ -126,7 +126,7 @@ def _write_csv(path, d):
 @pytest.fixture(scope="module")
 def ur_plant():
     """One excitation of the UR-like realistic plant (not the model: see the module doc)."""
-    from robodyn.drivers.sim import default_initial_q
+    from robodyn.simulation.plant import default_initial_q
     from robodyn.identification.realistic_logs import default_plant, run_plant, ur_like
     from robodyn.trajectory import FourierTrajectory
 
@@ -228,7 +228,7 @@ def test_a_plant_run_beyond_the_identified_range_warns_for_the_joint_that_leaves
     Fourier coefficients tripled: that joint's positions leave the identified range on a large
     share of the samples (the excitation's range is about a third of the new one), and the result
     says so in one warning line naming it, with the fraction outside."""
-    from robodyn.drivers.sim import default_initial_q
+    from robodyn.simulation.plant import default_initial_q
     from robodyn.identification.coverage import result_warnings
     from robodyn.identification.realistic_logs import default_plant, run_plant, ur_like
     from robodyn.trajectory import FourierTrajectory

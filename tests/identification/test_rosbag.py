@@ -122,7 +122,7 @@ def test_validate_predict_and_export_read_a_bag(tmp_path, samples, capsys):
 
 
 def test_robodyn_recordings_read_through_their_joint_states_channel(tmp_path):
-    from robodyn.daemon.recording import load_recording
+    from robodyn.recording import load_recording
     from tests.daemon.test_ros2_channels import COLUMNS, PANDA, record
 
     path = tmp_path / "run.mcap"

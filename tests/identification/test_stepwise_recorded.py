@@ -157,8 +157,8 @@ def test_recording_format_round_trip_and_clear_errors(recordings, twolink, tmp_p
 def test_daemon_recording_with_franka_signals(recordings, twolink, tmp_path):
     """A daemon recording (MCAP) with Franka's signal names: q, tau (tau_J), theta; no motor current,
     so the motor sub-system is skipped and said to be, the rest identified."""
-    from robodyn.daemon.protocol import PHASE_EXECUTE
-    from robodyn.daemon.recording import RecordingWriter
+    from robodyn.recording.samples import PHASE_EXECUTE
+    from robodyn.recording import RecordingWriter
 
     ident, _ = recordings
     log = ident.log

@@ -41,7 +41,7 @@ def test_identification_batch_equals_identify_per_recording(local_runs, scara, r
     results = local_runs["identify"]
     assert [r.ok for r in results] == [True, True, True, False]
     for rec, r in zip(recordings, results):
-        from robodyn.identification.daemon_jobs import _config_from_dict
+        from robodyn.jobs.identification import _config_from_dict
 
         direct = identify(scara, [rec], _config_from_dict({"method": "ols", "rotor_inertia": False}),
                           sources=[r.value["provenance"]["recordings"][0]], preprocessed=True).to_dict()

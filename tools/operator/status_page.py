@@ -316,8 +316,8 @@ class JobReports:
             return built
 
     def _build(self, job: str) -> dict:
-        from robodyn.daemon.recording import load_recording
-        from robodyn.identification.daemon_jobs import _model_of
+        from robodyn.recording import load_recording
+        from robodyn.jobs.identification import _model_of
         from robodyn.identification.data import recording_dataset
         from robodyn.identification.pipeline import predict, validate
         from robodyn.identification.report import torque_plot_png, write_html_report

@@ -29,7 +29,7 @@ def validation() -> None:
 
     warm_up_validation(load_model("panda"), 1000.0)
     # and the simulated plant's physics-step kernels, which its driver loads when it connects
-    from robodyn.drivers.plant_kernels import load_kernels
+    from robodyn.simulation.plant_kernels import load_kernels
 
     load_kernels(7)
 

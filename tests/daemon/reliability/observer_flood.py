@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from robodyn.daemon import protocol as P
 from robodyn.daemon.client import Client, DaemonError
-from robodyn.daemon.recording import RecordingWriter, index_row, write_index
+from robodyn.recording import RecordingWriter, index_row, write_index
 
 
 def make_recordings(recordings_dir: Path, count: int, indexed_fraction: float = 0.5, samples: int = 20) -> list[str]:

@@ -15,7 +15,7 @@ import msgpack
 import numpy as np
 
 from robodyn.daemon import protocol as P
-from robodyn.daemon.recording import load_recording
+from robodyn.recording import load_recording
 from tests.daemon.conftest import recorder_flushed
 
 TERMINAL = ("completed", "aborted", "failed")

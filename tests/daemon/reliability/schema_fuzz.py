@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from robodyn.daemon import access
 from robodyn.daemon import protocol as P
-from robodyn.identification.daemon_jobs import ARGS as JOB_ARGS
+from robodyn.jobs.identification import ARGS as JOB_ARGS
 
 SCHEMA = {**P.COMMANDS, **JOB_ARGS}
 ERROR_CODES = {P.E_MALFORMED, P.E_VERSION, P.E_UNKNOWN_COMMAND, P.E_INVALID_ARGS, P.E_INVALID_TRAJECTORY,

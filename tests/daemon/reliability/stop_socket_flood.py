@@ -10,7 +10,7 @@ import time
 import numpy as np
 from robodyn.daemon import protocol as P
 from robodyn.daemon.client import Client
-from robodyn.daemon.recording import load_recording
+from robodyn.recording import load_recording
 
 from tests.daemon.conftest import excitation
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import zmq
 
-from robodyn.daemon.recording import load_recording
+from robodyn.recording import load_recording
 from robodyn.daemon.rtloop import BATCH_CAPACITY
 from robodyn.daemon.client import Client, DaemonError
 from tests.daemon.conftest import DaemonProcess, excitation, recorder_flushed

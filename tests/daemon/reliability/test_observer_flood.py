@@ -193,7 +193,7 @@ def test_identify_config_is_checked_at_submit_naming_the_field(crowded, config, 
 
 def test_a_well_typed_identify_config_passes_the_check_and_the_worker_builds_it():
     """What the check at submit passes, the worker builds (one list of fields for both)."""
-    from robodyn.identification.daemon_jobs import _config_from_dict, check_config
+    from robodyn.jobs.identification import _config_from_dict, check_config
 
     doc = {"method": "wls", "friction": "stribeck", "chunk_samples": 200, "rotor_inertia": False,
            "motor_couplings": [[0, 0, 0, 0, 0, 1, 0.5]], "friction_scales": [0.1] * 7,

@@ -12,7 +12,7 @@ import stat
 import time
 from pathlib import Path
 
-from robodyn.daemon.recording import index_path
+from robodyn.recording import index_path
 
 from tests.daemon.conftest import DaemonProcess, excitation
 

@@ -34,18 +34,18 @@ def test_short_soak_loses_nothing_and_memory_stays_flat(tmp_path, figure):
 # Every place that may read the wall clock, and why it is harmless there: labels and timestamps
 # for humans, never an order, a duration or a deadline.
 WALL_CLOCK_ALLOWED = {
-    ("daemon/recording/writer.py", "_start"): "created_wall label in the file's metadata",
-    ("daemon/recording/repair.py", "repair_recording"): "repaired_wall label and the torn-tail attachment's time stamp",
+    ("robodyn/recording/writer.py", "_start"): "created_wall label in the file's metadata",
+    ("robodyn/recording/repair.py", "repair_recording"): "repaired_wall label and the torn-tail attachment's time stamp",
     ("daemon/runs.py", "_new_run_id"): "run id label; uniqueness by file existence, not by time",
     ("daemon/stop_socket.py", "receive"): "converts the kernel's CLOCK_REALTIME arrival stamp (SO_TIMESTAMPNS) to "
                                           "CLOCK_MONOTONIC for a reported wait; orders nothing",
-    ("identification/daemon_jobs.py", "run_job"): "started / finished timestamps shown to users",
-    ("identification/daemon_jobs.py", "cmd_identify"): "job id label and submitted timestamp",
+    ("robodyn/jobs/identification.py", "run_job"): "started / finished timestamps shown to users",
+    ("robodyn/jobs/identification.py", "cmd_identify"): "job id label and submitted timestamp",
 }
 WALL_CALLS = {("time", "time"), ("time", "time_ns"), ("time", "strftime"), ("time", "localtime"),
               ("time", "gmtime"), ("time", "ctime"), ("datetime", "now"), ("datetime", "utcnow"),
               ("datetime", "today"), ("date", "today")}
-SCANNED = ["daemon", "drivers", "identification/daemon_jobs.py"]
+SCANNED = ["daemon", "drivers", "robodyn/recording", "robodyn/simulation", "robodyn/jobs/identification.py"]
 
 
 def wall_clock_uses(path: Path) -> list[tuple[str, int, str]]:

@@ -15,7 +15,7 @@ import pytest
 from robodyn.daemon import access
 from robodyn.daemon import protocol as P
 from robodyn.daemon.client import Client
-from robodyn.daemon.recording import load_recording
+from robodyn.recording import load_recording
 from robodyn.daemon.stop_socket import STAMP
 
 from tests.daemon.conftest import DaemonProcess, excitation

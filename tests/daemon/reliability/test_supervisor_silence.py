@@ -18,7 +18,7 @@ import pytest
 
 from robodyn.daemon import protocol as P
 from robodyn.daemon.config import DaemonConfig
-from robodyn.daemon.recording import load_recording
+from robodyn.recording import load_recording
 from robodyn.drivers.loop_stats import PeriodHistogram
 from robodyn.daemon.rtloop import DriverLoop, RunExecutor
 from robodyn.daemon.supervisor_watch import SILENCE_LOOK_FRACTION, SupervisorWatch

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from robodyn.daemon.logs import DaemonFormatter, format_fields
-from robodyn.daemon.recording import load_recording
+from robodyn.recording import load_recording
 from robodyn.daemon.sdnotify import notify_address, watchdog_interval_s
 from robodyn.daemon.client import DaemonError
 from tests.daemon.conftest import DaemonProcess, excitation
@@ -218,7 +218,7 @@ def test_worker_service_runs_the_queue_in_order_and_survives_a_failing_job(tmp_p
     run one at a time in queue order; a job that fails does not stop the worker."""
     import json
 
-    from robodyn.identification.daemon_jobs import JobManager, queued_jobs
+    from robodyn.jobs.identification import JobManager, queued_jobs
 
     manager = JobManager(tmp_path, tmp_path / "recordings", runner="service")
     (tmp_path / "recordings").mkdir()

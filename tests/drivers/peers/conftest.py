@@ -78,7 +78,7 @@ def disconnect_mid_run(client, peer, robot: str, doc: dict, mode: str = "positio
     samples (counted by the daemon, so the kill lands mid-run however fast the host runs it), and
     check that the run ends aborted or failed by the lost link, with its partial recording kept.
     Returns the number of executed samples in that recording."""
-    from robodyn.daemon.recording import load_recording
+    from robodyn.recording import load_recording
 
     run_id = client.submit_run(robot, doc, mode=mode, label=f"{robot} disconnect")["run_id"]
     deadline = time.monotonic() + 180  # outer time-out only
@@ -114,7 +114,7 @@ def execute_npz(recording: str, out) -> str:
 
     (The identification CLI's own .mcap reader expects attributes the daemon's Recording does not
     have, so the tests go through the daemon's documented loader.)"""
-    from robodyn.daemon.recording import load_recording
+    from robodyn.recording import load_recording
 
     rec = load_recording(recording)
     ex = rec.phase_mask("execute")

@@ -450,7 +450,7 @@ def test_servoj_excitation_through_the_daemon_record_identify_and_disconnect(tmp
     servoJ command is applied on the tick after the package it answers, so the recordings (and the
     identification on them) are the same on an idle host, a loaded one, or one without SCHED_FIFO,
     up to ticks the controller had to run without a command (counted and checked below)."""
-    from robodyn.daemon.recording import load_recording
+    from robodyn.recording import load_recording
     from robodyn.trajectory import trajectory_from_dict
 
     peer = start_ur_controller(tmp_path, *RT, "--clock", "lockstep", "--seed", "1")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import websockets
 
-from robodyn.daemon.recording import load_recording
+from robodyn.recording import load_recording
 from robodyn.robot.kinematics import forward_kinematics
 from robodyn.robot.loader import load_model
 from tests.tools.operator.conftest import ViewerProcess, excitation

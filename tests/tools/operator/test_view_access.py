@@ -195,7 +195,7 @@ def test_finished_recordings_show_their_summaries_from_the_listing_alone(tmp_pat
     """A recording's summary on the page comes from the daemon's index entry (a bounded digest
     written when it closed), never from `recording_info`, which decodes the whole file: the
     stand-in fails the poll on any command the page should not send."""
-    from robodyn.daemon.recording import index_row
+    from robodyn.recording import index_row
 
     daemon, clock = CountingDaemon(recordings=40), Clock()
     for k, r in enumerate(daemon.recs):

@@ -16,7 +16,7 @@ import numpy as np
 
 from robodyn.drivers.base import JointCommand
 from robodyn.drivers.sim import SimulatedRobot
-from robodyn.drivers.ur_gains import NOMINAL_DRIVE_GAINS
+from robodyn.simulation.ur_gains import NOMINAL_DRIVE_GAINS
 from robodyn.robot.model import standard_parameters
 
 def nominal_drive_gains(robot: str) -> np.ndarray:

@@ -18,7 +18,7 @@ footer metadata).
 
 Every entry is written atomically (a temporary file in the same directory, fsync, rename): a
 crash leaves the old entry or the new one, never half of one. Entries are 0600, as the recordings
-(daemon/private_files.py).
+(robodyn/private_files.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..private_files import write_private_atomic
+from robodyn.private_files import write_private_atomic
 from .layout import recording_id, summary_digest
 
 INDEX_SUFFIX = ".index.json"

@@ -1,4 +1,5 @@
-"""Identification jobs inside the daemon: the offline worker.
+"""Identification jobs inside the daemon: the offline worker (the adapter between the daemon and
+robodyn.identification, above both).
 
 `robodyn daemon` passes :func:`register` to the daemon as an extension, and the daemon gains the
 commands ``identify``, ``job_status``, ``jobs`` and ``pull``. A job runs in its own process (never
@@ -11,7 +12,7 @@ directory ``<data_dir>/jobs/<job_id>/`` with
 
 so a job's state survives a daemon restart and a client can always be told what happened.
 Clients name recordings and jobs by id; no path ever comes from a client. The folders are 0700 and
-the files 0600 whatever the umask (robodyn.daemon.private_files): a job's result is the robot's
+the files 0600 whatever the umask (robodyn.private_files): a job's result is the robot's
 dynamics, the daemon account's data as its recordings are.
 """
 
@@ -28,7 +29,7 @@ import traceback
 from pathlib import Path
 
 from robodyn.daemon import protocol as P
-from robodyn.daemon.private_files import make_private_dir, tighten_dir, write_private_atomic
+from robodyn.private_files import make_private_dir, tighten_dir, write_private_atomic
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -89,8 +90,8 @@ def _config_fields() -> tuple[set, set]:
     at submit and the worker (``cutoff_choice`` is filled in by the fit, never given)."""
     import dataclasses
 
-    from .pipeline import IdentificationConfig
-    from .processing import ProcessingConfig
+    from robodyn.identification.pipeline import IdentificationConfig
+    from robodyn.identification.processing import ProcessingConfig
 
     return ({f.name for f in dataclasses.fields(IdentificationConfig)},
             {f.name for f in dataclasses.fields(ProcessingConfig)} - {"cutoff_choice"})
@@ -102,9 +103,9 @@ def check_config(v) -> str | None:
     refused with its name, not found by the worker."""
     import typing
 
-    from .names import LEAST_SQUARES
-    from .pipeline import IdentificationConfig
-    from .processing import ProcessingConfig
+    from robodyn.identification.names import estimator_names
+    from robodyn.identification.pipeline import IdentificationConfig
+    from robodyn.identification.processing import ProcessingConfig
 
     fields, processing_fields = _config_fields()
     for cls, doc, where, names in ((IdentificationConfig, v, "config", fields),
@@ -129,8 +130,8 @@ def check_config(v) -> str | None:
     scales = v.get("friction_scales")
     if scales is not None and not _numbers(scales):
         return f"field 'config.friction_scales' must be a list of numbers, got {scales!r:.40}"
-    if v.get("method", "wls") not in LEAST_SQUARES:  # a job runs the pipeline's estimators
-        return f"field 'config.method' must be one of {list(LEAST_SQUARES)}, got {v.get('method')!r:.40}"
+    if v.get("method", "wls") not in estimator_names():  # a job runs the pipeline's estimators (names.py)
+        return f"field 'config.method' must be one of {list(estimator_names())}, got {v.get('method')!r:.40}"
     try:
         _config_from_dict(v)
     except (ValueError, TypeError) as exc:
@@ -169,8 +170,8 @@ def private_jobs_dir(data_dir) -> Path:
 def _config_from_dict(d: dict):
     """The job's config; a value out of its range raises ValueError naming its field
     (``field 'config.processing.trim_s': must be >= 0.0, got -5``)."""
-    from .pipeline import IdentificationConfig
-    from .processing import ProcessingConfig
+    from robodyn.identification.pipeline import IdentificationConfig
+    from robodyn.identification.processing import ProcessingConfig
 
     fields, processing_fields = _config_fields()
     d = dict(d or {})
@@ -212,18 +213,21 @@ def run_job(job_dir: str, recordings_dir: str) -> None:
         _write_json_atomic(job_dir / "status.json", status)
 
     try:
-        from robodyn.daemon.recording import load_recording
+        from robodyn.recording import load_recording
 
-        from .coverage import identification_coverage
-        from .data import recording_dataset
-        from .intervals import residual_model
-        from .pipeline import identify, validate
+        from robodyn.identification.coverage import identification_coverage
+        from robodyn.identification.data import recording_dataset
+        from robodyn.identification.intervals import residual_model
+        from robodyn.identification.pipeline import identify, validate
+        from robodyn.identification.selection import validated_cutoff
 
         _write_json_atomic(job_dir / "status.json", status)
         config = _config_from_dict(request.get("config"))
         recs = [load_recording(Path(recordings_dir) / f"{rid}.mcap") for rid in request["recordings"]]
         model = _model_of(recs[0])
         datasets = [recording_dataset(r) for r in recs]
+        # the automatic cut-off judged on held-out data, as `robodyn identify` does
+        config = validated_cutoff(model, datasets, config)
         result = identify(model, datasets, config, sources=request["recordings"], progress=report)
         doc = result.to_dict()
         # what the fit saw and its residual model, as the command line's result stores them, so

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from robodyn import __version__
+from robodyn.private_files import open_private
+from robodyn.wire import unpackb
 
-from .. import protocol as P
-from ..private_files import open_private
 from .layout import STATE_TOPIC
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
@@ -202,7 +202,7 @@ def _count_message(scan: _Scan, msg) -> None:
     channel = scan.channels.get(msg.channel_id)
     if channel is not None and channel.topic == STATE_TOPIC:
         try:
-            block = P.unpackb(msg.data, max_bytes=1 << 30)
+            block = unpackb(msg.data, max_bytes=1 << 30)
             scan.state_seq.append(np.asarray(block["seq"], np.uint64))
         except Exception:
             pass

@@ -1,5 +1,5 @@
 """Recordings to and from other tools: CSV and NPZ export, and the import of an external CSV log
-as a :class:`~robodyn.daemon.recording.reader.Recording`."""
+as a :class:`~robodyn.recording.reader.Recording`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import protocol as P
+from . import samples as P
 from .reader import Recording
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import protocol as P
+from robodyn.wire import unpackb
+
+from . import samples as P
 from .layout import EVENT_TOPIC, FORMAT, STATE_TOPIC, recording_id, summary_digest
 
 
@@ -105,7 +107,7 @@ def load_recording(path: str | Path) -> Recording:
                 elif isinstance(rec, Message):
                     topic = channels.get(rec.channel_id)
                     if topic == STATE_TOPIC:
-                        blocks.append(P.unpackb(rec.data, max_bytes=1 << 30))
+                        blocks.append(unpackb(rec.data, max_bytes=1 << 30))
                     elif topic == EVENT_TOPIC:
                         events.append(json.loads(rec.data))
                 elif isinstance(rec, Footer):

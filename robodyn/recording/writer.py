@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from robodyn import __version__
+from robodyn.private_files import make_private_dir, open_private
+from robodyn.wire import packb
 
-from .. import protocol as P
-from ..private_files import make_private_dir, open_private
 from .layout import EVENT_TOPIC, FORMAT, FORMAT_VERSION, STATE_SCHEMA, STATE_TOPIC
 
 
@@ -83,7 +83,7 @@ class RecordingWriter:
         self._state_ch = self._mcap.register_channel(STATE_TOPIC, "msgpack", schema)
         self._event_ch = self._mcap.register_channel(EVENT_TOPIC, "json", 0)
         if self.ros2_model is not None:
-            from ..ros2_channels import Ros2Channels
+            from .ros2_channels import Ros2Channels
 
             m = self.ros2_model
             urdf = full_meta.get("model_urdf") or ""
@@ -138,7 +138,7 @@ class RecordingWriter:
         n = self._n
         if n == 0:
             return
-        data = P.packb({"seq": self._seq[:n], "robot_time": self._robot_time[:n], "host_time_ns": self._host[:n],
+        data = packb({"seq": self._seq[:n], "robot_time": self._robot_time[:n], "host_time_ns": self._host[:n],
                         "phase": self._phase[:n], "values": self._values[:n]})
         t = int(self._host[0])
         self._mcap.add_message(self._state_ch, log_time=t, data=data, publish_time=t, sequence=self._blocks)
