@@ -9,6 +9,9 @@ torques (N, n)); only per-joint sufficient statistics are kept,
 so memory is O(n p^2) however long the recording. OLS and WLS need one pass: the per-joint
 residual sums of squares follow from the statistics, RSS_j = c_j - 2 theta^T b_j + theta^T A_j theta.
 IRLS needs a pass per reweighting, so it takes a callable that yields the chunks again.
+
+Which estimators exist, how each is called and where it is offered is the estimator table,
+names.ESTIMATORS; :func:`estimate` runs any entry of it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg.blas import dsyrk
 
-from .names import LEAST_SQUARES as METHODS
+from .names import ESTIMATORS
+from .names import LEAST_SQUARES as METHODS  # noqa: F401  (re-exported: the table's names)
 
 
 def torque_metrics_from_sums(joint_names, count, samples: int, *, measured, predicted, measured_squared,
@@ -174,37 +178,56 @@ class Estimate:
             return np.where(np.abs(self.theta) > 0, 100.0 * self.std / np.abs(self.theta), np.inf)
 
 
-def _solve(A: np.ndarray, b: np.ndarray, names=None) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """Solve A x = b for symmetric PSD A with a rank check; returns x, A^-1, rank, cond(W)."""
+UNEXCITED_SHARE = 0.1  # a parameter whose unit direction lies this much in the unexcited subspace is named
+
+
+def _solve(A: np.ndarray, b: np.ndarray, names=None) -> tuple[np.ndarray, np.ndarray, int, float, str | None]:
+    """Solve A x = b for symmetric PSD A with a rank check; returns x, A^-1, rank, cond(W) and a
+    note (None when the rank is full).
+
+    A rank-deficient A (the data do not excite some combinations of the parameters: a real arm's
+    short or slow excitation often leaves one to three) is solved in the excited subspace only,
+    the minimum-norm solution in unit-scaled parameters, as a least-squares script's ``lstsq``
+    does; its inverse there stands for A^-1. Predictions on motions like the data's are then as
+    good as the data allow; the parameters involved in the unexcited directions are not
+    identified, and the note names them."""
     # scale columns so the rank test is unit-free (kg vs kg.m^2 vs N.m columns)
     d = np.sqrt(np.maximum(np.diag(A), 1e-300))
     As = A / np.outer(d, d)
     eig = np.linalg.eigvalsh(A)
-    eig_s = np.linalg.eigvalsh(As)
-    rank = int(np.sum(eig_s > eig_s.max() * 1e-12))
+    eig_s, vec_s = np.linalg.eigh(As)
+    keep = eig_s > eig_s.max() * 1e-12
+    rank = int(np.sum(keep))
     cond = float(np.sqrt(eig.max() / eig.min())) if eig.min() > 0 else float("inf")
     if rank < A.shape[0]:
-        weakest = np.argsort(np.abs(np.linalg.eigh(As)[1][:, 0]))[::-1][:3]
-        which = ", ".join(names[i] for i in weakest) if names is not None else str(weakest.tolist())
-        raise ValueError(f"excitation: the regressor is rank deficient (rank {rank} of {A.shape[0]}); the data do "
-                         f"not excite the base parameters (weakest direction involves {which}). Use a richer "
-                         "excitation trajectory (e.g. robodyn excitation design) or identify fewer parameters.")
+        V = vec_s[:, keep]
+        inv_s = (V / eig_s[keep]) @ V.T
+        xs = inv_s @ (b / d)
+        share = np.sum(vec_s[:, ~keep] ** 2, axis=1)
+        involved = np.argsort(share)[::-1]
+        involved = [i for i in involved if share[i] > UNEXCITED_SHARE][:8] or list(involved[:3])
+        which = ", ".join(names[i] if names is not None else str(i) for i in involved)
+        note = (f"excitation: the data do not excite {A.shape[0] - rank} of the {A.shape[0]} parameter directions "
+                f"(rank {rank}); those involving {which} are not identified (left at the minimum-norm solution). "
+                "Predictions hold for motions like the identification data; a richer excitation (robodyn excitation "
+                "design) identifies them")
+        return xs / d, inv_s / np.outer(d, d), rank, cond, note
     c, low = scipy.linalg.cho_factor(As)
     xs = scipy.linalg.cho_solve((c, low), b / d)
     inv_s = scipy.linalg.cho_solve((c, low), np.eye(A.shape[0]))
-    return xs / d, inv_s / np.outer(d, d), rank, cond
+    return xs / d, inv_s / np.outer(d, d), rank, cond, None
 
 
 def ols(ne: NormalEquations, names=None) -> Estimate:
     A, b, cc = ne.total()
-    theta, inv, rank, cond = _solve(A, b, names)
+    theta, inv, rank, cond, note = _solve(A, b, names)
     rows = int(ne.rows.sum())
     rss = ne.joint_rss(theta)
     dof_res = max(rows - ne.params, 1)
     sigma2 = float(rss.sum()) / dof_res
     sigma_j = np.sqrt(rss / np.maximum(ne.rows - ne.params / ne.dof, 1))
     return Estimate("ols", theta, sigma2 * inv, sigma_j, rank, cond, rows,
-                    float(np.sqrt(rss.sum() / cc)) if cc > 0 else 0.0)
+                    float(np.sqrt(rss.sum() / cc)) if cc > 0 else 0.0, notes=[note] if note else [])
 
 
 def wls(ne: NormalEquations, names=None) -> Estimate:
@@ -217,11 +240,12 @@ def wls(ne: NormalEquations, names=None) -> Estimate:
         sigma2 = np.maximum(sigma2, 1e-30)
     w = 1.0 / sigma2
     A, b, _ = ne.total(w)
-    theta, inv, rank, cond = _solve(A, b, names)
+    theta, inv, rank, cond, note = _solve(A, b, names)
     rss2 = ne.joint_rss(theta)
     cc = float(ne.c.sum())
     est = Estimate("wls", theta, inv, np.sqrt(rss2 / np.maximum(ne.rows - ne.params / ne.dof, 1)), rank, cond,
-                   int(ne.rows.sum()), float(np.sqrt(rss2.sum() / cc)) if cc > 0 else 0.0, weights=w)
+                   int(ne.rows.sum()), float(np.sqrt(rss2.sum() / cc)) if cc > 0 else 0.0, weights=w,
+                   notes=[note] if note else [])
     return est
 
 
@@ -332,13 +356,15 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
             weighted.add(W, tau, huber_weights(resid[offset: offset + N], scale, k))
             offset += N
         A, b, _ = weighted.total()
-        new_theta, inv, rank, cond = _solve(A, b, names)
+        new_theta, inv, rank, cond, note = _solve(A, b, names)
         step = np.linalg.norm(new_theta - theta) / max(np.linalg.norm(theta), 1e-300)
         theta = new_theta
         if step < tol:
             break
     else:
         notes.append(f"IRLS stopped after {max_iterations} iterations without meeting tol {tol}")
+    if note:
+        notes.append(note)
     rss = ne.joint_rss(theta)
     rows = int(ne.rows.sum())
     sigma2 = float(rss.sum()) / max(rows - params, 1)
@@ -369,10 +395,13 @@ def accumulate(chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]], do
 
 def estimate(method: str, chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]], dof: int, params: int,
              names=None, statistics: NormalEquations | None = None) -> tuple[Estimate, NormalEquations]:
-    """Run one estimator; returns the estimate and the (unweighted) normal equations of the data."""
-    if method not in METHODS:
-        raise ValueError(f"method: unknown estimator {method!r}; expected one of {list(METHODS)}")
+    """Run one estimator of the table (names.ESTIMATORS); returns the estimate and the (unweighted)
+    normal equations of the data."""
+    spec = ESTIMATORS.get(method)
+    if spec is None:
+        raise ValueError(f"method: unknown estimator {method!r}; expected one of {list(ESTIMATORS)}")
     ne = statistics if statistics is not None else accumulate(chunks, dof, params)
-    if method == "irls":
-        return irls(chunks, dof, params, names, statistics=ne), ne
-    return {"ols": ols, "wls": wls, "ridge": ridge, "tls": tls}[method](ne, names), ne
+    function = spec.load()
+    if spec.passes:
+        return function(chunks, dof, params, names, statistics=ne), ne
+    return function(ne, names), ne

@@ -167,12 +167,14 @@ class _ResidualStats:
 def _config_of(result: dict, recordings: int):
     """The least-squares configuration a result was identified with (its resolved cut-off, friction
     scales and weights), to refit it on part of its data; None for other methods."""
+    from .names import ESTIMATORS
     from .pipeline import IdentificationConfig
     from .processing import ProcessingConfig
 
     c = result.get("config") or {}
     method = (result.get("estimate") or {}).get("method")
-    if method not in ("ols", "wls", "irls", "ridge", "tls") or c.get("method") != method:
+    spec = ESTIMATORS.get(method)
+    if spec is None or not spec.refit_for_intervals or c.get("method") != method:
         return None
     weights = c.get("recording_weights", "equal")
     if isinstance(weights, list) and len(weights) != recordings:

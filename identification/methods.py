@@ -58,8 +58,10 @@ class MethodResult:
     details: dict = field(default_factory=dict)  # the method's own section of the result document
     summary: str = ""  # one line for a terminal
 
-    def to_dict(self) -> dict:
-        return {**self.result.to_dict(), **self.details}
+    def to_json_dict(self) -> dict:
+        return {**self.result.to_json_dict(), **self.details}
+
+    to_dict = to_json_dict
 
 
 def joint_weights_from(weights, ne: NormalEquations) -> np.ndarray | None:
@@ -185,19 +187,27 @@ def identify_method(model: RobotModel, datasets: Sequence[SampledData], config: 
 
 
 def identification_document(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
-                            method: str, *, options: MethodOptions | None = None, select: bool = False,
-                            holdout: Sequence[SampledData] = (), folds: int | None = None,
-                            sources: Sequence[str] = (), holdout_sources: Sequence[str] = (),
-                            preprocessed: bool = False, progress: Callable[[str, float], None] | None = None,
-                            iteration_callback: Callable | None = None) -> tuple[dict, dict, str]:
-    """The result document of one identification, the method's own section of it (also merged into
-    the document) and a one-line summary: ``method`` (or, with ``select``, the least-squares model
+                            method: str, **kwargs) -> tuple[dict, dict, str]:
+    """:func:`identification_result` as its JSON document, the method's own section and the summary line."""
+    result, details, summary = identification_result(model, datasets, config, method, **kwargs)
+    return result.to_json_dict(), details, summary
+
+
+def identification_result(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
+                          method: str, *, options: MethodOptions | None = None, select: bool = False,
+                          holdout: Sequence[SampledData] = (), folds: int | None = None,
+                          sources: Sequence[str] = (), holdout_sources: Sequence[str] = (),
+                          preprocessed: bool = False, progress: Callable[[str, float], None] | None = None,
+                          iteration_callback: Callable | None = None
+                          ) -> tuple[IdentificationResult, dict, str]:
+    """The result of one identification, the method's own section of it (also one of the result's
+    sections) and a one-line summary: ``method`` (or, with ``select``, the least-squares model
     selection of :mod:`.selection`: blocked cross-validation in ``folds`` blocks, each ``holdout``
     recording one more fold), the method's own section, the coverage record (what the fit saw, per
     joint: :mod:`.coverage`), for raw data the fit against what the sensor measured, processed
     exactly as validation will process it, and the fit's error on each ``holdout`` recording."""
     from .coverage import identification_coverage
-    from .pipeline import validate
+    from .pipeline import add_checks, validate
 
     details, summary = {}, ""
     if select:
@@ -207,35 +217,41 @@ def identification_document(model: RobotModel, datasets: Sequence[SampledData], 
         result = select_model(model, datasets, config, folds=folds or FOLDS, holdout=list(holdout),
                               sources=list(sources), progress=progress)
     else:
+        if not preprocessed:  # the automatic cut-off judged on held-out data, not assumed (selection.py)
+            from .selection import validated_cutoff
+
+            config = validated_cutoff(model, datasets, config)
         outcome = identify_method(model, datasets, config, method, options=options, sources=sources,
                                   preprocessed=preprocessed, progress=progress, iteration_callback=iteration_callback)
         result, details, summary = outcome.result, outcome.details, outcome.summary
-    doc = result.to_dict()
-    doc.update(details)
-    doc["coverage"] = identification_coverage(datasets, result.config.processing, model.joint_names,
+    result.sections.update(details)
+    add_checks(model, datasets, result, preprocessed)
+    result.coverage = identification_coverage(datasets, result.config.processing, model.joint_names,
                                               result.friction_model, preprocessed)
+    # validation and the residual model read a result in its document form
     if not preprocessed:
         from .intervals import residual_model
 
-        measured = validate(model, doc, datasets)
-        doc["metrics"]["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
+        measured = validate(model, result.to_json_dict(), datasets)
+        result.metrics["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
         # the residual model of the prediction intervals (intervals.py), on the same samples
         # held-out recordings of other motion, when given, calibrate the interval's spread
-        doc["residual_model"] = residual_model(model, doc, datasets, held_out=list(holdout))
+        result.residual_model = residual_model(model, result.to_json_dict(), datasets, held_out=list(holdout))
         if len(datasets) > 1:  # several recordings, each processed on its own and stacked: each one's fit
             names = list(sources) if len(sources) == len(datasets) else [f"recording {k + 1}"
                                                                          for k in range(len(datasets))]
-            weights = doc["config"].get("recording_weights")
+            weights = result.config.recording_weights
             weights = weights if isinstance(weights, list) and len(weights) == len(datasets) else [None] * len(datasets)
-            doc["metrics"]["per_recording"] = [
+            doc = result.to_json_dict()
+            result.metrics["per_recording"] = [
                 {"recording": name, "weight": None if w is None else np.broadcast_to(w, (model.dof,)).tolist(),
                  **{k: v for k, v in validate(model, doc, [d]).items() if k != "filtered"}}
                 for name, d, w in zip(names, datasets, weights)]
     if holdout:
-        held = validate(model, doc, list(holdout))
-        doc["metrics"]["held_out"] = {"recordings": list(holdout_sources),
+        held = validate(model, result.to_json_dict(), list(holdout))
+        result.metrics["held_out"] = {"recordings": list(holdout_sources),
                                       **{k: v for k, v in held.items() if k != "filtered"}}
-    return doc, details, summary
+    return result, details, summary
 
 
 def identify_stepwise(model: RobotModel, sources: Sequence, config: IdentificationConfig,

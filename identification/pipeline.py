@@ -3,162 +3,39 @@
 Data flow. Each raw dataset (t, q, [qd], tau) is processed (processing.process) into uniform q, qd,
 qdd, tau. The regressor is evaluated chunk by chunk (``chunk_samples`` rows at a time, into one
 reused buffer) and reduced to the base columns, and only per-joint normal equations survive a
-chunk (estimators.NormalEquations). The result is a JSON-ready :class:`IdentificationResult` that
-:func:`predict` turns back into torques.
+chunk (estimators.NormalEquations). The result is an :class:`.result.IdentificationResult`, JSON
+only at the edge, that :func:`predict` turns back into torques.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from robodyn import __version__
-from robodyn.robot.friction import MODELS as FRICTION_MODELS
 from robodyn.robot.friction import FrictionModel
 from robodyn.robot.model import RobotModel
 
 from .base_params import BaseParameters, base_parameters
+from .config import IdentificationConfig  # noqa: F401  (re-exported)
 from .estimators import Estimate, estimate, torque_metrics_from_sums
 from .friction import FrictionColumns, choose_friction_scales
+from .names import LEAST_SQUARES
 from .processing import ProcessingConfig, process_windows, resolve_processing
-from .recording_weights import StackedChunks, check_spec
+from .recording_weights import StackedChunks
 from .regressor import ColumnSpec, regressor
+from .result import RESULT_FORMAT, RESULT_VERSION, IdentificationResult, read_document  # noqa: F401  (re-exported)
 from .signals import SampledData
 from .streaming import RegressorChunks, coulomb_signal
 
-RESULT_FORMAT = "robodyn.identification"
-RESULT_VERSION = 1
-FRICTION_CHOICES = ("none",) + FRICTION_MODELS
-
-
-@dataclass
-class IdentificationConfig:
-    method: str = "wls"
-    friction: str = "coulomb-viscous"  # none | coulomb-viscous | stribeck | sigmoid
-    rotor_inertia: bool = True
-    # a fitted FrictionModel (dict) to subtract before filtering (Ni et al. 2024 eq. 9), e.g. from the
-    # friction experiment; without it the friction is identified with the dynamics
-    friction_model: dict | None = None
-    processing: ProcessingConfig = field(default_factory=ProcessingConfig)
-    chunk_samples: int = 20000
-    motor_couplings: tuple = ()  # shared motors (coupled wrists), see regressor.ColumnSpec
-    # per-joint velocity scale of sigmoid / Stribeck friction identified with the dynamics (rad/s);
-    # None: chosen from the data (friction.choose_friction_scales)
-    friction_scales: list | None = None
-    # several recordings: "inverse-variance" (default), "equal", or numbers per recording; the
-    # result stores the weights used, per recording and joint (recording_weights.py says why)
-    recording_weights: str | list = "inverse-variance"
-
-    def __post_init__(self):
-        if self.friction not in FRICTION_CHOICES:
-            raise ValueError(f"friction: expected one of {list(FRICTION_CHOICES)}, got {self.friction!r}")
-        if self.chunk_samples < 100:
-            raise ValueError(f"chunk_samples: must be >= 100, got {self.chunk_samples}")
-        if self.friction_scales is not None:
-            self.friction_scales = [float(x) for x in np.asarray(self.friction_scales, float).ravel()]
-        self.recording_weights = check_spec(self.recording_weights)
-
-    @property
-    def joint_friction(self) -> bool:
-        """Friction columns in the regressor (identified with the dynamics), not a model subtracted."""
-        return self.friction != "none" and self.friction_model is None
-
-    @property
-    def spec(self) -> ColumnSpec:
-        friction = ("viscous", "coulomb", "offset") if self.joint_friction else ()
-        return ColumnSpec(self.rotor_inertia, friction, tuple(tuple(c) for c in self.motor_couplings))
-
-    @property
-    def columns(self) -> FrictionColumns | None:
-        if not self.joint_friction:
-            return None
-        if self.friction == "coulomb-viscous":
-            return FrictionColumns()
-        if self.friction_scales is None:
-            raise ValueError(f"friction_scales: the {self.friction} columns need their velocity scales chosen first")
-        return FrictionColumns(self.friction, self.friction_scales)
-
-    def to_dict(self) -> dict:
-        return {"method": self.method, "friction": self.friction, "rotor_inertia": self.rotor_inertia,
-                "friction_model": self.friction_model, "processing": self.processing.to_dict(),
-                "chunk_samples": self.chunk_samples,
-                "motor_couplings": [list(c) for c in self.motor_couplings],
-                "friction_scales": self.friction_scales, "recording_weights": self.recording_weights}
-
-
-@dataclass
-class IdentificationResult:
-    robot: str
-    base: BaseParameters
-    estimate: Estimate
-    friction_model: FrictionModel | None
-    config: IdentificationConfig
-    metrics: dict
-    steps: list
-    provenance: dict
-    selection: dict | None = None  # model selection by held-out error (selection.select), when run
-
-    @property
-    def values(self) -> np.ndarray:
-        return self.estimate.theta
-
-    def to_dict(self) -> dict:
-        est = self.estimate
-        columns = self.config.columns
-        dof = len(self.metrics["identification"]["joints"])
-        extra = columns.extra_names(dof) if columns is not None else []
-        names = list(self.base.names) + extra
-        expressions = list(self.base.expressions()) + (columns.extra_expressions(dof) if extra else [])
-        return {
-            "format": RESULT_FORMAT, "version": RESULT_VERSION,
-            "robot": self.robot,
-            "base": self.base.to_dict(),
-            "estimate": {
-                "method": est.method,
-                "parameters": [{"name": n, "expression": e, "value": float(v), "std": float(s),
-                                "relative_std_percent": float(r) if np.isfinite(r) else None}
-                               for n, e, v, s, r in zip(names, expressions, est.theta, est.std,
-                                                        est.relative_std_percent)],
-                "values": est.theta.tolist(),
-                "covariance": est.covariance.tolist(),
-                "rank": est.rank, "cond": est.cond, "rows": est.rows,
-                "relative_residual": est.relative_residual,
-                "sigma_per_joint": est.sigma.tolist(),
-                "weights": None if est.weights is None else est.weights.tolist(),
-                "iterations": est.iterations, "notes": est.notes,
-            },
-            "friction_model": None if self.friction_model is None else self.friction_model.to_dict(),
-            "friction_columns": None if columns is None else columns.to_dict(),
-            "config": self.config.to_dict(),
-            "metrics": self.metrics,
-            "processing_steps": self.steps,
-            "provenance": self.provenance,
-            **({"selection": self.selection} if self.selection is not None else {}),
-        }
-
-    def save(self, path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1))
-
-
 def load_result(path) -> dict:
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not a JSON identification result ({exc})") from exc
-    if doc.get("format") != RESULT_FORMAT:
-        raise ValueError(f"{path}: format is {doc.get('format')!r}, expected {RESULT_FORMAT!r}")
-    if doc.get("version") != RESULT_VERSION:
-        raise ValueError(f"{path}: result version {doc.get('version')!r} is not supported (expected {RESULT_VERSION})")
-    return doc
+    """The JSON document of a result file (format and version checked): the form validate, predict
+    and the exports read. result.read_result gives the typed result."""
+    return read_document(path)
 
 
 # --------------------------------------------------------------------------- chunked regressor
@@ -385,7 +262,37 @@ def identify(model: RobotModel, datasets: Sequence[SampledData], config: Identif
     report("estimating", 0.1)
     est, statistics = estimate(prep.config.method, prep.chunks, model.dof, prep.params, prep.names)
     report("done", 1.0)
-    return result_from(model, prep, est, statistics, sources)
+    result = result_from(model, prep, est, statistics, sources)
+    add_checks(model, datasets, result, preprocessed)
+    return result
+
+
+def add_checks(model: RobotModel, datasets: Sequence[SampledData], result: IdentificationResult,
+               preprocessed: bool = False) -> None:
+    """What a reader of a real arm's result should be told besides the fit, added to the
+    estimate's notes (printed as warnings): repeated samples in a recording (signals.repeated_samples),
+    estimates no robot can have (plausibility.py) and a base that is not level (gravity_check.py)."""
+    from .gravity_check import check_gravity
+    from .plausibility import implausible, warning_line
+    from .signals import repeated_samples
+
+    notes = result.estimate.notes
+    for k, raw in enumerate(datasets):
+        line = repeated_samples(raw)["warning"]
+        if line:
+            notes.append(line if len(datasets) == 1 else f"recording {k + 1}: {line}")
+    if result.method in LEAST_SQUARES:
+        line = warning_line(implausible(result.parameter_names(), result.estimate.theta, result.estimate.std, model))
+        if line:
+            notes.append(line)
+    first = datasets[0]
+    if not preprocessed:
+        first = next(iter(process_windows(first, result.config.processing, friction=result.friction_model,
+                                          columns=result.config.columns))).data
+    if first.qd is not None and first.qdd is not None and first.tau is not None and first.count >= 100:
+        line = check_gravity(model, first.q, first.qd, first.qdd, first.tau, result.config.spec)["warning"]
+        if line:
+            notes.append(line)
 
 
 def result_from(model: RobotModel, prep: PreparedData, est: Estimate, statistics, sources: Sequence[str] = (),

@@ -7,12 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from robodyn.cli import UserError, _strict, print_json
-from robodyn.identification.names import DESCRIPTIONS, METHODS
+from robodyn.errors import UserError
+from robodyn.identification.names import DESCRIPTIONS, LEAST_SQUARES, METHODS, SELECTABLE
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import add_json, deprecated, nonnegative_float, number, output_path, positive_float, positive_int
+from .common import (add_json, deprecated, nonnegative_float, number, output_path, positive_float, positive_int,
+                     print_json, strict_json)
 
 DEFAULT_RESULT = "result.json"
 DRIVE_GAINS_HELP = "motor current to joint torque, N.m/A per joint, for CSV files with current columns"
@@ -136,7 +137,7 @@ def config_from_args(args, model, method: str = "ols"):
     if args.friction_model:
         friction_model = json.loads(Path(args.friction_model).read_text())
         friction_model = friction_model.get("model", friction_model)
-    return IdentificationConfig(method=method if method in ("ols", "wls", "irls", "ridge", "tls") else "ols",
+    return IdentificationConfig(method=method if method in LEAST_SQUARES else "ols",
                                 friction=args.friction, rotor_inertia=not args.no_rotor_inertia,
                                 friction_model=friction_model, processing=processing_from_args(args),
                                 motor_couplings=model.motor_couplings,
@@ -159,7 +160,7 @@ def add_identify_arguments(p, default_method: str | None = None) -> None:
     add_model_arguments(p)
     p.add_argument("--select", action="store_true",
                    help="choose friction model (Coulomb-viscous, smooth Coulomb tanh, Stribeck), rotor inertia and "
-                        "least-squares estimator (OLS, WLS, IRLS, ridge, TLS) by blocked cross-validation: --folds "
+                        f"least-squares estimator ({', '.join(SELECTABLE)}) by blocked cross-validation: --folds "
                         "blocks (by phase of the period when the excitation repeats, else contiguous), each --holdout recording one more fold; the default is kept unless a "
                         "candidate beats it by more than one standard error (then the simplest within one standard "
                         "error of the best); prints every candidate's mean +- spread")
@@ -236,7 +237,6 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_drive_gains)
 
 
-
 def _load(paths, model, gains, result: dict | None = None, topic: str | None = None):
     """The datasets (with ``result``, after checking that the model fits it); what the loaders warn
     about (a CSV without a phase column, lost samples, a model of another name) is printed as one
@@ -299,7 +299,7 @@ def summary_lines(doc: dict) -> list[str]:
     lines = [f"{doc['robot']}: {doc['base']['count']} base parameters, method {est['method']}, {friction}",
              f"rows {est['rows']}, rank {est['rank']}, cond {est['cond']:.4g}, relative residual "
              f"{est['relative_residual']:.4g}"]
-    lines += processing_lines(doc)
+    lines += [f"warning: {note}" for note in est.get("notes") or []] + processing_lines(doc)
     lines += metric_lines(doc["metrics"]["identification"], "fit against the processed (low-passed) torque")
     if "measured" in doc["metrics"]:
         lines += metric_lines(doc["metrics"]["measured"], "fit against the measured torque")
@@ -336,10 +336,10 @@ def selection_lines(sel: dict, limit: int = 15) -> list[str]:
 
 
 def cmd_identify(args) -> int:
-    from robodyn.identification.methods import identification_document, iteration_budget
+    from robodyn.identification.methods import identification_result, iteration_budget
     from robodyn.robot.loader import load_model
 
-    if args.select and args.method not in (None, "ols", "wls", "irls", "ridge", "tls"):
+    if args.select and args.method is not None and args.method not in SELECTABLE:
         raise UserError(f"--select chooses among the least-squares estimators; it does not run --method "
                         f"{args.method} (drop one of the two)")
     method = args.method or "wls"
@@ -356,15 +356,15 @@ def cmd_identify(args) -> int:
     budget = iteration_budget(method, options) if method in ("wso", "pso", "ga", "icpso") else None
     with bars.bar(args, total=100, desc="identify", unit="%") as stage_bar, \
             (bars.bar(args, total=budget, desc=method, unit="it") if budget else bars.none()) as it_bar:
-        doc, details, method_line = identification_document(
+        result, details, method_line = identification_result(
             model, datasets, config, method, options=options, select=args.select, holdout=holdout,
             folds=args.folds, sources=[str(p) for p in args.data],
             holdout_sources=[str(p) for p in args.holdout or ()], preprocessed=args.preprocessed,
-            progress=bars.stages(stage_bar),
-            iteration_callback=bars.iterations(it_bar, fitness_label="J"))
+            progress=bars.stages(stage_bar), iteration_callback=bars.iterations(it_bar, fitness_label="J"))
     # where the model came from, so validate and predict load the same one (a file, or a built-in)
-    doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
-    Path(args.out).write_text(json.dumps(_strict(doc), indent=1, allow_nan=False))
+    result.robot_ref = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
+    doc = result.to_json_dict()  # the file, the report and the printed summary read the document
+    Path(args.out).write_text(json.dumps(strict_json(doc), indent=1, allow_nan=False))
     if args.report:
         _write_report(args.report, model, doc, datasets, holdout, args)
     if args.json:
@@ -436,7 +436,7 @@ def _identify_stepwise(args, model) -> int:
     doc = identify_stepwise(model, [str(p) for p in args.data], config_from_args(args, model, "ols"),
                             method_options(args, "stepwise"))
     doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
-    Path(args.out).write_text(json.dumps(_strict(doc), indent=1, allow_nan=False))
+    Path(args.out).write_text(json.dumps(strict_json(doc), indent=1, allow_nan=False))
     if args.json:
         print_json({"out": args.out, **doc})
     else:
