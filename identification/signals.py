@@ -91,6 +91,35 @@ def sampling_report(t: np.ndarray) -> dict:
             "min_period": float(dt.min()), "gaps": int(np.sum(dt > 1.5 * med))}
 
 
+REPEATED_SHARE_WARNED = 0.01  # a share of repeated rows worth a warning: above rounding coincidences
+
+
+def repeated_samples(data: "SampledData") -> dict:
+    """Rows that repeat the previous one exactly, in every joint's position and torque: a log
+    resampled by repeating samples (a 100 Hz stream logged at 400 Hz) or a sensor that froze.
+    Differences of such a log are zero three rows in four and a spike in the fourth, so the
+    velocity and acceleration it gives are wrong whatever the filter. Returns the share, the
+    longest run of repeats, the rate the distinct rows have, and a warning line (or None)."""
+    q = np.asarray(data.q)
+    same = np.all(q[1:] == q[:-1], axis=1)
+    if data.tau is not None:
+        same &= np.all(np.asarray(data.tau)[1:] == np.asarray(data.tau)[:-1], axis=1)
+    n = int(same.sum())
+    share = n / max(same.size, 1)
+    edges = np.diff(np.concatenate(([0], same.astype(np.int8), [0])))
+    longest = int((np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)).max()) if n else 0
+    rate = sampling_report(data.t)["rate_hz"] if q.shape[0] > 1 else float("nan")
+    distinct_rate = rate * (1.0 - share)
+    warning = None
+    if share > REPEATED_SHARE_WARNED:
+        warning = (f"data: {share:.0%} of the samples repeat the previous one exactly (positions and torques; "
+                   f"up to {longest} in a row): the log was resampled by repeating samples, or a sensor froze. "
+                   f"Its distinct samples come at about {distinct_rate:.3g} Hz, not {rate:.3g} Hz: give the log "
+                   "at its own rate, or drop the repeated rows")
+    return {"share": share, "count": n, "longest_run": longest, "rate_hz": rate, "distinct_rate_hz": distinct_rate,
+            "warning": warning}
+
+
 def is_irregular(t: np.ndarray, tolerance: float = 0.01) -> bool:
     """True when periods jitter by more than ``tolerance`` (relative std) or there are gaps."""
     rep = sampling_report(t)

@@ -86,14 +86,28 @@ def test_statistics_give_residuals_without_keeping_rows():
     assert np.allclose(est.theta, np.linalg.lstsq(W, tau.ravel(), rcond=None)[0])
 
 
-def test_rank_deficient_excitation_says_what_to_do(panda_with_rotors):
+def test_rank_deficient_excitation_is_fitted_where_excited_and_says_what_to_do(panda_with_rotors):
+    """Joints 3..7 never move: the fit is the least-squares one in the excited directions (its
+    predictions those of numpy's lstsq on the same rows), and a note names what is not identified."""
+    from robodyn.identification.pipeline import base_rows
+
     model = panda_with_rotors
     traj = rest_to_rest_fourier(model, 1)
     traj.a[2:] = 0.0  # joints 3..7 never move
     traj.b[2:] = 0.0
     data = simulate(model, traj)
-    with pytest.raises(ValueError, match="rank deficient.*richer excitation"):
-        identify(model, [data], IdentificationConfig(method="ols"), preprocessed=True)
+    for method in ("ols", "wls"):
+        result = identify(model, [data], IdentificationConfig(method=method), preprocessed=True)
+        est = result.estimate
+        assert est.rank < len(est.theta)
+        note = next(n for n in est.notes if n.startswith("excitation: the data do not excite"))
+        assert f"{len(est.theta) - est.rank} of the {len(est.theta)} parameter directions" in note
+        assert "richer excitation" in note and np.all(np.isfinite(est.theta)) and np.all(np.isfinite(est.std))
+    W = result.base.base_regressor(base_rows(model, data, result.config.spec))
+    tau = data.tau.ravel()
+    ols_result = identify(model, [data], IdentificationConfig(method="ols"), preprocessed=True)
+    lstsq = np.linalg.lstsq(W, tau, rcond=None)[0]
+    assert np.allclose(W @ ols_result.estimate.theta, W @ lstsq, atol=1e-6 * np.abs(tau).max())
 
 
 def test_bad_recordings_are_named(panda_with_rotors, tmp_path):

@@ -1,0 +1,104 @@
+"""Is the base level? The gravity direction checked from the data.
+
+A model takes gravity as given (``[0, 0, -9.81]`` for a robot on a level floor). A mount tilted by
+1.5 degrees was measured to double the held-out error of a real 7-DOF arm's identification, and
+nothing in the result pointed to it. This finds the gravity direction that best explains the
+identification data and reports it when it matters.
+
+The regressor is linear in gravity (RNEA takes gravity as an acceleration of the base), so for
+gravity g it is ``Y(g) = Y0 + sum_k g_k D_k`` with ``Y0`` the regressor without gravity and
+``D_k = Y(q, 0, 0; e_k) - Y(q, 0, 0; 0)`` (the difference removes the velocity-free columns, such
+as torque offsets, that do not depend on gravity). The Gram blocks of ``[Y0, D_1, D_2, D_3]`` with
+each other and with the torque are formed once, on at most ``MAX_SAMPLES`` samples spread over the
+data; every candidate direction is then a least-squares fit of size P, and its residual is
+compared with that of the model's own gravity. Directions are searched by tilting the model's
+gravity about two axes perpendicular to it, on a coarse grid refined twice around its best point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAX_SAMPLES = 5000
+COARSE_DEG = np.linspace(-5.0, 5.0, 11)
+FINE_STEP_DEG = 0.2
+REPORTED_TILT_DEG = 0.3  # below: a level base, within what the data can tell
+REPORTED_GAIN = 0.05  # the residual sum of squares lower by this share at least
+
+
+def _rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
+
+
+def _perpendicular_axes(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    u = g / np.linalg.norm(g)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(u[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    a = np.cross(u, helper)
+    a /= np.linalg.norm(a)
+    return a, np.cross(u, a)
+
+
+def _rss(gram: np.ndarray, tau_blocks: np.ndarray, tt: float, c: np.ndarray) -> float:
+    """Residual sum of squares of the least-squares fit with the regressor sum_a c_a M_a."""
+    A = np.einsum("a,b,abij->ij", c, c, gram)
+    b = np.einsum("a,ai->i", c, tau_blocks)
+    d = np.sqrt(np.maximum(np.diag(A), 1e-300))
+    As, bs = A / np.outer(d, d), b / d
+    w, V = np.linalg.eigh(As)
+    keep = w > w.max() * 1e-10
+    proj = V[:, keep].T @ bs
+    return float(max(tt - np.sum(proj ** 2 / w[keep]), 0.0))
+
+
+def check_gravity(model, q, qd, qdd, tau, spec) -> dict:
+    """The gravity direction that fits the data best, its tilt from the model's, and the residual
+    it saves; ``warning`` is a line for the result when the tilt matters (else None)."""
+    from .regressor import regressor
+
+    q, qd, qdd, tau = (np.asarray(x, float) for x in (q, qd, qdd, tau))
+    N = q.shape[0]
+    pick = np.unique(np.linspace(0, N - 1, min(N, MAX_SAMPLES)).astype(int))
+    q, qd, qdd, tau = q[pick], qd[pick], qdd[pick], tau[pick]
+    zero = np.zeros_like(q)
+    g0 = np.asarray(model.gravity, float)
+    if np.linalg.norm(g0) == 0:
+        return {"tilt_deg": None, "warning": None, "reason": "the model has no gravity"}
+    no_gravity = model.with_gravity([0.0, 0.0, 0.0])
+    blocks = [regressor(no_gravity, q, qd, qdd, spec)]
+    still = regressor(no_gravity, q, zero, zero, spec)
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = 1.0
+        blocks.append(regressor(model.with_gravity(e), q, zero, zero, spec) - still)
+    M = np.stack(blocks)  # (4, N n, P)
+    y = tau.reshape(-1)
+    gram = np.einsum("aij,bik->abjk", M, M)
+    tau_blocks = np.einsum("aij,i->aj", M, y)
+    tt = float(y @ y)
+    del M  # the blocks are all that is needed from here: (4, N n, P) is the largest array made
+    ax, ay = _perpendicular_axes(g0)
+
+    def gravity_at(a_deg: float, b_deg: float) -> np.ndarray:
+        return _rotation(ay, np.radians(b_deg)) @ _rotation(ax, np.radians(a_deg)) @ g0
+
+    def rss_at(a_deg: float, b_deg: float) -> float:
+        return _rss(gram, tau_blocks, tt, np.concatenate(([1.0], gravity_at(a_deg, b_deg))))
+
+    level = rss_at(0.0, 0.0)
+    best = min(((rss_at(a, b), a, b) for a in COARSE_DEG for b in COARSE_DEG))
+    for step in (FINE_STEP_DEG, FINE_STEP_DEG / 4):  # refined twice around the best point
+        fine = np.arange(-5, 6) * step
+        best = min([best] + [(rss_at(best[1] + a, best[2] + b), best[1] + a, best[2] + b) for a in fine for b in fine])
+    rss, a_deg, b_deg = best
+    g = gravity_at(a_deg, b_deg)
+    tilt = float(np.degrees(np.arccos(np.clip(g @ g0 / (g0 @ g0), -1.0, 1.0))))
+    gain = 1.0 - rss / level if level > 0 else 0.0
+    warning = None
+    if tilt >= REPORTED_TILT_DEG and gain >= REPORTED_GAIN:
+        warning = (f"gravity: the data fit {gain:.0%} better (residual sum of squares, {len(pick)} samples) with gravity "
+                   f"tilted {tilt:.1f} degrees from the model's, g = [{g[0]:.3f}, {g[1]:.3f}, {g[2]:.3f}] m/s^2 in "
+                   "the base frame: if the base is not level, give the model that gravity (a model file's "
+                   "`gravity`) and identify again")
+    return {"tilt_deg": tilt, "gravity": g.tolist(), "gain": gain, "samples": int(len(pick)),
+            "rss_level": level, "rss_best": rss, "warning": warning}
