@@ -7,6 +7,8 @@ level, logger, message and the record's structured fields), for log collectors."
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import logging
 import sys
@@ -15,8 +17,27 @@ import time
 from .common import add_json, print_json
 
 
+class _DriversHelp(argparse.HelpFormatter):
+    """`robodyn daemon --help` ends with the registered drivers, read from the registry only when
+    the help is shown (the registry loads numpy; a usage error does not need it)."""
+
+    def add_arguments(self, actions):
+        self._full_help = True
+        super().add_arguments(actions)
+
+    def format_help(self):
+        text = super().format_help()
+        if not getattr(self, "_full_help", False):
+            return text
+        from robodyn.drivers.registry import drivers_help
+
+        return (text + "\ndrivers ([robot].driver in --config; `robodyn drivers NAME` lists a driver's options):\n"
+                + drivers_help() + "\n")
+
+
 def register(sub) -> None:
-    p = sub.add_parser("daemon", help="run the acquisition daemon (no config: simulated Panda on loopback)")
+    p = sub.add_parser("daemon", help="run the acquisition daemon (no config: simulated Panda on loopback)",
+                       formatter_class=_DriversHelp)
     p.add_argument("--config", metavar="FILE", help="TOML configuration (see docs/protocol.md)")
     p.add_argument("--data-dir", metavar="DIR", help="where recordings are written "
                                                      "(default ~/.local/share/robodyn)")

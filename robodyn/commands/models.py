@@ -18,6 +18,31 @@ def register(sub) -> None:
     add_json(p)
     p.set_defaults(handler=cmd_model)
 
+    p = sub.add_parser("drivers", help="list the robot drivers the daemon can run, or one driver's options")
+    p.add_argument("name", nargs="?", metavar="NAME", help="a driver: list its options (name, default, "
+                                                          "accepted values, what it does)")
+    add_json(p)
+    p.set_defaults(handler=cmd_drivers)
+
+
+def cmd_drivers(args) -> int:
+    from robodyn.drivers.registry import drivers_help, get_spec, listing, options_help
+    from robodyn.errors import UserError
+
+    if args.name is not None:
+        try:
+            get_spec(args.name)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    if args.json:
+        rows = listing()
+        print_json([r for r in rows if args.name is None or r["name"] == args.name])
+    elif args.name is None:
+        print(drivers_help())
+    else:
+        print(options_help(args.name))
+    return 0
+
 
 def cmd_models(args) -> int:
     from robodyn.robot.loader import builtin_model_names, load_model

@@ -179,8 +179,6 @@ def run_cli(*argv: str) -> str:
     return out.getvalue()
 
 
-@pytest.mark.xfail(strict=True, reason="robodyn/commands does not list the registry's drivers yet "
-                                       "(change requested from the lead)")
 def test_the_command_line_lists_a_registered_driver(toy):
     assert "a kinematic arm for tests" in run_cli("daemon", "--help")
     rows = json.loads(run_cli("drivers", "--json"))
