@@ -188,11 +188,11 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
         if not isinstance(doc["driver"], dict):
             raise ValueError("config: [driver] must be a table of driver options")
         cfg.driver_options = dict(doc["driver"])
-    elif cfg.driver != "sim":
-        cfg.driver_options = {}
     for key, value in (overrides or {}).items():
         if value is not None:
             setattr(cfg, key, value)
+    if "driver" not in doc and cfg.driver != "sim":  # the default options are the simulator's
+        cfg.driver_options = {}
     cfg.state = resolve_state(cfg)
     check_config(cfg)
     return cfg

@@ -43,7 +43,7 @@ from .main_process import (holding_the_gil, main_process_gone, main_process_pid,
 from .motion import StopRamp, TrajectoryFeeder
 from .schedstat import open_schedstat, run_delay_s
 from .stop_socket import MAX_STOPS_PER_CYCLE, StopServer, sender_name
-from .supervisor_watch import SUPERVISOR_ALIVE, SupervisorWatch
+from .supervisor_watch import SUPERVISOR_ALIVE, AliveBeacon, SupervisorWatch
 
 POLL_EVERY = 10  # cycles between control-pipe polls (10 ms at 1 kHz)
 TELEMETRY_S = 0.1
@@ -305,6 +305,7 @@ class DriverLoop:
         self.state = None
         # the main process's scheduler statistics: how long its loop waited for a CPU (SupervisorWatch)
         self.supervisor_schedstat = open_schedstat(self.parent_pid)
+        self.alive_beacon = AliveBeacon(endpoints["supervisor_alive"], False) if endpoints.get("supervisor_alive") else None
         self.supervisor_watch: SupervisorWatch | None = None
         self.supervisor_stops = 0  # runs this loop stopped because the main process fell silent
 
@@ -472,6 +473,7 @@ class DriverLoop:
         stopping = False
         watch = self.supervisor_watch = SupervisorWatch(self.cfg.supervisor_silence_s, self._supervisor_run_delay_s,
                                                         last_ns)
+        beacon = self.alive_beacon
         while True:
             try:
                 state = driver.read()
@@ -506,12 +508,15 @@ class DriverLoop:
             if record_batcher.due(now):
                 self._publish([P.TOPIC_RECORD, record_batcher.pack(robot, layout, now)])
             if seq % POLL_EVERY == 0:
+                heard = beacon is not None and beacon.changed()
                 if pipe.poll(0):
-                    watch.heard(now)
+                    heard = True
                     while pipe.poll(0):
                         message = pipe.recv()
                         if message != SUPERVISOR_ALIVE:
                             self._handle(P.unpackb(message), state)
+                if heard:
+                    watch.heard(now)
                 else:
                     self._check_supervisor(now)
                 if now >= next_telemetry:
@@ -532,6 +537,9 @@ class DriverLoop:
         if self.supervisor_schedstat is not None:
             os.close(self.supervisor_schedstat)
             self.supervisor_schedstat = None
+        if self.alive_beacon is not None:
+            self.alive_beacon.close()
+            self.alive_beacon = None
 
     def _flush_batches(self) -> None:
         """Publish what both batchers hold (the loop ends, or the robot link broke)."""

@@ -49,6 +49,7 @@ from .runs import Run, RunHistory
 from .schedstat import open_schedstat
 from .sdnotify import Notifier
 from .status import StatusReport
+from .supervisor_watch import AliveBeacon
 from .supervision import Component, StartAbandoned, Supervision
 
 log = logging.getLogger("robodyn.daemon")
@@ -82,6 +83,9 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.endpoints = {"driver_pipe": f"ipc://{self.runtime_dir}/driver", "publisher_pipe":
                           f"ipc://{self.runtime_dir}/publisher", "recorder_pipe":
                           f"ipc://{self.runtime_dir}/recorder", "state_ipc": f"ipc://{self.runtime_dir}/state"}
+        # the main loop's word to the driver that it runs (supervisor_watch.AliveBeacon)
+        self.endpoints["supervisor_alive"] = f"{self.runtime_dir}/alive"
+        self.alive_beacon = AliveBeacon(self.endpoints["supervisor_alive"], writer=True)
         self.ctx = zmq.Context()
         # the loop thread just under the driver's real-time loop, so that no ordinary process on the
         # host delays a stop (daemon/priority.py). Tried here, before the first socket starts

@@ -108,7 +108,9 @@ class Supervision:
 
     def _tell_driver_alive(self) -> None:
         """The driver stops a moving robot on its own when this loop falls silent (rtloop.py
-        SupervisorWatch); never blocks: a message that finds no room is not sent."""
+        SupervisorWatch); never blocks: a message that finds no room is not sent. The beacon in
+        shared memory is the word that counts on a loaded host (supervisor_watch.AliveBeacon)."""
+        self.alive_beacon.bump()
         if not self.driver.ready or self.supervisor_alive_unanswered >= SUPERVISOR_ALIVE_UNANSWERED_MAX:
             return
         try:
@@ -312,6 +314,7 @@ class Supervision:
             Path(self.cfg.state[len("ipc://"):]).unlink(missing_ok=True)
         if self.stop_path is not None:  # the driver's stop socket, likewise
             self.stop_path.unlink(missing_ok=True)
+        self.alive_beacon.close()
         self.ctx.destroy(linger=0)
         if self._schedstat is not None:
             os.close(self._schedstat)

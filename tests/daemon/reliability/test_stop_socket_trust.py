@@ -325,15 +325,17 @@ def test_an_answer_that_does_not_name_the_stop_is_not_taken_for_one(private_runt
         server.close()
 
 
-def test_the_default_token_folder_is_private_and_never_a_shared_one(tmp_path, monkeypatch):
+def test_the_default_token_folder_is_private_and_never_a_shared_one(request, monkeypatch):
     """Without $XDG_RUNTIME_DIR: /run/user/<uid>/robodyn when that folder is this user's alone,
     else ~/.robodyn/run, made 0700 (the folder above it too); never /tmp, where another account
     could make the per-user folder first. A home too long for a Unix socket's path: the daemon runs
     without a stop socket (ValueError naming the limit), clients stop through the control endpoint."""
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     monkeypatch.delenv("ROBODYN_TOKEN_FILE", raising=False)
-    home = tmp_path / "home"
-    home.mkdir()
+    # a short home: pytest's own temporary folders (per xdist worker) can make the socket's path
+    # longer than a Unix socket allows, which is a case of its own (below)
+    home = Path(tempfile.mkdtemp(prefix="rd-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(home, ignore_errors=True))
     monkeypatch.setenv("HOME", str(home))
     folder = access.default_token_dir()
     run_user = Path("/run/user") / str(os.geteuid())
@@ -357,7 +359,7 @@ def test_the_default_token_folder_is_private_and_never_a_shared_one(tmp_path, mo
         os.chown(folder, NO_SUCH_UID, NO_SUCH_UID)
         with pytest.raises(ValueError, match=f"belongs to uid {NO_SUCH_UID}, not to this user"):
             access.write_token(access.token_path(endpoint), "secret")
-    long_home = tmp_path / ("h" * 90)
+    long_home = home / ("h" * 90)
     monkeypatch.setenv("HOME", str(long_home))
     with pytest.raises(ValueError, match="longer than 107 bytes"):
         access.stop_socket_path(endpoint)

@@ -298,3 +298,25 @@ def test_a_stopped_main_process_gets_the_run_stopped_by_the_driver(realtime_daem
            bound_s=silent["bound_s"], silent_s=round(silent["silent_s"], 3), starved_s=silent["starved_s"],
            stop_to_first_stopping_samples=stop_to_first_stopping_sample(r)["samples"],
            stopping_samples=int(rec.phase_mask("stopping").sum()), samples_after_stop=after)
+
+
+def test_the_alive_beacon_is_heard_once_per_bump_and_only_then(tmp_path):
+    """The main loop's word in shared memory: the driver's side sees each bump once, nothing
+    without one, and a reader attached after bumps sees the present count as news once."""
+    from robodyn.daemon.supervisor_watch import AliveBeacon
+
+    writer = AliveBeacon(str(tmp_path / "alive"), writer=True)
+    reader = AliveBeacon(str(tmp_path / "alive"), writer=False)
+    try:
+        assert reader.changed() and not reader.changed()
+        writer.bump()
+        assert reader.changed() and not reader.changed()
+        for _ in range(3):
+            writer.bump()
+        assert reader.changed() and not reader.changed()
+        late = AliveBeacon(str(tmp_path / "alive"), writer=False)
+        assert late.changed() and not late.changed()
+        late.close()
+    finally:
+        reader.close()
+        writer.close()
