@@ -79,6 +79,16 @@ def _signal_layout(meta: dict) -> list[tuple[str, int, str]]:
     return [(s["name"], int(s["width"]), s.get("unit", "")) for s in driver.get("signals", [])]
 
 
+def _robodyn_metadata(rec, meta: dict, summary: dict | None) -> tuple[dict, dict | None]:
+    """(meta, summary) with a robodyn metadata record read into its place (others are left)."""
+    decoded = {k: json.loads(v) for k, v in rec.metadata.items()}
+    if rec.name == "robodyn.recording":
+        return decoded, summary
+    if rec.name == "robodyn.summary":
+        return meta, decoded
+    return meta, summary
+
+
 def load_recording(path: str | Path) -> Recording:
     """Read a recording, also one cut short by a crash (reads every complete chunk)."""
     from mcap.records import Channel, Footer, Message, Metadata
@@ -97,11 +107,7 @@ def load_recording(path: str | Path) -> Recording:
         try:
             for rec in reader.records:
                 if isinstance(rec, Metadata):
-                    decoded = {k: json.loads(v) for k, v in rec.metadata.items()}
-                    if rec.name == "robodyn.recording":
-                        meta = decoded
-                    elif rec.name == "robodyn.summary":
-                        summary = decoded
+                    meta, summary = _robodyn_metadata(rec, meta, summary)
                 elif isinstance(rec, Channel):
                     channels[rec.id] = rec.topic
                 elif isinstance(rec, Message):
@@ -152,11 +158,7 @@ def read_recording_info(path: str | Path) -> dict:
         with open(path, "rb") as fh:
             for rec in StreamReader(fh, emit_chunks=True, record_size_limit=1 << 30).records:
                 if isinstance(rec, Metadata):
-                    decoded = {k: json.loads(v) for k, v in rec.metadata.items()}
-                    if rec.name == "robodyn.recording":
-                        meta = decoded
-                    elif rec.name == "robodyn.summary":
-                        summary = decoded
+                    meta, summary = _robodyn_metadata(rec, meta, summary)
     except Exception:  # torn tail: fall back to the recovering loader below
         summary = None
     if meta.get("format") != FORMAT or summary is None or "recorded_samples" not in summary:
