@@ -4,9 +4,12 @@ A data set with a second trajectory of the same arm identifies on one and predic
 others are split by time: the first 60 % identifies, the last 40 % is held out and predicted
 (HELD_OUT below). Rows per data set:
 
-- ``plain_ols``: the reference script (identification/baseline.py): 10 Hz zero-phase low-pass of q,
-  qd and tau, least squares on the full regressor;
-- ``default``: ``robodyn identify`` with no options (automatic cut-off, WLS, Coulomb-viscous);
+- ``plain_ols``: the careful reference script a user would write (loro.py ``plain_script``): q and
+  qd low-passed at 10 Hz (zero phase), qdd differentiated from the filtered qd, least squares on
+  the full regressor with viscous, Coulomb and offset friction, the torque never filtered;
+  ``plain_ols_filtered_torque``: identification/baseline.py's, which low-passes the torque too;
+- ``default``: ``robodyn identify`` with no options (automatic cut-off judged on held-out data, WLS,
+  Coulomb-viscous; ``identification.methods.identification_result``, the command's own call);
 - ``selected``: ``robodyn identify --select`` (friction x rotor inertia x estimator, chosen by blocked
   cross-validation in 5 blocks of the identification part -- by phase of the period when its
   excitation repeats, else contiguous -- and the one-standard-error rule), with every candidate's mean, spread and standard error over the folds;
@@ -43,6 +46,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # loro.py's plain script
 HELD_OUT = 0.4  # last 40 % of each recording, by time
 
 
@@ -50,8 +54,9 @@ def evaluate(name: str, model, data, couplings=(), select: bool = True, held=Non
     """The rows of one data set: ``held`` (another trajectory, described by ``split``) is predicted
     when given, else the last HELD_OUT of ``data`` by time."""
     from robodyn.identification.baseline import plain_ols
+    from loro import plain_script  # the careful script, beside this file
+    from robodyn.identification.methods import identification_result
     from robodyn.identification.pipeline import IdentificationConfig, identify, validate
-    from robodyn.identification.selection import select as run_select
     from robodyn.identification.selection import split_by_time
 
     if held is None:
@@ -62,20 +67,30 @@ def evaluate(name: str, model, data, couplings=(), select: bool = True, held=Non
     out = {"data": name, "samples": fit.count + held.count, "split": split,
            "against": "measured torque at the measured samples"}
     t0 = time.perf_counter()
-    plain = plain_ols(model, fit, held, motor_couplings=couplings)
-    out["plain_ols"] = {**plain, "seconds": round(time.perf_counter() - t0, 2)}
+    # the careful plain script a user would write (loro.py): q and qd low-passed at 10 Hz, the
+    # torque never filtered, ordinary least squares on the full regressor with friction
+    plain = plain_script(model, fit, held, motor_couplings=couplings)
+    out["plain_ols"] = {**plain, "seconds": round(time.perf_counter() - t0, 2),
+                        "of": "the careful plain script (bench/realdata/loro.py plain_script)"}
+    t0 = time.perf_counter()
+    out["plain_ols_filtered_torque"] = {**plain_ols(model, fit, held, motor_couplings=couplings),
+                                        "seconds": round(time.perf_counter() - t0, 2),
+                                        "of": "identification/baseline.py plain_ols: the torque low-passed too"}
     config = IdentificationConfig(motor_couplings=couplings)
     t0 = time.perf_counter()
-    default = identify(model, [fit], config).to_dict()
+    # what `robodyn identify` does with no options (its cut-off judged on held-out data)
+    default = identification_result(model, [fit], config, config.method)[0].to_json_dict()
     v = validate(model, default, [held])
+    choice = default["config"]["processing"]["cutoff_choice"]
     out["default"] = {"rmse": v["rmse"], "rmse_sum": v["rmse_sum"], "relative_error_total": v["relative_error_total"],
                       "cutoff_hz": default["config"]["processing"]["cutoff_hz"],
-                      "cutoff_choice": default["config"]["processing"]["cutoff_choice"]["rule"],
+                      "cutoff_choice": choice["rule"], "cutoff_rule_hz": choice.get("rule_cutoff_hz"),
+                      "cutoff_candidates": choice.get("candidates"), "warnings": default["estimate"]["notes"],
                       "seconds": round(time.perf_counter() - t0, 2),
                       "vs_plain_ols": v["rmse_sum"] / plain["rmse_sum"]}
     if select:
         t0 = time.perf_counter()
-        chosen = run_select(model, [fit], config).to_dict()
+        chosen = identification_result(model, [fit], config, config.method, select=True)[0].to_json_dict()
         v = validate(model, chosen, [held])
         out["selected"] = {"chosen": chosen["selection"]["chosen"], "rule": chosen["selection"]["rule"],
                            "cross_validation": chosen["selection"]["cross_validation"],
