@@ -18,10 +18,12 @@ gravity about two axes perpendicular to it, on a coarse grid refined twice aroun
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 MAX_SAMPLES = 5000
-COARSE_DEG = np.linspace(-5.0, 5.0, 11)
-FINE_STEP_DEG = 0.2
+COARSE_DEG = np.linspace(-6.0, 6.0, 7)
+REFINE_STEPS_DEG = (0.5, 0.1)  # two refinements, each a 7 x 7 grid around the best point so far
+RIDGE = 1e-9
 REPORTED_TILT_DEG = 0.3  # below: a level base, within what the data can tell
 REPORTED_GAIN = 0.05  # the residual sum of squares lower by this share at least
 
@@ -45,10 +47,11 @@ def _rss(gram: np.ndarray, tau_blocks: np.ndarray, tt: float, c: np.ndarray) -> 
     b = np.einsum("a,ai->i", c, tau_blocks)
     d = np.sqrt(np.maximum(np.diag(A), 1e-300))
     As, bs = A / np.outer(d, d), b / d
-    w, V = np.linalg.eigh(As)
-    keep = w > w.max() * 1e-10
-    proj = V[:, keep].T @ bs
-    return float(max(tt - np.sum(proj ** 2 / w[keep]), 0.0))
+    # the standard columns are rank deficient (base parameters regroup them): a ridge far below the
+    # data's own scale (unit diagonal here) makes the system definite and leaves its fit as it is
+    factor = scipy.linalg.cho_factor(As + RIDGE * np.eye(len(bs)))
+    x = scipy.linalg.cho_solve(factor, bs)
+    return float(max(tt - x @ bs, 0.0))
 
 
 def check_gravity(model, q, qd, qdd, tau, spec) -> dict:
@@ -71,12 +74,13 @@ def check_gravity(model, q, qd, qdd, tau, spec) -> dict:
         e = np.zeros(3)
         e[k] = 1.0
         blocks.append(regressor(model.with_gravity(e), q, zero, zero, spec) - still)
-    M = np.stack(blocks)  # (4, N n, P)
+    X = np.concatenate(blocks, axis=1)  # (N n, 4 P): one BLAS product gives every block's Gram
+    P = blocks[0].shape[1]
     y = tau.reshape(-1)
-    gram = np.einsum("aij,bik->abjk", M, M)
-    tau_blocks = np.einsum("aij,i->aj", M, y)
+    gram = (X.T @ X).reshape(4, P, 4, P).transpose(0, 2, 1, 3)
+    tau_blocks = (X.T @ y).reshape(4, P)
     tt = float(y @ y)
-    del M  # the blocks are all that is needed from here: (4, N n, P) is the largest array made
+    del X, blocks  # the Gram blocks are all that is needed from here
     ax, ay = _perpendicular_axes(g0)
 
     def gravity_at(a_deg: float, b_deg: float) -> np.ndarray:
@@ -87,8 +91,8 @@ def check_gravity(model, q, qd, qdd, tau, spec) -> dict:
 
     level = rss_at(0.0, 0.0)
     best = min(((rss_at(a, b), a, b) for a in COARSE_DEG for b in COARSE_DEG))
-    for step in (FINE_STEP_DEG, FINE_STEP_DEG / 4):  # refined twice around the best point
-        fine = np.arange(-5, 6) * step
+    for step in REFINE_STEPS_DEG:
+        fine = np.arange(-3, 4) * step
         best = min([best] + [(rss_at(best[1] + a, best[2] + b), best[1] + a, best[2] + b) for a in fine for b in fine])
     rss, a_deg, b_deg = best
     g = gravity_at(a_deg, b_deg)
