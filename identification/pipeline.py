@@ -262,16 +262,16 @@ def identify(model: RobotModel, datasets: Sequence[SampledData], config: Identif
     report("estimating", 0.1)
     est, statistics = estimate(prep.config.method, prep.chunks, model.dof, prep.params, prep.names)
     report("done", 1.0)
-    result = result_from(model, prep, est, statistics, sources)
-    add_checks(model, datasets, result, preprocessed)
-    return result
+    return result_from(model, prep, est, statistics, sources)
 
 
 def add_checks(model: RobotModel, datasets: Sequence[SampledData], result: IdentificationResult,
                preprocessed: bool = False) -> None:
     """What a reader of a real arm's result should be told besides the fit, added to the
     estimate's notes (printed as warnings): repeated samples in a recording (signals.repeated_samples),
-    estimates no robot can have (plausibility.py) and a base that is not level (gravity_check.py)."""
+    estimates no robot can have (plausibility.py) and a base that is not level (gravity_check.py).
+    Called where a result is given to a user (methods.identification_result, the daemon's jobs),
+    not on the refits of cross-validation and intervals."""
     from .gravity_check import check_gravity
     from .plausibility import implausible, warning_line
     from .signals import repeated_samples

@@ -218,7 +218,7 @@ def run_job(job_dir: str, recordings_dir: str) -> None:
         from robodyn.identification.coverage import identification_coverage
         from robodyn.identification.data import recording_dataset
         from robodyn.identification.intervals import residual_model
-        from robodyn.identification.pipeline import identify, validate
+        from robodyn.identification.pipeline import add_checks, identify, validate
         from robodyn.identification.selection import validated_cutoff
 
         _write_json_atomic(job_dir / "status.json", status)
@@ -229,6 +229,7 @@ def run_job(job_dir: str, recordings_dir: str) -> None:
         # the automatic cut-off judged on held-out data, as `robodyn identify` does
         config = validated_cutoff(model, datasets, config)
         result = identify(model, datasets, config, sources=request["recordings"], progress=report)
+        add_checks(model, datasets, result)
         doc = result.to_dict()
         # what the fit saw and its residual model, as the command line's result stores them, so
         # validate and predict warn about extrapolation and give intervals for a daemon result too
