@@ -136,6 +136,8 @@ SOURCES: dict[str, Source] = {
     "stop_socket_flood_rt_idle": Source("bench/reliability/stop_socket_flood_rt_idle.json",
                                         "python bench/reliability/stop_socket_flood.py --rt-priority 10 --out {out}",
                                         None, "the same at SCHED_FIFO on an idle host (root); its waits are the host's load"),
+    "loro": Source("bench/realdata/loro.json", "python bench/realdata/loro.py --out {out}", None,
+                   "needs the corpus fetched outside the repository (bench/realdata/fetch.py); minutes per arm"),
     "hostile_frames": Source("bench/reliability/hostile_frames.json",
                              "python bench/reliability/hostile_frames.py --out {out}", None,
                              "a daemon in real time sent 16 MiB frames between aborts; its waits are the host's load"),
