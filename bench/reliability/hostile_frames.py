@@ -6,7 +6,7 @@ Two parts, printed as JSON (and written to ``--out``) with the host's load avera
 
 ``decode``: what decoding costs the main loop. The worst shapes of a frame of
 ``INLINE_DECODE_BYTES`` (the largest decoded on the loop: one object per byte or two), decoded with
-``protocol.decode_request``, median of ``--calls`` decodes, in microseconds; beside them the red
+``request_decoding.decode_request``, median of ``--calls`` decodes, in microseconds; beside them the red
 team's 16 MiB frame decoded the way the loop decoded every frame before (``msgpack.unpackb`` and
 the walk for encoded arrays, once), and what the loop now does with it (its head read).
 
