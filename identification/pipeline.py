@@ -119,10 +119,12 @@ def torque_metrics(measured: np.ndarray, predicted: np.ndarray, joint_names: Seq
 SCALE_SAMPLES = 200_000  # processed samples used to choose friction scales
 
 
-def _friction_scales(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
-                     preprocessed: bool) -> list[float]:
-    """Velocity scales of sigmoid / Stribeck friction, per joint, from what a Coulomb-viscous fit
-    with the same processing leaves unexplained (friction.choose_friction_scales)."""
+def friction_residual(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
+                      preprocessed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(qd, residual) on up to SCALE_SAMPLES processed samples: what an ordinary least-squares
+    Coulomb-viscous fit with ``config``'s processing and columns leaves unexplained, the data the
+    sigmoid and Stribeck velocity scales are chosen from. It does not depend on ``config``'s friction
+    model or estimator, so candidates differing only in those share it (model selection)."""
     plain = dataclasses.replace(config, friction="coulomb-viscous", method="ols", friction_scales=None)
     first = identify(model, datasets, plain, preprocessed=preprocessed)
     theta = first.estimate.theta
@@ -138,7 +140,14 @@ def _friction_scales(model: RobotModel, datasets: Sequence[SampledData], config:
             qd_parts.append(d.qd)
             r_parts.append(d.tau - predict_processed(model, first.base, theta, d))
             kept += take
-    return choose_friction_scales(config.friction, np.concatenate(qd_parts), np.concatenate(r_parts)).tolist()
+    return np.concatenate(qd_parts), np.concatenate(r_parts)
+
+
+def _friction_scales(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
+                     preprocessed: bool) -> list[float]:
+    """Velocity scales of sigmoid / Stribeck friction, per joint, from what a Coulomb-viscous fit
+    with the same processing leaves unexplained (friction.choose_friction_scales)."""
+    return choose_friction_scales(config.friction, *friction_residual(model, datasets, config, preprocessed)).tolist()
 
 
 @dataclass

@@ -44,7 +44,9 @@ from robodyn.robot.model import RobotModel
 
 from .estimators import accumulate, estimate
 from .names import SELECTABLE
-from .pipeline import IdentificationConfig, IdentificationResult, identify, prepare, validate_many
+from .friction import choose_friction_scales
+from .pipeline import (IdentificationConfig, IdentificationResult, friction_residual, identify, prepare,
+                       validate_many)
 from .processing import resolve_processing
 from .signals import SampledData
 
@@ -315,36 +317,44 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     if (reference_key[0], reference_key[1], reference_key[3]) not in families:
         families.insert(0, (reference_key[0], reference_key[1], reference_key[3]))
     weights = _training_weights(model, datasets, config)
-    candidates: list[dict] = []
+    rows = {(f, r, c, m): {"friction": f, "rotor_inertia": r, "cutoff_hz": c, "method": m,
+                           "parameters": None, "fold_scores": [], "error": None}
+            for f, r, c in families for m in methods}
     step, total = 0, len(families) * len(plan)
-    for friction, rotor, cutoff in families:
-        trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, friction_scales=None,
-                                    recording_weights="equal",
-                                    processing=dataclasses.replace(
-                                        config.processing, cutoff_hz=cutoff,
-                                        cutoff_choice=choice if cutoff == cutoffs[len(cutoffs) // 2] else None))
-        rows = {m: {"friction": friction, "rotor_inertia": rotor, "cutoff_hz": cutoff, "method": m,
-                    "parameters": None, "fold_scores": [], "error": None} for m in methods}
-        for fold in plan:
+    # fold by fold, so that the candidates of one fold share its data: the Coulomb-viscous residual
+    # the sigmoid and Stribeck scales are chosen from is one fit per rotor-inertia and cut-off
+    # choice, not one per friction model
+    for fold in plan:
+        fitted, fit = fit_recordings(datasets, fold.fit)
+        if fold.held_out_recording is not None:
+            held, keep = [holdout[fold.held_out_recording]], None
+        else:
+            held, keep = held_out_masks(datasets, fold.held_out)
+        residuals: dict = {}
+        for friction, rotor, cutoff in families:
             step += 1
             report(f"candidates: friction {friction}, rotor inertia {'on' if rotor else 'off'}, {fold.name}",
                    step / (total + 1))
-            fitted, fit = fit_recordings(datasets, fold.fit)
-            fold_trial = trial if weights is None or len(fit) < 2 else dataclasses.replace(
-                trial, recording_weights=[weights[r] for r in fitted])
-            if fold.held_out_recording is not None:
-                held, keep = [holdout[fold.held_out_recording]], None
-            else:
-                held, keep = held_out_masks(datasets, fold.held_out)
-            live = [m for m in methods if rows[m]["error"] is None]
+            live = [m for m in methods if rows[(friction, rotor, cutoff, m)]["error"] is None]
             if not live:
-                break
+                continue
+            trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, friction_scales=None,
+                                        recording_weights="equal" if weights is None or len(fit) < 2 else
+                                        [weights[r] for r in fitted],
+                                        processing=dataclasses.replace(
+                                            config.processing, cutoff_hz=cutoff,
+                                            cutoff_choice=choice if cutoff == cutoffs[len(cutoffs) // 2] else None))
             try:
-                prep = prepare(model, fit, fold_trial, cache=True)
+                if trial.joint_friction and friction in ("sigmoid", "stribeck"):
+                    if (rotor, cutoff) not in residuals:
+                        residuals[(rotor, cutoff)] = friction_residual(model, fit, trial)
+                    trial = dataclasses.replace(trial, friction_scales=choose_friction_scales(
+                        friction, *residuals[(rotor, cutoff)]).tolist())
+                prep = prepare(model, fit, trial, cache=True)
                 statistics = accumulate(prep.chunks, model.dof, prep.params)
             except ValueError as exc:
                 for m in live:
-                    rows[m]["error"] = " ".join(str(exc).split())[:200]
+                    rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
                 continue
             thetas = []
             for m in live:
@@ -352,18 +362,18 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                     est, _ = estimate(m, prep.chunks, model.dof, prep.params, prep.names, statistics=statistics)
                     thetas.append((m, est.theta))
                 except ValueError as exc:
-                    rows[m]["error"] = " ".join(str(exc).split())[:200]
+                    rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
             if thetas:
                 for (m, _), score in zip(thetas, validate_many(model, prep, [th for _, th in thetas], held, keep)):
-                    rows[m]["fold_scores"].append(score["rmse_sum"])
-                    rows[m]["parameters"] = prep.params
-        for m in methods:
-            row = rows[m]
-            if row["error"] is None and len(row["fold_scores"]) == len(plan):
-                row.update(fold_summary(row["fold_scores"]))
-            else:
-                row.update({"mean": None, "std": None, "standard_error": None})
-            candidates.append(row)
+                    rows[(friction, rotor, cutoff, m)]["fold_scores"].append(score["rmse_sum"])
+                    rows[(friction, rotor, cutoff, m)]["parameters"] = prep.params
+    candidates: list[dict] = []
+    for row in rows.values():
+        if row["error"] is None and len(row["fold_scores"]) == len(plan):
+            row.update(fold_summary(row["fold_scores"]))
+        else:
+            row.update({"mean": None, "std": None, "standard_error": None})
+        candidates.append(row)
     reference = next((k for k, c in enumerate(candidates)
                       if (c["friction"], c["rotor_inertia"], c["method"], c["cutoff_hz"]) == reference_key), None)
     chosen_index, rule = one_standard_error_choice(candidates, reference)
