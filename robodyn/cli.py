@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import json
 import os
 import sys
 
@@ -33,8 +32,10 @@ COMMAND_MODULES = (
     "robodyn.commands.models",
     "robodyn.commands.daemon",
     "robodyn.commands.daemon_client",
+    "robodyn.commands.jobs",
     "robodyn.commands.operator",
     "robodyn.commands.identify",
+    "robodyn.commands.predict",
     "robodyn.commands.urdf",
     "robodyn.commands.mjcf",
     "robodyn.commands.compare",

@@ -5,11 +5,13 @@ loads them in help order. The algorithms live in the library packages (robodyn.i
 robodyn.calibration, ...); the modules here only parse options, call them and print.
 
 =================  ==========================================================================
-models             ``models``, ``model``: the robot models
+models             ``models``, ``model``, ``drivers``: the robot models and the daemon's drivers
 daemon             ``daemon``, ``worker``, ``keys``: the acquisition daemon and its services
 daemon_client      ``status``, ``arm``, ``run``, ``recordings``, ``export``, ``stream``, ...
 operator           ``bridge foxglove``, ``status-page``: read-only views for an operator
-identify           ``identify`` (every method), ``validate``, ``predict``, ``drive-gains``
+identify           ``identify`` (every method), ``drive-gains``
+predict            ``validate``, ``predict``: a result on other recordings
+jobs               ``submit-identify``, ``jobs``, ``pull``: identification jobs on the daemon's worker
 urdf               ``export-urdf``: an identification or a calibration as URDF
 compare            ``compare``: any set of methods on any data, side by side
 excitation         ``excitation design|check|sample|plot``

@@ -1,5 +1,6 @@
 """Pieces every command shares: JSON output (:func:`print_json`), the ``--json`` option, deprecated command names, number lists,
-and table cells for numbers that may not exist."""
+table cells for numbers that may not exist, and the options several commands take (:data:`VOCABULARY`: one
+spelling, one set of values and one meaning each, listed in docs/options.md)."""
 
 from __future__ import annotations
 
@@ -148,3 +149,84 @@ def json_default(o):
     if isinstance(o, (np.floating, np.integer)):
         return o.item()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+# --------------------------------------------------------------------------- the shared options
+# One spelling, one set of values and one meaning per option, wherever a command takes it. The table
+# is docs/options.md; tests/commands/test_option_vocabulary.py walks every command's parser against it.
+
+FRICTION_LAWS = ("none", "coulomb-viscous", "stribeck", "sigmoid")
+FRICTION_WORDS = ("joint friction law: none; coulomb-viscous (a constant Coulomb level, a viscous term proportional "
+                  "to speed, and a constant offset, per joint); stribeck (coulomb-viscous with a breakaway level that "
+                  "falls to the Coulomb level as speed grows); sigmoid (coulomb-viscous with the Coulomb step "
+                  "smoothed by tanh)")
+ROTOR_INERTIA_WORDS = ("fit (or, with --no-rotor-inertia, leave out) each joint's motor rotor inertia as reflected "
+                       "through its gearbox, one parameter per joint")
+OUT_WORDS = "the file written"
+HOLDOUT_WORDS = "recordings not identified on, only predicted: the error on them is reported"
+RATE_WORDS = "samples per second, Hz"
+PERIOD_WORDS = "the period of a periodic excitation trajectory, s"
+
+VOCABULARY = {  # option: (what it means, the values it takes); docs/options.md is this table
+    "--friction": (FRICTION_WORDS, " | ".join(FRICTION_LAWS)),
+    "--rotor-inertia": (ROTOR_INERTIA_WORDS, "--rotor-inertia | --no-rotor-inertia"),
+    "--out": (OUT_WORDS + "; -o is the same option", "a file path"),
+    "--holdout": (HOLDOUT_WORDS, "one or more recordings"),
+    "--rate": (RATE_WORDS, "a number > 0"),
+    "--period": (PERIOD_WORDS, "a number > 0"),
+}
+
+
+class LegacyFrictionColumns(tuple):
+    """An old ``--friction`` value of `robodyn model` and `excitation`: a comma list of the friction
+    columns viscous, coulomb, offset (each law of FRICTION_LAWS but none has all three)."""
+
+
+def friction_law(legacy_columns: bool = False):
+    """The argparse type of ``--friction``: one of FRICTION_LAWS. With ``legacy_columns`` the old comma
+    list of columns is still taken (as a :class:`LegacyFrictionColumns`), not shown in the help."""
+
+    def friction(text: str):
+        if text in FRICTION_LAWS:
+            return text
+        kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+        if legacy_columns and kinds and all(k in ("viscous", "coulomb", "offset") for k in kinds):
+            return LegacyFrictionColumns(kinds)
+        raise argparse.ArgumentTypeError(f"unknown kind {text!r}; expected one of {', '.join(FRICTION_LAWS)}")
+
+    friction.__name__ = "friction law"
+    return friction
+
+
+def add_friction(p, default: str = "coulomb-viscous", extra: str = "", legacy_columns: bool = False) -> None:
+    """``--friction LAW``: the one friction option, every law accepted in every command (a command that
+    cannot use one refuses it with one line, :func:`require_friction`); ``extra`` says what the command
+    does with it."""
+    p.add_argument("--friction", type=friction_law(legacy_columns), default=default, metavar="LAW",
+                   help=f"{FRICTION_WORDS} (default {default}){'; ' + extra if extra else ''}")
+
+
+def require_friction(args, laws: tuple, why: str) -> None:
+    """One line when the command cannot use the law given with --friction (all commands take the same)."""
+    from robodyn.errors import UserError
+
+    if args.friction not in laws:
+        raise UserError(f"--friction: {args.friction} {why}; use one of {', '.join(laws)}")
+
+
+def add_rotor_inertia(p, default: bool = True, extra: str = "") -> None:
+    """``--rotor-inertia / --no-rotor-inertia``: the one rotor inertia option (args.rotor_inertia)."""
+    p.add_argument("--rotor-inertia", action=argparse.BooleanOptionalAction, default=default,
+                   help=f"{ROTOR_INERTIA_WORDS} (default: {'fitted' if default else 'left out'})"
+                        f"{'; ' + extra if extra else ''}")
+
+
+def add_out(p, help: str, required: bool = False, default=None, metavar: str = "FILE") -> None:
+    """``--out FILE`` (also ``-o``): the file (or folder) a command writes."""
+    p.add_argument("--out", "-o", required=required, default=default, metavar=metavar, help=help)
+
+
+def add_holdout(p, help: str = HOLDOUT_WORDS, metavar: str = "REC") -> None:
+    """``--holdout REC [REC ...]``: held-out recordings, one or more (the option takes every word after it)."""
+    p.add_argument("--holdout", nargs="+", default=None, metavar=metavar, help=help)
+

@@ -31,8 +31,9 @@ from robodyn.errors import UserError
 from robodyn.identification.names import COMPARABLE
 
 from . import progress as bars
-from .common import add_json, fraction, nonnegative_float, positive_float, print_json, strict_json
-from .identify import (_floats, _load, add_method_options, add_model_arguments, add_processing_arguments,
+from .common import (RATE_WORDS, add_holdout, add_json, add_out, fraction, nonnegative_float, positive_float,
+                     print_json, strict_json)
+from .identify import (_floats, _load, _name, add_method_options, add_model_arguments, add_processing_arguments,
                        config_from_args, method_options)
 
 
@@ -45,8 +46,7 @@ def register(sub) -> None:
                    help="comma list of methods, any of " + ", ".join(COMPARABLE) + " (default ols,wls,wso,pso,ga)")
     p.add_argument("--robot", help="model of the recordings (built-in name or model file)")
     src = p.add_argument_group("held-out data (with recordings)")
-    src.add_argument("--holdout", nargs="+", metavar="REC", help="held-out recordings: not identified on, only "
-                                                                 "predicted (as in `robodyn identify --holdout`)")
+    add_holdout(src, "held-out recordings: not identified on, only predicted (as in `robodyn identify --holdout`)")
     src.add_argument("--heldout", dest="heldout_old", nargs="+", help=argparse.SUPPRESS)  # the old spelling
     src.add_argument("--holdout-fraction", type=fraction, default=None, metavar="FRACTION",
                      help="instead of --holdout: hold out the last FRACTION of each recording, by time")
@@ -62,8 +62,9 @@ def register(sub) -> None:
                                                      "model through a Franka-like / UR-like sensor model; other "
                                                      "plants register through comparison_data.register_plant")
     sim.add_argument("--seconds", type=positive_float, default=60.0, help="length of each simulated run (default 60)")
-    sim.add_argument("--rate", type=positive_float, default=None, help="sampling rate, Hz (default, as Ni et al. 2024: 100; "
-                                                              "a realistic plant's sensor fixes its own)")
+    sim.add_argument("--rate", type=positive_float, default=None, metavar="HZ",
+                     help=f"the simulated recordings' {RATE_WORDS} (default, as Ni et al. 2024: 100; a realistic "
+                          "plant's sensor fixes its own)")
     sim.add_argument("--noise", type=nonnegative_float, default=None, help="torque noise, N.m (default 0.5; a realistic "
                                                                "plant's sensor model fixes its own)")
     real = p.add_argument_group("a shipped real data set (instead of recordings)")
@@ -77,7 +78,7 @@ def register(sub) -> None:
     p.add_argument("--iteration-scale", type=positive_float, default=1.0,
                    help="multiply Ni et al. 2024's iteration counts (WSO 3000, PSO 800, GA 460, ICPSO 800); "
                         "--iterations sets one count for all instead")
-    p.add_argument("--out", metavar="JSON", help="write the comparison as JSON")
+    add_out(p, "write the comparison as JSON", metavar="JSON")
     p.add_argument("--markdown", metavar="MD", help="also write the table as Markdown")
     add_json(p, "print the comparison as JSON instead of the table")
     p.set_defaults(handler=cmd_compare)
@@ -128,8 +129,8 @@ def _data(args):
     model = load_model(args.robot)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
     config = config_from_args(args, model)
-    datasets = _load(files, model, gains)
-    held = _load(args.holdout, model, gains) if args.holdout else None
+    datasets = _load(files, model, gains, name=_name(args))
+    held = _load(args.holdout, model, gains, name=_name(args)) if args.holdout else None
     return recorded_data(model, config, datasets, files, held_out=held, held_out_sources=args.holdout or (),
                          holdout=args.holdout_fraction, preprocessed=args.preprocessed)
 
@@ -171,6 +172,7 @@ def cmd_compare(args) -> int:
     if args.json:
         print_json(table)
         return 0
+    written = [f"{what} written to {path}" for what, path in (("comparison", args.out), ("table", args.markdown)) if path]
     print(text)
     print(f"RMSE against {table['against']}; J = mean squared torque error summed over the joints (weighted by "
           "--weights; Ni et al. 2024 eq. 14) on the identification data")
@@ -181,4 +183,6 @@ def cmd_compare(args) -> int:
     for r in table["rows"]:
         print(f"{r['method']:>10}: J = {r['fitness']:.6f} N.m^2 (gap to best {r['fitness_gap_to_best']:.3g}), "
               f"{r['elapsed_s']:.2f} s")
+    for line in written:
+        print(line)
     return 0

@@ -42,8 +42,9 @@ def register(sub) -> None:
     p.add_argument("--data-dir", metavar="DIR", help="where recordings are written "
                                                      "(default ~/.local/share/robodyn)")
     p.add_argument("--control", metavar="ENDPOINT", help="control endpoint, e.g. tcp://127.0.0.1:47770")
-    p.add_argument("--state", metavar="ENDPOINT", help="state stream endpoint (default: an ipc socket beside the access token, only this user; "
-                   "tcp://127.0.0.1:47771 with CurveZMQ)")
+    p.add_argument("--state", metavar="ENDPOINT", help="state stream endpoint (default: an ipc socket beside the access "
+                   "token, only this user; with encryption keys configured, tcp://127.0.0.1:47771, encrypted and "
+                   "authenticated by ZeroMQ's CurveZMQ)")
     add_json(p, "log as JSON lines on stderr (one object per record) instead of text")
     p.set_defaults(handler=cmd_daemon)
 
@@ -55,7 +56,9 @@ def register(sub) -> None:
     add_json(p, "log as JSON lines on stderr (one object per record) instead of text")
     p.set_defaults(handler=cmd_worker)
 
-    p = sub.add_parser("keys", help="generate a CurveZMQ keypair (daemon or client) for remote access")
+    p = sub.add_parser("keys", help="generate a key pair (a public and a secret key) that encrypts and "
+                                    "authenticates the link to a daemon on another host (ZeroMQ's CurveZMQ), "
+                                    "for the daemon or a client")
     p.add_argument("name", metavar="NAME", help="key name, e.g. 'daemon' or the operator's name")
     p.add_argument("--dir", default=".", metavar="DIR", help="where NAME.key and NAME.key_secret are written")
     add_json(p)

@@ -1,5 +1,5 @@
 """Commands that talk to a running acquisition daemon: `robodyn status | arm | disarm | run | abort |
-recordings | export | stream | submit-identify | jobs | pull`."""
+recordings | export | stream`, and (robodyn.commands.jobs) `submit-identify | jobs | pull`."""
 
 from __future__ import annotations
 
@@ -11,12 +11,9 @@ from pathlib import Path
 
 from robodyn.errors import UserError
 
-from robodyn.identification.names import LEAST_SQUARES
-
 from . import progress as bars
-from .common import (FORCE_HELP, add_json, nonnegative_int, output_path, positive_float, positive_int, print_json,
-                     require_file)
-from .identify import add_processing_arguments, processing_from_args
+from .common import (FORCE_HELP, add_json, add_out, nonnegative_int, output_path, positive_float, positive_int,
+                     print_json, require_file)
 
 
 def add_endpoint_arguments(p) -> None:
@@ -26,13 +23,16 @@ def add_endpoint_arguments(p) -> None:
                    help="seconds to wait for the daemon to answer (default 5); a daemon that answered may then "
                         "take longer for work it announces on stderr (checking a submitted trajectory, reading "
                         "its recordings)")
-    p.add_argument("--client-key", metavar="FILE", help="your CurveZMQ secret key file, for a remote daemon "
-                                                        "(default $ROBODYN_CLIENT_KEY)")
-    p.add_argument("--server-key", metavar="KEY|FILE", help="the daemon's public key (default $ROBODYN_SERVER_KEY)")
+    p.add_argument("--client-key", metavar="FILE",
+                   help="your secret key file, for an encrypted and authenticated link to a daemon on another host "
+                        "(made by `robodyn keys`; the link uses ZeroMQ's CurveZMQ; default $ROBODYN_CLIENT_KEY)")
+    p.add_argument("--server-key", metavar="KEY|FILE", help="the remote daemon's public key, which proves it is the "
+                                                            "daemon you meant (default $ROBODYN_SERVER_KEY)")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("status", help="daemon, robot, driver loop, recorder and run state")
+    p = sub.add_parser("status", help="daemon, robot, driver loop, recorder and run state; a loop period beyond "
+                                      "twice the nominal one (1 / the robot's rate) is flagged LATE")
     add_endpoint_arguments(p)
     add_json(p)
     p.set_defaults(handler=cmd_status)
@@ -50,7 +50,11 @@ def register(sub) -> None:
     add_json(p)
     p.set_defaults(handler=cmd_disarm)
 
-    p = sub.add_parser("run", help="submit a trajectory file to the daemon for execution and recording")
+    p = sub.add_parser("run", help="submit a trajectory file to the daemon for execution and recording",
+                       description="Submit a trajectory file to the daemon, which moves the robot to its start, runs "
+                                   "it and records it. With --wait, Ctrl-C aborts the motion: the daemon is asked to "
+                                   "stop the run (the robot ramps to rest) and the command exits 130. Without --wait "
+                                   "the command returns at once and the run goes on: stop it with `robodyn abort`.")
     add_endpoint_arguments(p)
     p.add_argument("--robot", required=True, metavar="NAME", help="robot the daemon must be driving (e.g. panda)")
     p.add_argument("--trajectory", required=True, metavar="FILE", help="robodyn.trajectory JSON document")
@@ -58,7 +62,8 @@ def register(sub) -> None:
     p.add_argument("--mode", default="position", choices=("position", "torque"),
                    help="control mode of the run (torque: the driver's own impedance law plus feedforward "
                         "tracks the trajectory; Franka only)")
-    p.add_argument("--wait", action="store_true", help="show progress until the run ends; print its summary")
+    p.add_argument("--wait", action="store_true", help="show progress until the run ends, then print its summary; "
+                                                       "Ctrl-C meanwhile aborts the motion (ramp to rest)")
     add_json(p)
     p.set_defaults(handler=cmd_run)
 
@@ -82,9 +87,8 @@ def register(sub) -> None:
     add_endpoint_arguments(p)
     p.add_argument("recording", metavar="REC", help="recording id (asks the daemon), .mcap file, or .csv log")
     p.add_argument("--format", required=True, choices=("csv", "npz"), help="CSV (one row per sample) or NumPy NPZ")
-    p.add_argument("--out", "-o", metavar="FILE",
-                   help="output file (default: the recording's name with the new suffix, in the current folder, "
-                        "never overwritten without --force)")
+    add_out(p, "output file (default: the recording's name with the new suffix, in the current folder, never "
+               "overwritten without --force)")
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--output", dest="out", help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--topic", metavar="TOPIC", help="ROS 2 bag (directory, .mcap or .db3): its sensor_msgs/msg/"
@@ -102,119 +106,6 @@ def register(sub) -> None:
                 "of the live view")
     p.set_defaults(handler=cmd_stream)
 
-    register_jobs(sub)
-
-
-def register_jobs(sub) -> None:
-    p = sub.add_parser("submit-identify", help="identify on the daemon's worker from recording ids")
-    add_endpoint_arguments(p)
-    p.add_argument("recordings", nargs="+", metavar="REC_ID", help="ids of the daemon's recordings to identify on "
-                                                                  "(see `robodyn recordings`)")
-    p.add_argument("--holdout", nargs="*", default=[], metavar="REC_ID",
-                   help="recordings not identified on, only predicted: the result reports the error on them")
-    p.add_argument("--method", choices=LEAST_SQUARES, default="wls",
-                   help="estimator (the daemon's worker runs the least-squares methods; the others: "
-                        "`robodyn identify --method ...` on the exported recordings)")
-    p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"), default="coulomb-viscous",
-                   help="friction identified with the dynamics: viscous + Coulomb + offset (default), Stribeck or "
-                        "sigmoid; with --friction-model, the model subtracted")
-    p.add_argument("--friction-model", metavar="FILE",
-                   help="friction model to subtract: the JSON `robodyn friction fit` writes")
-    p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
-    add_processing_arguments(p)
-    p.add_argument("--wait", action="store_true", help="show progress until the job ends")
-    add_json(p)
-    p.set_defaults(handler=cmd_submit_identify)
-
-    p = sub.add_parser("jobs", help="list the daemon's identification jobs")
-    add_endpoint_arguments(p)
-    add_json(p)
-    p.set_defaults(handler=cmd_jobs)
-
-    p = sub.add_parser("pull", help="fetch the result of an identification job")
-    add_endpoint_arguments(p)
-    p.add_argument("job", metavar="JOB", help="job id (printed by `robodyn submit-identify`, listed by "
-                                              "`robodyn jobs`)")
-    p.add_argument("--out", required=True, metavar="FILE", help="where to write the result JSON")
-    add_json(p)
-    p.set_defaults(handler=cmd_pull)
-
-
-def cmd_submit_identify(args) -> int:
-    processing = processing_from_args(args).to_dict()
-    processing.pop("cutoff_choice", None)
-    config = {"method": args.method, "friction": args.friction, "rotor_inertia": not args.no_rotor_inertia,
-              "processing": processing}
-    if args.friction_model:
-        doc = json.loads(Path(args.friction_model).read_text())
-        config["friction_model"] = doc.get("model", doc)
-    with daemon_client(args) as client:
-        reply = _daemon_call(lambda: client.identify(args.recordings, config, args.holdout))
-        job = reply["job"]
-        if not args.wait:
-            print_json(reply) if args.json else print(f"job {job} queued")
-            return 0
-        with bars.bar(args, total=100, desc=job, unit="%") as b:
-            show = bars.stages(b)
-            st = _daemon_call(lambda: client.wait_job(
-                job, lambda s: show(f"{job}: {s['state']} {s.get('stage') or ''}".strip(), s.get("progress") or 0.0)))
-        if st["state"] != "completed":
-            raise UserError(f"job {job} failed: {st.get('error')}")
-        result = _daemon_call(lambda: client.pull(job))
-        if args.json:
-            print_json({**st, "metrics": result.get("metrics")})
-        else:
-            print("\n".join(fit_lines(result)))
-            print(f"job {job} completed; fetch it with: robodyn pull {job} --out result.json")
-    return 0
-
-
-def fit_lines(doc: dict) -> list[str]:
-    """What a job's result says about the model: the fit and the error on held-out recordings."""
-    from .identify import metric_lines
-
-    metrics = doc.get("metrics") or {}
-    lines = [f"{doc['robot']}: {doc['base']['count']} base parameters ({doc['estimate']['method']})"]
-    if "measured" in metrics:
-        lines += metric_lines(metrics["measured"], "fit, against the measured torque")
-    elif "identification" in metrics:
-        lines += metric_lines(metrics["identification"], "fit, against the processed (low-passed) torque")
-    held = metrics.get("holdout") or metrics.get("held_out")
-    if held:
-        names = (doc.get("provenance") or {}).get("holdout") or held.get("recordings") or []
-        lines += metric_lines(held, f"held out {', '.join(names)}, against the measured torque")
-    else:
-        lines.append("no held-out recording: submit with --holdout REC_ID to see the error on a run the fit "
-                     "never saw")
-    return lines
-
-
-def cmd_jobs(args) -> int:
-    with daemon_client(args) as client:
-        jobs = _daemon_call(client.jobs)
-    if args.json:
-        print_json(jobs)
-    elif not jobs:
-        print("no jobs")
-    else:
-        print(f"{'job':<34} {'state':<10} {'stage':<24} {'progress':>7}")
-        for j in jobs:
-            print(f"{j['job']:<34} {j['state']:<10} {j.get('stage') or '':<24} {(j.get('progress') or 0) * 100:5.1f} %"
-                  + (f"  {j['error']}" if j.get("error") else ""))
-    return 0
-
-
-def cmd_pull(args) -> int:
-    with daemon_client(args) as client:
-        result = _daemon_call(lambda: client.pull(args.job))
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    if args.json:
-        print_json({"job": args.job, "out": args.out, "base_count": result["base"]["count"],
-                    "method": result["estimate"]["method"], "metrics": result.get("metrics")})
-    else:
-        print("\n".join(fit_lines(result)))
-        print(f"result of {args.job} -> {args.out}")
-    return 0
 
 
 def curve_keys(args):
@@ -303,9 +194,20 @@ def recording_file(args, recording: str) -> Path:
 
 def local_recording(args, ref: str) -> Path:
     """A recording named on the command line: an .mcap file, or else a daemon's recording id
-    (:func:`recording_file`)."""
-    if Path(ref).suffix.lower() == ".mcap":
-        return require_file(ref)
+    (:func:`recording_file`). A file that is not MCAP (by its first bytes, whatever its name says)
+    is refused here with one line, before any reader or daemon sees it."""
+    from robodyn.identification.rosbag import MCAP_MAGIC
+
+    path = Path(ref)
+    if path.suffix.lower() == ".mcap" or path.is_file():
+        require_file(path)
+        if path.is_file():
+            with open(path, "rb") as fh:
+                head = fh.read(len(MCAP_MAGIC))
+            if head != MCAP_MAGIC:
+                raise UserError(f"{path}: not a daemon recording (an MCAP file begins with MCAP's magic bytes; this "
+                                "one does not); give the .mcap file the daemon wrote, or its recording id")
+        return path
     return recording_file(args, ref)
 
 
@@ -338,52 +240,73 @@ def cmd_status(args) -> int:
     with daemon_client(args) as c:
         st = _daemon_call(c.status)
     if args.json:
-        print_json(st)
+        print_json({**st, "loop_flags": loop_flags(st["robot"].get("rate_hz"), st["driver"].get("loop"))})
         return 0
+    print("\n".join(status_lines(st)))
+    return 0
+
+
+# A loop period beyond this multiple of the nominal one (1 / the robot's rate) is flagged by `status`:
+# one late cycle of a real-time loop is already a missed command; twice the period means at least one
+# command cycle went by without one. The daemon's own watchdog (its config) decides what to stop.
+LOOP_FLAG_MULTIPLE = 2.0
+
+
+def loop_flags(rate_hz, loop: dict | None) -> list[dict]:
+    """The loop-period statistics (p50, p99, max) beyond LOOP_FLAG_MULTIPLE times the nominal period."""
+    if not rate_hz or not loop:
+        return []
+    nominal = 1000.0 / float(rate_hz)
+    return [{"statistic": key[:-3], "ms": loop[key], "nominal_ms": nominal, "multiple": loop[key] / nominal}
+            for key in ("p50_ms", "p99_ms", "max_ms") if loop.get(key) is not None
+            and loop[key] > LOOP_FLAG_MULTIPLE * nominal]
+
+
+def status_lines(st: dict) -> list[str]:
+    """`robodyn status` as text: one line per part of the daemon, a flagged loop period said outright."""
     d, r, drv, rec = st["daemon"], st["robot"], st["driver"], st["recorder"]
-    print(f"daemon   robodyn {d['version']} (protocol {d['protocol']}), pid {d['pid']}, up {d['uptime_s']:.0f} s")
-    print(f"         control {d['control']}   state {d['state']}   data {d['data_dir']}")
-    print(f"robot    {r['name']} ({r['dof']} joints) via {r['driver']} driver at {r['rate_hz']} Hz")
+    lines = [f"daemon   robodyn {d['version']} (protocol {d['protocol']}), pid {d['pid']}, up {d['uptime_s']:.0f} s",
+             f"         control {d['control']}   state {d['state']}   data {d['data_dir']}",
+             f"robot    {r['name']} ({r['dof']} joints) via {r['driver']} driver at {r['rate_hz']} Hz"]
     loop = drv.get("loop") or {}
-    print(f"driver   pid {drv['pid']} {'alive' if drv['alive'] else 'DOWN'}, {drv.get('lifecycle')}, "
-          f"{drv.get('scheduler')}; loop period p50 {_fmt_ms(loop, 'p50_ms')} p99 {_fmt_ms(loop, 'p99_ms')} "
-          f"max {_fmt_ms(loop, 'max_ms')} ms over {loop.get('count', 0)} cycles")
+    lines.append(f"driver   pid {drv['pid']} {'alive' if drv['alive'] else 'DOWN'}, {drv.get('lifecycle')}, "
+                 f"{drv.get('scheduler')}; loop period p50 {_fmt_ms(loop, 'p50_ms')} p99 {_fmt_ms(loop, 'p99_ms')} "
+                 f"max {_fmt_ms(loop, 'max_ms')} ms over {loop.get('count', 0)} cycles")
+    flags = loop_flags(r.get("rate_hz"), loop)
+    if flags:
+        lines.append("LATE     loop period " + ", ".join(f"{f['statistic']} {f['ms']:.3f} ms ({f['multiple']:.3g} x)"
+                                                         for f in flags)
+                     + f" beyond {LOOP_FLAG_MULTIPLE:g} x the nominal {flags[0]['nominal_ms']:.3f} ms "
+                       f"({r['rate_hz']} Hz): the loop misses its cycles")
     stream = rec.get("stream") or {}
-    print(f"recorder pid {rec['pid']} {'alive' if rec['alive'] else 'DOWN'}, received {stream.get('received', 0)} "
-          f"samples, lost {stream.get('lost', 0)}, files written {rec.get('written_runs', 0)}")
+    lines.append(f"recorder pid {rec['pid']} {'alive' if rec['alive'] else 'DOWN'}, received {stream.get('received', 0)} "
+                 f"samples, lost {stream.get('lost', 0)}, files written {rec.get('written_runs', 0)}")
     safety = st.get("safety") or {}
     if safety:
-        print("safety   " + ("ARMED by " + str(safety.get("armed_by")) if safety.get("armed") else
-                             f"disarmed ({safety.get('disarm_reason')})")
-              + ("" if safety.get("arming_required") else "; arming not required (simulator)"))
+        lines.append("safety   " + ("ARMED by " + str(safety.get("armed_by")) if safety.get("armed") else
+                                    f"disarmed ({safety.get('disarm_reason')})")
+                     + ("" if safety.get("arming_required") else "; arming not required (simulator)"))
     metrics = st.get("metrics") or {}
     thr = metrics.get("recorder_throughput") or {}
     queues = metrics.get("queues") or {}
     if metrics:
-        print(f"metrics  lost {metrics['lost_samples']['stream']} samples on the stream, recorder backlog "
-              f"{queues.get('recorder_backlog_samples')} samples, writing {thr.get('samples_per_s', 0):.0f} "
-              f"samples/s ({thr.get('bytes_per_s', 0) / 1e3:.0f} kB/s)")
+        lines.append(f"metrics  lost {metrics['lost_samples']['stream']} samples on the stream, recorder backlog "
+                     f"{queues.get('recorder_backlog_samples')} samples, writing {thr.get('samples_per_s', 0):.0f} "
+                     f"samples/s ({thr.get('bytes_per_s', 0) / 1e3:.0f} kB/s)")
     q = st["state"].get("q")
     if q:
-        print("q        " + " ".join(f"{v:+.4f}" for v in q))
+        lines.append("q        " + " ".join(f"{v:+.4f}" for v in q))
     run = st.get("run")
     if run:
-        print(f"run      {run['run_id']}: {run['state']} {_progress_text(run)}")
+        lines.append(f"run      {run['run_id']}: {run['state']} {_progress_text(run)}")
     elif st.get("last_run"):
         lr = st["last_run"]
-        print(f"last run {lr['run_id']}: {lr['state']}{' (' + lr['abort_reason'] + ')' if lr['abort_reason'] else ''}")
-    return 0
+        lines.append(f"last run {lr['run_id']}: {lr['state']}"
+                     f"{' (' + lr['abort_reason'] + ')' if lr['abort_reason'] else ''}")
+    return lines
 
 
 # --------------------------------------------------------------------------- run
-
-
-def _run_stage(run: dict) -> tuple[str, float]:
-    """(label, fraction) of a run in progress: the move to the start, then the trajectory."""
-    from robodyn.daemon.client import run_stage
-
-    stage, fraction = run_stage(run)
-    return f"run {run['run_id']}: {stage}", fraction
 
 
 def _progress_text(run: dict) -> str:
@@ -398,6 +321,7 @@ def _progress_text(run: dict) -> str:
 
 
 def cmd_run(args) -> int:
+    from robodyn.daemon.client import run_stage
     from robodyn.trajectory import trajectory_from_dict
 
     path = require_file(args.trajectory)
@@ -418,7 +342,8 @@ def cmd_run(args) -> int:
         with bars.bar(args, total=100, desc=f"run {accepted['run_id']}", unit="%") as b:
             show = bars.stages(b)
             try:
-                final = _daemon_call(lambda: c.wait_run(accepted["run_id"], progress=lambda st: show(*_run_stage(st))))
+                # run_stage has no run id in its label: the bar (or the quiet line) already names the run
+                final = _daemon_call(lambda: c.wait_run(accepted["run_id"], progress=lambda st: show(*run_stage(st))))
             except KeyboardInterrupt:
                 c.abort(accepted["run_id"], "interrupted at the client")
                 sys.stderr.write("\ninterrupted: abort requested\n")
@@ -524,7 +449,8 @@ def _export_bag(args, src: Path) -> int:
     from robodyn.robot.loader import load_model
 
     names = load_model(args.robot).joint_names if args.robot else None
-    data = load_bag(src, names, args.topic)
+    with bars.Heartbeat(getattr(args, "command_prog", None) or "robodyn export", f"reading {src}"):
+        data = load_bag(src, names, args.topic)
     out = output_path(args.out, Path.cwd() / f"{src.stem}.{args.format}", args.force)
     if out.resolve() == src.resolve():
         raise UserError(f"output {out} would overwrite the input")

@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 
 from . import progress as bars
-from .common import add_json, percent, positive_float, positive_int, print_json
+from .common import add_json, add_out, percent, positive_float, positive_int, print_json
 
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run the simulated end-to-end demo (daemon, excitation, friction, "
                                     "identification, validation)")
-    p.add_argument("--out", default="robodyn-demo", help="output folder (default ./robodyn-demo)")
+    add_out(p, "output folder (default ./robodyn-demo)", default="robodyn-demo", metavar="DIR")
     p.add_argument("--time-limit", type=positive_float, default=40.0, metavar="S",
                    help="seconds the excitation design may take (default 40; the held-out trajectory's half of it), "
                         "as `excitation design --time-limit`")
@@ -89,7 +89,8 @@ def table_lines(summary: dict) -> list[str]:
         lines.append(f"n/a ({', '.join(which)}): {reason}")
     lines.append("curve err: the fitted friction curve against the simulated one over the measured speeds (RMS)")
     base = summary["base_parameters"]
-    lines.append(f"excitation: raw cond(W_base) {summary['excitation']['cond_raw']:.1f}; {base['count']} base "
+    lines.append(f"excitation: condition number of the base regressor {summary['excitation']['cond_raw']:.1f} "
+                 f"(unscaled columns); {base['count']} base "
                  f"parameters, {len(base['well_excited'])} carry {base['well_excited_definition']}: "
                  f"max error vs the simulator's truth {percent(base['max_relative_error_well_excited'])}")
     return lines

@@ -18,13 +18,12 @@ import json
 import sys
 from pathlib import Path
 
-from .common import add_json, floats, needs_a_command, print_json
+from .common import add_friction, add_json, add_out, floats, friction_law, needs_a_command, print_json, require_friction
 from .daemon_client import add_endpoint_arguments, local_recording
 
 
 def register(sub) -> None:
     from robodyn.identification.names import EXPERIMENT_HALF_WIDTH, EXPERIMENT_SPEEDS
-    from robodyn.robot.friction_names import MODELS
 
     p = sub.add_parser("friction", help="the constant-velocity friction experiment: design the sweeps, fit the "
                                         "recorded runs (run them with `robodyn run`)",
@@ -54,7 +53,7 @@ def register(sub) -> None:
                         "the Franka's Stribeck velocities); every speed is run forward and back")
     d.add_argument("--scale", type=float, default=0.5, metavar="F",
                    help="speed ramps and moves use this fraction of the acceleration and jerk limits (default 0.5)")
-    d.add_argument("--out", required=True, metavar="FILE", help="trajectory JSON to write (for `robodyn run`)")
+    add_out(d, "trajectory JSON to write (for `robodyn run`)", required=True)
     add_json(d)
     d.set_defaults(handler=cmd_design)
 
@@ -66,13 +65,12 @@ def register(sub) -> None:
                         "a joint swept in several recordings is fitted to all its points")
     add_endpoint_arguments(f)
     f.add_argument("--robot", required=True, metavar="NAME|FILE", help="built-in model name or model file")
-    f.add_argument("--model", dest="friction", choices=MODELS, help=argparse.SUPPRESS)  # the old spelling
-    f.add_argument("--friction", default="stribeck", choices=MODELS,
-                   help="friction law: stribeck (Coulomb level, breakaway level and Stribeck velocity, Ni et al. "
-                        "2024 eq. 2; default), coulomb-viscous (Coulomb + viscous), sigmoid (smooth Coulomb tanh "
-                        "+ viscous)")
+    # the old spelling; no default of its own, which would hide --friction's
+    f.add_argument("--model", dest="friction", type=friction_law(), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_friction(f, default="stribeck", extra="the law fitted to each joint's friction points (stribeck: Ni et al. "
+                                              "2024 eq. 2; none is refused: there is nothing to fit)")
     f.add_argument("--viscous", action="store_true", help="stribeck: also fit a viscous coefficient fv")
-    f.add_argument("--out", required=True, metavar="FILE", help="friction JSON to write")
+    add_out(f, "friction JSON to write", required=True)
     add_json(f)
     f.set_defaults(handler=cmd_fit)
 
@@ -127,6 +125,9 @@ def cmd_fit(args) -> int:
     from robodyn.errors import UserError
     from robodyn.identification.friction import fit_experiment, points_from_recording
 
+    from robodyn.robot.friction_names import MODELS
+
+    require_friction(args, MODELS, "is no law to fit")
     model = _load_model(args.robot)
     if not model.joint_map.is_identity:
         raise UserError(f"--robot: {model.name} maps controller joints onto model joints (joint_map); the friction "

@@ -12,8 +12,8 @@ from robodyn.identification.names import DESCRIPTIONS, LEAST_SQUARES, METHODS, S
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import (add_json, deprecated, nonnegative_float, number, output_path, positive_float, positive_int,
-                     print_json, strict_json)
+from .common import (add_friction, add_holdout, add_json, add_out, add_rotor_inertia, deprecated, nonnegative_float,
+                     number, output_path, positive_float, positive_int, print_json, strict_json)
 
 DEFAULT_RESULT = "result.json"
 DRIVE_GAINS_HELP = "motor current to joint torque, N.m/A per joint, for CSV files with current columns"
@@ -45,7 +45,9 @@ def add_processing_arguments(p) -> None:
                         "twice the frequency where the fastest joint's acceleration spectrum turns from motion to "
                         "noise, not below the commanded trajectory's bandwidth; the choice is recorded")
     g.add_argument("--rloess-span", type=nonnegative_float, default=None, metavar="SPAN",
-                   help=f"robust LOESS on qdd and tau ({cite('wso')} uses 0.02); fraction or sample count")
+                   help="also smooth acceleration and torque by a local quadratic fit over a sliding window that "
+                        "down-weights outlying samples (robust LOESS): the window as a fraction of the samples (below "
+                        f"1) or a sample count; default off ({cite('wso')} uses 0.02)")
     g.add_argument("--decimate", type=positive_int, default=1, metavar="F", help="keep every F-th sample for the fit (after "
                    "an anti-alias low-pass, which prediction applies too)")
     g.add_argument("--min-velocity", type=nonnegative_float, default=None, metavar="RAD_S",
@@ -70,15 +72,13 @@ def processing_from_args(args):
 
 def add_model_arguments(p) -> None:
     """What is identified: friction, rotor inertia, current-to-torque gains, preprocessed data."""
-    p.add_argument("--friction", choices=("none", "coulomb-viscous", "stribeck", "sigmoid"),
-                   default="coulomb-viscous",
-                   help="friction identified with the dynamics: viscous + Coulomb + offset (default), Stribeck or "
-                        "sigmoid (velocity scales chosen from the data); with --friction-model, the model subtracted")
+    add_friction(p, extra="identified with the dynamics (the Stribeck and sigmoid velocity scales chosen from the "
+                          "data); with --friction-model, the model given is subtracted instead")
     p.add_argument("--friction-model", metavar="FILE",
                    help="friction model to subtract before identification instead of identifying friction: the "
                         "JSON `robodyn friction fit` writes from the constant-velocity friction experiment "
                         "(`robodyn friction design`, then `robodyn run`)")
-    p.add_argument("--no-rotor-inertia", action="store_true", help="omit the rotor inertia columns IA")
+    add_rotor_inertia(p)
     p.add_argument("--recording-weights", default="inverse-variance", metavar="inverse-variance|equal|W1,...,WR",
                    help="several recordings: weight of each in the stacked fit. inverse-variance (default): within "
                         "each joint, each recording by the inverse of its residual variance after an unweighted "
@@ -90,17 +90,17 @@ def add_model_arguments(p) -> None:
 
 def add_method_options(p, population_default: int | None = None) -> None:
     """Options only some methods read, grouped under the methods that read them."""
-    g = p.add_argument_group(f"metaheuristics: wso, pso, ga, icpso ({cite('wso')}): search each parameter "
-                             "within five times its least-squares magnitude around the least-squares value, for the "
-                             "smallest weighted torque error")
+    g = p.add_argument_group(f"population searches that try many candidate parameter sets (metaheuristics: wso, pso, "
+                             f"ga, icpso; {cite('wso')}): search each parameter within five times its least-squares "
+                             "magnitude around the least-squares value, for the smallest weighted torque error")
     g.add_argument("--population", type=positive_int, default=population_default, help="population size (default 150)")
     g.add_argument("--iterations", type=positive_int, default=None,
                    help="iterations or generations (default: Ni et al. 2024's WSO 3000, PSO 800, GA 460, ICPSO 800)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0); the result records it")
-    g.add_argument("--weights", default=None, metavar="PSI",
-                   help="how much each joint's torque error counts in the fitness (Ni et al. 2024's psi_j): a "
+    g.add_argument("--weights", default=None, metavar="W1,...,WN|inverse-variance",
+                   help="how much each joint's torque error counts in the fitness the search minimises: a "
                         "comma list of one weight per joint, or 'inverse-variance' (each joint by 1 / the variance "
-                        "of its least-squares residual)")
+                        "of its least-squares residual); Ni et al. 2024 call these weights psi_j")
     g = p.add_argument_group("consistent: physically consistent parameters (semidefinite program)")
     g.add_argument("--reference-weight", type=float, default=None,
                    help="weight of closeness to the model's CAD values (default 1e-4)")
@@ -138,7 +138,7 @@ def config_from_args(args, model, method: str = "ols"):
         friction_model = json.loads(Path(args.friction_model).read_text())
         friction_model = friction_model.get("model", friction_model)
     return IdentificationConfig(method=method if method in LEAST_SQUARES else "ols",
-                                friction=args.friction, rotor_inertia=not args.no_rotor_inertia,
+                                friction=args.friction, rotor_inertia=args.rotor_inertia,
                                 friction_model=friction_model, processing=processing_from_args(args),
                                 motor_couplings=model.motor_couplings,
                                 recording_weights=getattr(args, "recording_weights", "inverse-variance"))
@@ -166,15 +166,13 @@ def add_identify_arguments(p, default_method: str | None = None) -> None:
                         "error of the best); prints every candidate's mean +- spread")
     p.add_argument("--folds", type=int, default=None, metavar="K",
                    help="with --select: blocks of the cross-validation (default 5)")
-    p.add_argument("--holdout", dest="holdout", nargs="+", default=None, metavar="REC",
-                   help="recordings not identified on, only predicted: the result reports the error on them; with "
-                        "--select each is one more cross-validation fold; with --method stepwise they validate "
-                        "the joint torque and motor current")
+    add_holdout(p, "recordings not identified on, only predicted: the result reports the error on them; with "
+                   "--select each is one more cross-validation fold; with --method stepwise they validate "
+                   "the joint torque and motor current")
     add_processing_arguments(p)
     add_method_options(p)
-    p.add_argument("--out", default=None, metavar="FILE",
-                   help=f"result file (JSON; the same format for every method); default ./{DEFAULT_RESULT}, "
-                        "which is never overwritten without --force")
+    add_out(p, f"result file (JSON; the same format for every method); default ./{DEFAULT_RESULT}, "
+               "which is never overwritten without --force")
     p.add_argument("--force", action="store_true", help=f"overwrite ./{DEFAULT_RESULT} when --out is not given")
     p.add_argument("--report", metavar="HTML", help="also write an HTML report: the fit's numbers and the predicted "
                                                     "against the measured torque of each joint, as images inside "
@@ -193,30 +191,6 @@ def register(sub) -> None:
     p = sub.add_parser("identify-advanced")  # deprecated: no help entry, so not listed
     add_identify_arguments(p, default_method="wso")
     p.set_defaults(handler=deprecated(cmd_identify, "identify-advanced", "identify --method METHOD"))
-
-    p = sub.add_parser("validate", help="validate an identification result on (held-out) recordings, against the "
-                                        "measured torque")
-    p.add_argument("result", help="result JSON from `robodyn identify`")
-    p.add_argument("data", nargs="+", metavar="REC_OR_CSV", help="recordings (.mcap), .csv or .npz files to "
-                                                                 "validate on")
-    p.add_argument("--robot", help="model (default: the one named in the result)")
-    p.add_argument("--drive-gains", metavar="K1,...,KN", help=DRIVE_GAINS_HELP)
-    p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
-    p.add_argument("--plot", metavar="PNG", help="write predicted-vs-measured torque plots")
-    add_json(p)
-    p.set_defaults(handler=cmd_validate)
-
-    p = sub.add_parser("predict", help="predicted beside measured torque, sample by sample, as CSV")
-    p.add_argument("result", help="result JSON from `robodyn identify`")
-    p.add_argument("data", metavar="REC_OR_CSV", help="a recording (.mcap), .csv or .npz file")
-    p.add_argument("--out", required=True, metavar="CSV",
-                   help="columns t, tau_measured1..n, tau_predicted1..n, tau_lower1..n, tau_upper1..n (the nominal 95 %% "
-                        "prediction interval) at the measured samples")
-    p.add_argument("--robot", help="model (default: the one named in the result)")
-    p.add_argument("--drive-gains", metavar="K1,...,KN", help=DRIVE_GAINS_HELP)
-    p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
-    add_json(p)
-    p.set_defaults(handler=cmd_predict)
 
     p = sub.add_parser("drive-gains", help="current-to-torque drive gains from recordings without and with a "
                                            "known payload (UR)")
@@ -237,20 +211,24 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_drive_gains)
 
 
-def _load(paths, model, gains, result: dict | None = None, topic: str | None = None):
+def _load(paths, model, gains, result: dict | None = None, topic: str | None = None, name: str = "robodyn"):
     """The datasets (with ``result``, after checking that the model fits it); what the loaders warn
     about (a CSV without a phase column, lost samples, a model of another name) is printed as one
-    note line each on stderr."""
+    note line each on stderr, and a read that takes long says which file it is on (``name``: the
+    command, in front of that line)."""
     import warnings
 
     from robodyn.identification.data import load_dataset
     from robodyn.identification.pipeline import check_result_model
 
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, bars.Heartbeat(name) as beat:
         warnings.simplefilter("always")
         if result is not None:
             check_result_model(model, result)
-        out = [load_dataset(p, drive_gains=gains, model=model, topic=topic) for p in paths]
+        out = []
+        for k, p in enumerate(paths):
+            beat.text = f"reading {p} ({k + 1} of {len(paths)})"
+            out.append(load_dataset(p, drive_gains=gains, model=model, topic=topic))
     for w in caught:
         print(f"note: {w.message}", file=sys.stderr)
     return out
@@ -351,16 +329,18 @@ def cmd_identify(args) -> int:
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
     config = config_from_args(args, model, method)
     options = method_options(args, method)
-    datasets = _load(args.data, model, gains, topic=args.topic)
-    holdout = _load(args.holdout, model, gains, topic=args.topic) if args.holdout else []
+    datasets = _load(args.data, model, gains, topic=args.topic, name=_name(args))
+    holdout = _load(args.holdout, model, gains, topic=args.topic, name=_name(args)) if args.holdout else []
     budget = iteration_budget(method, options) if method in ("wso", "pso", "ga", "icpso") else None
     with bars.bar(args, total=100, desc="identify", unit="%") as stage_bar, \
-            (bars.bar(args, total=budget, desc=method, unit="it") if budget else bars.none()) as it_bar:
+            (bars.bar(args, total=budget, desc=method, unit="it") if budget else bars.none()) as it_bar, \
+            (bars.none() if bars.drawn(stage_bar) else bars.Heartbeat(_name(args), "starting")) as beat:
         result, details, method_line = identification_result(
             model, datasets, config, method, options=options, select=args.select, holdout=holdout,
             folds=args.folds, sources=[str(p) for p in args.data],
             holdout_sources=[str(p) for p in args.holdout or ()], preprocessed=args.preprocessed,
-            progress=bars.stages(stage_bar), iteration_callback=bars.iterations(it_bar, fitness_label="J"))
+            progress=bars.stages(stage_bar, beat=None if bars.drawn(stage_bar) else beat),
+            iteration_callback=bars.iterations(it_bar, fitness_label="J"))
     # where the model came from, so validate and predict load the same one (a file, or a built-in)
     result.robot_ref = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
     doc = result.to_json_dict()  # the file, the report and the printed summary read the document
@@ -368,7 +348,7 @@ def cmd_identify(args) -> int:
     if args.report:
         _write_report(args.report, model, doc, datasets, holdout, args)
     if args.json:
-        print_json({"out": args.out, "robot": doc["robot"], "method": doc["estimate"]["method"],
+        print_json({"out": args.out, **({"report": args.report} if args.report else {}), "robot": doc["robot"], "method": doc["estimate"]["method"],
                     "base_count": doc["base"]["count"],
                     "estimate": {k: doc["estimate"][k] for k in ("method", "rank", "cond", "rows", "relative_residual")},
                     "parameters": doc["estimate"]["parameters"], "metrics": doc["metrics"],
@@ -382,7 +362,14 @@ def cmd_identify(args) -> int:
         if method_line:
             print(method_line)
         print(f"result written to {args.out}")
+        if args.report:
+            print(f"report written to {args.report}")
     return 0
+
+
+def _name(args) -> str:
+    """The command's full name (`robodyn identify`), in front of its progress lines."""
+    return getattr(args, "command_prog", None) or f"robodyn {getattr(args, 'command', 'identify')}"
 
 
 def _out_path(args) -> str:
@@ -482,98 +469,6 @@ def stepwise_lines(doc: dict) -> list[str]:
     for note in doc["notes"]:
         lines.append(f"note: {note}")
     return lines
-
-
-def _result_model(args, doc: dict):
-    """The model a result was identified with: --robot, else the file or built-in it names."""
-    from robodyn.robot.loader import load_model
-
-    ref = args.robot or doc.get("robot_ref") or doc["robot"]
-    try:
-        return load_model(ref)
-    except ValueError as exc:
-        raise ValueError(f"{exc} (the result was identified with {ref!r}; pass --robot MODEL)") from None
-
-
-def cmd_validate(args) -> int:
-    from robodyn.identification.coverage import result_warnings
-    from robodyn.identification.intervals import calibration, calibration_lines
-    from robodyn.identification.pipeline import load_result, validate
-
-    doc = load_result(args.result)
-    model = _result_model(args, doc)
-    gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
-    datasets = _load(args.data, model, gains, doc, topic=args.topic)
-    metrics = validate(model, doc, datasets)
-    metrics["coverage_warnings"] = result_warnings(model, doc, datasets)
-    metrics["interval"] = calibration(model, doc, datasets)
-    if args.plot:
-        from robodyn.identification.pipeline import predict
-        from robodyn.identification.report import torque_plot_png
-
-        t, measured, predicted = predict(model, doc, datasets[0])
-        Path(args.plot).write_bytes(torque_plot_png(t - t[0], measured, predicted, model.joint_names,
-                                                    f"validation on {args.data[0]} (measured torque)"))
-    if args.json:
-        print_json(metrics)
-    else:
-        print("\n".join(metric_lines(metrics, "against the measured torque")))
-        f = metrics["filtered"]
-        print(f"against the processed (low-passed) torque: RMSE sum {f['rmse_sum']:.4f}, total relative error "
-              f"{f['relative_error_total']:.4f}")
-        print("\n".join(calibration_lines(metrics["interval"])))
-        print("\n".join(coverage_lines(metrics["coverage_warnings"], doc)))
-    return 0
-
-
-def coverage_lines(warnings: list[dict], doc: dict) -> list[str]:
-    """One line per joint whose evaluated data leave what the identification saw."""
-    if "coverage" not in doc:
-        return ["note: the result records no coverage (made before it was stored): no extrapolation check"]
-    return [w["message"] for w in warnings]
-
-
-def cmd_predict(args) -> int:
-    import numpy as np
-
-    from robodyn.identification.coverage import result_warnings
-    from robodyn.identification.intervals import LEVEL, calibration_note, predict_with_interval
-    from robodyn.identification.pipeline import load_result, predict, torque_metrics
-
-    doc = load_result(args.result)
-    model = _result_model(args, doc)
-    gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
-    raw = _load([args.data], model, gains, doc, topic=args.topic)[0]
-    n = model.dof
-    columns = ["t"] + [f"tau_measured{j + 1}" for j in range(n)] + [f"tau_predicted{j + 1}" for j in range(n)]
-    interval = None
-    if "residual_model" in doc:  # the nominal 95 % prediction interval beside the prediction
-        t, measured, predicted, lower, upper = predict_with_interval(model, doc, raw)
-        columns += [f"tau_lower{j + 1}" for j in range(n)] + [f"tau_upper{j + 1}" for j in range(n)]
-        table = [t, measured, predicted, lower, upper]
-        inside = ((measured >= lower) & (measured <= upper)).mean(0)
-        interval = {"level": doc["residual_model"].get("level", LEVEL), "columns": "tau_lower, tau_upper",
-                    "inside_fraction": inside.tolist(), "note": calibration_note(doc)}
-    else:
-        t, measured, predicted = predict(model, doc, raw)
-        table = [t, measured, predicted]
-    np.savetxt(args.out, np.column_stack(table), delimiter=",", header=",".join(columns), comments="", fmt="%.9g")
-    metrics = torque_metrics(measured, predicted, model.joint_names)
-    warnings = result_warnings(model, doc, [raw])
-    summary = {"out": args.out, "samples": int(t.shape[0]), "of": raw.count, "against": "measured torque", **metrics,
-               "interval": interval, "coverage_warnings": warnings}
-    if args.json:
-        print_json(summary)
-    else:
-        print(f"{t.shape[0]} of {raw.count} samples predicted (the rest lie in gaps or trimmed edges) -> {args.out}")
-        print("\n".join(metric_lines(metrics, "against the measured torque")))
-        if interval is None:
-            print("note: the result stores no residual model (made before intervals were stored): no interval")
-        else:
-            print(f"{interval['level'] * 100:g} % prediction interval in tau_lower/tau_upper; measured samples inside: "
-                  + ", ".join(f"{x * 100:.1f} %" for x in interval["inside_fraction"]) + (f"\n{interval['note']}" if interval["note"] else ""))
-        print("\n".join(coverage_lines(warnings, doc)))
-    return 0
 
 
 def cmd_drive_gains(args) -> int:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .common import add_json, print_json
+import sys
+
+from .common import LegacyFrictionColumns, add_friction, add_json, add_rotor_inertia, print_json
 
 
 def register(sub) -> None:
@@ -12,9 +14,10 @@ def register(sub) -> None:
 
     p = sub.add_parser("model", help="print a robot model: joints, limits, standard and base parameters")
     p.add_argument("robot", metavar="NAME|FILE", help="built-in model name, or a .toml / .urdf file")
-    p.add_argument("--rotor-inertia", action="store_true", help="include rotor inertia columns IA")
-    p.add_argument("--friction", default="", metavar="KINDS",
-                   help="friction columns to include: comma list of viscous,coulomb,offset")
+    add_rotor_inertia(p, default=False, extra="with it, the base parameters show where it merges into the link "
+                                              "inertia")
+    add_friction(p, default="none", legacy_columns=True,
+                 extra="every law but none adds three parameters per joint (viscous, Coulomb, offset)")
     add_json(p)
     p.set_defaults(handler=cmd_model)
 
@@ -63,12 +66,18 @@ def cmd_models(args) -> int:
 
 def cmd_model(args) -> int:
     from robodyn.identification.base_params import base_parameters
+    from robodyn.identification.config import IdentificationConfig
     from robodyn.identification.regressor import ColumnSpec, parameter_names
 
     from robodyn.robot.loader import load_model
 
     model = load_model(args.robot)
-    spec = ColumnSpec.parse(args.rotor_inertia, args.friction)
+    if isinstance(args.friction, LegacyFrictionColumns):  # the old spelling: a comma list of columns
+        print(f"robodyn model --friction {','.join(args.friction)}: deprecated, use --friction LAW (none, "
+              "coulomb-viscous, stribeck or sigmoid; the old spelling goes in the next release)", file=sys.stderr)
+        spec = ColumnSpec(args.rotor_inertia, tuple(args.friction))
+    else:  # the columns an identification with these options fits
+        spec = IdentificationConfig(friction=args.friction, rotor_inertia=args.rotor_inertia).spec
     base = base_parameters(model, spec)
     report = model.summary()
     report["parameters"] = {

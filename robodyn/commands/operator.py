@@ -16,7 +16,7 @@ import threading
 from robodyn.errors import UserError
 from robodyn.tools.operator.listen import check_listen_host
 
-from .common import needs_a_command, positive_float
+from .common import RATE_WORDS, needs_a_command, nonnegative_float, positive_float
 from .daemon_client import add_endpoint_arguments, curve_keys
 
 
@@ -32,8 +32,8 @@ def register(sub) -> None:
                                                        "bridge has no TLS, so other addresses are refused)")
     f.add_argument("--port", type=int, default=8765, help="WebSocket port (default 8765, Foxglove's default; "
                                                           "0 picks a free one)")
-    f.add_argument("--rate", type=float, default=0.0, metavar="HZ",
-                   help="joint-state messages per second (default 0: every sample of the stream)")
+    f.add_argument("--rate", type=nonnegative_float, default=0.0, metavar="HZ",
+                   help=f"joint states sent to the viewer, {RATE_WORDS} (default 0: every sample of the stream)")
     f.add_argument("--tf-rate", type=float, default=50.0, metavar="HZ",
                    help="link transforms per second for the 3D panel (default 50; 0: none)")
     f.add_argument("--robot", metavar="NAME|FILE", help="robot model to draw (default: the built-in model the "
@@ -55,8 +55,9 @@ def register(sub) -> None:
     s.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1; the "
                                                        "page has no TLS, so other addresses are refused)")
     s.add_argument("--port", type=int, default=47780, help="HTTP port (default 47780; 0 picks a free one)")
-    s.add_argument("--period", type=float, default=0.5, metavar="S", help="how often the daemon is polled "
-                                                                          "(default 0.5 s)")
+    s.add_argument("--refresh", type=positive_float, default=0.5, metavar="S",
+                   help="seconds between two polls of the daemon (default 0.5)")
+    s.add_argument("--period", dest="refresh", type=positive_float, help=argparse.SUPPRESS)  # the old spelling
     s.add_argument("--duration", type=positive_float, default=None, metavar="S", help="stop after S seconds")
     _nice_arg(s)
     s.add_argument("--json", action="store_true", help="print the page's address as JSON (serving: "
@@ -175,12 +176,10 @@ def cmd_status_page(args) -> int:
 
     _check_port(args.port)
     check_listen_host(args.host, "status page")
-    if args.period <= 0:
-        raise UserError(f"--period must be > 0 s, got {args.period}")
     _lower_priority(args)
     factory = _client_factory(args)
     try:
-        server, poller = serve_status_page(factory, args.host, args.port, args.period)
+        server, poller = serve_status_page(factory, args.host, args.port, args.refresh)
     except OSError as exc:
         raise UserError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
     url = server.url

@@ -10,12 +10,16 @@ into bar updates:
 - :func:`stages`: ``progress(stage, fraction)`` of identification, model selection, scale-out, a
   run or a job waited for (without a bar: a line on stderr every 10 s);
 - :func:`iterations`: the optimizers' per-iteration ``callback(Progress)`` (excitation design,
-  metaheuristic identification), with the best fitness so far.
+  metaheuristic identification), with the best fitness so far;
+- :class:`Heartbeat`: a step that reports nothing while it runs (reading a large ROS 2 bag) still
+  says on stderr what it is doing every :data:`QUIET_LINE_EVERY_S` seconds.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+import time
 
 
 def wanted(args=None) -> bool:
@@ -99,18 +103,21 @@ def lines(args, b, name: str):
     return progress
 
 
-def stages(b, clock=None):
+def stages(b, clock=None, beat: "Heartbeat | None" = None):
     """``progress(stage, fraction)`` -> a percentage bar whose label is the current stage. Without
     a bar (piped, a service, --json), one line ``DESC: STAGE NN%`` on stderr once the step has run
     :data:`QUIET_LINE_EVERY_S` seconds, and again every as many: a wait of minutes never looks
-    like a hang, and a short step prints nothing."""
-    import time
-
+    like a hang, and a short step prints nothing. With a :class:`Heartbeat` ``beat`` (a step whose
+    stages may each run for minutes without a report), the stage becomes the heartbeat's text and
+    the heartbeat writes the lines, on time whether or not a report came."""
     clock = clock or time.monotonic
     last = [clock()]
 
     def progress(stage: str, fraction: float) -> None:
         b.n = int(round(100 * max(0.0, min(1.0, float(fraction)))))
+        if isinstance(b, _NoBar) and beat is not None:
+            beat.text = f"{stage} {b.n}%"
+            return
         if isinstance(b, _NoBar):
             now = clock()
             if now - last[0] >= QUIET_LINE_EVERY_S:
@@ -133,3 +140,35 @@ def iterations(b, per_run: int | None = None, fitness_label: str = "best"):
         b.refresh()
 
     return callback
+
+
+class Heartbeat:
+    """While the ``with`` block runs, one line ``NAME: TEXT (N s)`` on stderr every ``every`` seconds
+    from a daemon thread, bar or not: a step with no progress callback (reading a recording or a bag,
+    which took minutes for a large bag) never looks like a hang, and a short one prints nothing.
+    ``text`` may be changed inside the block (the file being read); ``lines`` counts what was printed."""
+
+    def __init__(self, name: str, text: str = "", every: float = QUIET_LINE_EVERY_S, clock=time.monotonic):
+        self.name, self.text, self.every, self.clock = name, text, every, clock
+        self.lines = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="robodyn-heartbeat", daemon=True)
+
+    def _wait(self) -> bool:
+        """True when the block has ended (stop), False when ``every`` seconds have passed."""
+        return self._stop.wait(self.every)
+
+    def _run(self) -> None:
+        while not self._wait():
+            self.lines += 1
+            print(f"{self.name}: {self.text} ({self.clock() - self._t0:.0f} s)", file=sys.stderr, flush=True)
+
+    def __enter__(self):
+        self._t0 = self.clock()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        return False
