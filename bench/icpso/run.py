@@ -1,5 +1,5 @@
-"""Zhong et al. 2023 (chaotic PSO, SCARA) Table 2 re-run: ICPSO, its baselines APSO and LPSO, and
-plain PSO on F1-F5 (Table 1), mean and spread over >= 20 seeds, beside the paper's numbers.
+"""Zhong et al. 2023 (chaotic PSO, SCARA) Table 2 re-run: ICPSO as printed, its baselines APSO and LPSO,
+and plain PSO on F1-F5 (Table 1), mean and spread over >= 20 seeds, beside the paper's numbers.
 
 Settings (section 3.1): dimension 30, population 50, T = 100 iterations, c in [0.5, 2.5],
 w in [0.4, 0.9]; ICPSO C = 10, delta = 1 (f_d = 0, the known optimum), M = 10 tent-map steps
@@ -10,10 +10,12 @@ robodyn.identification.optimizers (APSOOptions, LPSOOptions).
 
     .venv/bin/python bench/icpso/run.py [--runs 20] [--equal-budget] [--ablation] [--out FILE]
 
---equal-budget  also give every baseline as many evaluations as ICPSO used (the chaotic search
-                evaluates M points per premature particle; the paper compares at equal iterations)
+--equal-budget  also give robodyn's tuned ICPSO (an ablation), APSO, LPSO and PSO, run by run, as many
+                evaluations as ICPSO as printed used at T = 100 (the chaotic search evaluates M points
+                per premature particle; the paper compares at equal iterations)
 --ablation      the readings of the chaotic search (whole domain vs near the best, replace always
-                vs only if better, radius) on all five functions
+                vs only if better, radius) and APSO on all five functions, each run at the same
+                5050 evaluations (what APSO spends at T = 100)
 Prints JSON.
 """
 

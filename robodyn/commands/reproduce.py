@@ -32,7 +32,7 @@ def register(sub) -> None:
                         "substitute data at the paper's and at equal budgets, table2 = the friction experiment on a plant "
                         "unlike the model, pipeline = the paper's pipeline on that plant, real_panda = Table 4 on a real "
                         "Panda's public log (needs --data-dir); calibration: ur5 = Tables 3-5 on the simulated UR5, heavy = the same procedure on "
-                        "the heavy-arm plant); default all")
+                        "the heavy-arm plant, an ablation: not the paper's UR5); default all")
     p.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run; numbers differ from the paper "
                                                         "setup's)")
     add_json(p)

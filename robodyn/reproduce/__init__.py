@@ -20,9 +20,10 @@ origin, robodyn's and the paper's: real / plant / own-model (report.py).
                    the stepwise identification of the simulated flexible-joint arm (part ``flexible``,
                    own-model) and of recordings of a plant unlike the model (part ``recorded``).
 - ``icpso``        Zhong et al. 2023, chaotic PSO excitation design for a SCARA: Table 2 (ICPSO as
-                   printed, APSO, LPSO, PSO on F1-F5, the tuned ICPSO as an ablation, and an
-                   equal-evaluation comparison), the SCARA excitation's condition numbers, Tables 4-5 (linear neural
-                   network identification).
+                   printed, APSO, LPSO, PSO on F1-F5 at the paper's equal iterations, and at equal
+                   evaluations with the tuned ICPSO as an ablation), the SCARA excitation's condition
+                   numbers (ICPSO as printed; the tuned one beside it at the same evaluations), Tables 4-5
+                   (linear neural network identification).
 - ``ur10e``        Mamedov & Mikhel 2020 walk-through: the dynamic_calibration repository's real UR10e
                    logs identified (OLS, rotor inertia, fv/fc/f0 friction) and validated as its code
                    does, per-joint relative error and RMSE against the raw current x gain; the data are
@@ -30,7 +31,8 @@ origin, robodyn's and the paper's: real / plant / own-model (report.py).
 - ``calibration``  Li et al. 2023, UR5 kinematic calibration with joint stiffness: Tables 3 (stiffness),
                    4 and 5 (the abstract's max-error reduction) through the replay on the simulated UR5
                    (robodyn.calibration.paper_replay; part ``ur5``, own-model), and the same procedure on
-                   the heavy-arm plant, which the model does not describe (part ``heavy``).
+                   the heavy-arm plant, which the model does not describe (part ``heavy``: an ablation, not the
+                   paper's UR5).
 """
 
 from __future__ import annotations

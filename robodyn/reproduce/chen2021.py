@@ -123,8 +123,7 @@ def chen_table3(grid_points: int = 400, run_ga: bool = True) -> dict:
 
     out["candidates"] = rigid_candidates(CHEN_TABLE_3["rigid"], CHEN_MOVING, CHEN_PERIOD_S, CHEN_RATE_HZ, CHEN_START_DEG,
                                          *((121, 25) if run_ga else (41, 11)))
-    out["friction_floor"] = {"grid_50hz": friction_cond_floor(np.arange(CHEN_GRID) / CHEN_RATE_HZ),
-                             "linspace_with_end": friction_cond_floor(np.linspace(0.0, CHEN_PERIOD_S, CHEN_GRID))}
+    out["friction_floor"] = friction_floors()
     out["diagnostics"] = {
         "rigid_both_links_joint_range_only": {
             "cond": float(free.fun),
@@ -174,16 +173,76 @@ def _candidate_table(rep: Reproduction, study: dict, shown: int = 6) -> None:
         cmd))
 
 
+def _friction_shape(t, period: float = CHEN_PERIOD_S) -> np.ndarray:
+    """The velocity of the only admissible order-8 shape, v ~ d/dt t^4 (T - t)^4, at ``t``."""
+    t = np.asarray(t, float)
+    return 4 * t ** 3 * (period - t) ** 3 * (period - 2 * t)
+
+
+def friction_nonzero_rows(t, period: float = CHEN_PERIOD_S) -> int:
+    """How many rows of the friction sub-system [qd, sgn qd] are non-zero on the samples ``t``: the
+    shape's velocity vanishes at t = 0, T/2 and T, so those rows carry nothing."""
+    return int(np.count_nonzero(np.abs(_friction_shape(t, period)) >= 1e-12))
+
+
 def friction_cond_floor(t, period: float = CHEN_PERIOD_S) -> float:
     """The smallest column-scaled cond of the friction sub-system [qd, sgn qd] over the amplitude, for
     the only admissible order-8 shape v ~ d/dt t^4 (T - t)^4 sampled at ``t``: sqrt((1 + rho) /
     (1 - rho)), rho the cosine between |v| and the sign column. It does not depend on the joint, so
     link 1 alone, link 2 alone and both links (a block-diagonal stack of equal blocks) share it."""
-    t = np.asarray(t, float)
-    v = 4 * t ** 3 * (period - t) ** 3 * (period - 2 * t)
+    v = _friction_shape(t, period)
     s = np.sign(np.where(np.abs(v) < 1e-12, 0.0, v))
     rho = np.abs(v).sum() / (np.linalg.norm(v) * np.linalg.norm(s))
     return float(np.sqrt((1 + rho) / (1 - rho)))
+
+
+# The sampling grids the friction finding compares: the paper's stated one, 250 samples spread over
+# [0, T] with both ends, and denser uniform grids (the floor falls as the sampling gets denser)
+FRICTION_FLOOR_RATES_HZ = (75.0, 200.0)
+
+
+def friction_floors() -> dict:
+    """The friction sub-system's floor and non-zero row count on each grid of the friction finding."""
+    grids = {"grid_50hz": np.arange(CHEN_GRID) / CHEN_RATE_HZ,
+             "linspace_with_end": np.linspace(0.0, CHEN_PERIOD_S, CHEN_GRID)}
+    for rate in FRICTION_FLOOR_RATES_HZ:
+        grids[f"grid_{rate:g}hz"] = np.arange(int(round(rate * CHEN_PERIOD_S))) / rate
+    out = {name: friction_cond_floor(t) for name, t in grids.items()}
+    out["nonzero_rows"] = {name: friction_nonzero_rows(t) for name, t in grids.items()}
+    return out
+
+
+def friction_finding(floors: dict, cells: dict) -> Finding:
+    """What the friction cells of Table 3 say against the floors of ``friction_floors``: the
+    paper's three values beside every grid's floor, no sampling claimed that the numbers do not pin."""
+    paper = {e: float(v) for e, v in CHEN_TABLE_3["friction"].items()}
+    lo = min(paper.values())
+    rows = floors["nonzero_rows"]
+    stated, spread = floors["grid_50hz"], floors["linspace_with_end"]
+    dense = [(name, floors[name]) for name in floors if name.startswith("grid_") and name != "grid_50hz"]
+    below_all = [f"{name[5:-2]} Hz" for name, value in dense if value < lo]
+    scaled = ", ".join(f"{c['cond_scaled']:.4f}" for c in cells.values())
+    return Finding(
+        "friction model 3.2883 / 3.2901 / 3.3003 (three different values)", "sampling or search of the paper",
+        "robodyn's three friction cells are equal after column scaling because the friction sub-system [qd, sgn qd] "
+        "of this one-shape family has an amplitude-free minimum sqrt((1+rho)/(1-rho)) that does not depend on the "
+        f"joint, and a stack of equal blocks has the same cond: {stated:.4f} on the paper's 50 Hz grid (robodyn's "
+        f"designs: {scaled}). The paper's three values all lie BELOW that floor, so they cannot be the minimum of "
+        "this family on the paper's stated grid; an excitation search only ends above its floor. The shape's "
+        f"velocity is zero at t = 0, T/2 and T, so the stated grid (k/50 s, which holds t = 0 and t = 2.5 s) has "
+        f"{rows['grid_50hz']} non-zero rows, and 250 samples over [0, T] with both ends (which holds t = 0 and t = T "
+        f"but not T/2) has {rows['linspace_with_end']}: the same count, different spacing. On that spread grid the "
+        f"floor is {spread:.4f}: 3.2901 and 3.3003 lie above it, but 3.2883 lies "
+        f"{100 * (1 - 3.2883 / spread):.3f} % below it, so it is not the paper's grid either. The floor falls as the "
+        "sampling gets denser: " + ", ".join(f"{name[5:-2]} Hz {value:.4f}" for name, value in dense)
+        + (f"; the floors at {' and '.join(below_all)} lie below all three of the paper's values, which a search on such a grid "
+           "could leave where they are" if below_all else "")
+        + ". Measured, then: on both 250-sample grids at least one of the paper's values lies below the floor, "
+        "which no search on that grid can end at; the floor alone does not pin which sampling (or which search "
+        "budget) produced them. "
+        "Raw cond, which depends on how far each joint's limits let the amplitude balance the two "
+        "columns, does differ per cell: " + ", ".join(f"{e} {c['cond_raw']:.4f}" for e, c in cells.items()),
+        "robodyn reproduce stepwise --part table3 --json  # details.table3.friction_floor")
 
 
 TABLE3_GRID_POINTS = 200  # per amplitude: 40 000 designs for both links, 2.5x the paper's GA 20 x 800
@@ -230,26 +289,8 @@ def _stepwise_table3(rep: Reproduction, quick: bool) -> None:
         "(the candidates its eqs. 7-12 allow are in the table above)",
         "robodyn reproduce stepwise --part table3 --json  # details.table3.diagnostics"))
     _candidate_table(rep, data["candidates"])
-    f = data["friction_floor"]
-    fr = {e: data["cells"][f"friction/{e}"] for e in CHEN_MOVING}
-    scaled = ", ".join(f"{c['cond_scaled']:.4f}" for c in fr.values())
-    rep.findings.append(Finding(
-        "friction model 3.2883 / 3.2901 / 3.3003 (three different values)", "sampling or search of the paper",
-        "robodyn's three friction cells are equal after column scaling because the friction sub-system [qd, sgn qd] "
-        "of this one-shape family has an amplitude-free minimum sqrt((1+rho)/(1-rho)) that does not depend on the "
-        f"joint, and a stack of equal blocks has the same cond: {f['grid_50hz']:.4f} on the paper's 50 Hz grid "
-        f"(robodyn's designs: {scaled}). The paper's three values all lie BELOW that floor, so they cannot be the "
-        "minimum of this family on the paper's stated grid; an excitation search only ends above its floor. With 250 "
-        f"samples over [0, T] including t = T the floor is {f['linspace_with_end']:.4f}: two of the paper's values "
-        "lie above it, as an unconverged search per cell (the paper's GA) would leave them, and 3.2883 lies "
-        f"{100 * (1 - 3.2883 / f['linspace_with_end']):.3f} % below it. t = 0 and t = T are zero rows of [qd, sgn qd] "
-        "on both grids, so what differs is the spacing: 248 non-zero rows T/249 apart against the stated grid's 249 "
-        "rows 1/50 s apart. Measured, then: the paper's values fit 250 samples spread over [0, T] rather than its "
-        "stated k/50 s, and its cells differ by its per-cell search; ours are "
-        "equal because the exhaustive search finds the joint-independent floor. Raw cond, which depends on how far "
-        "each joint's limits let the amplitude balance the two columns, does differ per cell: "
-        + ", ".join(f"{e} {c['cond_raw']:.4f}" for e, c in fr.items()),
-        "robodyn reproduce stepwise --part table3 --json  # details.table3.friction_floor"))
+    rep.findings.append(friction_finding(data["friction_floor"],
+                                         {e: data["cells"][f"friction/{e}"] for e in CHEN_MOVING}))
     rep.details["table3"] = data
 
 

@@ -24,7 +24,16 @@ from robodyn.papers import cite, reference
 
 ORIGINS = ("real", "plant", "own-model")
 FINDING_KINDS = {"not reached": "Not reached, and why:", "reached": "Reached, with the evidence:",
-                 "about the paper": "About the paper's own numbers and method:"}
+                 "about the paper": "About the paper's own numbers and method:",
+                 "ablation": "Ablations (another robot, plant or setup than the paper's: no verdict on the paper):"}
+
+
+def verdict(holds: bool, on_papers_robot_and_setup: bool) -> str:
+    """A finding's kind: 'reached' or 'not reached' only on the paper's own robot class and setup;
+    a number measured on another robot, plant or setup is an 'ablation', whichever way it came out."""
+    if not on_papers_robot_and_setup:
+        return "ablation"
+    return "reached" if holds else "not reached"
 
 
 def origin_word(origin: str) -> str:
@@ -71,7 +80,8 @@ class Table:
 class Finding:
     """A statement about one of the paper's numbers, with the measurement behind it. ``kind`` is
     'not reached' (robodyn does not reach the paper's number), 'reached', or 'about the paper' (the
-    paper's own number or method is in question: a misprint, an impossible value, a dropped term)."""
+    paper's own number or method is in question: a misprint, an impossible value, a dropped term) or
+    'ablation' (measured on another robot, plant or setup than the paper's: see :func:`verdict`)."""
 
     claim: str  # the paper's number
     reason: str  # unstated parameter | OCR-garbled formula | physically impossible | data not public | ...

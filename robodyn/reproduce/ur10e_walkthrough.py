@@ -268,6 +268,44 @@ def reproduce_ur10e(quick: bool = False, data_dir: str | None = None) -> Reprodu
     return rep
 
 
+def _log_label(name: str) -> str:
+    """'p3' for ur-20_01_17-p3.csv: the short name of a point-to-point log."""
+    return name.rsplit("-", 1)[-1].removesuffix(".csv")
+
+
+def point_to_point_rows(p2p: dict, expected, identification_log: str, cmd: str) -> tuple[list[Row], dict]:
+    """The rows of the point-to-point logs that were found (``p2p``: log name -> validation), named by
+    the logs they average; when some of ``expected`` are missing, the rows say how many were found and
+    which are missing, and their values are marked as not the mean over all of them."""
+    if not p2p:
+        return [], {"point_to_point_found": [], "point_to_point_missing": [_log_label(n) for n in expected]}
+    found = [_log_label(n) for n in expected if n in p2p]
+    missing = [_log_label(n) for n in expected if n not in p2p]
+    details = {"point_to_point_found": found, "point_to_point_missing": missing}
+    per_joint = np.array([v["relative_error_percent"] for v in p2p.values()])
+    details["point_to_point_mean_relative_error_percent"] = per_joint.mean(axis=0)
+    measured = np.array([v["measured_rms_Nm"] for v in p2p.values()]).mean(axis=0)
+    details["point_to_point_mean_measured_rms_Nm"] = measured
+    rest = float(np.mean([v["at_rest_fraction"] for v in p2p.values()]))
+    details["point_to_point_at_rest_fraction"] = rest
+    logs = f"{len(found)} of the {len(expected)} point-to-point logs ({', '.join(found)})"
+    origin = (f"real (UR10e, {logs}, whole logs ur-20_01_17-pK.csv; identified on {identification_log})")
+    incomplete = (f"; INCOMPLETE: {', '.join(missing)} not found in the data folder, so this is not the mean over "
+                  f"all {len(expected)} logs" if missing else "")
+    mean_over = "mean over the log" if len(found) == 1 else "mean over the logs"
+    rows = [Row(f"{logs}: relative error per joint, {mean_over} (%)", None,
+                " / ".join(f"{x:.1f}" for x in per_joint.mean(axis=0)), cmd, origin,
+                note=f"whole logs (the repository gives no row range for them); {100 * rest:.0f} % of their "
+                     "samples have every joint below 0.01 rad/s: the arm holds each point, so they test "
+                     "gravity, and fc sgn(qd) follows the sign of the filtered velocity's noise; measured "
+                     "RMS " + " / ".join(f"{x:.2g}" for x in measured) + " N.m" + incomplete)]
+    rmses = np.array([v["rmse_Nm"] for v in p2p.values()])
+    rows.append(Row(f"{logs}: RMSE per joint, {mean_over} (N.m)", None,
+                    " / ".join(f"{x:.2f}" for x in rmses.mean(axis=0)), cmd, origin,
+                    note=incomplete.removeprefix("; ")))
+    return rows, details
+
+
 def _side_rows(files, ds, walk, model, builtin, theta, val, cmd, details) -> list[Row]:
     """The other identification logs main.m lists, the ten point-to-point logs, De Luca's gains and
     the built-in model's kinematics, each scored on the validation log like the headline."""
@@ -290,24 +328,9 @@ def _side_rows(files, ds, walk, model, builtin, theta, val, cmd, details) -> lis
         if files.has(name):
             p2p[name] = walk.validate(ds.filter_log(files.log(name)), theta)
     details["point_to_point"] = p2p
-    if p2p:
-        per_joint = np.array([v["relative_error_percent"] for v in p2p.values()])
-        details["point_to_point_mean_relative_error_percent"] = per_joint.mean(axis=0)
-        origin = (f"real (UR10e, the {len(p2p)} whole logs ur-20_01_17-p1..p10.csv; identified on "
-                  f"{ds.IDENTIFICATION_LOG})")
-        measured = np.array([v["measured_rms_Nm"] for v in p2p.values()]).mean(axis=0)
-        details["point_to_point_mean_measured_rms_Nm"] = measured
-        rest = float(np.mean([v["at_rest_fraction"] for v in p2p.values()]))
-        details["point_to_point_at_rest_fraction"] = rest
-        rows.append(Row("logs p1-p10: relative error per joint, mean over logs (%)", None,
-                        " / ".join(f"{x:.1f}" for x in per_joint.mean(axis=0)), cmd, origin,
-                        note=f"whole logs (the repository gives no row range for them); {100 * rest:.0f} % of their "
-                             "samples have every joint below 0.01 rad/s: the arm holds each point, so they test "
-                             "gravity, and fc sgn(qd) follows the sign of the filtered velocity's noise; measured "
-                             "RMS " + " / ".join(f"{x:.2g}" for x in measured) + " N.m"))
-        rmses = np.array([v["rmse_Nm"] for v in p2p.values()])
-        rows.append(Row("logs p1-p10: RMSE per joint, mean over logs (N.m)", None,
-                        " / ".join(f"{x:.2f}" for x in rmses.mean(axis=0)), cmd, origin))
+    p2p_rows, p2p_details = point_to_point_rows(p2p, ds.POINT_TO_POINT_LOGS, ds.IDENTIFICATION_LOG, cmd)
+    rows += p2p_rows
+    details.update(p2p_details)
     ident = ds.filter_log(files.log(ds.IDENTIFICATION_LOG).rows(*ds.TRIMMED_ROWS[ds.IDENTIFICATION_LOG]))
 
     def variant_row(walkthrough, label: str, setup: str) -> dict:

@@ -90,7 +90,7 @@ def test_drive_gains_of_the_ols_branch_come_back_from_noise_free_runs():
     # an unloaded and a loaded run of a known arm (rotors, friction) and a 2.805 kg payload rigid with
     # the last link; currents = torques / gains. The payload's mass alone fixes the scale
     from robodyn.identification.datasets.ur10e import FilteredLog
-    from robodyn.identification.regressor import ColumnSpec, regressor, standard_parameter_vector
+    from robodyn.identification.regressor import regressor, standard_parameter_vector
     from robodyn.robot.loader import load_model
 
     model = load_model("ur10e")
