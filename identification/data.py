@@ -191,7 +191,8 @@ def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, mode
     if model is not None:
         dof = model.dof
     if is_bag(path, topic):
-        data = load_bag(path, None if model is None else model.joint_names, topic)
+        data = (load_bag(path, None, topic) if model is None
+                else load_bag(path, model.log_names, topic, model_names=model.joint_names))
     elif topic is not None:
         raise ValueError(f"{path}: --topic applies to ROS 2 bags and .mcap recordings, not to {suffix or 'this'} files")
     elif suffix == ".csv":

@@ -11,7 +11,10 @@ Accepted (no ROS installation needed; the ``ros2`` extra installs the pure-Pytho
 The messages are decoded with rosbags' CDR deserializer. Samples are stamped with the header
 stamp (the publisher's clock), in seconds from the first sample; a topic whose stamps are all zero or go backwards falls back to
 the bag's receive time. Joint values are taken by name: every joint of the model must be named in
-every message, in any order (other names, such as a gripper's fingers, are left out). Effort is
+every message, in any order, by its own name or one the model accepts for it (``RobotModel.log_names``:
+a built-in model knows its vendor's published names, such as Franka's panda_joint1; a model file
+declares aliases; ``--joint-names`` states them; robodyn/robot/log_names.py). Other names, such as a
+gripper's fingers, are left out. Effort is
 the joint torque (N.m, N for prismatic joints); velocity is used when every message carries it.
 """
 
@@ -21,6 +24,8 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+
+from robodyn.robot.log_names import match_log_names
 
 from .signals import SampledData
 
@@ -163,9 +168,11 @@ def _choose_topic(source: _Source, topic: str | None) -> str:
     raise ValueError(f"{source.path}: several {JOINT_STATE} topics ({listing}); choose one with --topic")
 
 
-def load_bag(path: str | Path, joint_names=None, topic: str | None = None) -> SampledData:
+def load_bag(path: str | Path, joint_names=None, topic: str | None = None, model_names=None) -> SampledData:
     """The JointState samples of a ROS 2 bag as :class:`SampledData` with the joints in the order
-    of ``joint_names`` (the model's joints; None: the order of the first message), by name.
+    of ``joint_names`` (the model's joints; None: the order of the first message), by name. An entry
+    of ``joint_names`` is a name or a tuple of the names a log may give that joint
+    (``model.log_names``); ``model_names`` are the model's own names, for messages.
 
     Raises ValueError with one line for: no such topic (listing the JointState topics), several
     JointState topics without ``topic``, messages without effort, joint names that do not match."""
@@ -180,17 +187,17 @@ def load_bag(path: str | Path, joint_names=None, topic: str | None = None) -> Sa
     source = _Source(path)
     topic = _choose_topic(source, topic)
     deserialize = get_typestore(Stores.LATEST).deserialize_cdr
-    wanted = None if joint_names is None else list(joint_names)
+    wanted = None if joint_names is None else [(s,) if isinstance(s, str) else tuple(s) for s in joint_names]
     index_for: dict[tuple, np.ndarray] = {}
     stamps, received, pos, vel, eff = [], [], [], [], []
     for timestamp, raw in source.messages(topic):
         msg = deserialize(raw, JOINT_STATE)
         names = tuple(msg.name)
         if wanted is None:
-            wanted = list(names)
+            wanted = [(s,) for s in names]
         idx = index_for.get(names)
         if idx is None:
-            idx = index_for[names] = _name_index(path, topic, names, wanted)
+            idx = index_for[names] = match_log_names(names, wanted, f"{path}: topic {topic!r}", model_names)
         n_names = len(names)
         if len(msg.effort) != n_names:
             raise ValueError(f"{path}: topic {topic!r} carries no effort (joint torque) for its joints "
@@ -213,14 +220,3 @@ def load_bag(path: str | Path, joint_names=None, topic: str | None = None) -> Sa
     t = (ns - ns[0]) * 1e-9
     qd = None if any(v is None for v in vel) else np.vstack(vel)
     return SampledData(t, np.vstack(pos), np.vstack(eff), qd)
-
-
-def _name_index(path: Path, topic: str, names: tuple, wanted: list) -> np.ndarray:
-    where = {name: k for k, name in enumerate(names)}
-    missing = [name for name in wanted if name not in where]
-    if missing:
-        unknown = [name for name in names if name not in wanted]
-        raise ValueError(f"{path}: topic {topic!r} names joints {list(names)}; the model's joints "
-                         f"{missing} are missing" + (f" and {unknown} are unknown to the model" if unknown else "")
-                         + f" (model joints: {wanted})")
-    return np.array([where[name] for name in wanted], int)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -41,15 +41,38 @@ SHRINK_STEP = 0.995
 MAX_SHRINK_STEPS = 60
 
 
+# The default fundamental frequency, rad/s: a 10 s period. A harmonic of frequency w that sweeps a
+# joint's whole range dq reaches the joint's acceleration limit when w = sqrt(2 qdd_max / dq); for
+# the vendors' built-in models (panda, fr3, ur5, ur5e, ur10e) that is 0.98 to 3.26 rad/s. With 5
+# harmonics the top one is 5 wf: at wf = 2 pi / 10 it is 3.14 rad/s, enough for every joint of
+# those models but the Panda's joint 6 (3.26 rad/s, so 93 % of its limit), while at the old 0.1
+# rad/s (a 63 s period) it was 0.5 rad/s, 2 to 26 % of each joint's acceleration limit, leaving the
+# inertial parameters barely excited. Measured on the models (own-model design criteria, not
+# accuracy): `robodyn excitation design --robot R --wf W --time-limit 30` then `excitation check`,
+# 2026-12-07, load ~18 on 2 cores: peak |qdd| / qdd_max 2-5 % (panda, fr3) and 6-19 % (ur5) at 0.1
+# rad/s, 13-52 % and 50-90 % at 2 pi / 10; raw cond(W_base) 146 -> 48 (panda), 43 -> 38 (ur5),
+# 202 -> 40 (fr3).
+DEFAULT_WF = 2 * math.pi / 10.0
+
+
+def identification_columns(model: RobotModel) -> ColumnSpec:
+    """The columns `robodyn identify` fits by default for ``model`` (rotor inertia, the
+    coulomb-viscous friction columns and any shared motor's): what a default design excites."""
+    from ..config import IdentificationConfig
+
+    return IdentificationConfig(motor_couplings=model.motor_couplings).spec
+
+
 @dataclass
 class DesignRequest:
     family: str = "fourier"
     harmonics: int = 5
-    wf: float | None = 0.1
+    wf: float | None = DEFAULT_WF
     period: float | None = None  # poly family (s); default 2 pi / wf
     order: int = 8
     objective: str = "cond"
-    columns: ColumnSpec = field(default_factory=lambda: ColumnSpec(friction=("viscous", "coulomb")))
+    # None: the columns `robodyn identify` fits by default for the model (identification_columns)
+    columns: ColumnSpec | None = None
     optimizer: str = "slsqp"
     options: object | None = None  # the optimizer's options dataclass
     starts: int = 1
@@ -124,6 +147,11 @@ class _Problem:
     selection: tuple | None = None  # (rows, cols) of a sub-experiment
 
 
+def with_columns(model: RobotModel, req: DesignRequest) -> DesignRequest:
+    """``req`` with its columns stated (the identification's default when None)."""
+    return req if req.columns is not None else replace(req, columns=identification_columns(model))
+
+
 def _problem(model: RobotModel, req: DesignRequest) -> _Problem:
     family = make_family(req.family, model.dof, harmonics=req.harmonics, wf=req.wf, period=req.period,
                          order=req.order)
@@ -176,6 +204,42 @@ def _problem(model: RobotModel, req: DesignRequest) -> _Problem:
     return _Problem(family, limits, start, basis, crit, criterion, bounds, nonlinear, repair, selection)
 
 
+# What an optimizer's closing message means for the design (said with it, in the same line)
+ENDINGS = {
+    "Inequality constraints incompatible": "SLSQP's linearised joint limits had no common solution at its last "
+                                           "point, so it stopped there; the best design within the limits found "
+                                           "before is kept",
+    "Iteration limit reached": "the iteration limit (--iterations) ended the search; the best design so far is kept",
+}
+
+# Rows of a population evaluated between two looks at the deadline. The optimizers look before
+# each evaluation, and one evaluation may be a whole population: SLSQP's finite-difference gradient
+# is dim + 1 rows (78 for a 7-joint, 5-harmonic design), which took 9 s of 0.12 s rows on a busy
+# 2-core host and, under more load, ran a 40 s budget to 81 s. Eight rows keep the overshoot to
+# about a second there. Each row's criterion is its own, so chunks change no value.
+CHUNK_ROWS = 8
+
+
+def interruptible(criterion, deadline: float, clock, chunk: int = CHUNK_ROWS):
+    """``criterion`` evaluated ``chunk`` rows at a time, stopping the optimisation (as its own
+    deadline check does) between two chunks once ``deadline`` has passed on ``clock``. The first
+    chunk of every call runs: the optimizer itself refuses to start a call after the deadline, and
+    a run's first point is always evaluated."""
+
+    def evaluate(Z):
+        Z = np.atleast_2d(Z)
+        if Z.shape[0] <= chunk:
+            return criterion(Z)
+        parts = []
+        for start in range(0, Z.shape[0], chunk):
+            if parts and clock() > deadline:
+                raise opt._OutOfTime  # the optimizers' own stop at the deadline (caught by minimize)
+            parts.append(np.asarray(criterion(Z[start:start + chunk]), float))
+        return np.concatenate(parts)
+
+    return evaluate
+
+
 def design_times(family: Family, req: DesignRequest) -> np.ndarray:
     """The design grid over one period (see DesignRequest.grid_endpoint)."""
     if req.grid_endpoint:
@@ -222,6 +286,7 @@ def optimize_starts(model: RobotModel, request: DesignRequest, runs) -> opt.Opti
     """Only the starts ``runs`` (indices into ``request.starts``) of the design's optimisation, each
     with the seed it has in the full run: what one worker of a distributed multi-start executes.
     :func:`robodyn.identification.optimizers.best_of` combines the pieces into the full run's result."""
+    request = with_columns(model, request)
     return _optimize(_problem(model, request), request, None, runs)
 
 
@@ -273,7 +338,7 @@ def design_excitation(model: RobotModel, request: DesignRequest | None = None, *
     limit it left a search of one evaluation. ``progress(text)`` hears a line before that, from
     inside the evaluations at least every ``progress_every_s`` of ``clock`` (:func:`progress_line`),
     and when the optimisation ends."""
-    req = request or DesignRequest()
+    req = with_columns(model, request or DesignRequest())
     t0 = clock()
     if progress is not None:
         progress(f"preparing {criterion_label(req)} for {model.name}: numba kernels are compiled on the first run "
@@ -288,14 +353,17 @@ def design_excitation(model: RobotModel, request: DesignRequest | None = None, *
         deadline = None if req.time_limit is None else prepared + float(req.time_limit)
         beat = None if progress is None else opt.Heartbeat(lambda pr: progress(progress_line(req, pr)),
                                                           progress_every_s)
+        if deadline is not None:
+            p = replace(p, criterion=interruptible(p.criterion, deadline, clock))
         result = _optimize(p, req, callback, deadline=deadline, clock=clock, heartbeat=beat)
     else:
         if callback is not None or progress is not None:
             raise ValueError("callback, progress: progress reports run in-process only; pass them or run_starts")
         result = run_starts(model, req)
     if progress is not None:
-        progress(f"optimisation ended ({result.message}) after {result.nfev} evaluations in {clock() - t0:.0f} s; "
-                 f"checking the design at {req.check_rate:g} Hz against every limit")
+        why = ENDINGS.get(result.message, "")
+        progress(f"optimisation ended ({result.message}{': ' + why if why else ''}) after {result.nfev} evaluations "
+                 f"in {clock() - t0:.0f} s; checking the design at {req.check_rate:g} Hz against every limit")
     z = result.x
     if not result.feasible:
         report = nonlinear_report(model, family, basis, z, req.cartesian, req.torque_limits, req.margin)

@@ -9,7 +9,12 @@ import numpy as np
 from robodyn.errors import UserError
 
 from . import progress as bars
-from .common import add_json, needs_a_command, nonnegative_float, positive_float, positive_int, print_json
+from .common import (LegacyFrictionColumns, add_friction, add_json, add_rotor_inertia, needs_a_command, nonnegative_float,
+                     positive_float, positive_int, print_json)
+
+DESIGN_LAWS = ("none", "coulomb-viscous")
+DESIGN_FRICTION = ("a design takes none or coulomb-viscous (three columns per joint: viscous, Coulomb, offset); "
+                   "stribeck and sigmoid shapes are fitted from data")
 
 
 def register(sub) -> None:
@@ -23,7 +28,10 @@ def register(sub) -> None:
                    help="trajectory shape: fourier = sum of sines and cosines (default), fourier-poly = the same "
                         "plus a fifth-order polynomial that fixes the start and end, poly = periodic polynomial")
     d.add_argument("--harmonics", type=positive_int, default=5, help="Fourier harmonics (default 5)")
-    d.add_argument("--wf", type=positive_float, default=0.1, help="fundamental frequency in rad/s (default 0.1)")
+    d.add_argument("--wf", type=positive_float, default=None,
+                   help="fundamental frequency in rad/s (default 2 pi / 10 = 0.628, a 10 s period: the top harmonic "
+                        "can then reach the acceleration limits of the built-in arms: see DEFAULT_WF in "
+                        "identification/excitation/designer.py)")
     d.add_argument("--period", type=positive_float, default=None,
                    help="poly family: period in s (default 2 pi / wf)")
     d.add_argument("--order", type=positive_int, default=8, help="poly family: polynomial order (default 8)")
@@ -34,9 +42,8 @@ def register(sub) -> None:
                    help="what makes a trajectory good: cond = condition number of the regressor (default), "
                         "cond-scaled = the same with columns scaled to unit length, logdet = log-determinant of "
                         "the information matrix (D-optimal design)")
-    d.add_argument("--friction", default="viscous,coulomb", metavar="KINDS",
-                   help="friction columns in the regressor: comma list of viscous,coulomb,offset, or 'none'")
-    d.add_argument("--rotor-inertia", action="store_true", help="include rotor inertia columns IA")
+    add_friction(d, legacy_columns=True, extra=DESIGN_FRICTION)
+    add_rotor_inertia(d, extra="the design excites the parameters `robodyn identify` fits with the same options")
     d.add_argument("--starts", type=positive_int, default=1, help="independent starts, best kept (default 1)")
     d.add_argument("--seed", type=int, default=0, help="random seed of the starting points (default 0); the "
                                                        "trajectory file records it")
@@ -76,9 +83,8 @@ def register(sub) -> None:
     c.add_argument("trajectory", help="trajectory JSON (from `robodyn excitation design`)")
     c.add_argument("--robot", required=True, metavar="NAME|FILE", help="built-in robot name or model file")
     c.add_argument("--rate", type=positive_float, default=1000.0, help="check rate in Hz (default 1000)")
-    c.add_argument("--friction", default="viscous,coulomb", metavar="KINDS",
-                   help="friction columns for the reported cond (or 'none')")
-    c.add_argument("--rotor-inertia", action="store_true", help="include rotor inertia columns in the reported cond")
+    add_friction(c, legacy_columns=True, extra=DESIGN_FRICTION + "; for the reported cond")
+    add_rotor_inertia(c, extra="for the reported cond")
     add_json(c)
     c.set_defaults(handler=cmd_check)
 
@@ -98,10 +104,20 @@ def register(sub) -> None:
     pl.set_defaults(handler=cmd_plot)
 
 
-def _columns(friction: str, rotor_inertia: bool):
+def _columns(model, friction, rotor_inertia: bool, command: str):
+    """The regressor columns `robodyn identify --friction LAW [--no-rotor-inertia]` fits for ``model``."""
+    from robodyn.identification.config import IdentificationConfig
     from robodyn.identification.regressor import ColumnSpec
 
-    return ColumnSpec.parse(rotor_inertia, None if friction in ("", "none") else friction)
+    if isinstance(friction, LegacyFrictionColumns):  # the old spelling: a comma list of columns
+        print(f"robodyn excitation {command} --friction {','.join(friction)}: deprecated, use --friction LAW (none or "
+              "coulomb-viscous; the old spelling goes in the next release)", file=sys.stderr)
+        return ColumnSpec(rotor_inertia, tuple(friction))
+    if friction not in DESIGN_LAWS:
+        raise UserError(f"--friction: {friction} has no fixed regressor columns to design for (its shape is fitted "
+                        f"from data); use one of {', '.join(DESIGN_LAWS)}")
+    return IdentificationConfig(friction=friction, rotor_inertia=rotor_inertia,
+                                motor_couplings=model.motor_couplings).spec
 
 
 def _floats(text: str | None, count: int | None, name: str):
@@ -181,9 +197,11 @@ def cmd_design(args) -> int:
     model = load_model(args.robot)
     box = _floats(args.box, 6, "box")
     cart = CartesianLimits(args.floor, None if box is None else box[:3], None if box is None else box[3:])
-    req = DesignRequest(family=args.family, harmonics=args.harmonics, wf=args.wf, period=args.period,
-                        order=args.order, objective=args.objective.replace("-", "_"),
-                        columns=_columns(args.friction, args.rotor_inertia), optimizer=args.optimizer,
+    from robodyn.identification.excitation.designer import DEFAULT_WF
+
+    req = DesignRequest(family=args.family, harmonics=args.harmonics, wf=DEFAULT_WF if args.wf is None else args.wf,
+                        period=args.period, order=args.order, objective=args.objective.replace("-", "_"),
+                        columns=_columns(model, args.friction, args.rotor_inertia, "design"), optimizer=args.optimizer,
                         options=_options(args.optimizer, args.iterations, args.population), starts=args.starts,
                         seed=args.seed, grid=args.grid, margin=args.margin,
                         start=_floats(args.start, model.dof, "start"), cartesian=cart,
@@ -239,7 +257,8 @@ def cmd_check(args) -> int:
     if report.ok or traj.dof == model.dof:
         t, q, qd, qdd, _ = traj.sample(100.0)
         if traj.dof == model.dof:
-            doc["excitation"] = excitation_metrics(model, _columns(args.friction, args.rotor_inertia), q, qd, qdd)
+            doc["excitation"] = excitation_metrics(model, _columns(model, args.friction, args.rotor_inertia, "check"),
+                                                   q, qd, qdd)
     if args.json:
         print_json(doc)
     else:

@@ -13,6 +13,7 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
 from .joint_map import JointMap
+from .log_names import with_aliases
 from .transmission import Transmission
 from .kinematics import chain_from_dh
 from .model import (LIMIT_FIELDS, DHTable, RobotModel, build_model, check_inertia_com,
@@ -80,6 +81,7 @@ def model_from_dict(doc: dict, origin: str = "<dict>") -> RobotModel:
     gear = np.ones(n)
     rotor = np.zeros(n)
     links = []
+    aliases = []
     for i, j in enumerate(joints):
         if not isinstance(j, dict):
             raise ValueError(f"joints[{i}]: expected a table")
@@ -99,6 +101,7 @@ def model_from_dict(doc: dict, origin: str = "<dict>") -> RobotModel:
         gear[i] = _number(f"joints[{i}].gear_ratio", j.get("gear_ratio", 1.0))
         rotor[i] = _number(f"joints[{i}].rotor_inertia", j.get("rotor_inertia", 0.0))
         links.append(j.get("link"))
+        aliases.append(_names(f"joints[{i}].aliases", j.get("aliases", [])))
     tool_doc = doc.get("tool")
     tool_row = None
     if tool_doc is not None:
@@ -139,8 +142,27 @@ def model_from_dict(doc: dict, origin: str = "<dict>") -> RobotModel:
         fixed=fixed, tool=tool, inertial=inertial, gravity=gravity, limits=limits,
         gear_ratio=gear, rotor_inertia=rotor, dh=dh, description=str(doc.get("description", "")),
         sources={str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {},
-        joint_map=_joint_map(doc, n), transmission=_transmission(doc, gear),
+        joint_map=_joint_map(doc, n), transmission=_transmission(doc, gear), joint_aliases=aliases,
     )
+
+
+def _names(field: str, value) -> list[str]:
+    """A list of names (the aliases of a joint)."""
+    if not isinstance(value, list) or not all(isinstance(s, str) and s for s in value):
+        raise ValueError(f"{field}: expected a list of non-empty names, got {value!r}")
+    return value
+
+
+def _urdf_aliases(doc: dict, model: RobotModel) -> tuple[tuple[str, ...], ...]:
+    """The optional [aliases] table beside a URDF: joint name = [other names a log gives it]."""
+    table = doc.get("aliases", {})
+    if not isinstance(table, dict):
+        raise ValueError("aliases: expected a table of joint = [names a log may give it]")
+    stray = sorted(set(table) - set(model.joint_names))
+    if stray:
+        raise ValueError(f"aliases.{stray[0]}: not a joint of the chain; its joints are {list(model.joint_names)}")
+    return with_aliases(model.joint_names, [_names(f"aliases.{name}", table.get(name, []))
+                                            for name in model.joint_names])
 
 
 def _joint_map(doc: dict, n: int) -> JointMap | None:
@@ -159,7 +181,7 @@ def _transmission(doc: dict, gear_ratio) -> Transmission | None:
 
 
 URDF_REFERENCE_KEYS = ("urdf", "name", "description", "gravity", "tip_link", "locked", "joint_map", "sources",
-                       "calibration", "limits", "transmission", "gear_ratio")
+                       "calibration", "limits", "transmission", "gear_ratio", "aliases")
 
 
 def _model_from_urdf_reference(doc: dict, origin: str) -> RobotModel:
@@ -204,4 +226,5 @@ def _model_from_urdf_reference(doc: dict, origin: str) -> RobotModel:
             raise ValueError(f"gear_ratio: expected {model.dof} numbers (one per joint), got {ratio!r}")
         extra["gear_ratio"] = np.array([_number(f"gear_ratio[{k}]", g) for k, g in enumerate(ratio)])
     gear = extra.get("gear_ratio", model.gear_ratio)
-    return replace(model, joint_map=_joint_map(doc, model.dof), transmission=_transmission(doc, gear), **extra)
+    return replace(model, joint_map=_joint_map(doc, model.dof), transmission=_transmission(doc, gear),
+                   log_names=_urdf_aliases(doc, model), **extra)

@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .joint_map import JointMap
+from .log_names import check_log_names, with_aliases
 from .transmission import Transmission
 
 REVOLUTE = 0
@@ -76,8 +77,12 @@ class RobotModel:
     # motors from the controller's joint values (gear ratios and any shared motor); None means
     # diag(gear_ratio): one motor per joint
     transmission: Transmission | None = None
+    # per joint, the names a log may give it: its own name, then its aliases (log_names.py);
+    # empty means the joint names alone
+    log_names: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "log_names", check_log_names(self.joint_names, self.log_names))
         if self.joint_map is None:
             object.__setattr__(self, "joint_map", JointMap.identity(self.dof))
         elif self.joint_map.dof != self.dof:
@@ -100,6 +105,10 @@ class RobotModel:
     def with_joint_map(self, joint_map: JointMap | None) -> "RobotModel":
         """The same robot whose controller reports joint values through ``joint_map``."""
         return replace(self, joint_map=joint_map)
+
+    def with_log_names(self, log_names) -> "RobotModel":
+        """The same robot whose logs name joint i by one of ``log_names[i]`` (and no other)."""
+        return replace(self, log_names=tuple((s,) if isinstance(s, str) else tuple(s) for s in log_names))
 
     def with_gravity(self, gravity: Sequence[float]) -> "RobotModel":
         """The same robot with another gravity vector (mounted or tilted base)."""
@@ -245,9 +254,11 @@ def build_model(*, name: str, joint_names: Sequence[str], joint_types: Sequence[
                 gear_ratio=None, rotor_inertia=None, dh: DHTable | None = None,
                 description: str = "", sources: Mapping[str, str] | None = None,
                 allow_infinite_limits: bool = False, joint_map: JointMap | None = None,
-                transmission: Transmission | None = None) -> RobotModel:
+                transmission: Transmission | None = None,
+                joint_aliases: Sequence[Sequence[str]] | None = None) -> RobotModel:
     """Validate every field and assemble a :class:`RobotModel`.
 
+    ``joint_aliases[i]``: other names a log may give joint i (log_names.py).
     Raises ``ValueError`` naming the offending field on any inconsistency.
     """
     n = len(joint_names)
@@ -306,7 +317,8 @@ def build_model(*, name: str, joint_names: Sequence[str], joint_types: Sequence[
         name=name, joint_names=tuple(joint_names), joint_types=np.asarray(codes, dtype=np.int8),
         fixed=fixed.copy(), tool=tool.copy(), gravity=g, inertial=inertial.copy(),
         gear_ratio=gear, rotor_inertia=rotor, dh=dh, description=description,
-        sources=dict(sources or {}), joint_map=joint_map, transmission=transmission, **lim,
+        sources=dict(sources or {}), joint_map=joint_map, transmission=transmission,
+        log_names=() if joint_aliases is None else with_aliases(joint_names, joint_aliases), **lim,
     )
 
 

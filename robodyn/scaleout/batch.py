@@ -37,15 +37,34 @@ def identify_job(robot, *, recordings: Sequence | None = None, data=None, config
     return JobSpec("identify", payload, job_id)
 
 
-def calibrate_job(measurements, *, loaded=None, options: dict | None = None, job_id: str = "") -> JobSpec:
+def calibrate_job(measurements, *, loaded=None, options: dict | None = None, job_id: str = "",
+                  executor=None) -> JobSpec:
     """A ``calibrate`` job: what `robodyn calibrate identify MEASUREMENTS [--loaded LOADED]` does, with
     ``options`` the identification options by name (robot is required; see
-    robodyn.calibration.workflow.IdentifyOptions), e.g. {"robot": "ur5_li2023", "method": "combined"}."""
+    robodyn.calibration.workflow.IdentifyOptions), e.g. {"robot": "ur5_li2023", "method": "combined"}.
+
+    Without ``executor`` the job carries the file paths, which every worker must be able to read.
+    With it, the files' names and bytes go to the executor's store (:func:`ship_file`) and the job
+    carries references: a worker on another machine needs no shared file system, and the job id
+    is the files' content."""
+    if executor is not None:
+        payload = {"measurements": ship_file(executor, measurements),
+                   "loaded": None if loaded is None else ship_file(executor, loaded), "options": dict(options or {})}
+        return JobSpec("calibrate", payload, job_id)
     payload = {"measurements": str(measurements), "loaded": None if loaded is None else str(loaded),
                "options": dict(options or {})}
     if not job_id:
         job_id = file_job_id("calibrate", payload, [p for p in (measurements, loaded) if p is not None])
     return JobSpec("calibrate", payload, job_id)
+
+
+def ship_file(executor, path):
+    """A file's name and bytes, stored once by ``executor``: a worker writes them to its own
+    temporary directory under the same name (tasks.materialize)."""
+    from pathlib import Path
+
+    path = Path(path)
+    return executor.put({"file": path.name, "bytes": path.read_bytes()})
 
 
 def run_batch(executor, specs: Iterable[JobSpec], store: ResultStore | None = None,

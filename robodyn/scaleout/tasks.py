@@ -9,7 +9,7 @@ JSON-ready document:
                       -> the optimizer result of those starts (designer.optimize_starts)
     population        fitness (Ref to a population fitness), X (candidates, rows)
                       -> fitness of each row
-    calibrate         measurements, loaded (CSV files), options (robot, method, ...: the options of
+    calibrate         measurements, loaded (CSV files, or Refs to shipped files: batch.ship_file), options (robot, method, ...: the options of
                       `robodyn calibrate identify` as JSON, see calibration.workflow.IdentifyOptions)
                       -> the calibration result document `robodyn calibrate identify` writes
 """
@@ -17,8 +17,10 @@ JSON-ready document:
 from __future__ import annotations
 
 import pickle
+import tempfile
 import time
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 
@@ -110,8 +112,27 @@ def run_calibrate(p: dict) -> dict:
     if "args" in p:
         raise ValueError("calibrate: 'args' (command-line options) is no longer read; give 'options', a JSON object "
                          'such as {"robot": "ur5_li2023", "method": "combined"}')
-    opts = IdentifyOptions.from_dict({**(p.get("options") or {}), "loaded": p.get("loaded")})
-    return json_ready(identify_calibration(p["measurements"], opts).doc)
+    with tempfile.TemporaryDirectory(prefix="robodyn-calibrate-") as tmp:
+        measurements, loaded = (materialize(p.get(k), tmp) for k in ("measurements", "loaded"))
+        opts = IdentifyOptions.from_dict({**(p.get("options") or {}), "loaded": loaded})
+        return json_ready(identify_calibration(measurements, opts).doc)
+
+
+def materialize(value, directory):
+    """A file path as given, or a shipped file (batch.ship_file: name and bytes) written into
+    ``directory`` under its own name (the calibration reads files, and names them in messages)."""
+    if not isinstance(value, dict):
+        return value
+    if set(value) != {"file", "bytes"} or not isinstance(value["bytes"], bytes):
+        raise ValueError("calibrate: a shipped file is {file: name, bytes: content}")
+    name = Path(str(value["file"])).name
+    if name in ("", ".", ".."):
+        raise ValueError(f"calibrate: shipped file name {value['file']!r} is not a file name")
+    path = Path(directory) / name
+    if path.exists():  # the measurements and the loaded set under one name: keep both
+        path = Path(directory) / f"loaded-{name}"
+    path.write_bytes(value["bytes"])
+    return str(path)
 
 
 HANDLERS = {"identify": run_identify, "excitation-start": run_excitation_start, "population": run_population,

@@ -110,7 +110,8 @@ def test_validate_predict_and_export_read_a_bag(tmp_path, samples, capsys):
     pred = tmp_path / "p.csv"
     assert main(["predict", str(result), str(bag), "--out", str(pred)]) == 0
     rows = np.loadtxt(pred, delimiter=",", skiprows=1, ndmin=2)
-    assert rows.shape[1] == 1 + 4 * 2 and rows.shape[0] > 100
+    # t, then per joint q, qd, qdd, measured, predicted, lower, upper
+    assert rows.shape[1] == 1 + 7 * 2 and rows.shape[0] > 100
     out = tmp_path / "exported.csv"
     assert main(["export", str(bag), "--format", "csv", "--robot", "twolink", "--out", str(out)]) == 0
     header = out.read_text().splitlines()[0].split(",")
@@ -170,7 +171,9 @@ def test_bad_bags_get_one_line_naming_what_is_wrong(tmp_path, samples, capsys):
     wrong = tmp_path / "wrong_names"
     write_bag(wrong, samples.t, ["shoulder", "joint2"], samples.q, samples.qd, samples.tau, "mcap")
     err = bad(tmp_path, capsys, ["identify", str(wrong), "--robot", "twolink", "--out", str(tmp_path / "x.json")])
-    assert "['joint1'] are missing" in err and "['shoulder'] are unknown" in err
+    # the log's names and the model's, and the two ways to map them
+    assert "names joints [shoulder, joint2]" in err and "[joint1] are not among them" in err
+    assert "model joints (and the names a log may give them): [joint1, joint2]" in err and "--joint-names" in err
 
     garbage = tmp_path / "garbage.mcap"
     garbage.write_bytes(b"not a bag at all" * 100)

@@ -30,3 +30,62 @@ class CrashAfterWork:
 def executions(marker_dir, job_id) -> int:
     path = Path(marker_dir) / f"{job_id}.runs"
     return len(path.read_text().split()) if path.exists() else 0
+
+
+# --------------------------------------------------------------------------- a cluster of two Ray nodes
+
+
+class Arrivals:
+    """A Ray actor on the head node: where each job ran (job id, attempt, node id), reported by the
+    task itself, so a test learns it through Ray and not through files."""
+
+    def __init__(self):
+        self.seen = []
+
+    def arrived(self, job_id, attempt, node_id):
+        self.seen.append((job_id, attempt, node_id))
+
+    def all(self):
+        return list(self.seen)
+
+
+class ReportNode:
+    """Runs the job after reporting to an :class:`Arrivals` actor which node it runs on."""
+
+    def __init__(self, arrivals):
+        self.arrivals = arrivals
+
+    def __call__(self, spec, attempt):
+        import ray
+
+        ray.get(self.arrivals.arrived.remote(spec.job_id, attempt, ray.get_runtime_context().get_node_id()))
+        return execute(spec, attempt)
+
+
+class HangOnNode(ReportNode):
+    """On the node ``node_id`` a job reports its arrival and then waits, doing nothing, until its
+    node is killed. Elsewhere a job first waits until that node holds a job, then runs normally:
+    the other node's CPUs stay busy meanwhile, so Ray must send work to ``node_id`` (left to
+    itself it may keep every task on the node of the driver). Both waits are bounded: after
+    ``polls`` short sleeps the task ends with an error, failing the test instead of hanging it."""
+
+    def __init__(self, arrivals, node_id, polls=1200):
+        super().__init__(arrivals)
+        self.node_id, self.polls = node_id, polls
+
+    def __call__(self, spec, attempt):
+        import time
+
+        import ray
+
+        here = ray.get_runtime_context().get_node_id()
+        if here == self.node_id:
+            ray.get(self.arrivals.arrived.remote(spec.job_id, attempt, here))
+            for _ in range(self.polls):
+                time.sleep(0.25)
+            raise RuntimeError(f"node {self.node_id[:8]} was not killed")
+        for _ in range(self.polls):
+            if any(node == self.node_id for _, _, node in ray.get(self.arrivals.all.remote())):
+                return super().__call__(spec, attempt)
+            time.sleep(0.25)
+        raise RuntimeError(f"no job reached node {self.node_id[:8]}")

@@ -155,3 +155,57 @@ def test_the_command_says_what_it_optimises_on_stderr_when_no_bar_is_drawn(tmp_p
     assert main(["excitation", "design", "--robot", "twolink", "--harmonics", "2", "--wf", "1", "--grid", "40",
                  "--friction", "none", "--iterations", "3", "--quiet", "--out", str(out)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_large_population_is_cut_between_chunks_once_the_deadline_passes():
+    """SLSQP's gradient is one evaluation of dim + 1 rows; the design's criterion looks at the
+    deadline every CHUNK_ROWS rows, so a budget is overrun by a chunk, not a whole gradient."""
+    from robodyn.identification.excitation.designer import CHUNK_ROWS, interruptible
+
+    clock = EvaluationClock()
+    rows = []
+
+    def criterion(Z):
+        rows.append(Z.shape[0])
+        clock.now += 1.0
+        return rosenbrock(Z)
+
+    X = np.random.default_rng(0).normal(size=(5 * CHUNK_ROWS + 3, 4))
+    whole = interruptible(criterion, deadline=100.0, clock=clock)(X)
+    assert np.array_equal(whole, rosenbrock(X))  # chunked, the same values
+    assert rows == [CHUNK_ROWS] * 5 + [3]
+    rows.clear()
+    clock.now = 0.0
+    with pytest.raises(opt._OutOfTime):
+        interruptible(criterion, deadline=1.5, clock=clock)(X)  # chunks start at t = 0, 1, 2: the third is refused
+    assert rows == [CHUNK_ROWS, CHUNK_ROWS]
+    rows.clear()
+    clock.now = 50.0  # past the deadline: a call's first chunk still runs (a run's first point is always evaluated)
+    small = interruptible(criterion, deadline=1.5, clock=clock)(X[:CHUNK_ROWS])
+    assert rows == [CHUNK_ROWS] and np.array_equal(small, rosenbrock(X[:CHUNK_ROWS]))
+
+
+def test_a_design_past_its_deadline_stops_inside_a_gradient():
+    """A 7-joint design whose clock passes the deadline while SLSQP evaluates a gradient stops
+    there: the run reports the time limit, and no more than one chunk ran after the deadline."""
+    from robodyn.identification.excitation.designer import CHUNK_ROWS
+
+    model = load_model("panda")
+    clock = EvaluationClock()
+    seen = []
+
+    def criterion(q, qd, qdd):
+        seen.append((clock.now, q.shape[0]))
+        clock.now += 1.0
+        return np.full(q.shape[0], 10.0) + np.std(qdd, axis=(1, 2))
+
+    req = DesignRequest(wf=0.6, harmonics=3, grid=40, time_limit=3.5, criterion=criterion,
+                        columns=ColumnSpec(), seed=1)
+    r = design_excitation(model, req, clock=clock)
+    assert r.optimizer["message"] == "stopped (time limit)"
+    # the clock starts at the first (priming) call; every call is a chunk at most, and after the
+    # deadline (prepared + 3.5) the only call that starts is one refused at its second chunk
+    prepared = seen[0][0] + 1.0
+    late = [rows for t, rows in seen[1:] if t > prepared + 3.5]
+    assert all(rows <= CHUNK_ROWS for _, rows in seen[1:])
+    assert len(late) <= 1
