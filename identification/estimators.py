@@ -16,6 +16,7 @@ names.ESTIMATORS; :func:`estimate` runs any entry of it.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -345,6 +346,8 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
     theta = est.theta
     notes = []
     A_all, b_all, _ = ne.total()
+    # a joint's rows reach only the columns of the links it carries (its Gram's nonzero diagonal)
+    reached = [np.flatnonzero(np.diagonal(ne.A[j]) > 0.0) for j in range(dof)]
 
     def reweighted(theta: np.ndarray):
         """One IRLS step: Huber weights at ``theta``'s residuals, then the weighted solve."""
@@ -363,13 +366,10 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
             offset += N
             if W.ndim == 2:
                 W = W.reshape(N, dof, W.shape[1]).transpose(1, 0, 2)
-            for j in range(dof):
+            for j, cols in enumerate(reached):
                 rows = np.flatnonzero(shortfall[:, j] > 0.0)
                 if rows.size:
-                    Wo = W[j][rows]
-                    # a joint's rows reach only the columns of the links it carries
-                    cols = np.flatnonzero(np.any(Wo != 0.0, axis=0))
-                    Wo = Wo[:, cols]
+                    Wo = W[j][np.ix_(rows, cols)]
                     so = shortfall[rows, j]
                     A[np.ix_(cols, cols)] -= Wo.T @ (Wo * so[:, None])
                     b[cols] -= Wo.T @ (so * tau[rows, j])
@@ -437,14 +437,19 @@ def accumulate(chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]], do
 
 
 def estimate(method: str, chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]], dof: int, params: int,
-             names=None, statistics: NormalEquations | None = None) -> tuple[Estimate, NormalEquations]:
+             names=None, statistics: NormalEquations | None = None,
+             tolerance: float | None = None) -> tuple[Estimate, NormalEquations]:
     """Run one estimator of the table (names.ESTIMATORS); returns the estimate and the (unweighted)
-    normal equations of the data."""
+    normal equations of the data. ``tolerance``, when given, is the convergence tolerance of an
+    iterative estimator that takes one (``tol``); the others ignore it."""
     spec = ESTIMATORS.get(method)
     if spec is None:
         raise ValueError(f"method: unknown estimator {method!r}; expected one of {list(ESTIMATORS)}")
     ne = statistics if statistics is not None else accumulate(chunks, dof, params)
     function = spec.load()
     if spec.passes:
-        return function(chunks, dof, params, names, statistics=ne), ne
+        options = {}
+        if tolerance is not None and "tol" in inspect.signature(function).parameters:
+            options["tol"] = tolerance
+        return function(chunks, dof, params, names, statistics=ne, **options), ne
     return function(ne, names), ne

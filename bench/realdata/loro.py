@@ -37,6 +37,10 @@ import time
 import warnings
 from pathlib import Path
 
+# as the robodyn command sets it (robodyn/cli.py): one OpenBLAS thread, set before numpy loads it,
+# so that the timings below are the command's
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 import scipy.signal
 

@@ -45,6 +45,10 @@ import sys
 import time
 from pathlib import Path
 
+# as the robodyn command sets it (robodyn/cli.py): one OpenBLAS thread, set before numpy loads it,
+# so that the timings below are the command's
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # loro.py's plain script
 HELD_OUT = 0.4  # last 40 % of each recording, by time
