@@ -1,9 +1,10 @@
 """Arming and the admission of runs: a ``submit_run`` is checked (robot, mode, trajectory, length,
 validation cost, arming, recorder, disk space) and its limits are validated on a thread while the
 loop keeps serving; when the check is done the run is accepted (recording opened, driver started)
-or refused with the violated limit, joint and time. Nothing reaches the driver before.
+or refused with the violated limit, joint and time. Nothing reaches the driver before; an accepted
+run is handed to runs.py, which opens its recording and starts it.
 
-A mixin of :class:`robodyn.daemon.server.Daemon`.
+One object of :class:`robodyn.daemon.server.Daemon` (:class:`RunAdmission`), handed its collaborators.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from . import protocol as P
 from . import security
 from .dispatch import DEFERRED
 from .motion import HOLD_TOLERANCE, RunRejected, move_to_start, plan_run
-from .runs import Run
+from .runs import Run, Runs
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -69,6 +70,14 @@ def plan_and_encode(model, traj, current_q, rate_hz: float, withdrawn) -> tuple:
     document and 0.4 s to encode, work the main loop never does."""
     plan = plan_run(model, traj, current_q, rate_hz, withdrawn)
     return plan, P.Packed(P.packb(traj.to_dict(robot=model.name))), plan.move.to_dict(robot=model.name)
+
+
+def prepare_request(req: P.Request) -> dict:
+    """On a large request's thread (intake.py): the work of its handler that needs nothing of
+    the daemon's state, done before the loop dispatches it: a submitted trajectory parsed."""
+    if req.cmd == "submit_run":
+        return {"trajectory": parse_trajectory(req.args["trajectory"])}
+    return {}
 
 
 def parse_trajectory(doc: dict):
@@ -156,10 +165,29 @@ class PendingSubmit:
     disk_estimate: dict = field(default_factory=dict)
 
 
-class Admission:
-    """Arming, and the path of a submitted run to an accepted one."""
+class RunAdmission:
+    """Arming, and the path of a submitted run to an accepted one: submit, check, accept.
 
-    def _disarm(self, reason: str) -> None:
+    Handed what it needs: the robot model, the config and the recordings' folder; the robot's
+    newest state (status.RobotState: the driver's description and position); the driver's and the
+    recorder's worker (supervision.Component: running and ready, the recorder's measured bytes per
+    sample); the runs (runs.Runs: the one in progress, and where an accepted run goes); the request
+    being handled (dispatch.RequestContext); and callables: ``reply_later(envelope, reply)``,
+    ``count_error(code)``, ``changed()`` (cached reads are out of date) and ``announce()`` (the
+    status line to systemd)."""
+
+    def __init__(self, model, cfg, recordings_dir, robot, driver, recorder, runs: Runs, request, *, reply_later,
+                 count_error, changed, announce):
+        self.model, self.cfg, self.recordings_dir = model, cfg, recordings_dir
+        self.robot, self.driver, self.recorder, self.runs, self.request = robot, driver, recorder, runs, request
+        self.reply_later, self.count_error, self.changed, self.announce = reply_later, count_error, changed, announce
+        self.armed = False
+        self.armed_info: dict = {}
+        self.disarm_reason = "not armed since the daemon started"
+        self.pending: PendingSubmit | None = None
+        self.validation_threads: list[threading.Thread] = []
+
+    def disarm(self, reason: str) -> None:
         """Any fault: motion needs an operator's `arm` again."""
         if self.armed:
             # the reason may quote a client's text: a quoted field, so that a key=value reader never
@@ -168,11 +196,12 @@ class Admission:
         self.armed = False
         self.armed_info = {}
         self.disarm_reason = reason
-        self.state_changed()
-        self.notifier.status(self._status_line())
+        self.changed()
+        self.announce()
+
     def cmd_submit_run(self, args) -> object:
         """Quick checks here; the limit check of the trajectory runs on the validation thread and
-        the reply is sent by :meth:`_complete_submit` (the loop keeps serving meanwhile)."""
+        the reply is sent by :meth:`complete_submit` (the loop keeps serving meanwhile)."""
         robot = args["robot"]
         if robot != self.model.name:
             raise P.ProtocolError(P.E_ROBOT, f"robot: this daemon drives {self.model.name!r}, not {robot!r}",
@@ -180,14 +209,14 @@ class Admission:
         mode = args.get("mode", "position")
         # a run commands the trajectory's q, qd, qdd every cycle: only in modes where the driver tracks
         # them (Franka torque mode: its impedance law; the simulator's torque mode is raw torque)
-        modes = (self.description or {}).get("trajectory_modes", ["position"])
+        modes = (self.robot.description or {}).get("trajectory_modes", ["position"])
         if mode not in modes:
             raise P.ProtocolError(P.E_INVALID_ARGS, f"mode: {mode!r} is not a trajectory mode of the "
                                                     f"{self.cfg.driver} driver; it runs trajectories in {modes}",
                                   field="args.mode")
         self._require_idle()
         # parsed on the large request's thread when it came in a large frame (intake.py)
-        traj = self._prepared.get("trajectory") or parse_trajectory(args["trajectory"])
+        traj = self.request.prepared.get("trajectory") or parse_trajectory(args["trajectory"])
         problem = run_length_problem(traj.duration, self.cfg.max_run_s)
         if problem:
             raise P.ProtocolError(P.E_INVALID_TRAJECTORY, f"trajectory: {problem}", field="args.trajectory.duration")
@@ -195,31 +224,25 @@ class Admission:
         self._require_armed()  # after the parse: a malformed document is named even when disarmed
         if not self.recorder.alive or not self.recorder.ready:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the recorder process is not running; a run would not be recorded")
-        current_q = self._current_q()
-        rate = float(self.description["rate_hz"])
+        current_q = self.robot.current_q()
+        rate = float(self.robot.description["rate_hz"])
         pend_estimate = self._require_disk_space(traj, current_q, rate)
         withdrawn = threading.Event()
         future, thread = run_in_thread(plan_and_encode, self.model, traj, current_q, rate, withdrawn.is_set)
         self.validation_threads.append(thread)
-        self.pending = PendingSubmit(list(self._envelope), self._rid, dict(args, mode=mode), future,
+        self.pending = PendingSubmit(list(self.request.envelope), self.request.rid, dict(args, mode=mode), future,
                                      withdrawn=withdrawn)
         self.pending.trajectory, self.pending.current_q, self.pending.rate = traj, current_q, rate
         self.pending.disk_estimate = pend_estimate
         log.info("validating a %.1f s %s trajectory", traj.duration, traj.family,
-                 extra={"fields": {"event": "validating", "peer": self._peer or "local"}})
+                 extra={"fields": {"event": "validating", "peer": self.request.peer or "local"}})
         return DEFERRED
 
-    def prepare_request(self, req: P.Request) -> dict:
-        """On a large request's thread (intake.py): the work of its handler that needs nothing of
-        the daemon's state, done before the loop dispatches it: a submitted trajectory parsed."""
-        if req.cmd == "submit_run":
-            return {"trajectory": parse_trajectory(req.args["trajectory"])}
-        return {}
-
     def _require_idle(self) -> None:
-        if self.current is not None:
-            raise P.ProtocolError(P.E_BUSY, f"run {self.current.id} is in progress ({self.current.state}); "
-                                            "one run at a time per robot", {"run_id": self.current.id})
+        current = self.runs.current
+        if current is not None:
+            raise P.ProtocolError(P.E_BUSY, f"run {current.id} is in progress ({current.state}); "
+                                            "one run at a time per robot", {"run_id": current.id})
         if self.pending is not None:
             raise P.ProtocolError(P.E_BUSY, "another submission is being validated; one run at a time per robot")
         # a withdrawn submission's check stops at its next window (one window of work); one such
@@ -232,7 +255,7 @@ class Admission:
     def _require_affordable(self, traj) -> None:
         """The validation's cost, known from the parameters before anything is evaluated, within
         [safety].max_validation_cost; the check itself then runs in fixed-size windows."""
-        rate = float((self.description or {}).get("rate_hz") or 1000.0)
+        rate = float((self.robot.description or {}).get("rate_hz") or 1000.0)
         cost = validation_cost(traj, rate)
         budget = self.cfg.max_validation_cost
         if cost.evaluations > budget:
@@ -252,7 +275,7 @@ class Admission:
         """Refuse a run whose estimated file (+ [safety].min_free_mb) does not fit; the estimate:
         samples of the move to the start (its real duration), the trajectory and the settle, at
         the recorder's measured bytes per sample with a margin."""
-        width = len(self.columns) or 1
+        width = len(self.robot.columns) or 1
         move = move_to_start(self.model, traj, current_q)
         samples = int(math.ceil((move.duration + traj.duration + self.cfg.settle_s + 0.5) * rate_hz)) + 2
         per_sample, margin, source = measured_bytes_per_sample(self.recorder.last.get("throughput"), width,
@@ -269,24 +292,28 @@ class Admission:
         return {"bytes": estimate, "samples": samples, "bytes_per_sample": per_sample, "margin": margin,
                 "source": source}
 
-    def _cancel_pending(self, reason: str) -> None:
+    def cancel_pending(self, reason: str) -> None:
         if self.pending is not None and not self.pending.cancelled:
             self.pending.cancelled = reason
             self.pending.withdrawn.set()
 
-    def _complete_submit(self) -> None:
+    def checked(self) -> bool:
+        """The submission being checked has its answer (or was withdrawn): :meth:`complete_submit`."""
+        return self.pending is not None and (self.pending.future.done() or bool(self.pending.cancelled))
+
+    def complete_submit(self) -> None:
         pend, self.pending = self.pending, None
-        self.state_changed()
+        self.changed()
         try:
             reply = P.ok_reply(pend.rid, self._accept_run(pend))
         except P.ProtocolError as exc:
-            self._count_error(exc.code)
+            self.count_error(exc.code)
             reply = P.error_reply(pend.rid, exc.code, exc.message, exc.details)
         except Exception as exc:  # a bug in planning: answer, log, keep serving
-            self._count_error(P.E_INTERNAL)
+            self.count_error(P.E_INTERNAL)
             log.exception("internal error while validating a run")
             reply = P.error_reply(pend.rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-        self._reply_later(pend.envelope, reply)
+        self.reply_later(pend.envelope, reply)
 
     def _accept_run(self, pend: PendingSubmit) -> dict:
         if pend.cancelled:
@@ -304,39 +331,34 @@ class Admission:
         self._require_armed()
         if not self.recorder.alive or not self.recorder.ready:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the recorder process is not running; a run would not be recorded")
-        if np.max(np.abs(self._current_q() - pend.current_q)) > HOLD_TOLERANCE:
+        if np.max(np.abs(self.robot.current_q() - pend.current_q)) > HOLD_TOLERANCE:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the robot moved while the trajectory was validated; submit again")
         args, traj, rate, robot, mode = pend.args, pend.trajectory, pend.rate, pend.args["robot"], pend.args["mode"]
-        self.run_counter += 1
-        run_id = self._new_run_id()
+        number, run_id = self.runs.next_run()
         move_samples, traj_samples = plan.sample_counts(rate)
-        run = Run(id=run_id, number=self.run_counter, robot=robot, mode=mode, label=args.get("label", ""),
+        run = Run(id=run_id, number=number, robot=robot, mode=mode, label=args.get("label", ""),
                   trajectory=trajectory, move=move,
                   duration=traj.duration, move_duration=plan.move.duration, trajectory_samples=traj_samples,
                   move_samples=move_samples, path=str(self.recordings_dir / f"{run_id}.mcap"),
                   requested=pend.started)
         meta = {"run_id": run_id, "robot": self.model.summary(), "model_urdf": model_to_urdf(self.model),
                 "model_inertial": self.model.inertial.tolist(), "model_rotor_inertia": self.model.rotor_inertia.tolist(),
-                "driver": self.description, "rate_hz": rate, "columns": self.columns,
-                "units": {s["name"]: s["unit"] for s in self.description["signals"]},
+                "driver": self.robot.description, "rate_hz": rate, "columns": self.robot.columns,
+                "units": {s["name"]: s["unit"] for s in self.robot.description["signals"]},
                 "trajectory": run.trajectory, "move_to_start": run.move, "mode": mode, "label": run.label,
                 "limit_utilisation": plan.report.utilisation, "protocol": P.PROTOCOL_VERSION,
                 "time_base": {"robot_time": "s, robot clock", "host_time_ns": "CLOCK_MONOTONIC ns at driver read"}}
-        self.recorder_pipe.send(P.pack_spliced({"type": "open", "run": run.number, "run_id": run_id, "path": run.path,
-                                                "meta": meta, "width": len(self.columns)}))
-        self.current = run
-        self._remember(run)
-        self._index_opened(run_id, run.path)
+        self.runs.open(run, meta, len(self.robot.columns))  # the recording opened, then the run started: runs.py
         log.info("run %s accepted: %s, %.2f s (+ %.2f s move to start), validated in %.1f s", run_id, traj.family,
                  traj.duration, plan.move.duration, time.monotonic() - pend.started,
-                 extra={"fields": {"run_id": run_id, "event": "run_accepted", "peer": self._peer or "local"}})
-        self.notifier.status(self._status_line())
+                 extra={"fields": {"run_id": run_id, "event": "run_accepted", "peer": self.request.peer or "local"}})
+        self.announce()
         return {"run_id": run_id, "duration_s": traj.duration, "move_duration_s": plan.move.duration,
                 "trajectory_samples": traj_samples, "move_samples": move_samples, "recording": run.path,
                 "limit_utilisation": plan.report.utilisation, "disk_estimate": pend.disk_estimate}
 
     def cmd_arm(self, args) -> dict:
-        who = self._peer or "a local client"  # an operator: _authorise checked the role
+        who = self.request.peer or "a local client"  # an operator: _authorise checked the role
         if not security.token_matches(args.get("token"), self.cfg.arm_token_sha256):
             log.warning("arming refused: wrong or missing token from %s", who,
                         extra={"fields": {"event": "arm_refused"}})
@@ -344,21 +366,22 @@ class Admission:
                                   field="args.token")
         if not (self.driver.alive and self.driver.ready and self.recorder.alive and self.recorder.ready):
             raise P.ProtocolError(P.E_UNAVAILABLE, "cannot arm: the driver or the recorder is not running")
-        self._current_q()  # fresh robot state, or `unavailable`
+        self.robot.current_q()  # fresh robot state, or `unavailable`
         self.armed = True
-        self.armed_info = {"by": self._peer or "local", "since": time.monotonic()}
+        self.armed_info = {"by": self.request.peer or "local", "since": time.monotonic()}
         log.warning("ARMED by %s: motion is enabled", who, extra={"fields": {"event": "armed"}})
-        self.notifier.status(self._status_line())
+        self.announce()
         return {"armed": True, "required": self.cfg.arming_required}
 
     def cmd_disarm(self, args) -> dict:
-        reason = f"disarmed by {self._peer or 'a local client'}" + (f": {args['reason']}" if args.get("reason") else "")
+        reason = (f"disarmed by {self.request.peer or 'a local client'}"
+                  + (f": {args['reason']}" if args.get("reason") else ""))
         was = self.armed
-        self._disarm(reason)
+        self.disarm(reason)
         if not was:
             log.info("disarm asked while not armed", extra={"fields": {"event": "disarmed", "reason": reason}})
-        self._cancel_pending(reason)
-        run = self.current
+        self.cancel_pending(reason)
+        run = self.runs.current
         if run is not None:
-            self._abort_current(reason)
+            self.runs.abort_current(reason)
         return {"armed": False, "aborted": None if run is None else run.id}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 
 from . import access
 from . import protocol as P
@@ -79,6 +80,26 @@ class RateLimitedLog:
             self.logger.warning("%d more %s in the last %.0f s (not logged one by one)",
                                 self.suppressed, self.what, now - self.window_start)
         self.window_start, self.in_window, self.suppressed = now, 0, 0
+
+
+@dataclass
+class RequestContext:
+    """The request being handled, as the handlers need it: the client's authenticated name
+    (``peer``, '' without CurveZMQ), where a deferred reply goes (``envelope``), the request's id
+    and what a large request's thread prepared for its handler (intake.py). Set by the dispatch
+    before each handler runs; one object, handed to every part of the daemon that replies later."""
+
+    peer: str = ""
+    envelope: list = field(default_factory=list)
+    rid: object = None
+    prepared: dict = field(default_factory=dict)
+
+    def client_key(self) -> str:
+        """Whose share a per-client limit counts against: the authenticated name, else the
+        connection's identity."""
+        if self.peer:
+            return self.peer
+        return bytes(self.envelope[0]).hex() if self.envelope else ""
 
 
 class LogsAfterReply(logging.Filter):
@@ -172,7 +193,7 @@ class Dispatch:
         """What a cached read of ``cmd`` depends on: listings only on their own entries (an
         operator arming and stopping in a loop leaves them valid); the rest on every change."""
         if cmd == "recordings":
-            return self.recording_index.changes, getattr(self.current, "id", None)
+            return self.recording_index.changes, getattr(self.runs.current, "id", None)
         if cmd == "jobs":  # a new job, a job finished (its row kept from then on)
             jobs = getattr(self, "job_manager", None)
             return None if jobs is None else (len(jobs.states), len(jobs._rows))
@@ -180,7 +201,7 @@ class Dispatch:
 
     def _cached_read(self, req: P.Request, rid, handler) -> bytes:
         """The reply to a read in CACHED_READS, from the last identical one when still valid."""
-        key = (req.cmd, self.role_of(self._peer), tuple(sorted((k, repr(v)) for k, v in req.args.items())))
+        key = (req.cmd, self.role_of(self.request.peer), tuple(sorted((k, repr(v)) for k, v in req.args.items())))
         now = time.monotonic()
         hit = self.read_cache.get(key)
         counts = self.read_cache_counts
@@ -279,7 +300,7 @@ class Dispatch:
         (_frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round, empty_cpu, received_seq,
          handled_at_receipt, empty_delay, in_poll) = self._received
         delay, now, cpu_now = self._run_delay(), time.monotonic(), time.thread_time()
-        rate = float((self.description or {}).get("rate_hz") or 0.0)
+        rate = float(self.robot.rate_hz() or 0.0)
         waited = max(0.0, now - empty_at)
         worked = max(0.0, cpu_now - empty_cpu)
         runqueue = None if delay is None or empty_delay is None else max(0.0, delay - empty_delay)
@@ -323,8 +344,8 @@ class Dispatch:
                 self.router.send_multipart([data[0], P.error_reply(None, P.E_MALFORMED,
                                                                    "expected exactly one payload frame")])
             return
-        self._peer = self._user_id(frames[-1])
-        self._envelope = envelope
+        self.request.peer = self._user_id(frames[-1])
+        self.request.envelope = envelope
         self._received = item
         started, started_cpu = time.monotonic(), time.thread_time()
         self._handling_cpu = started_cpu
@@ -409,7 +430,7 @@ class Dispatch:
                 raise P.ProtocolError(P.E_UNAUTHORISED, "unauthorised: no CurveZMQ identity", field="request")
             cmd = head.get("cmd")
             if type(cmd) is str:  # a role refused before the decoding, not after it
-                self._peer = peer
+                self.request.peer = peer
                 self._authorise(cmd)
             client = peer or bytes(envelope[0]).hex()
             large.admit(client)
@@ -443,12 +464,12 @@ class Dispatch:
                 continue
             self.large_requests.counts["decoded"] += 1
             rid, req, prepared = item.future.result()
-            self._peer, self._envelope, self._received = item.peer, item.envelope, ()
-            self._prepared = prepared or {}
+            self.request.peer, self.request.envelope, self._received = item.peer, item.envelope, ()
+            self.request.prepared = prepared or {}
             try:
                 reply = self.dispatch_request(req, rid)
             finally:
-                self._prepared = {}
+                self.request.prepared = {}
             if reply is not None:
                 self._reply_later(item.envelope, reply)
 
@@ -460,7 +481,7 @@ class Dispatch:
             handler = self.commands.get(req.cmd)
             if handler is None:
                 raise P.ProtocolError(P.E_UNKNOWN_COMMAND, f"command {req.cmd!r} is not available in this daemon")
-            self._rid = rid
+            self.request.rid = rid
             self._authenticate(req)
             self._authorise(req.cmd)
             if req.cmd in CACHED_READS:
@@ -501,12 +522,12 @@ class Dispatch:
 
     def _authorise(self, cmd: str) -> None:
         needed = COMMAND_ROLES.get(cmd, P.ROLE_ANYONE)
-        role = self.role_of(self._peer)
+        role = self.role_of(self.request.peer)
         allowed = {P.ROLE_ANYONE: (P.ROLE_ANYONE, P.ROLE_SUBMITTER, P.ROLE_OPERATOR),
                    P.ROLE_SUBMITTER: (P.ROLE_SUBMITTER, P.ROLE_OPERATOR), P.ROLE_OPERATOR: (P.ROLE_OPERATOR,)}
         if role in allowed[needed]:
             return
-        who = self._peer or "not authenticated"
+        who = self.request.peer or "not authenticated"
         log.warning("%s refused: client %s has the role %s, %s needs %s", cmd, who, role, cmd, needed,
                     extra={"fields": {"event": "forbidden", "peer": who}})
         what = "arming is reserved to the operators' keys" if cmd == "arm" else \
@@ -514,6 +535,17 @@ class Dispatch:
         raise P.ProtocolError(P.E_FORBIDDEN, f"{what} ([security].operators / submitters); this client is {who} "
                                              f"({role}); abort and disarm are open to every client",
                               {"role": role, "needed": needed, "client": who}, field="cmd")
+
+    def _loop_report(self) -> dict:
+        """The control endpoint's and the main loop's counters, for ``status`` (status.py)."""
+        large = self.large_requests
+        return {"requests": self.requests["total"], "errors": dict(self.requests["errors"]),
+                "dropped": self.requests["dropped"], "stop_latency": dict(self.stop_latency),
+                "loop_rounds": self.loop_rounds, "main_scheduler": self.main_scheduler,
+                "gc_pauses": self.gc_pauses.report(), "gc_frozen_objects": self.gc_frozen,
+                "request_cost_ms": {k: dict(v) for k, v in self.request_cost.items()},
+                "large_requests": {"in_flight": len(large.in_flight), **large.counts},
+                "read_cache": dict(self.read_cache_counts)}
 
     def _count_error(self, code: str) -> None:
         self.state_changed()  # `status` counts them

@@ -8,7 +8,7 @@ largest file delays no ``abort``, no ``disarm`` and no telemetry.
 Each client may have :data:`MAX_HEAVY_PER_CLIENT` such reads in flight and all clients together
 :data:`MAX_HEAVY_TOTAL`; one more is answered ``busy`` at once, never queued.
 
-A mixin of :class:`robodyn.daemon.server.Daemon`.
+One object of :class:`robodyn.daemon.server.Daemon`, handed its collaborators.
 """
 
 from __future__ import annotations
@@ -67,28 +67,38 @@ class HeavyRead:
 
 
 class HeavyReads:
-    """The worker for heavy reads and the replies waiting on it."""
+    """The worker for heavy reads and the replies waiting on it, and the listing of the recordings.
 
-    def _start_heavy(self) -> None:
-        self.heavy_pool = None
-        self.heavy: list[HeavyRead] = []
-        self.heavy_counts = {"submitted": 0, "busy_refused": 0, "indexed_at_start": 0}
+    Handed what it needs: the recording index and its folder, the request being handled
+    (dispatch.RequestContext: who asks, where the reply goes), the run in progress (``current_run()``,
+    whose file is not read while it is written) and the control endpoint's ``reply_later``,
+    ``count_error`` and ``state_changed``. Indexing the recordings that have no entry starts here."""
+
+    def __init__(self, recording_index, recordings_dir: Path, request, current_run, *, reply_later, count_error,
+                 state_changed):
+        self.recording_index = recording_index
+        self.recordings_dir = recordings_dir
+        self.request = request
+        self.current_run = current_run
+        self.reply_later, self.count_error, self.state_changed = reply_later, count_error, state_changed
+        self.pool = None
+        self.in_flight: list[HeavyRead] = []
+        self.counts = {"submitted": 0, "busy_refused": 0, "indexed_at_start": 0}
         missing = [str(p) for p in self.recording_index.missing]
         for k in range(0, len(missing), INDEX_BATCH):
-            self._submit_heavy(None, index_work, missing[k:k + INDEX_BATCH], finish=None)
+            self._submit(None, index_work, missing[k:k + INDEX_BATCH], finish=None)
         if missing:
             log.info("%d recordings have no index entry (made by an older version or copied in): indexing "
                      "them in the worker", len(missing))
 
-    def _pool(self) -> ProcessPoolExecutor:
-        if self.heavy_pool is None:
-            self.heavy_pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-        return self.heavy_pool
+    def report(self) -> dict:
+        """For ``status``: reads in flight and the counters."""
+        return {"in_flight": len(self.in_flight), **self.counts}
 
-    def _client_key(self) -> str:
-        if self._peer:
-            return self._peer
-        return bytes(self._envelope[0]).hex() if self._envelope else ""
+    def _pool(self) -> ProcessPoolExecutor:
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        return self.pool
 
     def defer_to_worker(self, fn, *args, finish, what: str):
         """For a command handler (the daemon's or an extension's): ``fn(*args)`` runs in the worker
@@ -96,37 +106,35 @@ class HeavyReads:
         encoded bytes) and is sent when it is done. Returns the handler's "reply later" result."""
         from .dispatch import DEFERRED
 
-        self._submit_heavy(self._client_key(), fn, *args, finish=finish, what=what)
+        self._submit(self.request.client_key(), fn, *args, finish=finish, what=what)
         return DEFERRED
 
-    def _submit_heavy(self, client: str | None, fn, *args, finish, what: str = "the recording") -> None:
+    def _submit(self, client: str | None, fn, *args, finish, what: str = "the recording") -> None:
         """Hand ``fn(*args)`` to the worker; the reply to the current request is sent when done."""
         if client is not None:
-            mine = sum(1 for h in self.heavy if h.client == client)
-            clients = sum(1 for h in self.heavy if h.client is not None)
+            mine = sum(1 for h in self.in_flight if h.client == client)
+            clients = sum(1 for h in self.in_flight if h.client is not None)
             if mine >= MAX_HEAVY_PER_CLIENT or clients >= MAX_HEAVY_TOTAL:
-                self.heavy_counts["busy_refused"] += 1
+                self.counts["busy_refused"] += 1
                 which = f"this client has {mine} of its {MAX_HEAVY_PER_CLIENT}" if mine >= MAX_HEAVY_PER_CLIENT \
                     else f"{clients} of the daemon's {MAX_HEAVY_TOTAL}"
                 raise P.ProtocolError(P.E_BUSY, f"busy: {which} heavy reads in progress; ask again when it is answered")
         try:
             future = self._pool().submit(fn, *args)
         except BrokenProcessPool:  # the worker died (e.g. out of memory): a new one
-            self.heavy_pool = None
+            self.pool = None
             future = self._pool().submit(fn, *args)
-        self.heavy_counts["submitted"] += 1
-        self.heavy.append(HeavyRead(future, client, list(self._envelope) if client is not None else [],
-                                    self._rid, finish, what))
+        self.counts["submitted"] += 1
+        self.in_flight.append(HeavyRead(future, client, list(self.request.envelope) if client is not None else [],
+                                        self.request.rid, finish, what))
 
-    def _complete_heavy(self) -> None:
-        """From the main loop: reply to every finished heavy read (and dispatch every large
-        request its thread has decoded: dispatch.py)."""
-        self._complete_large()
-        if not self.heavy or not any(h.future.done() for h in self.heavy):
+    def complete(self) -> None:
+        """From the main loop: reply to every finished heavy read."""
+        if not self.in_flight or not any(h.future.done() for h in self.in_flight):
             return
         self.state_changed()  # e.g. recordings indexed at start: listed now
         waiting = []
-        for h in self.heavy:
+        for h in self.in_flight:
             if not h.future.done():
                 waiting.append(h)
                 continue
@@ -135,11 +143,11 @@ class HeavyReads:
                 if exc is None:
                     for row in h.future.result():
                         self.recording_index.put(row, only_if_indexing=True)
-                        self.heavy_counts["indexed_at_start"] += 1
+                        self.counts["indexed_at_start"] += 1
                 else:
                     log.warning("indexing recordings failed: %s", exc)
                     if isinstance(exc, BrokenProcessPool):
-                        self.heavy_pool = None
+                        self.pool = None
                 continue
             if exc is None:
                 try:
@@ -149,19 +157,19 @@ class HeavyReads:
                     reply = P.error_reply(h.rid, perr.code, perr.message, perr.details)
             else:
                 if isinstance(exc, BrokenProcessPool):
-                    self.heavy_pool = None
+                    self.pool = None
                 # a damaged or vanished file is the data's state, not a daemon bug
                 code = P.E_NOT_FOUND if isinstance(exc, FileNotFoundError) else \
                     P.E_UNAVAILABLE if isinstance(exc, (OSError, ValueError)) else P.E_INTERNAL
-                self._count_error(code)
+                self.count_error(code)
                 reply = P.error_reply(h.rid, code, f"could not read {h.what}: {type(exc).__name__}: "
                                                    f"{str(exc).splitlines()[0] if str(exc) else ''}")
-            self._reply_later(h.envelope, reply)
-        self.heavy = waiting
+            self.reply_later(h.envelope, reply)
+        self.in_flight = waiting
 
-    def _close_heavy(self) -> None:
+    def close(self) -> None:
         """At shutdown: a read in progress is of no use any more; its worker is stopped, not awaited."""
-        pool, self.heavy_pool = getattr(self, "heavy_pool", None), None
+        pool, self.pool = self.pool, None
         if pool is None:
             return
         workers = list((getattr(pool, "_processes", None) or {}).values())
@@ -177,7 +185,8 @@ class HeavyReads:
         path = self.recordings_dir / f"{rid}.mcap"
         if not path.exists():
             raise P.ProtocolError(P.E_NOT_FOUND, f"no recording {rid!r}", field="args.recording")
-        if self.current is not None and self.current.path == str(path):
+        current = self.current_run()
+        if current is not None and current.path == str(path):
             raise P.ProtocolError(P.E_BUSY, f"busy: recording {rid!r} is being written; ask when its run has ended",
                                   field="args.recording")
         return self.defer_to_worker(recording_info_work, str(path), finish=lambda info: info, what="the recording")
@@ -186,18 +195,18 @@ class HeavyReads:
         """A page of the in-memory index: no file is read (recording/index.py)."""
         total = len(self.recording_index)
         offset, limit = P.page_bounds(args, total)
-        rows = []
+        rows, current = [], self.current_run()
         for row in self.recording_index.page(offset, limit):
-            if self.current is not None and row["path"] == self.current.path:
-                row = {"id": self.current.id, "path": row["path"], "status": "recording"}
+            if current is not None and row["path"] == current.path:
+                row = {"id": current.id, "path": row["path"], "status": "recording"}
             rows.append(row)
         return P.page_reply("recordings", rows, offset, limit, total)
 
-    def _index_opened(self, run_id: str, path: str) -> None:
+    def index_opened(self, run_id: str, path: str) -> None:
         """A run's file exists from its opening: listed as 'recording' until the recorder's entry."""
         self.recording_index.put({"id": run_id, "path": path, "status": "recording"})
 
-    def _index_closed(self, run_id: str, path: str, row: dict | None) -> None:
+    def index_closed(self, run_id: str, path: str, row: dict | None) -> None:
         if row:
             self.recording_index.put(row)
         elif not Path(path).exists():  # never opened

@@ -1,8 +1,10 @@
-"""Runs: their record (:class:`Run`), their course from the driver's and recorder's events to a
-finished summary, aborting the one in progress, and the history kept in memory (``run_status``,
-``runs``); the recordings on disk are listed from their index (heavy.py, recording/index.py).
+"""Runs: their record (:class:`Run`) and their course once admitted (admission.py): the recording
+opened, the run started on the driver, the driver's and recorder's events to a finished summary,
+aborting the one in progress, the stops the driver served on its stop socket, and the history kept
+in memory (``run_status``, ``runs``); the recordings on disk are listed from their index
+(heavy.py, recording/index.py).
 
-A mixin of :class:`robodyn.daemon.server.Daemon`.
+One object of :class:`robodyn.daemon.server.Daemon` (:class:`Runs`), handed its collaborators.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+
+from pathlib import Path
 
 from . import protocol as P
 
@@ -57,10 +61,82 @@ class Run:
                 "progress": self.progress, "abort_reason": self.abort_reason, "summary": self.summary}
 
 
-class RunHistory:
-    """The run in progress and the runs before it."""
+class Runs:
+    """The run in progress and the runs before it, from the recording's opening to the summary.
 
-    def _on_run_event(self, msg: dict) -> None:
+    Handed what it needs: the recordings' folder (run ids are unique in it); the driver's and the
+    recorder's worker (supervision.Component: alive or not, last telemetry) and pipes; the listing
+    of recordings (heavy.HeavyReads: ``index_closed``); and callables for the rest of the daemon:
+    ``disarm(reason)`` (any fault), ``pending_submission()`` (the submission being checked, admission.py) and
+    ``withdraw(reason)`` (withdraw it), ``changed()`` (cached reads are out of date) and
+    ``announce()`` (the status line to systemd)."""
+
+    def __init__(self, recordings_dir: Path, driver, recorder, driver_pipe, recorder_pipe, recordings, *, disarm,
+                 pending_submission, withdraw, changed, announce):
+        self.recordings_dir = recordings_dir
+        self.driver, self.recorder = driver, recorder
+        self.driver_pipe, self.recorder_pipe = driver_pipe, recorder_pipe
+        self.recordings = recordings
+        self.disarm, self.pending_submission, self.withdraw = disarm, pending_submission, withdraw
+        self.changed, self.announce = changed, announce
+        self.history: list[Run] = []
+        self.current: Run | None = None
+        self.run_counter = 0  # runs accepted: the next one's number is one more
+        self.driver_stops_seen = 0  # the driver's count of stops served, as far as this process knows
+        # the counts of the driver's stops that withdrew a submission, until each stop's own
+        # bookkeeping call asks (Client._stop asks the control endpoint too, naming the stop, when
+        # nothing was moving; by then the withdrawn submission may be gone from ``pending_submission()``)
+        self.withdrawn_by_driver_stop: set[int] = set()
+        self.driver_stops = {"count": 0, "same_cycle": 0, "not_since_previous_cycle": 0,
+                             "max_in_socket_periods": None, "last": None}
+
+    # ----------------------------------------------------------------- a new run: open, start
+
+    def next_run(self) -> tuple[int, str]:
+        """The number and the id of the run being accepted (the id names its file)."""
+        self.run_counter += 1
+        return self.run_counter, self._new_run_id()
+
+    def _new_run_id(self) -> str:
+        stamp = time.strftime("%Y%m%d-%H%M%S")  # wall time: a label only
+        run_id = f"{stamp}-{self.run_counter:03d}"
+        k = 1
+        while (self.recordings_dir / f"{run_id}.mcap").exists():
+            k += 1
+            run_id = f"{stamp}-{self.run_counter:03d}-{k}"
+        return run_id
+
+    def open(self, run: Run, meta: dict, width: int) -> None:
+        """An accepted run: the recorder opens its file; the driver is sent the run when the
+        recorder says it is open (:meth:`on_recorder` "opened")."""
+        self.recorder_pipe.send(P.pack_spliced({"type": "open", "run": run.number, "run_id": run.id, "path": run.path,
+                                                "meta": meta, "width": width}))
+        self.current = run
+        self.history.append(run)
+        if len(self.history) > MAX_RUN_HISTORY:  # months of unattended runs must not grow memory
+            del self.history[:len(self.history) - MAX_RUN_HISTORY]
+        self.recordings.index_opened(run.id, run.path)
+
+    def send_start(self, run: Run) -> None:
+        """The run to the driver, with the count of its stops this process has heard of: the
+        driver refuses a run sent before a stop it served (rtloop.py, stop_socket.py)."""
+        self.driver_pipe.send(P.pack_spliced({"type": "start_run", "run": run.number, "run_id": run.id, "move": run.move,
+                                              "trajectory": run.trajectory, "mode": run.mode,
+                                              "stops_seen": self.driver_stops_seen}))
+
+    # ----------------------------------------------------------------- the workers' word on it
+
+    def on_progress(self, progress: dict) -> None:
+        """The driver's telemetry: the progress of the run it moves."""
+        if self.current is not None and progress.get("run_id") == self.current.id:
+            self.current.progress.update(progress)
+
+    def on_driver_ready(self) -> None:
+        """A new driver process counts its stops from 0: an old driver's counts name none of its stops."""
+        self.driver_stops_seen = 0
+        self.withdrawn_by_driver_stop.clear()
+
+    def on_run_event(self, msg: dict) -> None:
         run = self.current
         if run is None or msg.get("run") != run.number:
             return
@@ -82,10 +158,10 @@ class RunHistory:
             log.error("run %s: %s", run.id, reason, extra={"fields": {"run_id": run.id, "event": "supervisor_silent",
                                                                       "silent_s": msg.get("silent_s"),
                                                                       "starved_s": msg.get("starved_s")}})
-            self._disarm(reason)
+            self.disarm(reason)
         elif event == "refused" and msg.get("stale_stop"):
             # the driver served a stop this process had not yet heard of when it sent the run; that
-            # stop's event came first on the pipe (_on_driver_stop): it either aborted this run or
+            # stop's event came first on the pipe (on_driver_stop): it either aborted this run or
             # came after the run was submitted, and then the run starts on the up-to-date word
             missed = int(msg.get("stops_served", 0)) > self.driver_stops_seen  # its event lost (a full pipe)
             if run.abort_requested or missed:
@@ -93,28 +169,88 @@ class RunHistory:
                 run.abort_requested = True
                 run.abort_reason = run.abort_reason or msg.get("reason", "stopped on the stop socket")
                 run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}
-                self._close_recording(run, "aborted")
+                self.close_recording(run, "aborted")
             else:
-                self._send_start(run)
+                self.send_start(run)
         elif event == "refused":
             run.abort_reason = msg.get("reason", "driver refused the run")
-            self._disarm(f"the driver refused run {run.id}: {run.abort_reason}")
+            self.disarm(f"the driver refused run {run.id}: {run.abort_reason}")
             run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}
-            self._close_recording(run, "failed")
+            self.close_recording(run, "failed")
         elif event == "done":
             run.done_event = msg
             if msg.get("aborted") and not run.abort_reason:
                 run.abort_reason = msg.get("reason", "")
-            self._close_recording(run, "aborted" if msg.get("aborted") else "completed")
+            self.close_recording(run, "aborted" if msg.get("aborted") else "completed")
 
-    def _send_start(self, run: Run) -> None:
-        """The run to the driver, with the count of its stops this process has heard of: the
-        driver refuses a run sent before a stop it served (rtloop.py, stop_socket.py)."""
-        self.driver_pipe.send(P.pack_spliced({"type": "start_run", "run": run.number, "run_id": run.id, "move": run.move,
-                                       "trajectory": run.trajectory, "mode": run.mode,
-                                       "stops_seen": self.driver_stops_seen}))
+    def on_recorder(self, msg: dict) -> None:
+        """The recorder's word on the run in progress (messages naming another run are stale)."""
+        run, kind = self.current, msg.get("type")
+        if run is None or msg.get("run") != run.number:
+            return
+        if kind == "opened":
+            if run.abort_requested:
+                run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}
+                self.close_recording(run, "aborted")
+                return
+            run.state = "starting"
+            self.send_start(run)
+        elif kind == "open_failed":
+            self.disarm(f"could not open the recording of run {run.id}: {msg['reason']}")
+            self.finish_run(run, "failed", f"could not open the recording: {msg['reason']}")
+        elif kind == "closed":
+            self.recordings.index_closed(run.id, run.path, msg.get("index"))
+            self.finish_run(run, run.progress.get("final_status", "completed"), run.abort_reason, msg["summary"])
+        elif kind == "close_failed":
+            self.disarm(f"could not finalize the recording of run {run.id}: {msg['reason']}")
+            self.finish_run(run, "failed", f"could not finalize the recording: {msg['reason']}")
+        elif kind == "write_failed":
+            # e.g. disk full: the recorder cut the file back to its last complete block; stop the
+            # robot, since an unrecorded run is a wasted and unaccounted motion
+            run.recorder_failed = f"recording failed: {msg['reason']}; file kept up to its last complete block"
+            log.error("run %s: %s", run.id, run.recorder_failed, extra={"fields": {"run_id": run.id,
+                                                                               "event": "write_failed"}})
+            self.disarm(run.recorder_failed)
+            if run.state == "opening":
+                self.finish_run(run, "failed", run.recorder_failed)
+            else:
+                self.abort_current(run.recorder_failed)
 
-    def _on_driver_stop(self, msg: dict) -> None:
+    def on_recorder_lost(self, exit_code) -> str | None:
+        """The recorder died: the run in progress ends; the path of its cut file (for the
+        successor to repair), or None."""
+        run = self.current
+        if run is None:
+            return None
+        run.recorder_lost = True
+        reason = f"recorder process died (exit code {exit_code}); partial recording kept"
+        if run.state == "opening":
+            self.finish_run(run, "failed", reason)
+        elif run.state == "finalizing":
+            self.finish_run(run, "aborted" if run.abort_requested else "completed", reason)
+        else:
+            self.abort_current(reason)
+        return run.path
+
+    def on_driver_lost(self, exit_code, last_seq: int) -> None:
+        """The driver died: the run in progress is aborted, its recording closed at the last
+        sample the dead driver published (``last_seq``, its last telemetry)."""
+        run = self.current
+        if run is None:
+            return
+        reason = f"driver process died (exit code {exit_code}); the robot is no longer commanded"
+        if run.state in ("opening",):
+            self.finish_run(run, "failed", reason)
+            return
+        run.abort_reason = reason
+        run.abort_requested = True
+        # the samples the dead driver published up to its last telemetry are what the recorder has
+        # at least; the recorder keeps any later ones it received too
+        run.done_event = {"first_seq": run.progress.get("first_seq", last_seq + 1), "last_seq": last_seq,
+                          "aborted": True, "reason": reason}
+        self.close_recording(run, "aborted")
+
+    def on_driver_stop(self, msg: dict) -> None:
         """A stop the driver served from its stop socket (it has already begun the ramp to rest):
         the bookkeeping of the same stop through the control endpoint (cmd_abort, cmd_disarm),
         for what it targets: the run the driver was moving, or the one being prepared, and a
@@ -136,9 +272,10 @@ class RunHistory:
                  msg.get("acted_seq"), reason,
                  extra={"fields": {"event": "stop_served", "run_id": msg.get("run_id") or "-"}})
         if msg.get("cmd") == "disarm":
-            self._disarm(reason)
-        if self.pending is not None and self.pending.started <= served_at and not self.pending.cancelled:
-            self._cancel_pending(reason)
+            self.disarm(reason)
+        pending = self.pending_submission()
+        if pending is not None and pending.started <= served_at and not pending.cancelled:
+            self.withdraw(reason)
             withdrawn = self.withdrawn_by_driver_stop
             withdrawn.add(int(msg.get("count", 0)))
             if len(withdrawn) > MAX_UNCLAIMED_WITHDRAWALS:  # follow-up calls that never came
@@ -151,7 +288,9 @@ class RunHistory:
         run.abort_requested = True
         run.abort_reason = run.abort_reason or reason
 
-    def _close_recording(self, run: Run, status: str) -> None:
+    # ----------------------------------------------------------------- its end
+
+    def close_recording(self, run: Run, status: str) -> None:
         run.state = "finalizing"
         run.progress["final_status"] = status
         done = run.done_event or {}
@@ -160,12 +299,13 @@ class RunHistory:
                    "trajectory_samples": run.trajectory_samples, "tracking": done.get("tracking", {}),
                    "loop": done.get("loop", {})}
         if run.recorder_lost or run.recorder_failed or not self.recorder.alive:
-            self._finish_run(run, status, run.abort_reason or run.recorder_failed or "recorder unavailable")
+            self.finish_run(run, status, run.abort_reason or run.recorder_failed or "recorder unavailable")
             return
         self.recorder_pipe.send(P.packb({"type": "close", "run": run.number, "first_seq": done.get("first_seq", 1),
                                          "last_seq": done.get("last_seq", 0), "summary": summary}))
-    def _finish_run(self, run: Run, status: str, reason: str = "", recorder_summary: dict | None = None) -> None:
-        self.state_changed()  # cached reads (dispatch.py) show the run's end
+
+    def finish_run(self, run: Run, status: str, reason: str = "", recorder_summary: dict | None = None) -> None:
+        self.changed()  # cached reads (dispatch.py) show the run's end
         done = run.done_event or {}
         summary = {"status": status, "reason": reason, "recording": run.path,
                    "samples": None, "expected_samples": None, "lost_samples": None,
@@ -183,34 +323,31 @@ class RunHistory:
             run.abort_reason = reason
         if self.current is run:
             self.current = None
-        self._index_closed(run.id, run.path, None)
+        self.recordings.index_closed(run.id, run.path, None)
         log.info("run %s %s%s", run.id, status, f": {reason}" if reason else "",
                  extra={"fields": {"run_id": run.id, "event": "run_finished", "status": status,
                                    "lost_samples": summary.get("lost_samples")}})
-        self.notifier.status(self._status_line())
+        self.announce()
 
-    def _remember(self, run: Run) -> None:
-        self.runs.append(run)
-        if len(self.runs) > MAX_RUN_HISTORY:  # months of unattended runs must not grow memory
-            del self.runs[:len(self.runs) - MAX_RUN_HISTORY]
+    def abort_current(self, reason: str) -> None:
+        run = self.current
+        if run is None or run.finished:
+            return
+        run.abort_requested = True
+        run.abort_reason = run.abort_reason or reason
+        if run.state in ("starting", "move_to_start", "execute", "settle", "stopping") and self.driver.alive:
+            self.driver_pipe.send(P.packb({"type": "abort", "reason": reason}))
 
-    def _new_run_id(self) -> str:
-        stamp = time.strftime("%Y%m%d-%H%M%S")  # wall time: a label only
-        run_id = f"{stamp}-{self.run_counter:03d}"
-        k = 1
-        while (self.recordings_dir / f"{run_id}.mcap").exists():
-            k += 1
-            run_id = f"{stamp}-{self.run_counter:03d}-{k}"
-        return run_id
+    # ----------------------------------------------------------------- commands
 
     def _find_run(self, run_id: str | None) -> Run:
         if run_id is None:
             if self.current is not None:
                 return self.current
-            if self.runs:
-                return self.runs[-1]
+            if self.history:
+                return self.history[-1]
             raise P.ProtocolError(P.E_NOT_FOUND, "no run has been submitted to this daemon yet")
-        for r in self.runs:
+        for r in self.history:
             if r.id == run_id:
                 return r
         raise P.ProtocolError(P.E_NOT_FOUND, f"no run {run_id!r} in this daemon's history", field="args.run_id")
@@ -220,16 +357,7 @@ class RunHistory:
 
     def cmd_runs(self, args) -> dict:
         limit = args.get("limit", 50)
-        return {"runs": [r.to_dict() for r in self.runs[-limit:]]}
-
-    def _abort_current(self, reason: str) -> None:
-        run = self.current
-        if run is None or run.finished:
-            return
-        run.abort_requested = True
-        run.abort_reason = run.abort_reason or reason
-        if run.state in ("starting", "move_to_start", "execute", "settle", "stopping") and self.driver.alive:
-            self.driver_pipe.send(P.packb({"type": "abort", "reason": reason}))
+        return {"runs": [r.to_dict() for r in self.history[-limit:]]}
 
     def cmd_abort(self, args) -> dict:
         run = self.current
@@ -237,8 +365,8 @@ class RunHistory:
         withdrawn_by_stop = args.get("stop") in self.withdrawn_by_driver_stop
         self.withdrawn_by_driver_stop.discard(args.get("stop"))
         if run is None:
-            if self.pending is not None:
-                self._cancel_pending(args.get("reason", "aborted by request"))
+            if self.pending_submission() is not None:
+                self.withdraw(args.get("reason", "aborted by request"))
                 return {"aborted": None, "cancelled_submission": True, "message": "submission withdrawn"}
             if withdrawn_by_stop:  # the stop's own bookkeeping call
                 return {"aborted": None, "cancelled_submission": True,
@@ -247,5 +375,5 @@ class RunHistory:
         if args.get("run_id") not in (None, run.id):
             raise P.ProtocolError(P.E_NOT_FOUND, f"run {args['run_id']!r} is not the run in progress ({run.id})",
                                   field="args.run_id")
-        self._abort_current(args.get("reason", "aborted by request"))
+        self.abort_current(args.get("reason", "aborted by request"))
         return {"aborted": run.id, "state": run.state}

@@ -29,26 +29,25 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterable
 
 from robodyn.robot.loader import load_model
 
 from . import access, security
-from .admission import Admission, PendingSubmit
+from .admission import RunAdmission, prepare_request
 from .config import DaemonConfig, resolve_state, state_stream_open
-from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog
+from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog, RequestContext
 from .heavy import HeavyReads
 from .intake import LargeRequests
 from robodyn.private_files import make_private_dir
 from .logs import setup_logging
 from .priority import GcPauses, default_scheduler, main_priority, realtime_io_threads, set_main_realtime
 from robodyn.recording.index import RecordingIndex
-from .runs import Run, RunHistory
+from .runs import Runs
 from .schedstat import open_schedstat
 from .sdnotify import Notifier
-from .status import StatusReport
+from .status import RobotState, StatusReport
 from .supervisor_watch import AliveBeacon
 from .supervision import Component, StartAbandoned, Supervision
 
@@ -57,11 +56,14 @@ log = logging.getLogger("robodyn.daemon")
 GIL_SWITCH_INTERVAL_S = 0.0002
 
 
-class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyReads):
-    """The main process. Its state lives here; each job is a mixin of its own module:
-    supervision of the workers (supervision.py), requests and roles (dispatch.py), the status
-    report (status.py), arming and admission of runs (admission.py), runs and their history
-    (runs.py), heavy reads off the main process and the recording index (heavy.py).
+class Daemon(Supervision, Dispatch):
+    """The main process. It builds its parts and hands each what it needs: arming and the
+    admission of runs (admission.py RunAdmission: submit, check, accept), the runs from their
+    recording's opening to their summary and the history (runs.py Runs), the robot's newest state
+    and the status report (status.py RobotState, StatusReport), heavy reads off the main process
+    and the recordings' listing (heavy.py HeavyReads). Two jobs are still mixins over the
+    sockets and counters kept here: the loop and the supervision of the workers (supervision.py)
+    and the control endpoint, its requests and roles (dispatch.py).
 
     ``extensions``: callables ``register(daemon)`` that add commands with
     :meth:`add_command` (the command line passes the identification job runner,
@@ -134,13 +136,6 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
             self.stop_path, self.endpoints["stop_socket"] = path, str(path)
         except (ValueError, OSError) as exc:
             log.warning("no stop socket (stops go through the control endpoint): %s", exc)
-        self.driver_stops_seen = 0  # the driver's count of stops served, as far as this process knows
-        # the counts of the driver's stops that withdrew a submission, until each stop's own
-        # bookkeeping call asks (Client._stop asks the control endpoint too, naming the stop, when
-        # nothing was moving; by then the withdrawn submission may be gone from self.pending)
-        self.withdrawn_by_driver_stop: set[int] = set()
-        self.driver_stops = {"count": 0, "same_cycle": 0, "not_since_previous_cycle": 0,
-                             "max_in_socket_periods": None, "last": None}
         self.logs_after_reply = LogsAfterReply()
         log.addFilter(self.logs_after_reply)
         self.refused_auth = RateLimitedLog(log, window_s=10.0, what="requests refused for no or a wrong access token")
@@ -159,21 +154,11 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         # republishes the stream to clients: not part of any run, so its failure neither aborts
         # a run nor disarms; it is restarted like the others
         self.publisher = Component("publisher", publisher_process_main)
-        self.description: dict | None = None
-        self.columns: list[str] = []
-        self.layout = 0
-        self.runs: list[Run] = []
-        self.current: Run | None = None
-        self.run_counter = 0
+        self.robot = RobotState(self.driver)  # what the driver last said about the robot (status.py)
         self.started = time.monotonic()
         self.running = True
         self.notifier = Notifier()
-        self.armed = False
-        self.armed_info: dict = {}
-        self.disarm_reason = "not armed since the daemon started"
-        self.pending: PendingSubmit | None = None
         self.orphaned_recordings: list[str] = []  # cut by a recorder death: its successor repairs them
-        self.validation_threads: list[threading.Thread] = []
         self.dropped = RateLimitedLog(log, window_s=5.0)
         self.requests = {"total": 0, "errors": {}, "dropped": 0}
         # the stop commands' latency (dispatch.py) and the main loop's rounds it is counted in
@@ -202,30 +187,57 @@ class Daemon(Supervision, Dispatch, StatusReport, Admission, RunHistory, HeavyRe
         self.read_cache: dict[tuple, tuple] = {}
         self.read_cache_counts = {"hits": 0, "built": 0}
         self.row_bytes: dict[int, tuple] = {}
-        self.stale_refusals = 0  # arm / submit refused for telemetry older than TELEMETRY_STALE_S
         # listed from memory, never by reading the files (recording/index.py)
         self.recording_index = RecordingIndex(self.recordings_dir)
         self.recording_index.load()
         # frames over request_decoding.INLINE_DECODE_BYTES: decoded on threads (intake.py); what such a
         # thread prepared for the handler of the request being dispatched (a parsed trajectory)
-        self.large_requests = LargeRequests(self.prepare_request)
-        self._prepared: dict = {}
+        self.large_requests = LargeRequests(prepare_request)
         # a thread decoding a large request or validating a trajectory gives the GIL back to this
         # loop within this long of the loop asking for it (CPython's default is 5 ms: five periods
         # of a 1 kHz robot that a stop would wait)
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-        self._peer = ""  # authenticated name of the client of the request being handled
-        self._envelope: list = []
-        self._rid = None
+        self.request = RequestContext()  # the request being handled: set by the dispatch (dispatch.py)
+        # heavy reads in a worker process, and the recordings' listing (heavy.py)
+        self.heavy_reads = HeavyReads(self.recording_index, self.recordings_dir, self.request,
+                                      lambda: self.runs.current, reply_later=self._reply_later,
+                                      count_error=self._count_error, state_changed=self.state_changed)
+        # a run: admitted (admission.py: submit, check, accept), then run (runs.py: its recording
+        # opened, the run started, its events to its summary). Each is handed what it needs; the
+        # two name each other through the callables below (a stop withdraws a submission, a fault
+        # disarms)
+        self.runs = Runs(self.recordings_dir, self.driver, self.recorder, self.driver_pipe, self.recorder_pipe,
+                         self.heavy_reads, disarm=lambda reason: self.admission.disarm(reason),
+                         pending_submission=lambda: self.admission.pending,
+                         withdraw=lambda reason: self.admission.cancel_pending(reason),
+                         changed=self.state_changed, announce=self._announce)
+        self.admission = RunAdmission(self.model, cfg, self.recordings_dir, self.robot, self.driver, self.recorder,
+                                      self.runs, self.request, reply_later=self._reply_later,
+                                      count_error=self._count_error, changed=self.state_changed,
+                                      announce=self._announce)
+        self.status_report = StatusReport(cfg, self.model, self.robot, self.driver, self.recorder, self.publisher,
+                                          self.runs, self.admission, self.heavy_reads, self.recording_index,
+                                          self.request, started=self.started, role_of=self.role_of, zap=self.zap,
+                                          handshakes=self.handshakes, loop_report=self._loop_report,
+                                          jobs=lambda: getattr(self, "job_manager", None))
         self.commands: dict[str, callable] = {
-            "ping": self.cmd_ping, "status": self.cmd_status, "describe": self.cmd_describe,
-            "submit_run": self.cmd_submit_run, "run_status": self.cmd_run_status, "abort": self.cmd_abort,
-            "runs": self.cmd_runs, "recordings": self.cmd_recordings, "recording_info": self.cmd_recording_info,
-            "arm": self.cmd_arm, "disarm": self.cmd_disarm,
+            "ping": self.status_report.cmd_ping, "status": self.status_report.cmd_status,
+            "describe": self.status_report.cmd_describe,
+            "submit_run": self.admission.cmd_submit_run, "run_status": self.runs.cmd_run_status,
+            "abort": self.runs.cmd_abort, "runs": self.runs.cmd_runs, "recordings": self.heavy_reads.cmd_recordings,
+            "recording_info": self.heavy_reads.cmd_recording_info,
+            "arm": self.admission.cmd_arm, "disarm": self.admission.cmd_disarm,
         }
         for register in extensions:
             register(self)
-        self._start_heavy()
+
+    def _announce(self) -> None:
+        """The status line to systemd (armed or not, the run in progress)."""
+        self.notifier.status(self._status_line())
+
+    def defer_to_worker(self, fn, *args, finish, what: str):
+        """For an extension's command handler: see :meth:`HeavyReads.defer_to_worker`."""
+        return self.heavy_reads.defer_to_worker(fn, *args, finish=finish, what=what)
 
 
 def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]] = (),
@@ -257,7 +269,7 @@ def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]]
     print(f"robodyn daemon ready: control {cfg.control}, state {cfg.state}, robot {cfg.robot} "
           f"({cfg.driver}), recordings in {daemon.recordings_dir}", flush=True)
     daemon.serve_forever()  # sends READY=1 to systemd before its first poll
-    if any(t.is_alive() for t in daemon.validation_threads):
+    if any(t.is_alive() for t in daemon.admission.validation_threads):
         # a withdrawn submission's limit check is still computing on a daemon thread; finalizing
         # the interpreter under it can abort the process, so leave without finalization
         log.info("exiting while a withdrawn validation is still running")

@@ -1,8 +1,9 @@
 """What the daemon reports about itself: ``ping``, ``describe`` and ``status`` (processes, robot
 state, safety, security, request counters and the operator's metrics), and the latest robot
-position for the checks that need it.
+position for the checks that need it (:class:`RobotState`, an object handed to those that check).
 
-A mixin of :class:`robodyn.daemon.server.Daemon`.
+Both are objects of :class:`robodyn.daemon.server.Daemon`, handed their collaborators: the report
+reads every part of the daemon, and is handed each of them.
 """
 
 from __future__ import annotations
@@ -33,27 +34,47 @@ def loop_jitter(loop: dict, rate_hz: float | None) -> dict | None:
 
 
 class StatusReport:
-    """The daemon's self-description and health report."""
+    """The daemon's self-description and health report.
+
+    Handed what it reports on: the config and the robot model; the robot's newest state
+    (:class:`RobotState`); the three workers (supervision.Component); the runs (runs.Runs), the
+    admission (admission.RunAdmission: armed, the submission being checked), the heavy reads and
+    the recording index; the request being handled (dispatch.RequestContext, for the client's role
+    through ``role_of``); the CurveZMQ handlers (``zap``, ``handshakes``, None without CurveZMQ);
+    ``loop_report()``, the control endpoint's and the main loop's counters (dispatch.py); and
+    ``jobs()``, the identification jobs' manager if an extension registered one."""
+
+    def __init__(self, cfg, model, robot: RobotState, driver, recorder, publisher, runs, admission, heavy_reads,
+                 recording_index, request, *, started, role_of, zap, handshakes, loop_report, jobs):
+        self.cfg, self.model, self.robot = cfg, model, robot
+        self.driver, self.recorder, self.publisher = driver, recorder, publisher
+        self.runs, self.admission, self.heavy_reads, self.recording_index = runs, admission, heavy_reads, recording_index
+        self.request, self.role_of, self.zap, self.handshakes = request, role_of, zap, handshakes
+        self.loop_report, self.jobs = loop_report, jobs
+        self.started = started  # when the daemon started (monotonic): its uptime
+        self._jobs_summary_cache: tuple | None = None
 
     def cmd_ping(self, args) -> dict:
         return {"version": __version__, "protocol": P.PROTOCOL_VERSION}
 
     def cmd_describe(self, args) -> dict:
-        return {"robot": self.model.summary(), "driver": self.description, "columns": self.columns,
-                "layout": self.layout, "state_endpoint": self.cfg.state, "protocol": P.PROTOCOL_VERSION}
+        return {"robot": self.model.summary(), "driver": self.robot.description, "columns": self.robot.columns,
+                "layout": self.robot.layout, "state_endpoint": self.cfg.state, "protocol": P.PROTOCOL_VERSION}
 
     def cmd_status(self, args) -> dict:
         tel = self.driver.last
         now = time.monotonic()
-        last_run = next((r for r in reversed(self.runs) if r.finished), None)
+        last_run = next((r for r in reversed(self.runs.history) if r.finished), None)
+        pending = self.admission.pending
+        loop = self.loop_report()
         return {
             "daemon": {"version": __version__, "protocol": P.PROTOCOL_VERSION, "pid": os.getpid(),
                        "uptime_s": now - self.started, "control": self.cfg.control, "state": self.cfg.state,
                        "data_dir": str(Path(self.cfg.data_dir).expanduser())},
             "robot": {"name": self.model.name, "driver": self.cfg.driver, "dof": self.model.dof,
-                      "rate_hz": (self.description or {}).get("rate_hz")},
+                      "rate_hz": self.robot.rate_hz()},
             "driver": {"pid": self.driver.pid, "alive": self.driver.alive, "ready": self.driver.ready,
-                       "restarts": self.driver.restarts, "telemetry_age_s": self.telemetry_age(), "lifecycle": tel.get("lifecycle"),
+                       "restarts": self.driver.restarts, "telemetry_age_s": self.robot.telemetry_age(), "lifecycle": tel.get("lifecycle"),
                        "scheduler": tel.get("scheduler"), "loop": tel.get("loop"),
                        "diagnostics": tel.get("driver"), "error": tel.get("fatal"),
                        "stop_socket": tel.get("stop_socket")},
@@ -66,30 +87,26 @@ class StatusReport:
                           "restarts": self.publisher.restarts, "error": self.publisher.last.get("fatal"),
                           **{k: v for k, v in self.publisher.last.items()
                              if k in ("subscribers", "max_subscribers", "refused_over_cap", "forwarded", "hwm")}},
-            "run": None if self.current is None else self.current.to_dict(),
+            "run": None if self.runs.current is None else self.runs.current.to_dict(),
             "last_run": None if last_run is None else last_run.to_dict(),
-            "safety": {"armed": self.armed, "arming_required": self.cfg.arming_required,
-                       "armed_by": self.armed_info.get("by"),
-                       "armed_for_s": now - self.armed_info["since"] if self.armed else None,
-                       "disarm_reason": None if self.armed else self.disarm_reason,
+            "safety": {"armed": self.admission.armed, "arming_required": self.cfg.arming_required,
+                       "armed_by": self.admission.armed_info.get("by"),
+                       "armed_for_s": now - self.admission.armed_info["since"] if self.admission.armed else None,
+                       "disarm_reason": None if self.admission.armed else self.admission.disarm_reason,
                        "token_required": bool(self.cfg.arm_token_sha256), "operators": list(self.cfg.operators),
-                       "submitters": list(self.cfg.submitters), "your_role": self.role_of(self._peer)},
+                       "submitters": list(self.cfg.submitters), "your_role": self.role_of(self.request.peer)},
             "security": {"curve": self.cfg.curve, "clients": sorted(self.cfg.clients),
                          "authenticated": self.zap.accepted if self.zap else 0,
                          "refused": self.zap.refused if self.zap else 0,
                          "failed_handshakes": self.handshakes.failed if self.handshakes else 0},
-            "control": {"requests": self.requests["total"], "errors": dict(self.requests["errors"]),
-                        "dropped": self.requests["dropped"],
-                        "validating_s": None if self.pending is None else now - self.pending.started,
-                        "stop_latency": dict(self.stop_latency), "loop_rounds": self.loop_rounds,
-                        "driver_stops": dict(self.driver_stops),
-                        "stale_refusals": self.stale_refusals, "main_scheduler": self.main_scheduler,
-                        "gc_pauses": self.gc_pauses.report(), "gc_frozen_objects": self.gc_frozen,
-                        "request_cost_ms": {k: dict(v) for k, v in self.request_cost.items()},
-                        "heavy_reads": {"in_flight": len(self.heavy), **self.heavy_counts},
-                        "large_requests": {"in_flight": len(self.large_requests.in_flight),
-                                           **self.large_requests.counts},
-                        "read_cache": dict(self.read_cache_counts),
+            "control": {"requests": loop["requests"], "errors": loop["errors"], "dropped": loop["dropped"],
+                        "validating_s": None if pending is None else now - pending.started,
+                        "stop_latency": loop["stop_latency"], "loop_rounds": loop["loop_rounds"],
+                        "driver_stops": dict(self.runs.driver_stops),
+                        "stale_refusals": self.robot.stale_refusals, "main_scheduler": loop["main_scheduler"],
+                        "gc_pauses": loop["gc_pauses"], "gc_frozen_objects": loop["gc_frozen_objects"],
+                        "request_cost_ms": loop["request_cost_ms"], "heavy_reads": self.heavy_reads.report(),
+                        "large_requests": loop["large_requests"], "read_cache": loop["read_cache"],
                         "recordings_indexed": len(self.recording_index)},
             "metrics": self._metrics(),
         }
@@ -99,23 +116,23 @@ class StatusReport:
         throughput and job states (`robodyn status --json`)."""
         tel, rec = self.driver.last, self.recorder.last
         stream = rec.get("stream") or {}
-        rate = (self.description or {}).get("rate_hz")
+        rate = self.robot.rate_hz()
         run_lost = None
-        if self.current is not None and self.current.summary:
-            run_lost = self.current.summary.get("lost_samples")
-        jobs = getattr(self, "job_manager", None)
+        if self.runs.current is not None and self.runs.current.summary:
+            run_lost = self.runs.current.summary.get("lost_samples")
+        jobs = self.jobs()
         return {
             "loop_jitter_ms": loop_jitter(tel.get("loop") or {}, rate),
             "loop_jitter_run_ms": loop_jitter(tel.get("loop_run") or {}, rate),
             "lost_samples": {"stream": stream.get("lost", 0), "stream_gaps": stream.get("gaps", 0),
                              "current_run": run_lost,
                              "runs_in_history": sum(int((r.summary or {}).get("lost_samples") or 0)
-                                                    for r in self.runs)},
+                                                    for r in self.runs.history)},
             "queues": {"recorder_backlog_samples": max(0, int(tel.get("seq") or 0) - int(stream.get("last_seq") or 0))
                        if tel.get("seq") and stream.get("last_seq") else None,
                        "recorder_buffered_samples": rec.get("buffered_samples"),
                        "driver_to_main_dropped": tel.get("dropped_to_main"),
-                       "validations_pending": int(self.pending is not None),
+                       "validations_pending": int(self.admission.pending is not None),
                        "jobs_queued": None if jobs is None else len(jobs.queue)},
             "recorder_throughput": rec.get("throughput"),
             "jobs": None if jobs is None else self._jobs_summary(jobs),
@@ -126,10 +143,31 @@ class StatusReport:
         JOBS_SUMMARY_S (a job's state shows that much later), so a status costs the same with
         a long job history."""
         key, now = len(jobs.states), time.monotonic()
-        cached = getattr(self, "_jobs_summary_cache", None)
+        cached = self._jobs_summary_cache
         if cached is None or cached[0] != key or now - cached[1] >= JOBS_SUMMARY_S:
             cached = self._jobs_summary_cache = (key, now, jobs.summary())
         return cached[2]
+
+
+class RobotState:
+    """What the driver process last said about the robot: its description and the columns of its
+    samples (its ``ready`` message, set by supervision.py) and its newest telemetry (on the
+    driver's supervision.Component), judged fresh or stale for the checks that need the robot's
+    position (``arm``, ``submit_run``)."""
+
+    def __init__(self, driver):
+        self.driver = driver
+        self.description: dict | None = None
+        self.columns: list[str] = []
+        self.layout = 0
+        self.stale_refusals = 0  # arm / submit refused for telemetry older than TELEMETRY_STALE_S
+
+    def on_ready(self, msg: dict) -> None:
+        """A driver process started: its description of the robot and of its samples."""
+        self.description, self.columns, self.layout = msg["description"], msg["columns"], msg["layout"]
+
+    def rate_hz(self) -> float | None:
+        return (self.description or {}).get("rate_hz")
 
     def telemetry_age(self) -> float | None:
         """How old the newest robot state the loop has read is: since the driver sent it (its
@@ -142,7 +180,7 @@ class StatusReport:
             return max(0.0, time.monotonic_ns() - int(sent)) / 1e9
         return time.monotonic() - self.driver.last_time if self.driver.last_time else None
 
-    def _current_q(self) -> np.ndarray:
+    def current_q(self) -> np.ndarray:
         tel = self.driver.last
         if not self.driver.ready or not self.driver.alive:
             raise P.ProtocolError(P.E_UNAVAILABLE, "the driver process is not running; see `robodyn status`")

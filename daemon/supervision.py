@@ -3,7 +3,8 @@ waiting for them at start-up, the main loop that serves their pipes and the cont
 health (a dead or a hung worker is restarted; losing the driver or the recorder disarms and ends
 the run in progress) and the messages they send.
 
-A mixin of :class:`robodyn.daemon.server.Daemon`, which owns the sockets and the state it reads.
+A mixin of :class:`robodyn.daemon.server.Daemon`, which owns the sockets; what a worker says about
+a run goes to the run's owner (runs.Runs), a fault disarms (admission.RunAdmission).
 """
 
 from __future__ import annotations
@@ -243,10 +244,11 @@ class Supervision:
                 elif self.handshakes is not None and sock is self.handshakes.socket:
                     self.handshakes.serve_pending()
                     self.state_changed()
-            if self.pending is not None and (self.pending.future.done() or self.pending.cancelled):
+            if self.admission.checked():
                 self._drain_driver()  # it compares the robot's newest state with the validated one
-                self._complete_submit()
-            self._complete_heavy()
+                self.admission.complete_submit()
+            self._complete_large()  # large requests their threads have decoded (dispatch.py)
+            self.heavy_reads.complete()
             now = time.monotonic()
             if now >= next_health:
                 next_health = now + HEALTH_CHECK_S
@@ -262,11 +264,11 @@ class Supervision:
                 if shutdown_deadline is None:
                     shutdown_deadline = now + SHUTDOWN_TIMEOUT_S
                     self.notifier.stopping("stopping: bringing any motion to rest, finalizing the recording")
-                    log.info("shutting down", extra={"fields": {"run_id": getattr(self.current, "id", "-")}})
-                    self._cancel_pending("the daemon is shutting down")
-                    if self.current is not None:
-                        self._abort_current("daemon shutting down")
-                if self.current is None or now > shutdown_deadline:
+                    log.info("shutting down", extra={"fields": {"run_id": getattr(self.runs.current, "id", "-")}})
+                    self.admission.cancel_pending("the daemon is shutting down")
+                    if self.runs.current is not None:
+                        self.runs.abort_current("daemon shutting down")
+                if self.runs.current is None or now > shutdown_deadline:
                     break
         self.close()
 
@@ -274,15 +276,15 @@ class Supervision:
         self.running = False
 
     def _status_line(self) -> str:
-        run = self.current
-        return (f"{'ARMED' if self.armed else 'disarmed'}; robot {self.model.name} via {self.cfg.driver}; "
+        run = self.runs.current
+        return (f"{'ARMED' if self.admission.armed else 'disarmed'}; robot {self.model.name} via {self.cfg.driver}; "
                 + (f"run {run.id} {run.state}" if run else "idle"))
 
     def close(self) -> None:
         log.removeFilter(self.logs_after_reply)
         if self.gc_pauses in gc.callbacks:
             gc.callbacks.remove(self.gc_pauses)
-        self._close_heavy()
+        self.heavy_reads.close()
         if self.zap is not None:
             self.zap.close()
             self.handshakes.close()
@@ -367,45 +369,16 @@ class Supervision:
                     comp.restarts += 1
                     self._spawn(comp)
                 continue
-            self._disarm(f"{comp.name} process died (exit code {comp.exit_code})")
+            self.admission.disarm(f"{comp.name} process died (exit code {comp.exit_code})")
             if comp is self.recorder:
-                self._on_recorder_lost()
+                cut = self.runs.on_recorder_lost(comp.exit_code)
+                if cut is not None:  # its successor repairs the file at once
+                    self.orphaned_recordings = (self.orphaned_recordings + [cut])[-100:]
             else:
-                self._on_driver_lost()
+                self.runs.on_driver_lost(comp.exit_code, int(self.driver.last.get("seq", 0)))
             if self.running:
                 comp.restarts += 1
                 self._spawn(comp)
-
-    def _on_recorder_lost(self) -> None:
-        run = self.current
-        if run is None:
-            return
-        self.orphaned_recordings = (self.orphaned_recordings + [run.path])[-100:]
-        run.recorder_lost = True
-        reason = f"recorder process died (exit code {self.recorder.exit_code}); partial recording kept"
-        if run.state == "opening":
-            self._finish_run(run, "failed", reason)
-        elif run.state == "finalizing":
-            self._finish_run(run, "aborted" if run.abort_requested else "completed", reason)
-        else:
-            self._abort_current(reason)
-
-    def _on_driver_lost(self) -> None:
-        run = self.current
-        if run is None:
-            return
-        reason = f"driver process died (exit code {self.driver.exit_code}); the robot is no longer commanded"
-        seq = int(self.driver.last.get("seq", 0))
-        if run.state in ("opening",):
-            self._finish_run(run, "failed", reason)
-            return
-        run.abort_reason = reason
-        run.abort_requested = True
-        # the samples the dead driver published up to its last telemetry are what the recorder has
-        # at least; the recorder keeps any later ones it received too
-        run.done_event = {"first_seq": run.progress.get("first_seq", seq + 1), "last_seq": seq,
-                          "aborted": True, "reason": reason}
-        self._close_recording(run, "aborted")
 
     # ----------------------------------------------------------------- worker messages
 
@@ -417,34 +390,30 @@ class Supervision:
         if kind == "telemetry":
             self.driver.last = msg
             self.driver.last_time = time.monotonic()
-            if self.current is not None and msg["progress"].get("run_id") == self.current.id:
-                self.current.progress.update(msg["progress"])
+            self.runs.on_progress(msg["progress"])
         elif kind == "stop_served":
-            self._on_driver_stop(msg)
+            self.runs.on_driver_stop(msg)
         elif kind == "ready":
             self.driver.ready = True
             self.driver.pid = msg["pid"]
-            self.driver_stops_seen = 0  # a new driver process counts its stops from 0
-            self.withdrawn_by_driver_stop.clear()  # so an old driver's counts name none of its stops
-            self.description = msg["description"]
-            self.columns = msg["columns"]
-            self.layout = msg["layout"]
-            if self.description["joint_names"] and len(self.description["joint_names"]) != self.model.dof:
-                log.error("driver reports %d joints, model %s has %d", len(self.description["joint_names"]),
+            self.runs.on_driver_ready()
+            self.robot.on_ready(msg)
+            description = msg["description"]
+            if description["joint_names"] and len(description["joint_names"]) != self.model.dof:
+                log.error("driver reports %d joints, model %s has %d", len(description["joint_names"]),
                           self.model.name, self.model.dof)
-            log.info("driver ready: %s %s at %g Hz (%s)", self.description["driver"], self.description["robot"],
-                     self.description["rate_hz"], msg.get("scheduler"))
+            log.info("driver ready: %s %s at %g Hz (%s)", description["driver"], description["robot"],
+                     description["rate_hz"], msg.get("scheduler"))
         elif kind == "run_event":
-            self._on_run_event(msg)
+            self.runs.on_run_event(msg)
         elif kind in ("fatal", "driver_error"):
             self.driver.last = dict(self.driver.last, fatal=msg.get("message"))
             log.error("driver: %s", msg.get("message"), extra={"fields": {"component": "driver", "event": kind}})
-            self._disarm(f"driver error: {msg.get('message')}")
+            self.admission.disarm(f"driver error: {msg.get('message')}")
     def _on_recorder(self, msg: dict) -> None:
         kind = msg.get("type")
         if kind != "stats":  # an event: cached reads are out of date
             self.state_changed()
-        run = self.current
         if kind == "stats":
             self.recorder.last = msg
             self.recorder.last_time = time.monotonic()
@@ -454,36 +423,10 @@ class Supervision:
             for path in msg.get("repaired", []):
                 log.warning("finalized an unfinished recording left by a crash: %s", path,
                             extra={"fields": {"event": "recording_repaired", "component": "recorder"}})
-        elif kind == "opened" and run is not None and msg["run"] == run.number:
-            if run.abort_requested:
-                run.done_event = {"first_seq": 1, "last_seq": 0, "aborted": True, "reason": run.abort_reason}
-                self._close_recording(run, "aborted")
-                return
-            run.state = "starting"
-            self._send_start(run)
-        elif kind == "open_failed" and run is not None and msg["run"] == run.number:
-            self._disarm(f"could not open the recording of run {run.id}: {msg['reason']}")
-            self._finish_run(run, "failed", f"could not open the recording: {msg['reason']}")
         elif kind == "indexed":  # a file repaired by the recorder: its listing entry
             self.recording_index.put(msg["row"])
-        elif kind == "closed" and run is not None and msg["run"] == run.number:
-            self._index_closed(run.id, run.path, msg.get("index"))
-            self._finish_run(run, run.progress.get("final_status", "completed"), run.abort_reason,
-                             msg["summary"])
-        elif kind == "close_failed" and run is not None and msg["run"] == run.number:
-            self._disarm(f"could not finalize the recording of run {run.id}: {msg['reason']}")
-            self._finish_run(run, "failed", f"could not finalize the recording: {msg['reason']}")
-        elif kind == "write_failed" and run is not None and msg["run"] == run.number:
-            # e.g. disk full: the recorder cut the file back to its last complete block; stop the
-            # robot, since an unrecorded run is a wasted and unaccounted motion
-            run.recorder_failed = f"recording failed: {msg['reason']}; file kept up to its last complete block"
-            log.error("run %s: %s", run.id, run.recorder_failed, extra={"fields": {"run_id": run.id,
-                                                                               "event": "write_failed"}})
-            self._disarm(run.recorder_failed)
-            if run.state == "opening":
-                self._finish_run(run, "failed", run.recorder_failed)
-            else:
-                self._abort_current(run.recorder_failed)
+        elif kind in ("opened", "open_failed", "closed", "close_failed", "write_failed"):
+            self.runs.on_recorder(msg)  # the run's recording: opened (the run starts), closed, failed
 
     def _on_publisher(self, msg: dict) -> None:
         kind = msg.get("type")

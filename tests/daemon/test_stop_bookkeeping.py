@@ -1,35 +1,29 @@
 """The main process's bookkeeping of stops the driver served from its stop socket (daemon/runs.py
-``_on_driver_stop`` and the driver's refusal of a run sent before a stop): which run and which
+``Runs.on_driver_stop`` and the driver's refusal of a run sent before a stop): which run and which
 submission a stop targets, and that nothing moves on a word older than a stop."""
 
 from types import SimpleNamespace
 
-from robodyn.daemon.runs import Run, RunHistory
+from pathlib import Path
+
+from robodyn.daemon.runs import Run, Runs
 
 
-class Book(RunHistory):
-    """RunHistory alone, with what it calls on the rest of the daemon recorded."""
+class Book(Runs):
+    """Runs alone, with what it calls on the rest of the daemon recorded."""
 
     def __init__(self):
-        self.current = None
         self.pending = None
-        self.driver_stops_seen = 0
-        self.withdrawn_by_driver_stop = set()
-        self.driver_stops = {"count": 0, "same_cycle": 0, "not_since_previous_cycle": 0,
-                             "max_in_socket_periods": None, "last": None}
         self.sent, self.closed, self.disarmed, self.cancelled = [], [], [], []
+        super().__init__(Path("/nowhere"), None, None, None, None, None, disarm=self.disarmed.append,
+                         pending_submission=lambda: self.pending, withdraw=self.cancelled.append,
+                         changed=lambda: None, announce=lambda: None)
 
-    def _send_start(self, run):
+    def send_start(self, run):
         self.sent.append((run.id, self.driver_stops_seen))
 
-    def _close_recording(self, run, status):
+    def close_recording(self, run, status):
         self.closed.append((run.id, status))
-
-    def _disarm(self, reason):
-        self.disarmed.append(reason)
-
-    def _cancel_pending(self, reason):
-        self.cancelled.append(reason)
 
 
 def _run(number: int, requested: float) -> Run:
@@ -53,35 +47,35 @@ def _stale_refusal(run: Run, stops_served: int) -> dict:
 def test_a_run_sent_before_the_stop_is_aborted_not_started():
     book = Book()
     book.current = run = _run(1, requested=10.0)
-    book._on_driver_stop(_stop(1, served_s=11.0))  # the driver was idle: the start was still on its way
+    book.on_driver_stop(_stop(1, served_s=11.0))  # the driver was idle: the start was still on its way
     assert run.abort_requested and run.abort_reason == "abort by test" and book.driver_stops_seen == 1
-    book._on_run_event(_stale_refusal(run, 1))
+    book.on_run_event(_stale_refusal(run, 1))
     assert book.closed == [("run-1", "aborted")] and book.sent == [] and book.disarmed == []
 
 
 def test_a_run_submitted_after_the_stop_is_sent_again_on_the_new_count():
     book = Book()
     book.current = run = _run(2, requested=12.0)
-    book._on_driver_stop(_stop(1, served_s=11.0))  # served before this run's submission: not its target
+    book.on_driver_stop(_stop(1, served_s=11.0))  # served before this run's submission: not its target
     assert not run.abort_requested
-    book._on_run_event(_stale_refusal(run, 1))
+    book.on_run_event(_stale_refusal(run, 1))
     assert book.sent == [("run-2", 1)] and book.closed == []
 
 
 def test_a_lost_stop_event_still_aborts_the_refused_run():
     book = Book()
     book.current = run = _run(3, requested=12.0)
-    book._on_run_event(_stale_refusal(run, 2))  # the driver served 2 stops, this process heard of none
+    book.on_run_event(_stale_refusal(run, 2))  # the driver served 2 stops, this process heard of none
     assert book.closed == [("run-3", "aborted")] and book.sent == [] and book.driver_stops_seen == 2
 
 
 def test_disarm_disarms_and_withdraws_only_submissions_made_before_it():
     book = Book()
     book.pending = SimpleNamespace(started=5.0, cancelled=None)
-    book._on_driver_stop(_stop(1, served_s=6.0, cmd="disarm"))
+    book.on_driver_stop(_stop(1, served_s=6.0, cmd="disarm"))
     assert book.disarmed == ["disarm by test"] and book.cancelled == ["disarm by test"]
     book.pending = SimpleNamespace(started=8.0, cancelled=None)
-    book._on_driver_stop(_stop(2, served_s=7.0, cmd="disarm"))
+    book.on_driver_stop(_stop(2, served_s=7.0, cmd="disarm"))
     assert len(book.cancelled) == 1 and len(book.disarmed) == 2
     assert book.driver_stops["count"] == 2 and book.driver_stops["same_cycle"] == 2
 
@@ -89,7 +83,7 @@ def test_disarm_disarms_and_withdraws_only_submissions_made_before_it():
 def test_a_stop_of_another_run_leaves_the_current_one():
     book = Book()
     book.current = run = _run(4, requested=1.0)
-    book._on_driver_stop(_stop(1, served_s=2.0, run_id="run-3"))
+    book.on_driver_stop(_stop(1, served_s=2.0, run_id="run-3"))
     assert not run.abort_requested
 
 
@@ -100,7 +94,7 @@ def test_the_stops_own_abort_call_learns_of_the_submission_it_withdrew_once():
     only; another client's abort, or a call naming another stop, is not told."""
     book = Book()
     book.pending = SimpleNamespace(started=5.0, cancelled=None)
-    book._on_driver_stop(_stop(1, served_s=6.0))
+    book.on_driver_stop(_stop(1, served_s=6.0))
     assert book.cancelled == ["abort by test"]
     book.pending = None  # the checking thread saw the withdrawal and the submission was answered
     assert "cancelled_submission" not in book.cmd_abort({})  # another client's abort
@@ -110,13 +104,13 @@ def test_the_stops_own_abort_call_learns_of_the_submission_it_withdrew_once():
     assert "cancelled_submission" not in book.cmd_abort({"stop": 1})
     # a submission made after the stop is not its target
     book.pending = SimpleNamespace(started=9.0, cancelled=None)
-    book._on_driver_stop(_stop(2, served_s=8.0))
+    book.on_driver_stop(_stop(2, served_s=8.0))
     assert book.cancelled == ["abort by test"] and book.withdrawn_by_driver_stop == set()
     book.pending = None
     assert "cancelled_submission" not in book.cmd_abort({"stop": 2})
     # two stops in a row, each withdrawing a submission: each follow-up learns of its own
     for count, started in ((3, 10.0), (4, 12.0)):
         book.pending = SimpleNamespace(started=started, cancelled=None)
-        book._on_driver_stop(_stop(count, served_s=started + 1))
+        book.on_driver_stop(_stop(count, served_s=started + 1))
     book.pending = None
     assert book.cmd_abort({"stop": 4})["cancelled_submission"] and book.cmd_abort({"stop": 3})["cancelled_submission"]

@@ -85,15 +85,15 @@ def test_run_ids_stay_unique_when_the_wall_clock_jumps_back(tmp_path, monkeypatc
     stamp: the id must still be new, and ordering uses the daemon's counters, not the ids."""
     fake = types.SimpleNamespace(recordings_dir=tmp_path, run_counter=1)
     monkeypatch.setattr(server.time, "strftime", lambda fmt, *a: "20260101-120000")
-    first = server.Daemon._new_run_id(fake)
+    first = server.Runs._new_run_id(fake)
     (tmp_path / f"{first}.mcap").touch()
     monkeypatch.setattr(server.time, "strftime", lambda fmt, *a: "20250101-000000")  # an hour... a year back
     fake.run_counter = 2
-    second = server.Daemon._new_run_id(fake)
+    second = server.Runs._new_run_id(fake)
     (tmp_path / f"{second}.mcap").touch()
     monkeypatch.setattr(server.time, "strftime", lambda fmt, *a: "20260101-120000")  # and forward again
     fake.run_counter = 1  # even a repeated counter (a restarted daemon) with a repeated stamp
-    third = server.Daemon._new_run_id(fake)
+    third = server.Runs._new_run_id(fake)
     assert len({first, second, third}) == 3 and third.startswith(first)
 
 
