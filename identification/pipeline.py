@@ -278,12 +278,14 @@ def add_checks(model: RobotModel, datasets: Sequence[SampledData], result: Ident
                preprocessed: bool = False) -> None:
     """What a reader of a real arm's result should be told besides the fit, added to the
     estimate's notes (printed as warnings): repeated samples in a recording (signals.repeated_samples),
-    estimates no robot can have (plausibility.py) and a base that is not level (gravity_check.py).
+    estimates no robot can have (plausibility.py), a base that is not level (gravity_check.py) and a
+    joint whose torque sign disagrees with the model (torque_sign.py).
     Called where a result is given to a user (methods.identification_result, the daemon's jobs),
     not on the refits of cross-validation and intervals."""
     from .gravity_check import check_gravity
     from .plausibility import implausible, warning_line
     from .signals import repeated_samples
+    from .torque_sign import check_torque_signs
 
     notes = result.estimate.notes
     for k, raw in enumerate(datasets):
@@ -300,6 +302,9 @@ def add_checks(model: RobotModel, datasets: Sequence[SampledData], result: Ident
                                           columns=result.config.columns))).data
     if first.qd is not None and first.qdd is not None and first.tau is not None and first.count >= 100:
         line = check_gravity(model, first.q, first.qd, first.qdd, first.tau, result.config.spec)["warning"]
+        if line:
+            notes.append(line)
+        line = check_torque_signs(model, first.q, first.qd, first.qdd, first.tau, result.config.spec)["warning"]
         if line:
             notes.append(line)
 

@@ -106,7 +106,11 @@ def _identify_and_validate(model, fit, held, config, select: bool = False):
            "warnings": result["estimate"]["notes"]}
     if select:
         chosen = result["selection"]["chosen"]
-        out["chosen"] = {k: chosen[k] for k in ("friction", "rotor_inertia", "method", "cutoff_hz")}
+        out["chosen"] = {k: chosen[k] for k in ("friction", "rotor_inertia", "method", "cutoff_hz", "mean",
+                                                "standard_error")}
+        reference = result["selection"].get("reference")
+        out["reference_kept"] = reference is not None and all(reference[k] == chosen[k] for k in reference
+                                                              if k != "parameters")
     return out
 
 
@@ -137,6 +141,13 @@ def evaluate_split(model, arm: corpus.Arm, split: corpus.Split, cache: Path) -> 
         row["selected"] = {**_identify_and_validate(model, fit, held, IdentificationConfig(), select=True),
                            "seconds": round(time.perf_counter() - t0, 2)}
         row["selected"]["vs_plain"] = round(row["selected"]["rmse_sum"] / row["plain"]["rmse_sum"], 4)
+        if "rmse_sum" in row.get("default", {}):
+            # the bound: --select no worse than the default by more than one fold standard
+            # error (of the chosen candidate's cross-validation scores)
+            row["selected"]["minus_default"] = round(row["selected"]["rmse_sum"] - row["default"]["rmse_sum"], 4)
+            row["selected"]["within_one_fold_standard_error"] = bool(
+                row["selected"]["minus_default"] <= row["selected"]["chosen"]["standard_error"])
+            row["selected"]["time_vs_default"] = round(row["selected"]["seconds"] / row["default"]["seconds"], 3)
     except Exception as exc:  # noqa: BLE001
         row["selected"] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
     row["default_cutoff_10hz"]["note"] = "diagnostic only, not a default"
