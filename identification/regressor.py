@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import math
 import os
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -729,6 +732,37 @@ def _coulomb_input(coulomb, shape):
     return fc, True
 
 
+@contextmanager
+def signals_deferred():
+    """Run a compiled kernel with the Python-level SIGINT handler held back until it returns.
+
+    A Numba kernel calls back into Python while it runs (a parallel one asks for its thread count;
+    returning an array unpickles its dtype). A Ctrl-C that arrived during the native work is handled
+    in the first such callback, and the KeyboardInterrupt raised there makes the dispatcher fail
+    with "SystemError: ... returned a result with an exception set". Here the signal is only
+    recorded while the kernel runs and handed to the previous handler once it has returned, so
+    Ctrl-C surfaces as the KeyboardInterrupt it is, between kernel calls. Only the main thread
+    receives Python signal handlers, so elsewhere (and when nested) this does nothing.
+    """
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    if not callable(previous) or getattr(previous, "_robodyn_deferring", False):
+        yield
+        return
+    pending: list = []
+
+    def record(signum, frame):
+        pending.append((signum, frame))
+
+    record._robodyn_deferring = True
+    signal.signal(signal.SIGINT, record)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pending:
+            previous(*pending[0])
+
+
 def _run_rows(model, plan: RowPlan, q, qd, qdd, fc, use_fc, out, threads):
     FR, Fp, rev, g = _model_arrays(model)
     N = q.shape[0]
@@ -738,8 +772,9 @@ def _run_rows(model, plan: RowPlan, q, qd, qdd, fc, use_fc, out, threads):
     try:
         if nthreads != previous:
             numba.set_num_threads(min(nthreads, numba.config.NUMBA_NUM_THREADS))
-        _rows_kernel(FR, Fp, rev, g, plan.couplings, q, qd, qdd, fc, use_fc, plan.dest, plan.extra_kind, plan.edest,
-                     plan.last, out, n_chunks)
+        with signals_deferred():
+            _rows_kernel(FR, Fp, rev, g, plan.couplings, q, qd, qdd, fc, use_fc, plan.dest, plan.extra_kind,
+                         plan.edest, plan.last, out, n_chunks)
     finally:
         if nthreads != previous:
             numba.set_num_threads(previous)
@@ -818,8 +853,9 @@ def gram_blocks(model: RobotModel, q, qd, qdd, tau, spec: ColumnSpec, columns, *
     elif G.shape != (n, m, m):
         raise ValueError(f"G: expected shape {(n, m, m)}, got {G.shape}")
     FR, Fp, rev, g = _model_arrays(model)
-    _gram_kernel(FR, Fp, rev, g, plan.couplings, q, qd, qdd, fc, tau, use_fc, plan.dest, plan.extra_kind, plan.edest,
-                 plan.last, plan.joint_off, plan.joint_rows, G, bool(accumulate))
+    with signals_deferred():
+        _gram_kernel(FR, Fp, rev, g, plan.couplings, q, qd, qdd, fc, tau, use_fc, plan.dest, plan.extra_kind,
+                     plan.edest, plan.last, plan.joint_off, plan.joint_rows, G, bool(accumulate))
     return plan, G
 
 
@@ -839,7 +875,9 @@ def gather_joint_major(W: np.ndarray, dof: int, columns: np.ndarray) -> np.ndarr
     in one pass (the layout BLAS wants for per-joint normal equations)."""
     N = W.shape[0] // dof
     out = np.empty((dof, N, len(columns)))
-    return _gather_kernel(W, dof, np.ascontiguousarray(columns, dtype=np.int64), out)
+    with signals_deferred():
+        _gather_kernel(W, dof, np.ascontiguousarray(columns, dtype=np.int64), out)
+    return out
 
 
 def sample_states(model: RobotModel, count: int, seed: int = 0, scale: float = 1.0):

@@ -10,7 +10,10 @@ and it also reduces the whole source to :class:`~.estimators.NormalEquations` di
   the GIL), while the calling thread produces the next window (signal processing);
 * part results are summed in the order of the parts, so the statistics do not depend on the
   number of threads or on their timing;
-* at most ``2 * threads`` parts are in flight, so memory does not grow with the recording.
+* at most ``2 * threads`` parts are in flight, so memory does not grow with the recording;
+* ``progress``, when set, is called with the samples reduced so far each time a part's sums are
+  added (in part order, on the calling thread), so a command can show progress and an estimate of
+  the time left on a recording of any length.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ class RegressorChunks:
     at most ``chunk`` samples, and the one-pass reduction of the same data to normal equations."""
 
     def __init__(self, model: RobotModel, source: Callable[[], Iterator[SampledData]], spec: ColumnSpec,
-                 base: BaseParameters, chunk: int, threads: int | None = None, extra: int = 0):
+                 base: BaseParameters, chunk: int, threads: int | None = None, extra: int = 0,
+                 progress: Callable[[int], None] | None = None):
         self.model = model
         self.source = source
         self.spec = spec
@@ -63,6 +67,7 @@ class RegressorChunks:
         self.chunk = int(chunk)
         self.extra = int(extra)  # Stribeck excess columns the pieces carry (0 or one per joint)
         self.threads = default_threads() if threads is None else max(1, int(threads))
+        self.progress = progress  # called with the samples reduced so far (normal_equations)
 
     def __call__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for d in self.source():
@@ -78,10 +83,14 @@ class RegressorChunks:
         """Per-joint normal equations of the whole source on the base columns, in one pass. A
         source whose pieces carry Stribeck excess columns is reduced from its rows instead (the
         fused kernel knows the rigid-body and linear friction columns only)."""
+        done = 0
         if self.extra:
             ne = NormalEquations(self.model.dof, self.base.count + self.extra)
             for W, tau in self():
                 ne.add(W, tau)
+                done += tau.shape[0]
+                if self.progress is not None:
+                    self.progress(done)
             return ne
         model, spec, columns = self.model, self.spec, self.base.independent
         ne = NormalEquations(model.dof, self.base.count)
@@ -91,9 +100,12 @@ class RegressorChunks:
             return gram_blocks(model, q, qd, qdd, tau, spec, columns, coulomb=fc)
 
         def collect(future, count):
-            nonlocal plan
+            nonlocal plan, done
             plan, G = future.result()
             ne.add_gram(plan.columns, G, count)
+            done += count
+            if self.progress is not None:
+                self.progress(done)
 
         pending: deque = deque()
         with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="robodyn-gram") as pool:

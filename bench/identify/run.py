@@ -1,5 +1,5 @@
 """Benchmark: OLS identification of long 1 kHz recordings, streamed; time and memory against
-duration (1, 2, 4 h) and DOF (Panda 7, UR5 6).
+duration (1, 4, 24 h) and DOF (Panda 7, UR5 6).
 
 A child process writes each recording (simulated robot, Fourier excitation, RNEA torques with
 viscous and Coulomb friction plus noise) to .npy files; a second child maps them and identifies
@@ -7,20 +7,28 @@ from them through the whole pipeline (windowed zero-phase filtering and differen
 fused regressor and normal equations on two threads, OLS), never building the stacked matrix.
 For each recording the identifying process reports:
 
-* ``wall_s`` (from interpreter start to result, imports included) and ``identify_s``;
+* ``wall_s`` (from interpreter start to result, imports included), ``identify_s`` and
+  ``identify_cpu_s`` (CPU time of all its threads: less inflated than wall time by other jobs);
 * ``peak_rss_mb``: the kernel's peak resident set (ru_maxrss), which counts the pages of the
   memory-mapped recording it has read, so it grows with the file;
 * ``peak_anon_mb``: peak anonymous (working) memory, sampled every 5 ms from /proc/self/status;
   this is what must stay flat with duration;
-* ``recording_mapped_mb``: file pages of the recording resident at the end.
+* ``recording_mapped_mb``: file pages of the recording resident at the end;
+* the load averages before and after, so a loaded run is recognisable.
 
-Goals: 1 h at 1 kHz on Panda in <= 10 s wall and <= 1 GB peak RSS; working memory flat
-with duration. Recordings are cached in ``--data-dir`` (default: a temporary directory) so repeated
-runs time identification only; ``--identify-only DIR`` runs just the identifying child on a cached
-recording (for an external timer).
+Linear growth is checked per robot against its shortest recording: identification CPU time per
+hour and peak working memory may not exceed the shortest run's by more than ``--tolerance``
+(default 25 %); a violation is printed on stderr and the exit status is 1. CPU time is what the
+check uses because wall time on a shared host measures the other jobs too; wall time per hour is
+reported beside it. Progress, with an estimate of the time left, goes to stderr.
+
+Goals (issue 46): 1 h at 1 kHz on Panda in <= 5 s wall and <= 600 MB peak RSS; 24 h in <= 24 x the
+1 h time with the same peak memory. Recordings are cached in ``--data-dir`` (default: a temporary
+directory) so repeated runs time identification only; ``--identify-only DIR`` runs just the
+identifying child on a cached recording (for an external timer).
 
     python bench/identify/run.py [--hours 1] [--robots panda] [--rate 1000] [--data-dir DIR]
-    python bench/identify/run.py --hours 1,2,4 --robots panda,ur5 --data-dir /tmp/robodyn-bench-data
+    python bench/identify/run.py --hours 1,4,24 --robots panda --data-dir /tmp/robodyn-bench-data
 """
 
 from __future__ import annotations
@@ -63,8 +71,9 @@ t_all.flush(); q_all.flush(); tau_all.flush()
 """
 
 IDENTIFY = r"""
-import json, sys, time, resource, threading
+import json, os, sys, time, resource, threading
 t0 = time.perf_counter()
+load_before = os.getloadavg()
 peak = [0]
 def anon_kb():
     with open("/proc/self/status") as fh:
@@ -88,8 +97,10 @@ data = SampledData(np.load(d + "/t.npy", mmap_mode="r"), np.load(d + "/q.npy", m
 cfg = IdentificationConfig(method="ols", friction="coulomb-viscous", rotor_inertia=True,
                            processing=ProcessingConfig(q_cutoff_hz=20.0, tau_cutoff_hz=20.0))
 t1 = time.perf_counter()
+c1 = time.process_time()
 res = identify(load_model(robot), [data], cfg).to_dict()
 t2 = time.perf_counter()
+c2 = time.process_time()
 peak[0] = max(peak[0], anon_kb())
 mapped = 0
 with open("/proc/self/smaps") as fh:
@@ -101,7 +112,9 @@ with open("/proc/self/smaps") as fh:
             mapped += int(line.split()[1])
 if len(sys.argv) > 3:
     json.dump(res["estimate"]["values"], open(sys.argv[3], "w"))
-print(json.dumps({"wall_s": t2 - t0, "identify_s": t2 - t1, "rows": res["estimate"]["rows"],
+print(json.dumps({"wall_s": t2 - t0, "identify_s": t2 - t1, "identify_cpu_s": c2 - c1,
+                  "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()),
+                  "rows": res["estimate"]["rows"],
                   "base_parameters": res["base"]["count"], "cond": res["estimate"]["cond"],
                   "rmse_sum": res["metrics"]["identification"]["rmse_sum"],
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -129,12 +142,33 @@ def identify_child(d: Path, robot: str, theta_path: str | None = None) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def growth_violations(rows: list[dict], tolerance: float) -> list[str]:
+    """One line per run whose identification CPU time per hour or peak working memory exceeds its
+    robot's shortest run by more than ``tolerance`` (a fraction): growth that is not linear."""
+    lines = []
+    for r in rows:
+        first = min((x for x in rows if x["robot"] == r["robot"]), key=lambda x: x["hours"])
+        if r is first:
+            continue
+        cpu = r["identify_cpu_s_per_hour"] / first["identify_cpu_s_per_hour"]
+        anon = r["peak_anon_mb"] / first["peak_anon_mb"]
+        if cpu > 1.0 + tolerance:
+            lines.append(f"{r['robot']} {r['hours']:g} h: identification CPU time per hour is {cpu:.2f} x that of "
+                         f"{first['hours']:g} h (limit {1.0 + tolerance:.2f}): growth is not linear")
+        if anon > 1.0 + tolerance:
+            lines.append(f"{r['robot']} {r['hours']:g} h: peak working memory is {anon:.2f} x that of "
+                         f"{first['hours']:g} h (limit {1.0 + tolerance:.2f}): memory grows with the recording")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--hours", default="1", help="comma-separated durations in hours")
     ap.add_argument("--robots", default="panda", help="comma-separated robots (panda: 7 DOF, ur5: 6 DOF)")
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--data-dir", default=None, help="cache recordings here (default: a temporary directory)")
+    ap.add_argument("--tolerance", type=float, default=0.25,
+                    help="allowed excess of CPU time per hour and of peak working memory over the shortest run")
     ap.add_argument("--identify-only", default=None, metavar="DIR",
                     help="only run the identifying child on a cached recording directory and print its JSON")
     ap.add_argument("--robot", default="panda", help="robot of --identify-only")
@@ -147,36 +181,58 @@ def main() -> int:
 
     from robodyn.robot.loader import load_model
 
-    hours = [float(h) for h in args.hours.split(",")]
+    try:
+        hours = sorted(float(h) for h in args.hours.split(","))
+    except ValueError:
+        ap.error(f"--hours: expected comma-separated numbers of hours, got {args.hours!r}")
+    if not hours or min(hours) <= 0:
+        ap.error(f"--hours: every duration must be > 0 h, got {args.hours!r}")
     robots = [r.strip() for r in args.robots.split(",")]
     tmp = None if args.data_dir else tempfile.TemporaryDirectory(prefix="robodyn-bench-")
     root = Path(args.data_dir or tmp.name)
     rows = []
+    total_hours = sum(hours) * len(robots)
+    done_hours, spent = 0.0, 0.0
+    started = time.perf_counter()
     try:
         for robot in robots:
             dof = load_model(robot).dof
             for h in hours:
+                eta = f", about {spent / done_hours * (total_hours - done_hours):.0f} s left" if done_hours else ""
+                print(f"bench/identify: {robot} {h:g} h ({done_hours:g} of {total_hours:g} h done{eta})",
+                      file=sys.stderr, flush=True)
+                t = time.perf_counter()
                 d, gen_s = recording(root, robot, h, args.rate)
-                load = os.getloadavg()[0]
                 run = identify_child(d, robot)
+                spent += time.perf_counter() - t
+                done_hours += h
                 samples = int(h * 3600 * args.rate)
                 stacked_gb = samples * dof * (dof * 14) * 8 / 2**30
                 rows.append({"robot": robot, "dof": dof, "hours": h, "samples": samples, "rate_hz": args.rate,
                              "recording_mb": sum(p.stat().st_size for p in d.glob("*.npy")) / 2**20,
-                             "generate_s": gen_s, "load_average_1min": load, **run,
+                             "generate_s": gen_s, "load_average_1min": run["load_average_before"][0], **run,
+                             "identify_s_per_hour": run["identify_s"] / h,
+                             "identify_cpu_s_per_hour": run["identify_cpu_s"] / h,
                              "us_per_sample": run["identify_s"] / samples * 1e6,
                              "reference_full_stacked_regressor_gb": stacked_gb})
+                print(f"bench/identify: {robot} {h:g} h identified in {run['identify_s']:.1f} s "
+                      f"({run['identify_s'] / h:.1f} s per hour), peak working memory {run['peak_anon_mb']:.0f} MB, "
+                      f"load {run['load_average_before'][0]:.1f}", file=sys.stderr, flush=True)
     finally:
         if tmp is not None:
             tmp.cleanup()
-    base = rows[0]
-    for r in rows:  # growth against the first row of the same robot
-        first = next(x for x in rows if x["robot"] == r["robot"])
-        r["identify_s_ratio_to_first"] = r["identify_s"] / first["identify_s"]
+    for r in rows:  # growth against the shortest run of the same robot
+        first = min((x for x in rows if x["robot"] == r["robot"]), key=lambda x: x["hours"])
+        r["identify_s_per_hour_ratio_to_first"] = r["identify_s_per_hour"] / first["identify_s_per_hour"]
+        r["identify_cpu_s_per_hour_ratio_to_first"] = r["identify_cpu_s_per_hour"] / first["identify_cpu_s_per_hour"]
         r["peak_anon_mb_ratio_to_first"] = r["peak_anon_mb"] / first["peak_anon_mb"]
-    print(json.dumps({"benchmark": "identify", "goal_wall_s_1h_panda": 10.0, "goal_peak_rss_mb_1h_panda": 1024.0,
-                      "threads": os.cpu_count(), "runs": rows, "first": base["robot"]}, indent=2))
-    return 0
+    violations = growth_violations(rows, args.tolerance)
+    print(json.dumps({"benchmark": "identify", "goal_wall_s_1h_panda": 5.0, "goal_peak_rss_mb_1h_panda": 600.0,
+                      "threads": os.cpu_count(), "tolerance": args.tolerance, "linear": not violations,
+                      "violations": violations, "bench_s": time.perf_counter() - started, "runs": rows}, indent=2))
+    for line in violations:
+        print(f"bench/identify: FAILED: {line}", file=sys.stderr)
+    return 1 if violations else 0
 
 
 if __name__ == "__main__":

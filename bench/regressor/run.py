@@ -35,6 +35,12 @@ floor = max(FLOPs / DGEMM rate, bytes / write bandwidth); ``fraction_of_floor`` 
 ``gram_gflops_1thread`` (the Gram products alone: normal equations minus base layout) shows what
 Numba's code reaches on pure fused multiply-adds here: LLVM vectorises it with 256-bit registers,
 half the width OpenBLAS's DGEMM uses, so about half the DGEMM rate is this code's own ceiling.
+The normal equations' floor (``normal_equations_fraction_of_floor``) adds to the base layout's FLOPs
+the fewest the Gram products can take: a triangle of n(n+1) FLOPs per sample for each joint's block
+of n rows (its base columns, torque and ones, unpadded). ``blas_syrk_gflops_1thread_same_blocks``
+times OpenBLAS's DSYRK on blocks of those shapes (1024-sample tiles, one thread), the library
+alternative to the Numba Gram kernel; ``gram_gflops_needed_for_goal`` is the rate the Gram products
+would need for the normal equations to reach 5x pinocchio's C++ loop beside the measured base layout.
 
     python bench/regressor/run.py [--samples 100000] [--repeats 5] [--pin-samples 20000]
 """
@@ -103,6 +109,26 @@ for _ in range(5):
     a @ a
     runs.append(time.thread_time() - t)
 print(2 * 1536**3 / sorted(runs)[2] / 1e9)
+"""
+
+SYRK = r"""
+import sys, time, numpy as np
+from scipy.linalg.blas import dsyrk
+rows, samples, tile = [int(x) for x in sys.argv[1].split(",")], int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(0)
+Z = [np.asfortranarray(rng.normal(size=(r, tile))) for r in rows]
+G = [np.zeros((r, r), order="F") for r in rows]
+def run():
+    for _ in range(samples // tile):
+        for z, g in zip(Z, G):
+            dsyrk(1.0, z, 1.0, g, overwrite_c=1)
+run()
+runs = []
+for _ in range(3):
+    t = time.thread_time()
+    run()
+    runs.append(time.thread_time() - t)
+print(sum(r * (r + 1) for r in rows) * (samples // tile) * tile / sorted(runs)[1] / 1e9)
 """
 
 BOOST_DEFINES = ("BOOST_MPL_LIMIT_LIST_SIZE=30", "BOOST_MPL_LIMIT_VECTOR_SIZE=30",
@@ -282,6 +308,25 @@ def main() -> int:
         "dense_gflops_1thread": flops["total"] / result["robodyn_dense_1thread_us_per_sample"] / 1e3,
         "base_layout_gflops_1thread": flops_base["total"] / result["robodyn_base_layout_1thread_us_per_sample"] / 1e3,
     })
+    # The normal equations against the floor: the base-layout regressor's FLOPs plus the fewest
+    # the Gram products can take (a triangle, n(n+1) FLOPs per sample for a block of n rows: each
+    # joint's base columns, its torque and a column of ones, no padding), at the DGEMM rate.
+    gram_min = int(sum((len(c) + 2) * (len(c) + 3) for c in base_plan.columns))
+    ne_us = result["robodyn_normal_equations_1thread_us_per_sample"]
+    floor_ne = (flops_base["total"] + gram_min) / (dgemm * 1e3)
+    # OpenBLAS's DSYRK on the same per-joint blocks (tiles of 1024 samples, one thread): the
+    # library alternative to the Numba Gram kernel, measured rather than assumed
+    env_syrk = dict(env)
+    syrk = float(subprocess.run([sys.executable, "-c", SYRK, ",".join(str(len(c) + 2) for c in base_plan.columns),
+                                 str(N), "1024"], capture_output=True, text=True, env=env_syrk, check=True).stdout)
+    result.update({
+        "gram_flops_per_sample_minimum": gram_min,
+        "flops_per_sample_normal_equations": flops_base["total"] + gram_min,
+        "floor_normal_equations_us_per_sample": floor_ne,
+        "normal_equations_fraction_of_floor": floor_ne / ne_us,
+        "blas_syrk_gflops_1thread_same_blocks": syrk,
+        "blas_syrk_gram_us_per_sample": gram_min / syrk / 1e3,
+    })
 
     try:
         import pinocchio as pin
@@ -327,6 +372,11 @@ def main() -> int:
                     cpp_compute / result["robodyn_normal_equations_1thread_us_per_sample"],
                 "goal_speedup_vs_pinocchio_cpp": 5.0, "goal_fraction_of_floor": 0.5,
             })
+            # what the 5x goal asks of the Gram products, given the base-layout regressor as measured
+            gram_budget = cpp_compute / 5.0 - result["robodyn_base_layout_1thread_us_per_sample"]
+            result["normal_equations_us_per_sample_for_goal"] = cpp_compute / 5.0
+            result["gram_gflops_needed_for_goal"] = (result["gram_flops_per_sample"] / gram_budget / 1e3
+                                                     if gram_budget > 0 else None)
 
     env = dict(os.environ)
     fresh = []

@@ -1,0 +1,84 @@
+"""Ctrl-C during a compiled kernel is a KeyboardInterrupt, never a "returned a result with an
+exception set" SystemError (issue 49 item 1).
+
+A Numba kernel calls back into Python while it runs (a parallel one asks for its thread count,
+returning an array unpickles its dtype); a SIGINT that arrived during the native work used to be
+raised inside such a callback, and the dispatcher turned it into a SystemError that the command
+line reported as a bug (exit 70). One child process runs the regressor and Gram kernels in rounds;
+the test sends SIGINT at 20 points spread over the kernels' work and reads what each round saw.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+
+CHILD = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from robodyn.robot.loader import load_model
+    from robodyn.identification.regressor import ColumnSpec, gram_blocks, regressor, sample_states
+    model = load_model("panda")
+    spec = ColumnSpec(rotor_inertia=True, friction=("viscous", "coulomb"))
+    q, qd, qdd = sample_states(model, 20000)
+    tau = np.ones_like(q)
+    columns = np.arange(spec.total(model.dof))
+    regressor(model, q[:64], qd[:64], qdd[:64], spec)  # compiled (or loaded) before the first round
+    gram_blocks(model, q[:64], qd[:64], qdd[:64], tau[:64], spec, columns)
+    for round_ in range(int(sys.argv[1])):
+        try:
+            print("ready", round_, flush=True)
+            for _ in range(100000):  # far more than any round needs; the signal ends it
+                regressor(model, q, qd, qdd, spec)
+                gram_blocks(model, q, qd, qdd, tau, spec, columns)
+            print("finished", round_, flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", round_, flush=True)
+        except SystemError as exc:
+            print("bug", round_, type(exc.__cause__).__name__, flush=True)
+""")
+
+ROUNDS = 20
+GUARD_S = 120.0  # a hung child fails the test instead of hanging it; no timing is asserted
+
+
+class Lines:
+    """The child's stdout line by line, read straight from the pipe (a buffered reader could hold
+    the next line where select does not see it)."""
+
+    def __init__(self, proc):
+        self.fd = proc.stdout.fileno()
+        self.buffer = b""
+
+    def next(self) -> str:
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([self.fd], [], [], GUARD_S)
+            assert ready, "child said nothing"
+            chunk = os.read(self.fd, 4096)
+            assert chunk, f"child ended; last output {self.buffer!r}"
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode().strip()
+
+
+def test_sigint_at_twenty_points_of_the_kernels_is_always_a_keyboard_interrupt():
+    env = dict(os.environ, NUMBA_NUM_THREADS="2")
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ROUNDS)], stdout=subprocess.PIPE, env=env)
+    lines = Lines(proc)
+    outcomes = []
+    try:
+        for k in range(ROUNDS):
+            assert lines.next() == f"ready {k}"
+            # delays 0 .. 95 ms, 5 ms apart: the kernels' calls take tens of ms, so the signal
+            # lands at different points of their work (and between them)
+            select.select([], [], [], 0.005 * k)
+            proc.send_signal(signal.SIGINT)
+            outcomes.append(lines.next())
+    finally:
+        proc.kill()
+        proc.wait()
+    assert outcomes == [f"interrupted {k}" for k in range(ROUNDS)]
