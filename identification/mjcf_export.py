@@ -38,7 +38,8 @@ import numpy as np
 from robodyn.robot.model import PRISMATIC, RobotModel, com_inertia
 
 from .base_params import BaseParameters
-from .urdf_export import joint_columns
+from .urdf_export import (joint_columns, joint_friction_torque, relative_error, rigid_body_torque,
+                          unrepresented_terms)
 
 
 def _f(x: float) -> str:
@@ -119,17 +120,21 @@ def export_mjcf(model: RobotModel, result: dict, name: str | None = None) -> tup
     return "\n".join(lines) + "\n", notes
 
 
-def mujoco_inverse(mjcf_text: str, q, qd, qdd, frictionloss: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def mujoco_inverse(mjcf_text: str, q, qd, qdd, frictionloss: bool = True,
+                   damping: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """MuJoCo's inverse dynamics (qfrc_inverse) of the MJCF text at each state, and where each
     joint's dry-friction force is -frictionloss sgn(qd): its constraint saturated against the motion.
     In inverse dynamics the soft constraint's force is -D (qacc + b qd) clipped to +-frictionloss
     (b from solref), so a large acceleration against the motion can saturate it the other way.
-    ``frictionloss`` False zeroes the constraint (then add FC sgn(qd) to compare with the model)."""
+    ``frictionloss`` False zeroes the constraint (then add FC sgn(qd) to compare with the model);
+    ``damping`` False zeroes the joints' damping (then qfrc_inverse is the rigid body with armature)."""
     import mujoco
 
     m = mujoco.MjModel.from_xml_string(mjcf_text)
     if not frictionloss:
         m.dof_frictionloss[:] = 0.0
+    if not damping:
+        m.dof_damping[:] = 0.0
     d = mujoco.MjData(m)
     out = np.empty_like(np.asarray(q, float))
     saturated = np.zeros(out.shape, bool)
@@ -176,3 +181,32 @@ def verify_mjcf(mjcf_text: str, model: RobotModel, result: dict, q, qd, qdd) -> 
                                   else None,
                                   "fastest_unsaturated_speed": float(np.abs(qd)[~saturated].max())
                                   if (~saturated).any() else None}}
+
+
+def check_mjcf_on_states(mjcf_text: str, model: RobotModel, result: dict, states: dict) -> dict:
+    """MuJoCo's ``mj_inverse`` on the exported MJCF against robodyn's prediction at the given states
+    (:func:`~robodyn.identification.urdf_export.identification_states`):
+
+    - ``rigid_body``: damping and frictionloss zeroed (armature kept) against robodyn's rigid-body
+      prediction;
+    - ``with_joint_friction``: the file as written (armature, damping, frictionloss) against the
+      rigid body plus FV qd + FC sgn(qd), at the joint samples where MuJoCo's dry-friction constraint
+      is saturated against the motion (there it is FC sgn(qd));
+    - ``unrepresented``: what MJCF cannot hold, sized on the states, with the frictionloss gap (the
+      difference where the constraint is not saturated) as one more term."""
+    q, qd, qdd = states["q"], states["qd"], states["qdd"]
+    rigid_ref = rigid_body_torque(model, result, states)
+    rigid, _ = mujoco_inverse(mjcf_text, q, qd, qdd, frictionloss=False, damping=False)
+    full, saturated = mujoco_inverse(mjcf_text, q, qd, qdd)
+    full_ref = rigid_ref + joint_friction_torque(model, result, states)
+    gap = np.where(saturated, 0.0, full - full_ref)
+    with_friction = relative_error(full[saturated], full_ref[saturated]) if saturated.any() else None
+    terms = unrepresented_terms(model, result, states, "mjcf")
+    if np.any(gap != 0):
+        terms.append({"term": "Coulomb as frictionloss where its constraint is not saturated (near rest or "
+                              "decelerating hard)", "joints": list(model.joint_names),
+                      "rms": np.sqrt(np.mean(gap ** 2, axis=0)).tolist(), "max": np.abs(gap).max(axis=0).tolist(),
+                      "samples": int(q.shape[0])})
+    return {"samples": int(q.shape[0]), "rigid_body": relative_error(rigid, rigid_ref),
+            "with_joint_friction": with_friction, "saturated_fraction": float(saturated.mean()),
+            "unrepresented": terms}

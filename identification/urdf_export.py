@@ -91,16 +91,22 @@ def _joint_terms(extras: dict, qd: np.ndarray, qdd: np.ndarray, rotor: bool, dam
 
 def pinocchio_torques(urdf_text: str, gravity, q, qd, qdd) -> np.ndarray:
     """RNEA of pinocchio on the URDF with its armature set from the extras, plus damping, Coulomb, offset."""
+    rigid, damping = pinocchio_rnea(urdf_text, gravity, q, qd, qdd)
+    # damping read from <dynamics>: pinocchio keeps it in model.damping but RNEA does not apply it
+    return rigid + damping[None, :] * qd + _joint_terms(joint_extras(urdf_text), qd, qdd, rotor=False, damping=False)
+
+
+def pinocchio_rnea(urdf_text: str, gravity, q, qd, qdd) -> tuple[np.ndarray, np.ndarray]:
+    """pinocchio's RNEA on the URDF, its armature set from the extension (RNEA adds armature * qdd),
+    and the <dynamics damping> it read (which RNEA does not apply)."""
     import pinocchio as pin
 
     pm = pin.buildModelFromXML(urdf_text)
     pm.gravity.linear[:] = gravity
-    extras = joint_extras(urdf_text)
-    pm.armature[:] = extras["IA"]  # rnea adds armature * qdd
+    pm.armature[:] = joint_extras(urdf_text)["IA"]
     pd = pm.createData()
     rigid = np.array([pin.rnea(pm, pd, q[k], qd[k], qdd[k]) for k in range(q.shape[0])])
-    # damping read from <dynamics>: pinocchio keeps it in model.damping but RNEA does not apply it
-    return rigid + pm.damping[None, :] * qd + _joint_terms(extras, qd, qdd, rotor=False, damping=False)
+    return rigid, np.array(pm.damping)
 
 
 def mujoco_torques(urdf_text: str, gravity, q, qd, qdd) -> np.ndarray:
@@ -151,3 +157,132 @@ def verify_urdf(urdf_text: str, model: RobotModel, base: BaseParameters, standar
         out[engine] = {"max_abs_error": float(np.abs(tau - expected).max()),
                        "max_relative_error": float(np.abs(tau - expected).max() / scale)}
     return out
+
+
+# --------------------------------------------------------------------------- on the identification data
+
+def identification_states(model: RobotModel, result: dict, raw) -> dict:
+    """The states robodyn's ``predict`` evaluates a recording at, and its prediction there, in model
+    values: the recording processed exactly as ``predict`` processes it (one code path,
+    :func:`~robodyn.identification.processing.process_windows` with the result's processing).
+
+    Returns q, qd, qdd, ``predicted`` (what ``predict`` reports at these states before the joint map
+    to controller values), ``tau_friction`` (the subtracted friction model's torque, zeros without
+    one) and ``stribeck`` (the Stribeck excess columns' torque, zeros without them)."""
+    from .pipeline import _result_parts, predict_processed, result_processing
+    from .processing import process_windows
+
+    base, theta, friction, columns = _result_parts(result)
+    pieces = [p.data for p in process_windows(raw, result_processing(result), friction=friction,
+                                              purpose="predict", columns=columns)]
+    if not pieces:
+        raise ValueError("recording: no samples left to evaluate after processing")
+    out = {k: np.concatenate([getattr(d, k) for d in pieces]) for k in ("q", "qd", "qdd")}
+    zeros = np.zeros_like(out["q"])
+    out["tau_friction"] = np.concatenate([zeros[:0]] + [d.tau_friction if d.tau_friction is not None
+                                                        else np.zeros_like(d.q) for d in pieces])
+    extra = theta[base.count:]
+    out["stribeck"] = np.concatenate([zeros[:0]] + [d.friction_extra * extra if extra.size else np.zeros_like(d.q)
+                                                    for d in pieces])
+    out["predicted"] = np.concatenate([predict_processed(model, base, theta, d) for d in pieces]) + out["tau_friction"]
+    return out
+
+
+def _size(torque: np.ndarray) -> dict:
+    """Per-joint RMS and largest magnitude of a torque over samples (N.m, or N for prisms)."""
+    torque = np.asarray(torque, float)
+    return {"rms": np.sqrt(np.mean(torque ** 2, axis=0)), "max": np.abs(torque).max(axis=0)}
+
+
+def unrepresented_terms(model: RobotModel, result: dict, states: dict, file_format: str) -> list[dict]:
+    """What the exported file (``file_format`` "urdf" or "mjcf") cannot make an engine compute,
+    per term and joint, with its torque's size (RMS and max) on ``states``
+    (:func:`identification_states` of the identification recording).
+
+    Both formats lack: the constant offsets FO, a friction model subtracted before identification
+    (``--friction-model``, Stribeck curves among them), Stribeck excess columns and shared-motor
+    (coupled wrist) terms. URDF also has no rotor inertia (kept in the ``robodyn_identified``
+    extension, which pinocchio's armature can take); it holds viscous and Coulomb friction in
+    ``<dynamics damping friction>``, which engines apply or not as they choose. The MuJoCo-specific gap of ``frictionloss`` (a soft constraint,
+    not FC sgn(qd), where it is not saturated) is measured by the MJCF export itself."""
+    if file_format not in ("urdf", "mjcf"):
+        raise ValueError(f"format: expected urdf or mjcf, got {file_format!r}")
+    from .regressor import regressor
+
+    base = BaseParameters.from_dict(result["base"])
+    standard = np.asarray(result["consistent"]["standard"], float)
+    cols = joint_columns(standard, base, model.dof)
+    q, qd, qdd = states["q"], states["qd"], states["qdd"]
+    terms = [("offset FO", np.broadcast_to(cols["FO"], q.shape)),
+             ("friction model subtracted before identification", states["tau_friction"]),
+             ("Stribeck excess", states["stribeck"])]
+    start = base.spec.per_joint * model.dof
+    if base.spec.motor_couplings:
+        W = regressor(model, q, qd, qdd, base.spec)
+        terms.append(("shared motors (coupled joints)", (W[:, start:] @ standard[start:]).reshape(q.shape)))
+    if file_format == "urdf":
+        terms.append(("rotor inertia IA qdd (no URDF element; robodyn_identified extension)", cols["IA"] * qdd))
+    else:  # the MJCF writes max(x, 0): a negative identified value is clipped
+        for key, signal, label in (("IA", qdd, "armature"), ("FV", qd, "damping"), ("FC", np.sign(qd), "frictionloss")):
+            clipped = np.minimum(cols[key], 0.0)
+            terms.append((f"negative {key} clipped to {label} 0", clipped * signal))
+    out = []
+    for name, torque in terms:
+        size = _size(torque)
+        if np.any(size["max"] > 0):
+            out.append({"term": name, "joints": list(model.joint_names), "rms": size["rms"].tolist(),
+                        "max": size["max"].tolist(), "samples": int(q.shape[0])})
+    return out
+
+
+def joint_friction_torque(model: RobotModel, result: dict, states: dict) -> np.ndarray:
+    """The identified joint friction columns' torque FV qd + FC sgn(qd) at the states."""
+    base = BaseParameters.from_dict(result["base"])
+    cols = joint_columns(np.asarray(result["consistent"]["standard"], float), base, model.dof)
+    return cols["FV"] * states["qd"] + cols["FC"] * np.sign(states["qd"])
+
+
+def rigid_body_torque(model: RobotModel, result: dict, states: dict) -> np.ndarray:
+    """robodyn's prediction at the states less everything that is not the links' and rotors' inertia
+    and gravity: the joint friction columns, offsets FO, a subtracted friction model, Stribeck excess
+    and shared-motor terms (:func:`unrepresented_terms` sizes the ones no format holds)."""
+    from .regressor import regressor
+
+    base = BaseParameters.from_dict(result["base"])
+    standard = np.asarray(result["consistent"]["standard"], float)
+    cols = joint_columns(standard, base, model.dof)
+    rest = joint_friction_torque(model, result, states) + cols["FO"] + states["tau_friction"] + states["stribeck"]
+    start = base.spec.per_joint * model.dof
+    if base.spec.motor_couplings:
+        W = regressor(model, states["q"], states["qd"], states["qdd"], base.spec)
+        rest = rest + (W[:, start:] @ standard[start:]).reshape(rest.shape)
+    return states["predicted"] - rest
+
+
+def relative_error(engine: np.ndarray, reference: np.ndarray) -> dict:
+    """Largest |engine - reference| and that over the largest |reference| (the torque scale)."""
+    scale = max(float(np.abs(reference).max()), 1e-12)
+    err = float(np.abs(engine - reference).max())
+    return {"max_abs_error": err, "torque_scale": scale, "max_relative_error": err / scale}
+
+
+def check_urdf_on_states(urdf_text: str, model: RobotModel, result: dict, states: dict) -> dict:
+    """pinocchio's RNEA (with armature) on the exported URDF against robodyn's rigid-body prediction
+    at the given states (:func:`identification_states`), and what URDF cannot hold, sized there."""
+    rigid, damping = pinocchio_rnea(urdf_text, model.gravity, states["q"], states["qd"], states["qdd"])
+    reference = rigid_body_torque(model, result, states)
+    base = BaseParameters.from_dict(result["base"])
+    fv = joint_columns(np.asarray(result["consistent"]["standard"], float), base, model.dof)["FV"]
+    return {"samples": int(reference.shape[0]),
+            "pinocchio_rnea": relative_error(rigid, reference),
+            "damping_read_back_max_abs_error": float(np.abs(damping - fv).max()),
+            "unrepresented": unrepresented_terms(model, result, states, "urdf")}
+
+
+def unrepresented_lines(terms: list[dict], unit: str = "N.m") -> list[str]:
+    """One line per term of :func:`unrepresented_terms`: each joint's RMS (max) on the data."""
+    lines = []
+    for t in terms:
+        sizes = ", ".join(f"{j} {r:.3g} ({m:.3g})" for j, r, m in zip(t["joints"], t["rms"], t["max"]))
+        lines.append(f"not in the file: {t['term']}; RMS (max) {unit} over {t['samples']} samples: {sizes}")
+    return lines

@@ -23,6 +23,10 @@ def register(sub) -> None:
     p.add_argument("--verify", action="store_true",
                    help="load the file in MuJoCo and compare its inverse dynamics with robodyn's prediction on "
                         "random states (needs the mujoco package: pip install 'robodyn[sim]')")
+    p.add_argument("--data", metavar="REC",
+                   help="the recording the result was identified on: check the file on the states `robodyn predict` "
+                        "evaluates it at (processed as at identification) and state, per joint, the size there of "
+                        "each identified term the format cannot hold")
     add_json(p)
     p.set_defaults(handler=cmd_export_mjcf)
 
@@ -43,8 +47,16 @@ def cmd_export_mjcf(args) -> int:
 
         q, qd, qdd = sample_states(model, 200, seed=3)
         report = verify_mjcf(text, model, doc, q, qd, qdd)
+    on_data = None
+    if args.data:
+        from robodyn.identification.data import load_dataset
+        from robodyn.identification.mjcf_export import check_mjcf_on_states
+        from robodyn.identification.urdf_export import identification_states
+
+        states = identification_states(model, doc, load_dataset(args.data, model=model))
+        on_data = check_mjcf_on_states(text, model, doc, states)
     if args.json:
-        print_json({"out": args.out, "notes": notes, "verification": report})
+        print_json({"out": args.out, "notes": notes, "verification": report, "on_data": on_data})
         return 0
     print(f"MJCF written to {args.out} ({model.dof} joints)")
     for note in notes:
@@ -56,4 +68,14 @@ def cmd_export_mjcf(args) -> int:
               f"added; with frictionloss {w['max_abs_error']:.3g} N.m where its constraint is saturated "
               f"({100 * w['saturated_fraction']:.0f}% of joint samples), up to {w['unsaturated_max_abs_error']:.3g} "
               f"N.m where it is not (there MuJoCo's dry friction holds less than FC)")
+    if on_data is not None:
+        from robodyn.identification.urdf_export import unrepresented_lines
+
+        r, f = on_data["rigid_body"], on_data["with_joint_friction"]
+        print(f"MuJoCo mj_inverse vs robodyn on the {on_data['samples']} processed states of {args.data}: rigid body "
+              f"(armature; damping and frictionloss zeroed) max |difference| {r['max_abs_error']:.3g} N.m "
+              f"({r['max_relative_error']:.2g} of the largest torque)"
+              + ("" if f is None else f"; as written, where frictionloss is saturated "
+                 f"({100 * on_data['saturated_fraction']:.0f}% of joint samples), {f['max_abs_error']:.3g} N.m"))
+        print("\n".join(unrepresented_lines(on_data["unrepresented"])))
     return 0

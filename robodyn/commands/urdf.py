@@ -29,6 +29,10 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--accept-failed", action="store_true",
                    help="calibration: use it even if its fit failed (the file's status is 'failed')")
+    p.add_argument("--data", metavar="REC",
+                   help="identification: the recording the result was identified on: check the file on the states `robodyn predict` "
+                        "evaluates it at (processed as at identification) and state, per joint, the size there of "
+                        "each identified term the format cannot hold")
     add_json(p)
     p.set_defaults(handler=cmd_export_urdf)
 
@@ -61,13 +65,28 @@ def cmd_export_urdf(args) -> int:
 
         q, qd, qdd = sample_states(model, 50, seed=3)
         report = verify_urdf(text, model, base, np.asarray(doc["consistent"]["standard"]), q, qd, qdd)
+    on_data = None
+    if args.data:
+        from robodyn.identification.data import load_dataset
+        from robodyn.identification.urdf_export import check_urdf_on_states, identification_states
+
+        states = identification_states(model, doc, load_dataset(args.data, model=model))
+        on_data = check_urdf_on_states(text, model, doc, states)
     if args.json:
-        print_json({"out": args.out, "verification": report})
+        print_json({"out": args.out, "verification": report, "on_data": on_data})
         return 0
     print(f"URDF written to {args.out}")
     if report is not None:
         print(f"pinocchio max |tau - tau_identified| = {report['pinocchio']['max_abs_error']:.3g} N.m, "
               f"MuJoCo {report['mujoco']['max_abs_error']:.3g} N.m over {report['samples']} random states")
+    if on_data is not None:
+        from robodyn.identification.urdf_export import unrepresented_lines
+
+        r = on_data["pinocchio_rnea"]
+        print(f"pinocchio RNEA (armature from the file) vs robodyn's rigid-body prediction on the {on_data['samples']} "
+              f"processed states of {args.data}: max |difference| {r['max_abs_error']:.3g} N.m, "
+              f"{r['max_relative_error']:.2g} of the largest torque")
+        print("\n".join(unrepresented_lines(on_data["unrepresented"])))
     return 0
 
 
