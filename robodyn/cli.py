@@ -178,6 +178,11 @@ def _run(argv: list[str] | None) -> int:
         print(f"{name}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
+        if isinstance(exc, SystemError) and _interrupted(exc):
+            # Ctrl-C that arrived while compiled code (a Numba kernel) called back into Python
+            # surfaces as a SystemError caused by the KeyboardInterrupt: an interrupt, not a bug
+            print(f"{name}: interrupted", file=sys.stderr)
+            return 130
         message = error_line(exc)
         if message is None:  # a bug: one line, the traceback on request
             if os.environ.get("ROBODYN_DEBUG"):
@@ -188,6 +193,17 @@ def _run(argv: list[str] | None) -> int:
             return EXIT_BUG
         print(f"{name}: {message}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the causes or contexts of ``exc`` (a bounded walk)."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
 
 
 def error_line(exc: BaseException) -> str | None:

@@ -233,7 +233,7 @@ def interruptible(criterion, deadline: float, clock, chunk: int = CHUNK_ROWS):
         parts = []
         for start in range(0, Z.shape[0], chunk):
             if parts and clock() > deadline:
-                raise opt._OutOfTime  # the optimizers' own stop at the deadline (caught by minimize)
+                raise opt.OutOfTime  # the optimizers' own stop at the deadline (caught by minimize)
             parts.append(np.asarray(criterion(Z[start:start + chunk]), float))
         return np.concatenate(parts)
 

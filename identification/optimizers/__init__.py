@@ -51,7 +51,8 @@ from .local import _grid, _slsqp, free_coordinates
 from .options import (ALL_METHODS, CHAOS_ACCEPTANCE, CHAOS_REGIONS, DEFAULT_OPTIONS, METHODS, APSOOptions, GAOptions,
                       GridOptions, ICPSOOptions, LPSOOptions, PSOOptions, SLSQPOptions, WSOOptions, default_options)
 from .problem import (INFEASIBLE_OFFSET, Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult,
-                      Heartbeat, PopulationFitness, Progress, _Evaluator, _OutOfTime, _Stop, vectorize)
+                      Heartbeat, OutOfTime, PopulationFitness, Progress, _Evaluator, _Stop, vectorize)
+from .problem import _OutOfTime  # noqa: F401  the old private name, still used by tests/identification/excitation
 from .swarm import (_pso, icpso_inertia, icpso_learning_factors, is_premature, premature_variance,
                     tent_map_sequence)
 from .wso import (_wso, wso_constriction, wso_frequency, wso_movement_force, wso_school, wso_school_strength, wso_velocity,
@@ -60,10 +61,10 @@ from .wso import (_wso, wso_constriction, wso_frequency, wso_movement_force, wso
 # the one interface: minimize and its pieces, plus the formulas the tests check one by one
 __all__ = ["ALL_METHODS", "APSOOptions", "BENCHMARK_FUNCTIONS", "Bounds", "CHAOS_ACCEPTANCE", "CHAOS_REGIONS",
            "DEFAULT_OPTIONS", "GAOptions", "GridOptions", "Heartbeat", "ICPSOOptions", "INFEASIBLE_OFFSET", "LPSOOptions",
-           "LinearConstraint", "METHODS", "NonlinearConstraint", "OptimizeResult", "PSOOptions", "PopulationFitness",
-           "Progress", "SLSQPOptions", "WSOOptions", "ackley", "benchmark", "best_of", "default_options",
-           "free_coordinates", "griewank", "icpso_inertia", "icpso_learning_factors", "is_better", "is_premature",
-           "minimize", "premature_variance", "quartic_with_noise", "schwefel_221", "schwefel_222",
+           "LinearConstraint", "METHODS", "NonlinearConstraint", "OptimizeResult", "OutOfTime", "PSOOptions",
+           "PopulationFitness", "Progress", "SLSQPOptions", "WSOOptions", "ackley", "benchmark", "best_of",
+           "default_options", "free_coordinates", "griewank", "icpso_inertia", "icpso_learning_factors", "is_better",
+           "is_premature", "minimize", "premature_variance", "quartic_with_noise", "schwefel_221", "schwefel_222",
            "tent_map_sequence", "vectorize", "wso_constriction", "wso_frequency", "wso_movement_force", "wso_school",
            "wso_school_strength", "wso_velocity", "wso_weights"]
 
@@ -150,7 +151,7 @@ def minimize(fitness: PopulationFitness, bounds: Bounds, method: str = "slsqp", 
                 nit, msg = _grid(ev, x0 if k == 0 else None, opts, rng, callback, k, history)
             else:
                 nit, msg = _pso(ev, x0 if k == 0 else None, opts, rng, callback, k, history, method)
-        except _OutOfTime:
+        except OutOfTime:
             nit, msg, stopped = len(history), "stopped (time limit)", True
         except _Stop:
             nit, msg, stopped = len(history), "stopped by callback", True

@@ -122,8 +122,13 @@ class _Stop(Exception):
     pass
 
 
-class _OutOfTime(_Stop):
-    """The time limit passed: raised at the first evaluation after the deadline."""
+class OutOfTime(_Stop):
+    """The time limit passed: raised at the first evaluation after the deadline, and by a fitness
+    that checks the deadline itself between parts of one population (``minimize`` catches it and
+    returns the best point so far)."""
+
+
+_OutOfTime = OutOfTime  # the name local.py (and tests/identification/excitation/test_time_limit.py) still use
 
 
 class Heartbeat:
@@ -183,13 +188,13 @@ class _Evaluator:
         self.history = history if history is not None else []
 
     def checkpoint(self) -> None:
-        """Before each evaluation: the heartbeat, then the time limit. Raises _OutOfTime once the
+        """Before each evaluation: the heartbeat, then the time limit. Raises OutOfTime once the
         deadline has passed and at least one point was evaluated (a run always has a best point)."""
         now = self.clock()
         if self.heartbeat is not None:
             self.heartbeat.tick(now, self)
         if self.deadline is not None and now > self.deadline and self.nfev > 0:
-            raise _OutOfTime
+            raise OutOfTime
 
     def progress(self, now: float | None = None) -> Progress:
         now = self.clock() if now is None else now

@@ -6,6 +6,8 @@ joint stiffness, extended to real arms).
     measure          visit the poses with a simulated robot and laser tracker
     collect          visit the poses with the real robot through the acquisition daemon and pair each
                      pose with a measurement from the tracker (a file it writes, a TCP hook)
+    advise           which model the data support (geometric, gravity sag without masses, joint
+                     stiffness with them), by cross-validation over the poses
     identify         geometric / geometric-stiffness / combined / combined-gravity identification
     evaluate         position errors before and after calibration, with warnings
     compensate       joint-space compensation of a target pose, in controller joint angles
@@ -47,6 +49,8 @@ PARAMS_HELP = (f"which geometric parameters to identify: li2023 = the set of {PA
 HAYATI_HELP = ("for each pair of parallel joint axes, add a small tilt angle, which plain DH values cannot "
                "express (the Hayati parallel-axis parameters: Hayati 1983, robot arm geometric link parameter "
                "estimation)")
+TARGETS_HELP = ("several targets (e.g. three retro-reflector balls, SMRs, on a nest), in the flange frame, m; "
+                "else CSV metadata")
 METHOD_CHOICES = ("geometric", "geometric-stiffness", "combined", "combined-gravity")
 EXIT_FIT_FAILED = 3  # identify: the fit is not a result (the file is written, marked failed)
 ACCEPT_FAILED_HELP = "use the calibration even if its fit failed (the file's status is 'failed')"
@@ -87,11 +91,13 @@ def register(sub) -> None:
     a.add_argument("--robot", required=True, help="ur5_li2023 (the paper's frames), a built-in model or a model file")
     a.add_argument("--poses", type=positive_int, default=50, help="number of poses (default 50)")
     a.add_argument("--loaded", type=int, default=0, metavar="N",
-                   help="also choose N of the poses for the loaded measurement (D-optimal for joint stiffness)")
+                   help="also choose N of the poses for the loaded measurement: those that best determine the joint "
+                        "stiffness (D-optimal: the largest determinant of the information matrix)")
     a.add_argument("--load", default="4.678,0,-0.03686,0.02985", metavar="KG,CX,CY,CZ",
                    help="payload the loaded subset is chosen for (default: the paper's 4.678 kg)")
     a.add_argument("--optimal", type=int, default=0, metavar="POOL",
-                   help="choose the poses D-optimally (greedy, then DetMax exchange) from POOL random candidates")
+                   help="choose the poses that best determine the parameters from POOL random candidates (D-optimal: the "
+                        "largest det(JᵀJ); greedy, then improved by exchanging poses, DetMax)")
     a.add_argument("--joint-space", action="store_true",
                    help="draw the poses uniformly in joint space instead of in the ISO 9283 cube (fast for arms "
                         "without a closed-form inverse kinematics)")
@@ -99,7 +105,8 @@ def register(sub) -> None:
                    help="with --joint-space: a controller joint's range in degrees, e.g. 2:-30:50 (repeatable)")
     a.add_argument("--tracker", default="2.0,0.0,0.2", help="tracker position in the robot base frame, m")
     a.add_argument("--tool", default="0.04,0.04,0.03", help="target ball in the flange frame, m")
-    a.add_argument("--smr-axis", default="0,0,1", help="the ball's opening direction in the flange frame")
+    a.add_argument("--smr-axis", default="0,0,1", help="the target ball's (retro-reflector, SMR) opening direction "
+                                                        "in the flange frame")
     a.add_argument("--floor", type=float, default=None, metavar="Z",
                    help="height of the mounting plane in the base frame, m: poses keep the arm above it "
                         "(default: the model's floor_z, else 0)")
@@ -147,8 +154,7 @@ def register(sub) -> None:
                                                                  "6 for an oriented one)")
     a.add_argument("--hayati", action="store_true", help=HAYATI_HELP)
     a.add_argument("--tool", default=None, help="nominal target ball in the flange frame, m (one target; else CSV metadata)")
-    a.add_argument("--targets", default=None, metavar="NAME:X,Y,Z;...",
-                   help="several targets (e.g. three SMRs on a nest), in the flange frame, m; else CSV metadata")
+    a.add_argument("--targets", default=None, metavar="NAME:X,Y,Z;...", help=TARGETS_HELP)
     a.add_argument("--oriented", default=None, metavar="NAME[,NAME]",
                    help="targets whose orientation is measured too (6-DOF probe, camera, mocap marker set)")
     a.add_argument("--backlash", default=None, metavar="J[,J]|auto",
@@ -167,6 +173,26 @@ def register(sub) -> None:
     a.add_argument("--angles", choices=("rad", "deg"), default=None, help="joint-angle unit of the CSVs (default: detect)")
     a.add_argument("--out", required=True, help="calibration result (JSON)")
     a.add_argument("--plot", default=None, help="PNG of the error per pose before and after")
+    add_json(a)
+
+    a = add("advise", cmd_advise, help="which model the data support: geometric, gravity sag without link masses, "
+                                       "or joint stiffness with them, compared by cross-validation over the poses")
+    a.add_argument("measurements", help="unloaded measurement CSV")
+    a.add_argument("--robot", required=True,
+                   help="the robot model: ur5_li2023, a built-in model or a model file (with its [joint_map])")
+    a.add_argument("--folds", type=positive_int, default=4,
+                   help="groups of poses each left out of a fit in turn (pose k in group k mod FOLDS; default 4)")
+    a.add_argument("--params", choices=("li2023", "all"), default=None, metavar="SET", help=PARAMS_HELP)
+    a.add_argument("--free", default=None, help="explicit comma list of parameters to identify")
+    a.add_argument("--identify-base", action="store_true", help="also identify the base pose (6 parameters)")
+    a.add_argument("--identify-tool", action="store_true", help="also identify the target offsets")
+    a.add_argument("--hayati", action="store_true", help=HAYATI_HELP)
+    a.add_argument("--tool", default=None, help="nominal target ball in the flange frame, m (one target; else CSV metadata)")
+    a.add_argument("--targets", default=None, metavar="NAME:X,Y,Z;...", help=TARGETS_HELP)
+    a.add_argument("--joint-values", choices=("controller", "model"), default=None,
+                   help="what the q columns hold (default: the CSV's joint_values metadata, else controller)")
+    a.add_argument("--units", choices=("m", "mm"), default=None, help="position unit of the CSV (default: detect)")
+    a.add_argument("--angles", choices=("rad", "deg"), default=None, help="joint-angle unit of the CSV (default: detect)")
     add_json(a)
 
     a = add("evaluate", cmd_evaluate, help="position errors before and after calibration")
@@ -338,7 +364,7 @@ def cmd_identify(args) -> int:
     if args.json:
         print_json({k: doc[k] for k in ("status", "failure", "parameter_count", "method", "free_parameters", "dropped", "joint_stiffness", "iterations",
                                         "converged", "notes", "evaluation", "units", "warnings", "outliers",
-                                        "backlash", "chi2", "data", "base_frame")}
+                                        "backlash", "chi2", "data", "base_frame", "robust_loss")}
                    | {"parameters": {n: doc["parameters"][n] for n in result.free_names}, "out": args.out})
         return code
     if result.failed:
@@ -356,8 +382,11 @@ def cmd_identify(args) -> int:
         unit = "deg" if ang else "mm"
         std = "" if par["std"] is None else f"{f(par['std']):.4g}"
         print(f"{n:<14}{f(par['nominal']):>14.5f}{f(par['identified']):>14.5f}{std:>12} {unit}")
-    if method != "geometric":
-        print("joint stiffness (N·m/rad): " + ", ".join(stiffness_text(k) for k in doc["joint_stiffness"]))
+    shown = doc["joint_stiffness"]
+    if result.lumped is not None:  # lumped terms, not a stiffness per joint: only a payload's compliances are
+        shown = [k for k in shown if k["identified"]]
+    if method != "geometric" and shown:
+        print("joint stiffness (N·m/rad): " + ", ".join(stiffness_text(k) for k in shown))
     for note in result.notes:
         print(f"note: {note}")
     for w in ident.warnings:
@@ -375,6 +404,28 @@ def _parameter_count_text(result) -> str:
     return f"{result.parameter_count} parameters" + (f" ({', '.join(parts)})" if len(parts) > 1 else "")
 
 
+def cmd_advise(args) -> int:
+    from robodyn.calibration.workflow import IdentifyOptions, advise_calibration
+
+    opts = IdentifyOptions(robot=args.robot, params=args.params, free=args.free, identify_base=args.identify_base,
+                           identify_tool=args.identify_tool, hayati=args.hayati,
+                           tool=None if args.tool is None else tuple(parse_numbers(args.tool, 3, "--tool")),
+                           targets=args.targets, joint_values=args.joint_values, units=args.units, angles=args.angles)
+    with bars.bar(args, total=100, desc="advise", unit="%") as b:
+        report = advise_calibration(args.measurements, opts, folds=args.folds, progress=bars.stages(b))
+    if args.json:
+        print_json(report)
+        return 0
+    print(f"held-out error by cross-validation over {report['poses']} poses in {report['folds']} folds, mm rms:")
+    for name, row in report["candidates"].items():
+        if row["held_out_rms_mm"] is None:
+            print(f"  {name:<46} not fitted: {row['why_not']}")
+        else:
+            print(f"  {name:<46} {row['held_out_rms_mm']:.4f}")
+    print(report["sentence"])
+    return 0
+
+
 def cmd_evaluate(args) -> int:
     from robodyn.calibration.workflow import evaluate_calibration
 
@@ -387,8 +438,10 @@ def cmd_evaluate(args) -> int:
     for line in _evaluation_lines(report, report["method"], _short_base(report["before_base"])):
         print(line)
     if report["max_reduction"] is not None:
-        print(f"max error reduced by {100 * report['max_reduction']:.1f} %, mean by {100 * report['mean_reduction']:.1f} % "
-              "(against the first 'before')")
+        from robodyn.calibration.checks import change_text
+
+        print(f"{change_text(report['max_reduction'], 'max error')}, {change_text(report['mean_reduction'], 'mean error')} "
+              "(against the first 'before': the nominal model)")
     for w in report["warnings"]:
         print(w)
     return 0

@@ -166,6 +166,8 @@ OUT_WORDS = "the file written"
 HOLDOUT_WORDS = "recordings not identified on, only predicted: the error on them is reported"
 RATE_WORDS = "samples per second, Hz"
 PERIOD_WORDS = "the period of a periodic excitation trajectory, s"
+JOINT_NAMES_WORDS = ("the log's names of the model's joints, in the model's joint order, replacing the names the "
+                     "model accepts (default: each joint's own name and the aliases its model file declares)")
 
 VOCABULARY = {  # option: (what it means, the values it takes); docs/options.md is this table
     "--friction": (FRICTION_WORDS, " | ".join(FRICTION_LAWS)),
@@ -174,6 +176,7 @@ VOCABULARY = {  # option: (what it means, the values it takes); docs/options.md 
     "--holdout": (HOLDOUT_WORDS, "one or more recordings"),
     "--rate": (RATE_WORDS, "a number > 0"),
     "--period": (PERIOD_WORDS, "a number > 0"),
+    "--joint-names": (JOINT_NAMES_WORDS, "one name per model joint, comma-separated: NAME1,NAME2,..."),
 }
 
 
@@ -230,3 +233,20 @@ def add_holdout(p, help: str = HOLDOUT_WORDS, metavar: str = "REC") -> None:
     """``--holdout REC [REC ...]``: held-out recordings, one or more (the option takes every word after it)."""
     p.add_argument("--holdout", nargs="+", default=None, metavar=metavar, help=help)
 
+
+
+def add_joint_names(p, extra: str = "") -> None:
+    """``--joint-names NAME1,NAME2,...``: how the log names the model's joints (args.joint_names);
+    :func:`with_joint_names` applies it to the model."""
+    p.add_argument("--joint-names", default=None, metavar="NAME1,NAME2,...",
+                   help=f"{JOINT_NAMES_WORDS}{'; ' + extra if extra else ''}")
+
+
+def with_joint_names(model, args):
+    """``model`` reading its joints from a log under the names given with --joint-names (unchanged
+    without it). A wrong count or a repeated name is refused in one line naming --joint-names."""
+    if getattr(args, "joint_names", None) is None:
+        return model
+    from robodyn.robot.log_names import parse_log_names
+
+    return model.with_log_names(parse_log_names(args.joint_names, model.dof))

@@ -12,8 +12,8 @@ from pathlib import Path
 from robodyn.errors import UserError
 
 from . import progress as bars
-from .common import (FORCE_HELP, add_json, add_out, nonnegative_int, output_path, positive_float, positive_int,
-                     print_json, require_file)
+from .common import (FORCE_HELP, add_joint_names, add_json, add_out, nonnegative_int, output_path, positive_float,
+                     positive_int, print_json, require_file, with_joint_names)
 
 
 def add_endpoint_arguments(p) -> None:
@@ -95,6 +95,7 @@ def register(sub) -> None:
                                                     "JointState topic (default: the only one); writes t, q, qd, tau")
     p.add_argument("--robot", metavar="MODEL", help="ROS 2 bag: order the joints as this model names them "
                                                     "(default: as the bag's first message does)")
+    add_joint_names(p, extra="ROS 2 bag, with --robot")
     add_json(p)
     p.set_defaults(handler=cmd_export)
 
@@ -448,9 +449,13 @@ def _export_bag(args, src: Path) -> int:
     from robodyn.identification.rosbag import load_bag
     from robodyn.robot.loader import load_model
 
-    names = load_model(args.robot).joint_names if args.robot else None
+    if args.joint_names is not None and not args.robot:
+        raise UserError("--joint-names: names the joints of the model given with --robot MODEL, in its joint "
+                        "order; add --robot")
+    model = with_joint_names(load_model(args.robot), args) if args.robot else None
     with bars.Heartbeat(getattr(args, "command_prog", None) or "robodyn export", f"reading {src}"):
-        data = load_bag(src, names, args.topic)
+        data = (load_bag(src, None, args.topic) if model is None
+                else load_bag(src, model.log_names, args.topic, model_names=model.joint_names))
     out = output_path(args.out, Path.cwd() / f"{src.stem}.{args.format}", args.force)
     if out.resolve() == src.resolve():
         raise UserError(f"output {out} would overwrite the input")

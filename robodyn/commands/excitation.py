@@ -7,10 +7,11 @@ import sys
 import numpy as np
 
 from robodyn.errors import UserError
+from robodyn.papers import paper
 
 from . import progress as bars
-from .common import (LegacyFrictionColumns, add_friction, add_json, add_rotor_inertia, needs_a_command, nonnegative_float,
-                     positive_float, positive_int, print_json)
+from .common import (PERIOD_WORDS, RATE_WORDS, LegacyFrictionColumns, add_friction, add_json, add_out,
+                     add_rotor_inertia, needs_a_command, nonnegative_float, positive_float, positive_int, print_json)
 
 DESIGN_LAWS = ("none", "coulomb-viscous")
 DESIGN_FRICTION = ("a design takes none or coulomb-viscous (three columns per joint: viscous, Coulomb, offset); "
@@ -32,12 +33,18 @@ def register(sub) -> None:
                    help="fundamental frequency in rad/s (default 2 pi / 10 = 0.628, a 10 s period: the top harmonic "
                         "can then reach the acceleration limits of the built-in arms: see DEFAULT_WF in "
                         "identification/excitation/designer.py)")
-    d.add_argument("--period", type=positive_float, default=None,
-                   help="poly family: period in s (default 2 pi / wf)")
+    d.add_argument("--period", type=positive_float, default=None, metavar="S",
+                   help=f"{PERIOD_WORDS}; poly family only (default 2 pi / wf; the fourier families take --wf)")
     d.add_argument("--order", type=positive_int, default=8, help="poly family: polynomial order (default 8)")
     d.add_argument("--optimizer", default="slsqp", choices=["slsqp", "ga", "pso", "icpso", "apso", "lpso", "grid"],
-                   help="grid = exhaustive search, for at most 3 free coordinates (e.g. --family poly --order 8 "
-                        "with --start: one amplitude per moving joint)")
+                   help="the search method: slsqp = gradient-based local search from one start point (default); "
+                        "ga = genetic algorithm; pso = particle swarm; icpso = particle swarm whose inertia and "
+                        "learning factors adapt to each particle's fitness, with a chaotic re-search of the worst "
+                        f"particles when the swarm converges early ({paper('icpso').short}); apso = the same adaptive "
+                        "swarm without the chaotic re-search; lpso = particle swarm whose inertia and learning "
+                        "factors change linearly from the first iteration to the last; grid = exhaustive search, "
+                        "for at most 3 free coordinates (e.g. --family poly --order 8 with --start: one amplitude "
+                        "per moving joint)")
     d.add_argument("--objective", default="cond", choices=["cond", "cond-scaled", "logdet"],
                    help="what makes a trajectory good: cond = condition number of the regressor (default), "
                         "cond-scaled = the same with columns scaled to unit length, logdet = log-determinant of "
@@ -73,7 +80,7 @@ def register(sub) -> None:
                    help="design grid linspace(0, T, GRID) including t = T (Chen et al. 2021's sampling)")
     d.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
                    help="override a joint limit for every joint, e.g. qddd_max=1e6 (repeatable)")
-    d.add_argument("--out", required=True, help="trajectory JSON to write")
+    add_out(d, "the trajectory JSON written", required=True)
     add_json(d)
     d.add_argument("--quiet", action="store_true",
                    help="no progress: neither the bar at a terminal nor the line every 5 s on stderr otherwise")
@@ -82,7 +89,8 @@ def register(sub) -> None:
     c = esub.add_parser("check", help="limits report for a trajectory file (the daemon's validator)")
     c.add_argument("trajectory", help="trajectory JSON (from `robodyn excitation design`)")
     c.add_argument("--robot", required=True, metavar="NAME|FILE", help="built-in robot name or model file")
-    c.add_argument("--rate", type=positive_float, default=1000.0, help="check rate in Hz (default 1000)")
+    c.add_argument("--rate", type=positive_float, default=1000.0, metavar="HZ",
+                   help=f"{RATE_WORDS}, at which the limits are checked (default 1000)")
     add_friction(c, legacy_columns=True, extra=DESIGN_FRICTION + "; for the reported cond")
     add_rotor_inertia(c, extra="for the reported cond")
     add_json(c)
@@ -90,16 +98,17 @@ def register(sub) -> None:
 
     s = esub.add_parser("sample", help="sample a trajectory to CSV: t, q1..qn, qd1..qdn, qdd1..qddn")
     s.add_argument("trajectory", help="trajectory JSON (from `robodyn excitation design`)")
-    s.add_argument("--rate", type=positive_float, required=True, help="samples per second, Hz")
-    s.add_argument("--out", required=True, metavar="CSV", help="CSV file to write")
+    s.add_argument("--rate", type=positive_float, required=True, metavar="HZ", help=f"{RATE_WORDS}, of the CSV")
+    add_out(s, "the CSV written", required=True, metavar="CSV")
     add_json(s)
     s.set_defaults(handler=cmd_sample)
 
     pl = esub.add_parser("plot", help="plot q, qd, qdd (and jerk) of a trajectory to an image")
     pl.add_argument("trajectory", help="trajectory JSON (from `robodyn excitation design`)")
-    pl.add_argument("--out", required=True, metavar="PNG", help="image file to write")
+    add_out(pl, "the image written (PNG)", required=True, metavar="PNG")
     pl.add_argument("--robot", default=None, help="draw this robot's limits")
-    pl.add_argument("--rate", type=positive_float, default=100.0, help="samples per second drawn, Hz (default 100)")
+    pl.add_argument("--rate", type=positive_float, default=100.0, metavar="HZ",
+                    help=f"{RATE_WORDS}, drawn (default 100)")
     add_json(pl)
     pl.set_defaults(handler=cmd_plot)
 

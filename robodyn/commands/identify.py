@@ -12,8 +12,9 @@ from robodyn.identification.names import DESCRIPTIONS, LEAST_SQUARES, METHODS, S
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import (add_friction, add_holdout, add_json, add_out, add_rotor_inertia, deprecated, nonnegative_float,
-                     number, output_path, positive_float, positive_int, print_json, strict_json)
+from .common import (add_friction, add_holdout, add_joint_names, add_json, add_out, add_rotor_inertia, deprecated,
+                     nonnegative_float, number, output_path, positive_float, positive_int, print_json, strict_json,
+                     with_joint_names)
 
 DEFAULT_RESULT = "result.json"
 DRIVE_GAINS_HELP = "motor current to joint torque, N.m/A per joint, for CSV files with current columns"
@@ -154,6 +155,7 @@ def add_identify_arguments(p, default_method: str | None = None) -> None:
                                                                    "ROS 2 bags (directory, .mcap or .db3)")
     p.add_argument("--robot", required=True, help="built-in model name or model file")
     p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
+    add_joint_names(p)
     p.add_argument("--method", choices=METHODS, default=default_method, metavar="METHOD",
                    help="one of " + "; ".join(f"{m}: {d}" for m, d in DESCRIPTIONS.items())
                         + f" (default {default_method or 'wls'}; with --select, chosen)")
@@ -323,7 +325,7 @@ def cmd_identify(args) -> int:
     method = args.method or "wls"
     _check_holdout(args)
     args.out = _out_path(args)
-    model = load_model(args.robot)
+    model = with_joint_names(load_model(args.robot), args)
     if method == "stepwise":
         return _identify_stepwise(args, model)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import add_json, add_out, print_json
+from .common import add_joint_names, add_json, add_out, print_json, with_joint_names
 from .identify import DRIVE_GAINS_HELP, TOPIC_HELP, _floats, _load, _name, metric_lines
 
 PREDICT_COLUMNS = ("t, q1..n, qd1..n, qdd1..n (the states the prediction used: after the result's processing, in the "
@@ -26,6 +26,7 @@ def register(sub) -> None:
     p.add_argument("--robot", help="model (default: the one named in the result)")
     p.add_argument("--drive-gains", metavar="K1,...,KN", help=DRIVE_GAINS_HELP)
     p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
+    add_joint_names(p)
     p.add_argument("--plot", metavar="PNG", help="write predicted-vs-measured torque plots")
     add_json(p)
     p.set_defaults(handler=cmd_validate)
@@ -38,19 +39,22 @@ def register(sub) -> None:
     p.add_argument("--robot", help="model (default: the one named in the result)")
     p.add_argument("--drive-gains", metavar="K1,...,KN", help=DRIVE_GAINS_HELP)
     p.add_argument("--topic", metavar="TOPIC", help=TOPIC_HELP)
+    add_joint_names(p)
     add_json(p)
     p.set_defaults(handler=cmd_predict)
 
 
 def _result_model(args, doc: dict):
-    """The model a result was identified with: --robot, else the file or built-in it names."""
+    """The model a result was identified with: --robot, else the file or built-in it names; with
+    --joint-names, reading its joints from the log under those names."""
     from robodyn.robot.loader import load_model
 
     ref = args.robot or doc.get("robot_ref") or doc["robot"]
     try:
-        return load_model(ref)
+        model = load_model(ref)
     except ValueError as exc:
         raise ValueError(f"{exc} (the result was identified with {ref!r}; pass --robot MODEL)") from None
+    return with_joint_names(model, args)
 
 
 def cmd_validate(args) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 
 from robodyn.papers import cite
 
-from .common import add_json, deprecated, nonnegative_float, print_json
+from .common import add_json, add_out, deprecated, nonnegative_float, print_json
 
 
 def register(sub) -> None:
@@ -36,7 +36,7 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run; numbers differ from the paper "
                                                         "setup's)")
     add_json(p)
-    p.add_argument("--out", default=None, metavar="JSON", help="also write the JSON report here")
+    add_out(p, "the JSON report, also written here", metavar="JSON")
     p.add_argument("--plot", default=None, metavar="PREFIX",
                    help="calibration only (part ur5): PNG plots of the held-out position error per pose for every method, "
                         "PREFIX_no_load.png and PREFIX_loaded.png (needs the plot extra: matplotlib)")
@@ -55,7 +55,7 @@ def register(sub) -> None:
                    help="joint torque sensor noise, N.m (default 0.02)")
     p.add_argument("--motor-noise", type=nonnegative_float, default=1e-4,
                    help="motor torque noise, N.m (default 1e-4)")
-    p.add_argument("--out", metavar="JSON", help="also write the JSON report here")
+    add_out(p, "the JSON report, also written here", metavar="JSON")
     add_json(p)
     p.set_defaults(handler=deprecated(cmd_stepwise_flexible, "stepwise-flexible", "reproduce stepwise --part flexible"))
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 
 from . import progress as bars
-from .common import add_json, needs_a_command, positive_int, print_json
+from .common import add_json, add_out, needs_a_command, positive_int, print_json
 
 
 def register(sub) -> None:
@@ -29,7 +29,7 @@ def register(sub) -> None:
     p.set_defaults(handler=needs_a_command(p, act))
     a = act.add_parser("run", help="run a batch file's jobs; results to DIR, finished ids skipped")
     a.add_argument("batch", help="batch file (JSON, format robodyn.scaleout.batch)")
-    a.add_argument("--out", required=True, metavar="DIR", help="result directory (one JSON per job id)")
+    add_out(a, "the result folder written (one JSON per job id)", required=True, metavar="DIR")
     a.add_argument("--cluster", default=None,
                    help="local (process pool, default), inline, ray (local Ray), ray://HOST:PORT or ray:ADDRESS")
     a.add_argument("--workers", type=positive_int, default=None, help="worker processes / local Ray CPUs (default: all CPUs)")

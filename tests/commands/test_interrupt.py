@@ -82,3 +82,30 @@ def test_sigint_at_twenty_points_of_the_kernels_is_always_a_keyboard_interrupt()
         proc.kill()
         proc.wait()
     assert outcomes == [f"interrupted {k}" for k in range(ROUNDS)]
+
+
+def test_an_interrupt_surfacing_from_compiled_code_is_reported_as_interrupted(monkeypatch, capsys):
+    """A KeyboardInterrupt raised while a Numba kernel called back into Python reaches the command
+    as a SystemError caused by it: the command says "interrupted" and exits 130, not "a bug"."""
+    from robodyn import cli
+    from robodyn.commands import models
+
+    def kernel_interrupted(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as cause:
+            raise SystemError("CPUDispatcher(<function _rnea_body>) returned a result with an exception set") from cause
+
+    monkeypatch.setattr(models, "cmd_models", kernel_interrupted, raising=False)
+    parser_build = cli.build_parser
+
+    def build():
+        parser = parser_build()
+        for action in parser._subparsers._group_actions:
+            action.choices["models"].set_defaults(handler=kernel_interrupted)
+        return parser
+
+    monkeypatch.setattr(cli, "build_parser", build)
+    assert cli.main(["models"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["robodyn models: interrupted"]
