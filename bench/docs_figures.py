@@ -73,10 +73,15 @@ class Source:
 
 
 SOURCES: dict[str, Source] = {
+    "peers": Source("bench/peers/result.json", "python bench/peers/run.py --out {out}", None,
+                    "needs the corpus cache and the Panda/UR10e repositories outside the repo; minutes per log"),
     "regressor": Source("bench/regressor/result.json", "python bench/regressor/run.py", 3.0),
     "rnea": Source("bench/rnea/result.json", "python bench/rnea/run.py", 3.0),
     "identify": Source("bench/identify/result.json", "python bench/identify/run.py --hours 1,2,4 --robots panda", None,
                        "writes 7 h of 1 kHz recordings first (tens of minutes on a shared host), then times them"),
+    "identify_day_loaded": Source("bench/identify/result_day_loaded.json",
+                                  "python bench/identify/run.py --hours 1,4,24 --robots panda --out {out}", None,
+                                  "a day of 1 kHz data: about 20 minutes and 10 GB of recordings"),
     "identify_loaded": Source("bench/identify/result_loaded.json",
                               "python bench/identify/run.py --hours 1,2,4 --robots panda", None,
                               "the same command as `identify`, an earlier run at a higher load, kept to show the spread"),
