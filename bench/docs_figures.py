@@ -141,6 +141,8 @@ SOURCES: dict[str, Source] = {
     "stop_socket_flood_rt_idle": Source("bench/reliability/stop_socket_flood_rt_idle.json",
                                         "python bench/reliability/stop_socket_flood.py --rt-priority 10 --out {out}",
                                         None, "the same at SCHED_FIFO on an idle host (root); its waits are the host's load"),
+    "torque_signs": Source("bench/realdata/torque_signs.json", "python bench/realdata/torque_signs.py --out {out}", None,
+                           "needs the corpus cache (fetch.py) outside the repo"),
     "loro": Source("bench/realdata/loro.json", "python bench/realdata/loro.py --out {out}", None,
                    "needs the corpus fetched outside the repository (bench/realdata/fetch.py); minutes per arm"),
     "hostile_frames": Source("bench/reliability/hostile_frames.json",
