@@ -1,5 +1,6 @@
 """Warnings a user must read: parameters the poses cannot determine, poses evaluated outside the
-joint ranges the calibration saw, and residual outliers. Each check returns structured findings
+joint ranges the calibration saw (revolute joints modulo a turn), residual outliers, and a
+calibration that made the errors worse than the nominal model. Each check returns structured findings
 and one line of text per warning; the CLI prints them in its text output and its JSON."""
 
 from __future__ import annotations
@@ -58,9 +59,10 @@ def range_warnings(ranges: dict | None, meas: MeasurementSet, joint_types=None) 
     tol = np.deg2rad(RANGE_TOLERANCE_DEG)
     prismatic = np.zeros(q.shape[1], bool) if joint_types is None else np.asarray(joint_types) == 1
     tol = np.where(prismatic, 5e-4, tol)
+    outside = outside_range(q, lo, hi, tol, prismatic)
     findings, lines = [], []
     for n in range(len(meas)):
-        out = np.flatnonzero((q[n] < lo - tol) | (q[n] > hi + tol))
+        out = np.flatnonzero(outside[n])
         if not out.size:
             continue
         joints = []
@@ -75,6 +77,19 @@ def range_warnings(ranges: dict | None, meas: MeasurementSet, joint_types=None) 
         lines.append(f"warning: pose {meas.ids[n]} lies outside the identification poses' joint ranges: "
                      f"{', '.join(joints)}; its error is an extrapolation")
     return findings, lines
+
+
+def outside_range(q, lo, hi, tol, prismatic) -> np.ndarray:
+    """(N, n) bool: joint values beyond [lo - tol, hi + tol]. A revolute joint's angle is compared
+    modulo 2π, because the arm's geometry and the gravity torques repeat every turn: J6 at 360° is
+    the pose J6 at 0° and no extrapolation."""
+    q = np.atleast_2d(np.asarray(q, float))
+    lo, hi, tol = (np.broadcast_to(np.asarray(v, float), q.shape[1:]) for v in (lo, hi, tol))
+    linear = (q < lo - tol) | (q > hi + tol)
+    span = hi - lo
+    past_lo = np.mod(q - lo, 2 * np.pi)  # how far round the circle beyond the range's low end
+    circular = (span + 2 * tol < 2 * np.pi) & (past_lo > span + tol) & (past_lo < 2 * np.pi - tol)
+    return np.where(np.asarray(prismatic, bool), linear, circular)
 
 
 def find_outliers(result: CalibrationResult, meas: MeasurementSet, exclude_poses=()) -> tuple[list[Outlier], float]:
@@ -108,3 +123,22 @@ def outlier_warning(outliers: list[Outlier], loss: str, total: int, limit: int =
               else f"the {loss} loss down-weighted them")
     return (f"warning: {len(outliers)} of {total} measured points are residual outliers (> {OUTLIER_SIGMAS:g} robust "
             f"σ): {shown}{more}; {advice}")
+
+
+def worse_than_nominal_warnings(before: dict, after: dict) -> list[str]:
+    """One line for each statistic (max, mean) that calibration made worse than the nominal model."""
+    lines = []
+    for key, what in (("max_mm", "worst point"), ("mean_mm", "mean error")):
+        b, a = before.get(key), after.get(key)
+        if b is not None and a is not None and a > b:
+            lines.append(f"warning: calibration made the {what} worse than the nominal model on these poses "
+                         f"({a:.4f} mm against {b:.4f} mm, {100 * (a / b - 1):.1f} % worse); the calibrated model "
+                         "does not hold here (poses outside the identified ranges, or an effect it lacks)")
+    return lines
+
+
+def change_text(reduction: float, what: str) -> str:
+    """A signed relative change as words: 'max error reduced by 12.0 %' or 'max error 13.7 % worse'."""
+    if reduction >= 0:
+        return f"{what} reduced by {100 * reduction:.1f} %"
+    return f"{what} {100 * -reduction:.1f} % worse"

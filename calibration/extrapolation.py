@@ -121,7 +121,8 @@ def extrapolation_check(result, meas: MeasurementSet, refit) -> tuple[dict, list
         why = (f"gravity sag would explain it: a joint-compliance deflection under the links' weight expresses "
                f"{share:.0%} of the end-pose errors (as many random directions: {chance:.0%}); fit it with "
                "--method combined-gravity (no link masses needed)" if gravity else
-               "the model lacks an effect that grows towards the ends of the joint ranges")
+               "the model lacks an effect that grows towards the ends of the joint ranges; 'calibrate advise' "
+               "compares the models by cross-validation over the poses")
         lines.append(f"warning: the {result.method} model extrapolates badly: left out of the fit, the poses at the "
                      f"ends of the joint ranges err by {rms_end * 1000:.3f} mm rms (worst {report['worst_end_pose']} "
                      f"{report['worst_end_mm']:.3f} mm) against {rms_int * 1000:.3f} mm at interior poses "

@@ -48,6 +48,18 @@ def robust_cost(r: np.ndarray, loss: str, f_scale: float) -> float:
     return 0.5 * f_scale ** 2 * float(np.sum(rho))
 
 
+def loss_weights(r: np.ndarray, loss: str, f_scale: float | None) -> np.ndarray:
+    """The weight a loss gives each residual at the solution relative to least squares, rho'(z) with
+    z = (r / f_scale)^2 (scipy's convention): 1 keeps the residual as least squares would, 0 discards it."""
+    r = np.asarray(r, float)
+    if loss == "linear" or f_scale is None:
+        return np.ones_like(r)
+    z = (r / f_scale) ** 2
+    return {"huber": lambda z: np.where(z <= 1, 1.0, 1.0 / np.sqrt(np.maximum(z, 1.0))),
+            "soft_l1": lambda z: 1.0 / np.sqrt(1 + z), "cauchy": lambda z: 1.0 / (1 + z),
+            "arctan": lambda z: 1.0 / (1 + z ** 2)}[loss](z)
+
+
 @dataclass
 class GeometricFit:
     params: np.ndarray  # full parameter vector

@@ -198,6 +198,7 @@ class LumpedFit:
     cost0: float
     cost: float
     dropped_terms: list[str]
+    f_scale: float | None = None  # the robust loss's scale, stated-noise units (None: squared loss)
 
 
 def lumped_link_angles(robot: RobotModel, lumped: LumpedGravity, q, compliance, load) -> np.ndarray:
@@ -345,4 +346,4 @@ def _solve(gm, sets, residuals, idx, terms: LumpedGravity, cj, start_free, prior
     raw = np.concatenate([rr.raw(p, link_q(p, lump, c, s))[:3 * len(rr.points)] for rr, s in zip(residuals, sets)])
     sigma = float(np.sqrt(np.mean(raw ** 2) * r.size / max(r.size - nx, 1))) if raw.size else float("nan")
     return LumpedFit(p, std, lump, c, c_ident, c_std, sigma, chi2, bool(sol.success), str(sol.message), int(sol.nfev),
-                     robust_cost(r0, loss, scale), robust_cost(r, loss, scale), [])
+                     robust_cost(r0, loss, scale), robust_cost(r, loss, scale), [], None if loss == "linear" else scale)

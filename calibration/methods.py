@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
-from .geometric import LOSSES, fit_geometry, minimum_equations, require_excitation, robust_cost, robust_scale
+from .geometric import (LOSSES, fit_geometry, loss_weights, minimum_equations, require_excitation, robust_cost,
+                        robust_scale)
 from .identifiability import Redundancy, analyse_identifiability, structural_redundancies
 from .lumped_gravity import LumpedGravity, fit_lumped_gravity, lumped_link_angles
 from .measurements import MeasurementSet, Residual, Structure
@@ -44,6 +45,10 @@ PAIR_TOLERANCE = 1e-6  # rad: joint angles that count as "the same pose"
 COMPLIANCE_EXCITATION_TOL = 1e-3  # relative column norm below which a joint's compliance is not fitted
 BACKLASH_SMOOTHING = 0.05  # of a joint's largest holding torque: where the lean changes flank
 BACKLASH_MIN_POSES = 3  # poses needed on each flank to see a step
+DOWNWEIGHTED = 0.9  # a pose whose mean loss weight is below this lost weight to the robust loss
+DISCARDED = 0.25  # ... below this the loss has set the pose aside in effect
+MAX_REMOVED_SHARE = 0.2  # a robust loss is for a few bad readings: removing more than this share of the
+#                          poses' least-squares weight says the model, not the readings, is wrong: a failure
 
 
 def pair_loaded(noload: MeasurementSet, loaded: MeasurementSet) -> tuple[np.ndarray, np.ndarray]:
@@ -84,6 +89,9 @@ class CalibrationResult:
     chi2: float = float("nan")
     failure: str | None = None  # why the fit is not a result (not converged, worse than its start); None: ok
     lumped: LumpedGravity | None = None  # combined-gravity on a massless model: compliance x mass-moment terms
+    loss: str = "linear"
+    loss_scale: float | None = None  # the robust loss's scale, stated-noise units (None: squared loss)
+    robust: dict | None = None  # what a robust loss did: poses down-weighted and by how much (robust_report)
 
     def __post_init__(self):
         n = self.gm.dof
@@ -206,6 +214,8 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
     if method == "combined-gravity":
         report("combined-gravity: geometry, joint stiffness and gravity deflection", 0.05)
         result = _combined_gravity(gm, noload, loaded, free, dropped, notes, prior, loss, backlash, f_scale)
+        result.loss = loss
+        robust_report(result, [noload] + ([loaded] if loaded is not None and len(loaded) else []))
         report("identifiability", 0.9)
         _report_identifiability(result, gm, noload, names, noise_sigma)
         return result
@@ -266,10 +276,57 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
                                                "(a vertical load never loads a vertical axis)")
     result = CalibrationResult(gm, method, fit.params, fit.std, free, dropped, compliance, c_ident, c_std,
                                iterations, converged and fit.success, history, notes, fit.sigma, chi2=fit.chi2,
-                               failure=failure)
+                               failure=failure, loss=loss, loss_scale=fit.f_scale)
+    robust_report(result, [noload])  # the loss acts on the geometry fits to the unloaded set
     report("identifiability", 0.9)
     _report_identifiability(result, gm, noload, names, noise_sigma)
     return result
+
+
+def robust_report(result: CalibrationResult, sets) -> None:
+    """What a robust loss did to the data it was fitted to: each pose's weight (the mean over its
+    residuals of the loss's weight relative to least squares, :func:`.geometric.loss_weights`), the
+    poses it down-weighted (below DOWNWEIGHTED) and set aside (below DISCARDED). A note says it in
+    words, also when the loss changed nothing; removing more than MAX_REMOVED_SHARE of the poses'
+    least-squares weight (1 - the mean pose weight) makes the fit a failure."""
+    if result.loss == "linear" or result.loss_scale is None:
+        return
+    weights, labels = [], []
+    for k, meas in enumerate(sets):
+        res, q_link = result.residual(meas)
+        w = loss_weights(res(result.params, q_link), result.loss, result.loss_scale)
+        rows = np.bincount(res.row_pose, minlength=len(meas))
+        mean = np.bincount(res.row_pose, weights=w, minlength=len(meas)) / np.maximum(rows, 1)
+        seen = rows > 0
+        weights.append(mean[seen])
+        labels += [(f"loaded {meas.ids[i]}" if k else meas.ids[i]) for i in np.flatnonzero(seen)]
+    w = np.concatenate(weights)
+    order = np.argsort(w)
+    down = [int(i) for i in order if w[i] < DOWNWEIGHTED]
+    gone = [i for i in down if w[i] < DISCARDED]
+    removed = float(1.0 - w.mean()) if w.size else 0.0
+    result.robust = {"loss": result.loss, "scale_noise_units": float(result.loss_scale), "poses": int(w.size),
+                     "downweighted": len(down), "discarded": len(gone), "downweighted_below": DOWNWEIGHTED,
+                     "discarded_below": DISCARDED, "removed_weight_share": removed,
+                     "max_removed_share": MAX_REMOVED_SHARE,
+                     "min_weight": float(w.min()) if w.size else None,
+                     "weights": {labels[i]: float(w[i]) for i in down}}
+    if not down:
+        exact = "the fit is the least-squares fit" if np.all(w == 1.0) else "the fit is close to the least-squares fit"
+        result.notes.append(f"the {result.loss} loss changed nothing: no pose lost more than "
+                            f"{100 * (1 - DOWNWEIGHTED):.0f} % of its least-squares weight (lowest weight "
+                            f"{w.min():.2f}), so {exact}")
+        return
+    shown = ", ".join(f"{labels[i]} {w[i]:.2f}" for i in down[:8]) + (f" and {len(down) - 8} more" if len(down) > 8 else "")
+    result.notes.append(f"the {result.loss} loss down-weighted {len(down)} of {w.size} poses below "
+                        f"{100 * DOWNWEIGHTED:.0f} % of their least-squares weight, {len(gone)} of them below "
+                        f"{100 * DISCARDED:.0f} % (set aside in effect), removing {100 * removed:.0f} % of the data's "
+                        f"least-squares weight; weights: {shown}")
+    if removed > MAX_REMOVED_SHARE and result.failure is None:
+        result.failure = (f"the {result.loss} loss removed {100 * removed:.0f} % of the data's least-squares weight "
+                          f"({len(down)} of {w.size} poses down-weighted), more than the {100 * MAX_REMOVED_SHARE:.0f} % "
+                          "a robust fit may set aside as bad readings: the model does not describe these data (an "
+                          "effect it lacks, such as gravity sag: see calibrate advise)")
 
 
 def _report_identifiability(result: CalibrationResult, gm, noload: MeasurementSet, requested, noise_sigma) -> None:
@@ -364,7 +421,7 @@ def _combined_gravity_lumped(gm, sets, free, dropped, notes, prior, loss, f_scal
                {"iteration": 1, "rms_residual_m": fit.sigma, "nfev": fit.nfev, "message": fit.message}]
     return CalibrationResult(gm, "combined-gravity", fit.params, fit.std, list(free), dropped, fit.compliance,
                              fit.compliance_identified, fit.compliance_std, 1, fit.success, history, notes, fit.sigma,
-                             chi2=fit.chi2, failure=failure, lumped=fit.lumped)
+                             chi2=fit.chi2, failure=failure, lumped=fit.lumped, loss_scale=fit.f_scale)
 
 
 def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet | None, free, dropped,
@@ -480,4 +537,5 @@ def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: Measur
     history[-1]["_compliance_columns"] = {f"compliance{j + 1}": Jn[:, idx.size + m] / c_scale for m, j in enumerate(cj)}
     return CalibrationResult(gm, "combined-gravity", params, std, list(free), dropped, c, c_ident, c_std, 1,
                              bool(sol.success), history, notes, sigma, backlash=b, backlash_std=b_std,
-                             backlash_scale=b_scale, chi2=chi2, failure=failure)
+                             backlash_scale=b_scale, chi2=chi2, failure=failure,
+                             loss_scale=None if loss == "linear" else scale)

@@ -64,6 +64,8 @@ def result_to_dict(result: CalibrationResult, robot_ref: str) -> dict:
                      if result.backlash[j] or np.isfinite(result.backlash_std[j])],
         # combined-gravity on a massless model: the gravity deflection as compliance x mass-moment terms
         "lumped_gravity": None if result.lumped is None else result.lumped.to_dict(),
+        # a robust loss: how many poses it down-weighted or set aside, and their weights
+        "robust_loss": result.robust,
     }
 
 

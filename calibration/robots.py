@@ -10,7 +10,7 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
-from robodyn.robot.loader import load_model, model_from_toml
+from robodyn.robot.loader import builtin_model_names, load_model, model_from_toml
 from robodyn.robot.model import RobotModel
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -30,10 +30,40 @@ def robot_path(ref: str) -> Path | None:
     return p if p.suffix.lower() == ".toml" and p.exists() else None
 
 
+def calibration_model_names() -> list[str]:
+    """The calibration models shipped in calibration/data (``heavy6``, ``ur5_li2023``)."""
+    return sorted(p.stem for p in DATA_DIR.glob("*.toml"))
+
+
+def accepted_robot_names() -> list[str]:
+    """Every name ``--robot`` accepts: the calibration models here and the built-in robots."""
+    return sorted(set(calibration_model_names()) | set(builtin_model_names()))
+
+
 def load_robot(ref: str) -> RobotModel:
     """A calibration model shipped here (``ur5_li2023``), a built-in robot or a model file."""
     local = DATA_DIR / f"{_local_name(ref)}.toml"
-    return model_from_toml(local) if local.exists() else load_model(ref)
+    if local.exists():
+        return model_from_toml(local)
+    p = Path(str(ref))
+    if not p.suffix and not p.exists() and _local_name(ref) not in builtin_model_names():
+        raise ValueError(f"--robot: unknown model {str(ref)!r}; accepted names are "
+                         f"{', '.join(accepted_robot_names())}, or a .toml/.urdf model file")
+    return load_model(ref)
+
+
+def same_robot(stated: str, given: str) -> bool:
+    """Whether a measurement file's stated robot is the robot given: the same reference, the same
+    file name, or the same model name (a model file is known by the name inside it, not its path)."""
+    if robot_reference(stated) == robot_reference(given) or Path(stated).name == Path(given).name:
+        return True
+    names = set()
+    for ref in (stated, given):
+        try:
+            names.add(load_robot(ref).name)
+        except (ValueError, OSError):
+            names.add(Path(ref).stem if Path(ref).suffix else str(ref))
+    return len(names) == 1
 
 
 def robot_reference(ref: str) -> str:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .checks import find_outliers, joint_ranges, outlier_warning, poorly_identifiable_warning, range_warnings
+from .checks import (find_outliers, joint_ranges, outlier_warning, poorly_identifiable_warning, range_warnings,
+                     worse_than_nominal_warnings)
 from .extrapolation import extrapolation_check, geometric_refit
 from .identifiability import analyse_identifiability, generic_configurations, metric_columns
 from .li2023 import TABLE3_STIFFNESS
@@ -29,7 +30,7 @@ from .parameters import (BASE_NAMES, all_target_positions, geometric_model, para
                          preset_free_names)
 from .planning import CellSetup, Plan, plan_measurements
 from .result_file import load_json, load_result, result_to_dict, save_json
-from .robots import calibration_metadata, load_robot, robot_reference
+from .robots import calibration_metadata, load_robot, robot_reference, same_robot
 from .subset_advice import advice_text, subset_advice
 from .simulation import SimulatedCell, SimulatedRobot, SimulatedTracker, TrackerNoise, measure_poses, ur5_li2023_truth
 from .stiffness import PRIOR_STIFFNESS, Load, loaded_subset
@@ -142,7 +143,7 @@ def read_identification_set(path, robot, *, tool=None, targets_text=None, orient
 def check_robot(robot_ref: str, meta: dict, measurements) -> str:
     """The robot given for a measurement file, refused when the file names another one."""
     stated = meta.get("robot")
-    if stated and robot_reference(stated) != robot_reference(robot_ref) and Path(stated).name != Path(robot_ref).name:
+    if stated and not same_robot(stated, robot_ref):
         raise ValueError(f"--robot: {robot_ref!r} was given but {Path(measurements).name} was measured on "
                          f"{stated!r}")
     return robot_ref
@@ -366,8 +367,8 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
     """Identify the model from an unloaded (and optionally a loaded) measurement CSV: the result with
     its evaluation, joint ranges, outliers and warnings; written to ``out`` when given."""
     meta = read_metadata(measurements)
+    robot = load_robot(opts.robot)  # an unknown name is reported as such, before any comparison with the file
     robot_ref = check_robot(opts.robot, meta, measurements)
-    robot = load_robot(robot_ref)
     tool = None if opts.tool is None else np.asarray(opts.tool, float)
     gm, noload, info = read_identification_set(measurements, robot, tool=tool, targets_text=opts.targets,
                                                oriented=opts.oriented, hayati=opts.hayati,
@@ -434,6 +435,31 @@ def identify_calibration(measurements, opts: IdentifyOptions, out=None, *, plot=
     return Identification(doc, result, gm, info, method, warnings)
 
 
+# --------------------------------------------------------------------------- advise
+
+
+def advise_calibration(measurements, opts: IdentifyOptions, *, folds: int = 4, progress=None) -> dict:
+    """Which model the unloaded measurements support, by cross-validation over poses (advice.py):
+    geometric, lumped gravity, and joint stiffness with the model's masses when it has them."""
+    from .advice import advise
+
+    meta = read_metadata(measurements)
+    robot = load_robot(opts.robot)
+    check_robot(opts.robot, meta, measurements)
+    tool = None if opts.tool is None else np.asarray(opts.tool, float)
+    gm, noload, info = read_identification_set(measurements, robot, tool=tool, targets_text=opts.targets,
+                                               oriented=opts.oriented, hayati=opts.hayati,
+                                               identify_base=opts.identify_base, units=opts.units,
+                                               angles=opts.angles, joint_values=opts.joint_values)
+    if folds < 2:
+        raise ValueError(f"--folds: expected at least 2 folds, got {folds}")
+    free = free_parameter_names(gm, opts.robot, opts.params, opts.free, opts.identify_base, opts.identify_tool)
+    report = advise(gm, noload, free, folds=folds, progress=progress)
+    report["measurements"] = str(measurements)
+    report["base_frame"] = info["base_frame"]
+    return report
+
+
 # --------------------------------------------------------------------------- evaluate
 
 
@@ -446,6 +472,11 @@ def _target_columns(raw, gm, label: str):
     that no calibration target has within TARGET_OFFSET_TOLERANCE is refused."""
     stated = targets_from_metadata(raw.meta)
     if stated is None:
+        if len(gm.targets) > 1:
+            own = "; ".join(f"{t.name}: {', '.join(f'{v:.4f}' for v in t.offset)}" for t in gm.targets)
+            raise ValueError(f"targets: {label} does not say which target its columns measured and the calibration "
+                             f"has {len(gm.targets)}; add a '# targets = NAME: x, y, z' line naming them "
+                             f"(calibration: {own})")
         return raw
     own = gm.targets
     where = []
@@ -499,6 +530,7 @@ def evaluate_calibration(calibration, measurements, *, load: Load | None = None,
     if w:
         warnings.append(w.replace("; refit with a robust loss (--loss huber or soft_l1) or check those measurements",
                                   "; check those measurements"))
+    warnings += worse_than_nominal_warnings(sb, sa)
     base_source = doc.get("base_frame", "as measured (the data are in the robot base frame)")
     report = {"measurements": measurements, "method": result.method,
               "load": None if meas.load is None else meas.load.to_dict(),

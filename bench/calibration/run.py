@@ -111,6 +111,9 @@ def main() -> int:
                   for c in ("unloaded", "loaded")} for m in methods}
     result = {"ur5": ur5, "heavy_arm": heavy, "heavy_arm_median_over_seeds": median, "heavy_arm_hidden_masses": hidden,
               "command": "bench/calibration/run.py " + " ".join(sys.argv[1:])}
+    if args.out and Path(args.out).exists():  # band_coverage.py's results live in the same file: kept
+        kept = json.loads(Path(args.out).read_text())
+        result.update({k: v for k, v in kept.items() if k.startswith("band_coverage")})
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
