@@ -337,7 +337,8 @@ ANDERSON_DEPTH = 3  # past IRLS steps the extrapolation uses
 def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int, params: int, names=None,
          k: float = 1.345, max_iterations: int = 20, tol: float = 1e-8,
          statistics: NormalEquations | None = None) -> Estimate:
-    """Iteratively reweighted least squares with Huber weights, per-joint robust scale (MAD).
+    """Iteratively reweighted least squares with Huber weights, per-joint robust scale (MAD);
+    it stops when an iteration changes the fitted torque by less than ``tol``, relative.
 
     ``chunks()`` must yield (W, tau) pairs afresh on every call (a pass over the data).
     """
@@ -386,7 +387,10 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
     for it in range(1, max_iterations + 1):
         new_theta, inv, rank, cond, note = reweighted(theta)
         change = new_theta - theta
-        step = np.linalg.norm(change) / max(np.linalg.norm(theta), 1e-300)
+        # converged when an iteration changes the fitted torque by less than tol, relative
+        # (|W d| / |W theta| from the normal equations): directions the data do not excite move
+        # the parameters but not the fit, and a parameter-norm test would wait on them
+        step = np.sqrt(max(change @ A_all @ change, 0.0) / max(theta @ A_all @ theta, 1e-300))
         if step < tol:
             theta = new_theta
             break

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -119,35 +120,61 @@ def torque_metrics(measured: np.ndarray, predicted: np.ndarray, joint_names: Seq
 SCALE_SAMPLES = 200_000  # processed samples used to choose friction scales
 
 
+class ProcessedCache:
+    """Processed pieces of recordings, kept for reuse within one model selection: candidates that
+    process the same recording the same way (same processing, friction columns and purpose; no
+    subtracted friction model) share one pass instead of filtering it again. Holds the recordings
+    processed whole in memory, so it lives only as long as the selection that made it."""
+
+    def __init__(self):
+        self._store: dict = {}
+
+    def pieces(self, raw: SampledData, processing: ProcessingConfig, *, purpose: str = "fit",
+               columns: FrictionColumns | None = None) -> list:
+        scale = None if columns is None or columns.scale is None else tuple(np.asarray(columns.scale).tolist())
+        key = (id(raw), purpose, None if columns is None else (columns.kind, scale),
+               json.dumps(processing.to_dict(), sort_keys=True, default=str))
+        hit = self._store.get(key)
+        if hit is None or hit[0] is not raw:  # the recording kept with its pieces: an id is not reused
+            hit = (raw, list(process_windows(raw, processing, purpose=purpose, columns=columns)))
+            self._store[key] = hit
+        return hit[1]
+
+
+def _pieces(raw: SampledData, processing: ProcessingConfig, friction, columns, purpose: str = "fit",
+            processed: ProcessedCache | None = None):
+    if processed is not None and friction is None:
+        return processed.pieces(raw, processing, purpose=purpose, columns=columns)
+    return process_windows(raw, processing, friction=friction, purpose=purpose, columns=columns)
+
+
+
 def friction_residual(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
-                      preprocessed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                      preprocessed: bool = False, *, processed: ProcessedCache | None = None,
+                      fitted: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(qd, residual) on up to SCALE_SAMPLES processed samples: what an ordinary least-squares
     Coulomb-viscous fit with ``config``'s processing and columns leaves unexplained, the data the
     sigmoid and Stribeck velocity scales are chosen from. It does not depend on ``config``'s friction
-    model or estimator, so candidates differing only in those share it (model selection)."""
+    model or estimator, so candidates differing only in those share it (model selection), and
+    ``fitted`` (base parameters, theta) may give that fit when it was already made."""
     plain = dataclasses.replace(config, friction="coulomb-viscous", method="ols", friction_scales=None)
-    first = identify(model, datasets, plain, preprocessed=preprocessed)
-    theta = first.estimate.theta
+    if fitted is None:
+        first = identify(model, datasets, plain, preprocessed=preprocessed, processed=processed)
+        fitted = (first.base, first.estimate.theta)
+    base, theta = fitted
     qd_parts, r_parts, kept = [], [], 0
     for raw in datasets:
-        pieces = [raw] if preprocessed else (p.data for p in process_windows(raw, plain.processing,
-                                                                             columns=FrictionColumns()))
+        pieces = [raw] if preprocessed else (p.data for p in _pieces(raw, plain.processing, None, FrictionColumns(),
+                                                                     processed=processed))
         for d in pieces:
             take = min(d.count, SCALE_SAMPLES - kept)
             if take <= 0:
                 break
             d = d.select(slice(0, take))
             qd_parts.append(d.qd)
-            r_parts.append(d.tau - predict_processed(model, first.base, theta, d))
+            r_parts.append(d.tau - predict_processed(model, base, theta, d))
             kept += take
     return np.concatenate(qd_parts), np.concatenate(r_parts)
-
-
-def _friction_scales(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
-                     preprocessed: bool) -> list[float]:
-    """Velocity scales of sigmoid / Stribeck friction, per joint, from what a Coulomb-viscous fit
-    with the same processing leaves unexplained (friction.choose_friction_scales)."""
-    return choose_friction_scales(config.friction, *friction_residual(model, datasets, config, preprocessed)).tolist()
 
 
 @dataclass
@@ -174,10 +201,12 @@ class PreparedData:
 
 def prepare(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, *,
             preprocessed: bool = False, cache: bool = False,
-            progress: Callable[[str, float], None] | None = None) -> PreparedData:
+            progress: Callable[[str, float], None] | None = None,
+            processed: ProcessedCache | None = None) -> PreparedData:
     """Resolve the processing (one cut-off for all recordings), choose friction scales if needed and
     set up the chunked regressor. ``cache`` keeps the processed data in memory, for estimators that
-    pass over the data many times (model selection)."""
+    pass over the data many times (model selection); ``processed`` shares processed recordings
+    between the candidates of a selection."""
     report = progress or (lambda stage, fraction: None)
     if not datasets:
         raise ValueError("recordings: need at least one dataset")
@@ -198,7 +227,8 @@ def prepare(model: RobotModel, datasets: Sequence[SampledData], config: Identifi
         raise ValueError("friction_model: preprocessed data cannot be friction-compensated here; subtract it first")
     if config.joint_friction and config.friction in ("sigmoid", "stribeck") and config.friction_scales is None:
         report("choosing friction scales", 0.05)
-        config = dataclasses.replace(config, friction_scales=_friction_scales(model, datasets, config, preprocessed))
+        config = dataclasses.replace(config, friction_scales=choose_friction_scales(
+            config.friction, *friction_residual(model, datasets, config, preprocessed, processed=processed)).tolist())
     columns = config.columns
 
     def source_of(k: int) -> Callable[[], Iterator[SampledData]]:
@@ -211,7 +241,7 @@ def prepare(model: RobotModel, datasets: Sequence[SampledData], config: Identifi
                 steps[k] = [{"step": "none", "reason": "preprocessed data"}]
                 yield raw
                 return
-            for piece in process_windows(raw, config.processing, friction=friction, columns=columns):
+            for piece in _pieces(raw, config.processing, friction, columns, processed=processed):
                 if steps[k] is None:
                     steps[k] = piece.steps
                 yield piece.data
@@ -261,13 +291,14 @@ def _base_parameters(model: RobotModel, spec: ColumnSpec) -> BaseParameters:
 
 def identify(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig = None, *,
              sources: Sequence[str] = (), progress: Callable[[str, float], None] | None = None,
-             preprocessed: bool = False) -> IdentificationResult:
+             preprocessed: bool = False, processed: ProcessedCache | None = None) -> IdentificationResult:
     """Identify base parameters of ``model`` from one or more datasets.
 
     ``preprocessed`` skips signal processing (the datasets already carry exact qd and qdd).
     """
     report = progress or (lambda stage, fraction: None)
-    prep = prepare(model, datasets, config or IdentificationConfig(), preprocessed=preprocessed, progress=report)
+    prep = prepare(model, datasets, config or IdentificationConfig(), preprocessed=preprocessed, progress=report,
+                   processed=processed)
     report("estimating", 0.1)
     est, statistics = estimate(prep.config.method, prep.chunks, model.dof, prep.params, prep.names)
     report("done", 1.0)
@@ -358,14 +389,15 @@ def compare_with_measured(model: RobotModel, base: BaseParameters, theta: np.nda
 
 def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.ndarray],
                  friction: FrictionModel | None, processing: ProcessingConfig, raw: SampledData,
-                 chunk: int = 20000, columns: FrictionColumns | None = None, keep: np.ndarray | None = None):
+                 chunk: int = 20000, columns: FrictionColumns | None = None, keep: np.ndarray | None = None,
+                 processed: ProcessedCache | None = None):
     """:func:`compare_with_measured` for several parameter vectors of the same base (model
     selection): processing and regressor rows once per piece, one product per vector. Yields
     (piece without predictions, predictions at the measured samples, predictions on the grid).
     Torques are the controller's (through the model's joint map), as the sensor reported them.
     ``keep`` (a boolean mask over ``raw``'s samples) compares only those samples: the recording is
     processed whole (their filters see their neighbours), the regressor evaluated only where needed."""
-    for piece in process_windows(raw, processing, friction=friction, purpose="predict", columns=columns):
+    for piece in _pieces(raw, processing, friction, columns, purpose="predict", processed=processed):
         d = piece.data
         lo = int(np.searchsorted(raw.t, d.t[0] - 1e-9, side="left"))
         hi = int(np.searchsorted(raw.t, d.t[-1] + 1e-9, side="right"))
@@ -477,7 +509,8 @@ def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
 
 
 def validate_many(model: RobotModel, prep: "PreparedData", thetas: Sequence[np.ndarray],
-                  datasets: Sequence[SampledData], keep: Sequence[np.ndarray] | None = None) -> list[dict]:
+                  datasets: Sequence[SampledData], keep: Sequence[np.ndarray] | None = None,
+                  processed: ProcessedCache | None = None) -> list[dict]:
     """Held-out metrics against the measured torque for several estimates of one prepared fit.
     ``keep`` (per dataset, a boolean mask over its samples) scores only those samples, the recording
     processed whole: a held-out block is predicted in its recording's context, as a prediction of
@@ -487,7 +520,8 @@ def validate_many(model: RobotModel, prep: "PreparedData", thetas: Sequence[np.n
     columns = prep.config.columns
     for k, d in enumerate(datasets):
         for piece, preds, _ in compare_many(model, prep.base, thetas, prep.friction, prep.config.processing, d,
-                                            columns=columns, keep=None if keep is None else keep[k]):
+                                            columns=columns, keep=None if keep is None else keep[k],
+                                            processed=processed):
             for acc, pred in zip(accs, preds):
                 acc.add(piece.measured, pred)
     return [{"against": "measured torque", **acc.result(model.joint_names)} for acc in accs]

@@ -45,8 +45,8 @@ from robodyn.robot.model import RobotModel
 from .estimators import accumulate, estimate
 from .names import SELECTABLE
 from .friction import choose_friction_scales
-from .pipeline import (IdentificationConfig, IdentificationResult, friction_residual, identify, prepare,
-                       validate_many)
+from .pipeline import (IdentificationConfig, IdentificationResult, ProcessedCache, friction_residual, identify,
+                       prepare, validate_many)
 from .processing import resolve_processing
 from .signals import SampledData
 
@@ -58,10 +58,10 @@ METHODS = SELECTABLE
 FOLDS = 5
 MIN_BLOCK = 200  # samples: a held-out block shorter than this says little and filters badly
 MIN_PIECE = 50  # samples: processing refuses shorter pieces (processing.process_windows)
-# Iterative estimators (IRLS) stop when a step changes the parameters by less than this, relative:
-# a candidate's fold score then moves by under 1e-6 relative (at most 5.7e-7 on the TIAGo and 9.4e-7
-# on the Rokae real logs of bench/realdata against 1e-8), far below the fold-to-fold spread the rule
-# compares against; the chosen candidate's refit uses the estimator's own tolerance.
+# Iterative estimators (IRLS) stop when a step changes the fitted torque by less than this,
+# relative: a candidate's fold score then moves by at most 3e-5 relative against 1e-8 (TIAGo 3.8e-6,
+# Rokae 5.3e-7, Kinova Gen3 2.8e-5 on the real logs of bench/realdata), far below the fold-to-fold
+# spread the rule compares against; the chosen candidate's refit uses the estimator's own tolerance.
 CANDIDATE_TOLERANCE = 1e-6
 SCORE = "sum over joints of the per-joint RMSE against the measured torque on the held-out fold"
 
@@ -326,16 +326,21 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                            "parameters": None, "fold_scores": [], "error": None}
             for f, r, c in families for m in methods}
     step, total = 0, len(families) * len(plan)
-    # fold by fold, so that the candidates of one fold share its data: the Coulomb-viscous residual
-    # the sigmoid and Stribeck scales are chosen from is one fit per rotor-inertia and cut-off
-    # choice, not one per friction model
+    # fold by fold, so that the candidates of one fold share its data: the fit's recordings are
+    # processed once per friction-column set (rotor inertia on and off share it), the
+    # Coulomb-viscous least-squares fit the sigmoid and Stribeck scales come from is the
+    # Coulomb-viscous candidate's own, and a held-out recording predicted with the same columns
+    # (every fold, for Coulomb-viscous friction) is processed once for the whole selection
+    held_out_processing = ProcessedCache()
     for fold in plan:
         fitted, fit = fit_recordings(datasets, fold.fit)
         if fold.held_out_recording is not None:
             held, keep = [holdout[fold.held_out_recording]], None
         else:
             held, keep = held_out_masks(datasets, fold.held_out)
+        fit_processing = ProcessedCache()
         residuals: dict = {}
+        plain_fits: dict = {}  # (rotor, cutoff) -> (base, OLS theta) of the Coulomb-viscous candidate
         for friction, rotor, cutoff in families:
             step += 1
             report(f"candidates: friction {friction}, rotor inertia {'on' if rotor else 'off'}, {fold.name}",
@@ -352,10 +357,11 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
             try:
                 if trial.joint_friction and friction in ("sigmoid", "stribeck"):
                     if (rotor, cutoff) not in residuals:
-                        residuals[(rotor, cutoff)] = friction_residual(model, fit, trial)
+                        residuals[(rotor, cutoff)] = friction_residual(model, fit, trial, processed=fit_processing,
+                                                                       fitted=plain_fits.get((rotor, cutoff)))
                     trial = dataclasses.replace(trial, friction_scales=choose_friction_scales(
                         friction, *residuals[(rotor, cutoff)]).tolist())
-                prep = prepare(model, fit, trial, cache=True)
+                prep = prepare(model, fit, trial, cache=True, processed=fit_processing)
                 statistics = accumulate(prep.chunks, model.dof, prep.params)
             except ValueError as exc:
                 for m in live:
@@ -369,8 +375,11 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                     thetas.append((m, est.theta))
                 except ValueError as exc:
                     rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
+            if friction == "coulomb-viscous":  # the fit friction_residual would make, already made
+                plain_fits.update({(rotor, cutoff): (prep.base, th) for m, th in thetas if m == "ols"})
             if thetas:
-                for (m, _), score in zip(thetas, validate_many(model, prep, [th for _, th in thetas], held, keep)):
+                for (m, _), score in zip(thetas, validate_many(model, prep, [th for _, th in thetas], held, keep,
+                                                               processed=held_out_processing)):
                     rows[(friction, rotor, cutoff, m)]["fold_scores"].append(score["rmse_sum"])
                     rows[(friction, rotor, cutoff, m)]["parameters"] = prep.params
     candidates: list[dict] = []
