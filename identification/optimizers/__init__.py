@@ -52,7 +52,6 @@ from .options import (ALL_METHODS, CHAOS_ACCEPTANCE, CHAOS_REGIONS, DEFAULT_OPTI
                       GridOptions, ICPSOOptions, LPSOOptions, PSOOptions, SLSQPOptions, WSOOptions, default_options)
 from .problem import (INFEASIBLE_OFFSET, Bounds, LinearConstraint, NonlinearConstraint, OptimizeResult,
                       Heartbeat, OutOfTime, PopulationFitness, Progress, _Evaluator, _Stop, vectorize)
-from .problem import _OutOfTime  # noqa: F401  the old private name, still used by tests/identification/excitation
 from .swarm import (_pso, icpso_inertia, icpso_learning_factors, is_premature, premature_variance,
                     tent_map_sequence)
 from .wso import (_wso, wso_constriction, wso_frequency, wso_movement_force, wso_school, wso_school_strength, wso_velocity,

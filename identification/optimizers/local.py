@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .options import GridOptions, SLSQPOptions
-from .problem import INFEASIBLE_OFFSET, Bounds, LinearConstraint, _Evaluator, _notify, _OutOfTime, _Stop
+from .problem import INFEASIBLE_OFFSET, Bounds, LinearConstraint, OutOfTime, _Evaluator, _notify, _Stop
 
 # --------------------------------------------------------------------------- SLSQP
 
@@ -75,7 +75,7 @@ def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) 
         history.append(float(fun(xk)))
         _notify(callback, "slsqp", it[0], ev, run)
         if ev.out_of_time():
-            raise _OutOfTime
+            raise OutOfTime
 
     try:
         with warnings.catch_warnings():
@@ -86,7 +86,7 @@ def _slsqp(ev: _Evaluator, x0, opts: SLSQPOptions, rng, callback, run, history) 
                                           options={"maxiter": opts.max_iter, "ftol": opts.ftol})
         fun(res.x)  # let the final iterate compete for the incumbent
         return int(res.nit), str(res.message)
-    except _OutOfTime:
+    except OutOfTime:
         return it[0], "stopped (time limit)"
     except _Stop:
         return it[0], "stopped (callback)"
@@ -125,7 +125,7 @@ def _grid(ev: _Evaluator, x0, opts: GridOptions, rng, callback, run, history) ->
             history.append(ev.best_f)
             _notify(callback, "grid", batches[0], ev, run)
             if ev.out_of_time():
-                raise _OutOfTime
+                raise OutOfTime
 
     try:
         evaluate([np.linspace(lo[i], hi[i], k) for i in range(d)])
@@ -135,7 +135,7 @@ def _grid(ev: _Evaluator, x0, opts: GridOptions, rng, callback, run, history) ->
             evaluate([np.linspace(max(lo[i], best[i] - 2 * cell[i]), min(hi[i], best[i] + 2 * cell[i]),
                                   opts.refine_points) for i in range(d)])
             cell = cell * 4.0 / (opts.refine_points - 1)
-    except _OutOfTime:
+    except OutOfTime:
         return batches[0], "stopped (time limit)"
     except _Stop:
         return batches[0], "stopped (callback)"

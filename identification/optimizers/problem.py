@@ -128,9 +128,6 @@ class OutOfTime(_Stop):
     returns the best point so far)."""
 
 
-_OutOfTime = OutOfTime  # the name local.py (and tests/identification/excitation/test_time_limit.py) still use
-
-
 class Heartbeat:
     """``emit(progress)`` from inside the evaluations, at the first one and then whenever ``every_s``
     of ``clock`` time has passed since the last. An optimizer iteration can take minutes on a loaded

@@ -40,7 +40,7 @@ from robodyn.errors import UserError
 from robodyn.papers import cite
 
 from . import progress as bars
-from .common import add_json, deprecated, needs_a_command, nonnegative_float, positive_int, print_json
+from .common import add_json, add_out, deprecated, needs_a_command, nonnegative_float, positive_int, print_json
 
 PAPER = cite("calibration")
 LOAD_HELP = "payload mass (kg) and centre of mass in the flange frame (m)"
@@ -112,7 +112,7 @@ def register(sub) -> None:
                         "(default: the model's floor_z, else 0)")
     a.add_argument("--floor-z", dest="floor", type=float, help=argparse.SUPPRESS)  # the old spelling
     a.add_argument("--seed", type=int, default=0, help="random seed of the pose draw (default 0)")
-    a.add_argument("--out", required=True, help="plan file (JSON)")
+    add_out(a, "plan file (JSON)", required=True, metavar="JSON")
     add_json(a, "print the plan summary as JSON")
 
     a = add("measure", cmd_measure, help="measure the planned poses with a simulated robot and tracker")
@@ -131,7 +131,7 @@ def register(sub) -> None:
     a.add_argument("--noise-um-per-m", type=nonnegative_float, default=6.0,
                    help="range-dependent tracker noise, um/m (AT960: 6)")
     a.add_argument("--units", choices=("m", "mm"), default="m", help="position unit written to the CSV")
-    a.add_argument("--out", required=True, help="measurement CSV")
+    add_out(a, "measurement CSV", required=True, metavar="CSV")
     add_json(a)
 
     a = add("collect", cmd_collect, help="move the robot through the plan with the daemon and record a measurement "
@@ -171,7 +171,7 @@ def register(sub) -> None:
     a.add_argument("--prior-stiffness", type=float, default=50000.0, help="stiffness kept for unexcited joints, N·m/rad")
     a.add_argument("--units", choices=("m", "mm"), default=None, help="position unit of the CSVs (default: detect)")
     a.add_argument("--angles", choices=("rad", "deg"), default=None, help="joint-angle unit of the CSVs (default: detect)")
-    a.add_argument("--out", required=True, help="calibration result (JSON)")
+    add_out(a, "calibration result (JSON)", required=True, metavar="JSON")
     a.add_argument("--plot", default=None, help="PNG of the error per pose before and after")
     add_json(a)
 
@@ -222,7 +222,7 @@ def register(sub) -> None:
     a = act.add_parser("export-urdf")  # deprecated: not listed
     a.set_defaults(handler=deprecated(cmd_export_urdf, "calibrate export-urdf", "export-urdf CALIBRATION"))
     a.add_argument("calibration", help="result of 'calibrate identify'")
-    a.add_argument("--out", default=None, help="URDF file (default: print)")
+    add_out(a, "URDF file (default: print)", metavar="URDF")
     a.add_argument("--name", default=None, help="the robot name written in the URDF")
     add_accept_failed(a)
     add_json(a, "print {out, urdf, joint_map_file} as JSON (the URDF text inside when there is no --out)")
@@ -544,7 +544,7 @@ def add_collect_arguments(a) -> None:
                    help="how long to wait for each pose's measurement from --source before skipping the pose "
                         "(default 30 s)")
     a.add_argument("--units", choices=("m", "mm"), default="m", help="position unit written to the CSV")
-    a.add_argument("--out", required=True, help="measurement CSV")
+    add_out(a, "measurement CSV", required=True, metavar="CSV")
     add_json(a)
 
 

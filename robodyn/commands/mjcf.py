@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import FORCE_HELP, add_json, output_path, print_json
+from .common import FORCE_HELP, add_json, add_out, output_path, print_json
 
 
 DEFAULT_OUT = "robot_identified.xml"
@@ -16,8 +16,7 @@ def register(sub) -> None:
                                    "(damping) and Coulomb friction (frictionloss) into an MJCF file with the robot "
                                    "model's kinematics, one motor per joint and the joint map.")
     p.add_argument("result", help="result JSON of `robodyn identify --method consistent`")
-    p.add_argument("--out", default=None, metavar="FILE.xml",
-                   help=f"MJCF file to write (default ./{DEFAULT_OUT}, never overwritten without --force)")
+    add_out(p, f"MJCF file to write (default ./{DEFAULT_OUT}, never overwritten without --force)", metavar="FILE.xml")
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--robot", help="model (default: the one named in the result)")
     p.add_argument("--verify", action="store_true",

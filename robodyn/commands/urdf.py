@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .common import FORCE_HELP, add_json, output_path, print_json
+from .common import FORCE_HELP, add_json, add_out, output_path, print_json
 
 
 DEFAULT_OUT = "robot_identified.urdf"
@@ -19,9 +19,8 @@ def register(sub) -> None:
                                            "kinematic calibration")
     p.add_argument("result", help="result JSON of `robodyn identify --method consistent`, or a calibration of "
                                   "`robodyn calibrate identify`")
-    p.add_argument("--out", default=None, metavar="URDF",
-                   help="URDF file (default: robot_identified.urdf in the current folder for an identification, never "
-                        "overwritten without --force; a calibration's URDF is printed)")
+    add_out(p, "URDF file (default: robot_identified.urdf in the current folder for an identification, never "
+               "overwritten without --force; a calibration's URDF is printed)", metavar="URDF")
     p.add_argument("--robot", help="identification: model (default: the one named in the result)")
     p.add_argument("--verify", action="store_true",
                    help="identification: load the URDF in pinocchio and MuJoCo and compare torques on random states")

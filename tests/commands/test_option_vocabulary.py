@@ -2,9 +2,7 @@
 meaning wherever it appears (robodyn.commands.common.VOCABULARY), and docs/options.md is that table.
 
 Every command's parser is walked; a shared option that a command spells, types or explains
-differently is named with the command. PENDING lists the options of modules other engineers own that
-are reported for the same change and not made yet (the report says which line changes); nothing
-else may differ."""
+differently is named with the command. Nothing may differ."""
 
 from __future__ import annotations
 
@@ -20,13 +18,6 @@ from robodyn.commands.common import (FRICTION_LAWS, JOINT_NAMES_WORDS, RATE_WORD
 from tests.commands.test_commands import LEAVES
 
 ROOT = Path(__file__).resolve().parents[2]
-
-# (command, option) in modules other engineers own (calibrate.py, urdf.py, mjcf.py): reported, with the exact
-# change, for their owners
-PENDING = {
-    ("export-urdf", "--out"), ("export-mjcf", "--out"), ("calibrate plan", "--out"), ("calibrate measure", "--out"),
-    ("calibrate collect", "--out"), ("calibrate identify", "--out"), ("calibrate export-urdf", "--out"),
-}
 
 
 def _shown(parser):
@@ -93,7 +84,7 @@ def test_every_shared_option_takes_the_same_values_and_means_the_same_in_every_c
             key = "--out" if option == "-o" else "--rotor-inertia" if option == "--no-rotor-inertia" else option
             found.add((command, key))
             problems = _differences(option, action)
-            if problems and (command, key) not in PENDING:
+            if problems:
                 wrong[f"{command} {option}"] = problems
     assert not wrong, wrong
     # the walk saw the options this module's commands share (a broken walk would pass vacuously)
@@ -105,13 +96,27 @@ def test_every_shared_option_takes_the_same_values_and_means_the_same_in_every_c
                  ("compare", "--rate"), ("bridge foxglove", "--rate"), ("excitation design", "--out"),
                  ("excitation check", "--rate"), ("excitation design", "--period"), ("reproduce", "--out"),
                  ("scaleout run", "--out"), ("identify", "--joint-names"), ("validate", "--joint-names"),
-                 ("predict", "--joint-names"), ("export", "--joint-names")]:
+                 ("predict", "--joint-names"), ("export", "--joint-names"), ("export-urdf", "--out"),
+                 ("export-mjcf", "--out"), ("calibrate plan", "--out"), ("calibrate measure", "--out"),
+                 ("calibrate collect", "--out"), ("calibrate identify", "--out"), ("calibrate export-urdf", "--out")]:
         assert pair in found, pair
 
 
+@pytest.mark.parametrize("words", [
+    ["calibrate", "plan", "--robot", "ur5_li2023"], ["calibrate", "measure", "plan.json"],
+    ["calibrate", "collect", "plan.json", "--source", "file:m.csv"], ["calibrate", "identify", "m.csv", "--robot", "ur5"],
+    ["calibrate", "export-urdf", "cal.json"], ["export-urdf", "result.json"], ["export-mjcf", "result.json"]])
+def test_the_export_and_calibration_commands_take_o_as_out(words):
+    """`-o FILE` and `--out FILE` parse to the same args.out in the commands that took only --out."""
+    from robodyn.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args([*words, "-o", "x.file"]).out == "x.file"
+    assert parser.parse_args([*words, "--out", "x.file"]).out == "x.file"
+
+
 def test_every_command_refuses_an_unknown_friction_law_with_the_same_one_line(capsys):
-    commands = [words for words, parser in LEAVES if "--friction" in _shown(parser)
-                and (" ".join(words), "--friction") not in PENDING]
+    commands = [words for words, parser in LEAVES if "--friction" in _shown(parser)]
     assert len(commands) >= 6
     for words in commands:
         assert main([*words, "--friction", "sticky"]) == 2
@@ -184,7 +189,7 @@ def test_docs_options_is_the_one_table():
     for words, parser in LEAVES:
         command = " ".join(words)
         for option in set(_shown(parser)) & set(VOCABULARY):
-            if (command, option) in PENDING or command not in listed:
+            if command not in listed:
                 continue
             assert f"`{command}`" in rows[option][3], (command, option)
 

@@ -176,7 +176,7 @@ def test_a_large_population_is_cut_between_chunks_once_the_deadline_passes():
     assert rows == [CHUNK_ROWS] * 5 + [3]
     rows.clear()
     clock.now = 0.0
-    with pytest.raises(opt._OutOfTime):
+    with pytest.raises(opt.OutOfTime):
         interruptible(criterion, deadline=1.5, clock=clock)(X)  # chunks start at t = 0, 1, 2: the third is refused
     assert rows == [CHUNK_ROWS, CHUNK_ROWS]
     rows.clear()
