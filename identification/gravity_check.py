@@ -43,8 +43,12 @@ def _perpendicular_axes(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _rss(gram: np.ndarray, tau_blocks: np.ndarray, tt: float, c: np.ndarray) -> float:
     """Residual sum of squares of the least-squares fit with the regressor sum_a c_a M_a."""
-    A = np.einsum("a,b,abij->ij", c, c, gram)
-    b = np.einsum("a,ai->i", c, tau_blocks)
+    return ridge_rss(np.einsum("a,b,abij->ij", c, c, gram), np.einsum("a,ai->i", c, tau_blocks), tt)
+
+
+def ridge_rss(A: np.ndarray, b: np.ndarray, tt: float) -> float:
+    """Residual sum of squares of the least-squares fit with normal equations A x = b and the
+    torque's sum of squares ``tt``, on the standard (rank-deficient) columns."""
     d = np.sqrt(np.maximum(np.diag(A), 1e-300))
     As, bs = A / np.outer(d, d), b / d
     # the standard columns are rank deficient (base parameters regroup them): a ridge far below the

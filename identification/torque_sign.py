@@ -15,23 +15,15 @@ only joint j's share of the right-hand side, so every single-joint flip is one m
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
+
+from .gravity_check import ridge_rss
 
 MAX_SAMPLES = 5000
-RIDGE = 1e-9  # relative to the unit-scaled normal matrix: standard columns are rank deficient
 # Report a joint when negating its torque leaves at most this share of the residual sum of squares
 # as logged. On the ten real logs of bench/realdata/torque_signs.py, as logged, the best single flip
 # leaves 0.96 to 1.03 of it (none reported); a wrong sign there leaves 0.01 to 1.0: a slow or
 # narrow excitation cannot tell the signs apart, and then nothing is said.
 REPORTED_SHARE = 0.8
-
-
-def _fit_rss(A: np.ndarray, b: np.ndarray, tt: float) -> float:
-    d = np.sqrt(np.maximum(np.diag(A), 1e-300))
-    As, bs = A / np.outer(d, d), b / d
-    factor = scipy.linalg.cho_factor(As + RIDGE * np.eye(len(bs)))
-    x = scipy.linalg.cho_solve(factor, bs)
-    return float(max(tt - x @ bs, 0.0))
 
 
 def check_torque_signs(model, q, qd, qdd, tau, spec) -> dict:
@@ -50,11 +42,11 @@ def check_torque_signs(model, q, qd, qdd, tau, spec) -> dict:
     per_joint = np.einsum("sjp,sj->jp", Yj, t)  # joint j's share of Y' tau
     b = per_joint.sum(axis=0)
     tt = float(np.sum(t * t))
-    logged = _fit_rss(A, b, tt)
+    logged = ridge_rss(A, b, tt)
     if logged <= 0.0:
         shares = np.ones(n)
     else:
-        shares = np.array([_fit_rss(A, b - 2.0 * per_joint[j], tt) / logged for j in range(n)])
+        shares = np.array([ridge_rss(A, b - 2.0 * per_joint[j], tt) / logged for j in range(n)])
     # one joint, the best flip: a wrong sign on one joint also makes its neighbours' flips fit
     # somewhat better (they share the links between them), so several shares drop together
     best = int(np.argmin(shares))
