@@ -198,14 +198,17 @@ def identification_result(model: RobotModel, datasets: Sequence[SampledData], co
                           holdout: Sequence[SampledData] = (), folds: int | None = None,
                           sources: Sequence[str] = (), holdout_sources: Sequence[str] = (),
                           preprocessed: bool = False, progress: Callable[[str, float], None] | None = None,
-                          iteration_callback: Callable | None = None
+                          iteration_callback: Callable | None = None, choose_method: bool = False
                           ) -> tuple[IdentificationResult, dict, str]:
     """The result of one identification, the method's own section of it (also one of the result's
     sections) and a one-line summary: ``method`` (or, with ``select``, the least-squares model
     selection of :mod:`.selection`: blocked cross-validation in ``folds`` blocks, each ``holdout``
     recording one more fold), the method's own section, the coverage record (what the fit saw, per
     joint: :mod:`.coverage`), for raw data the fit against what the sensor measured, processed
-    exactly as validation will process it, and the fit's error on each ``holdout`` recording."""
+    exactly as validation will process it, and the fit's error on each ``holdout`` recording.
+    ``choose_method`` (the command's default, no method named) also tries the physically consistent
+    fit beside the least-squares ``method`` on the held-out quarter that judges the cut-off
+    (selection.validated_choice) and fits with the better of the two."""
     from .coverage import identification_coverage
     from .pipeline import add_checks, validate
 
@@ -217,13 +220,33 @@ def identification_result(model: RobotModel, datasets: Sequence[SampledData], co
         result = select_model(model, datasets, config, folds=folds or FOLDS, holdout=list(holdout),
                               sources=list(sources), progress=progress)
     else:
+        choice_note = None
         if not preprocessed:  # the automatic cut-off judged on held-out data, not assumed (selection.py)
-            from .selection import validated_cutoff
+            from .selection import CONSISTENT, consistent_fit_available, validated_choice
 
-            config = validated_cutoff(model, datasets, config)
+            # other methods keep the cut-off their config's estimator validates
+            methods = [method if method in LEAST_SQUARES else config.method]
+            if choose_method and method in LEAST_SQUARES and config.friction_model is None \
+                    and config.friction in ("coulomb-viscous", "none"):
+                if consistent_fit_available():
+                    methods.append(CONSISTENT)
+                else:
+                    choice_note = ("method: the physically consistent fit was not compared with " + method +
+                                   " (it needs the sdp extra: pip install 'robodyn[sdp]')")
+            config, chosen_method = validated_choice(model, datasets, config, methods)
+            method = chosen_method if method in LEAST_SQUARES else method
+            chosen = (config.processing.cutoff_choice or {})
+            if len(methods) > 1 and chosen.get("method"):
+                best = {c["method"]: c["rmse_sum"] for c in chosen.get("candidates", [])
+                        if c.get("cutoff_hz") == config.processing.cutoff_hz and c.get("rmse_sum") is not None}
+                choice_note = ("method: " + method + " chosen on the last quarter of the data, held out: " +
+                               ", ".join(f"{m} {v:.4g} N.m" for m, v in best.items()) +
+                               " (sum of per-joint RMSE against the measured torque)")
         outcome = identify_method(model, datasets, config, method, options=options, sources=sources,
                                   preprocessed=preprocessed, progress=progress, iteration_callback=iteration_callback)
         result, details, summary = outcome.result, outcome.details, outcome.summary
+        if choice_note:
+            result.estimate.notes.append(choice_note)
     result.sections.update(details)
     add_checks(model, datasets, result, preprocessed)
     result.coverage = identification_coverage(datasets, result.config.processing, model.joint_names,

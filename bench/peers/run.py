@@ -167,8 +167,8 @@ def run_peer(peer: str, log: dict) -> dict:
         if peer == "robodyn_cutoff_10hz":
             config = IdentificationConfig(motor_couplings=tuple(log["couplings"]),
                                           processing=ProcessingConfig(cutoff_hz=10.0))
-        result = identification_result(model, [fit], config, config.method,
-                                       select=peer == "robodyn_select")[0].to_json_dict()
+        result = identification_result(model, [fit], config, config.method, select=peer == "robodyn_select",
+                                       choose_method=peer != "robodyn_select")[0].to_json_dict()
         v = validate(model, result, [held])
         out = {"rmse": v["rmse"], "rmse_sum": v["rmse_sum"], "parameters": len(result["estimate"]["values"]),
                "cutoff_hz": result["config"]["processing"]["cutoff_hz"]}

@@ -97,7 +97,8 @@ def _identify_and_validate(model, fit, held, config, select: bool = False):
     from robodyn.identification.methods import identification_result
     from robodyn.identification.pipeline import validate
 
-    result = identification_result(model, [fit], config, config.method, select=select)[0].to_json_dict()
+    result = identification_result(model, [fit], config, config.method, select=select,
+                                   choose_method=not select)[0].to_json_dict()
     v = validate(model, result, [held])
     processing = result["config"]["processing"]
     choice = processing.get("cutoff_choice") or {}

@@ -83,7 +83,7 @@ def evaluate(name: str, model, data, couplings=(), select: bool = True, held=Non
     config = IdentificationConfig(motor_couplings=couplings)
     t0 = time.perf_counter()
     # what `robodyn identify` does with no options (its cut-off judged on held-out data)
-    default = identification_result(model, [fit], config, config.method)[0].to_json_dict()
+    default = identification_result(model, [fit], config, config.method, choose_method=True)[0].to_json_dict()
     v = validate(model, default, [held])
     choice = default["config"]["processing"]["cutoff_choice"]
     out["default"] = {"rmse": v["rmse"], "rmse_sum": v["rmse_sum"], "relative_error_total": v["relative_error_total"],

@@ -158,7 +158,9 @@ def add_identify_arguments(p, default_method: str | None = None) -> None:
     add_joint_names(p)
     p.add_argument("--method", choices=METHODS, default=default_method, metavar="METHOD",
                    help="one of " + "; ".join(f"{m}: {d}" for m, d in DESCRIPTIONS.items())
-                        + f" (default {default_method or 'wls'}; with --select, chosen)")
+                        + (f" (default {default_method})" if default_method else
+                           " (default: weighted least squares or the physically consistent fit, whichever predicts "
+                           "the last quarter of the data, held out, better; with --select, chosen)"))
     add_model_arguments(p)
     p.add_argument("--select", action="store_true",
                    help="choose friction model (Coulomb-viscous, smooth Coulomb tanh, Stribeck), rotor inertia and "
@@ -342,7 +344,8 @@ def cmd_identify(args) -> int:
             folds=args.folds, sources=[str(p) for p in args.data],
             holdout_sources=[str(p) for p in args.holdout or ()], preprocessed=args.preprocessed,
             progress=bars.stages(stage_bar, beat=None if bars.drawn(stage_bar) else beat),
-            iteration_callback=bars.iterations(it_bar, fitness_label="J"))
+            iteration_callback=bars.iterations(it_bar, fitness_label="J"),
+            choose_method=args.method is None and not args.select)
     # where the model came from, so validate and predict load the same one (a file, or a built-in)
     result.robot_ref = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
     doc = result.to_json_dict()  # the file, the report and the printed summary read the document
