@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
+from .combined_covariance import combined_std, deflection_columns
 from .geometric import (LOSSES, fit_geometry, loss_weights, minimum_equations, require_excitation, robust_cost,
                         robust_scale)
 from .identifiability import Redundancy, analyse_identifiability, structural_redundancies
@@ -244,6 +245,7 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
     c_std = np.full(n, np.nan)
     history = [{"iteration": 0, "rms_residual_m": fit.sigma}]
     iterations, converged = 0, True
+    std = None
     if method == "geometric-stiffness" and need_stiffness:
         cf = identify_compliance(gm, fit.params, q_pair, delta, loaded.load, prior)
         compliance, c_ident, c_std = cf.compliance, cf.identified, cf.std
@@ -274,7 +276,10 @@ def calibrate(gm: GeometricModel, noload: MeasurementSet, loaded: MeasurementSet
         if need_stiffness:
             notes += _stiffness_notes(c_ident, "the payload does not twist them at these poses "
                                                "(a vertical load never loads a vertical axis)")
-    result = CalibrationResult(gm, method, fit.params, fit.std, free, dropped, compliance, c_ident, c_std,
+            q_link = noload.q + joint_deflection(robot_for(gm, fit.params), noload.q, compliance, None, links=True)
+            std, c_std = combined_std(gm, noload, loaded, fit.params, q_link, free, c_ident, i_o, i_f, fit.chi2)
+    std = fit.std if std is None else std  # geometry-only, unless the compliances were fitted with it
+    result = CalibrationResult(gm, method, fit.params, std, free, dropped, compliance, c_ident, c_std,
                                iterations, converged and fit.success, history, notes, fit.sigma, chi2=fit.chi2,
                                failure=failure, loss=loss, loss_scale=fit.f_scale)
     robust_report(result, [noload])  # the loss acts on the geometry fits to the unloaded set
@@ -481,7 +486,7 @@ def _combined_gravity(gm: GeometricModel, noload: MeasurementSet, loaded: Measur
             Jg, Jq = r.jacobian(params, ql, joint=True)
             tau = holding_torques(robot, ql, s.load, links=True)[r.row_pose]
             # d(q_link)/dc_j = -tau_j (first order); d(q_link)/db_j = -tanh(tau_j / scale) / 2
-            Jc = -Jq[:, cj] * tau[:, cj] * c_scale
+            Jc = deflection_columns(Jq, tau, cj) * c_scale
             Jb = -0.5 * Jq[:, bj] * np.tanh(tau[:, bj] / b_scale[bj])
             blocks.append(np.hstack([Jg[:, idx], Jc, Jb]))
         return np.vstack(blocks)
