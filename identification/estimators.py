@@ -457,3 +457,16 @@ def estimate(method: str, chunks: Callable[[], Iterator[tuple[np.ndarray, np.nda
             options["tol"] = tolerance
         return function(chunks, dof, params, names, statistics=ne, **options), ne
     return function(ne, names), ne
+
+
+def covariance_free_estimate(method: str, theta: np.ndarray, ne: NormalEquations, names, note: str) -> Estimate:
+    """An Estimate for a method without a covariance (a metaheuristic, the physically consistent fit,
+    a network): the rank and conditioning are the data's (OLS), the standard deviations unknown
+    (NaN, written as null), the residuals the method's own."""
+    reference = ols(ne, names)
+    rss = ne.joint_rss(theta)
+    cc = float(ne.c.sum())
+    p = theta.shape[0]
+    return Estimate(method, np.asarray(theta, float), np.full((p, p), np.nan),
+                    np.sqrt(rss / np.maximum(ne.rows - ne.params / ne.dof, 1)), reference.rank, reference.cond,
+                    int(ne.rows.sum()), float(np.sqrt(rss.sum() / cc)) if cc > 0 else 0.0, notes=[note])

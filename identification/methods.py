@@ -30,7 +30,7 @@ import numpy as np
 from robodyn.robot.model import RobotModel
 
 from .estimators import METHODS as LEAST_SQUARES
-from .estimators import Estimate, NormalEquations, accumulate, estimate, ols
+from .estimators import NormalEquations, accumulate, covariance_free_estimate, estimate, ols
 from .metaheuristic import METAHEURISTICS, NI2024_POPULATION
 from .pipeline import IdentificationConfig, IdentificationResult, PreparedData, prepare, result_from
 from .signals import SampledData
@@ -101,18 +101,6 @@ def iteration_budget(method: str, options: MethodOptions) -> int | None:
     return None
 
 
-def _estimate(method: str, theta: np.ndarray, ne: NormalEquations, names, note: str) -> Estimate:
-    """An Estimate for a method without a covariance: the rank and conditioning are the data's (OLS),
-    the standard deviations unknown (NaN, written as null), the residuals the method's own."""
-    reference = ols(ne, names)
-    rss = ne.joint_rss(theta)
-    cc = float(ne.c.sum())
-    p = theta.shape[0]
-    return Estimate(method, np.asarray(theta, float), np.full((p, p), np.nan),
-                    np.sqrt(rss / np.maximum(ne.rows - ne.params / ne.dof, 1)), reference.rank, reference.cond,
-                    int(ne.rows.sum()), float(np.sqrt(rss.sum() / cc)) if cc > 0 else 0.0, notes=[note])
-
-
 def prepare_statistics(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, *,
                        preprocessed: bool = False, progress: Callable[[str, float], None] | None = None
                        ) -> tuple[PreparedData, NormalEquations]:
@@ -181,7 +169,7 @@ def identify_method(model: RobotModel, datasets: Sequence[SampledData], config: 
         theta, details = fit.theta, {"neural_network": fit.to_dict()}
         summary = f"linear network: {fit.epochs} epochs, converged = {fit.converged}"
         note = "nn: gradient descent gives no covariance; see the 'neural_network' section"
-    est = _estimate(method, theta, ne, prep.names, note)
+    est = covariance_free_estimate(method, theta, ne, prep.names, note)
     report("done", 1.0)
     return MethodResult(result_from(model, prep, est, ne, sources, method=method), details, summary)
 
@@ -233,12 +221,11 @@ def identification_result(model: RobotModel, datasets: Sequence[SampledData], co
                 else:
                     choice_note = ("method: the physically consistent fit was not compared with " + method +
                                    " (it needs the sdp extra: pip install 'robodyn[sdp]')")
-            config, chosen_method = validated_choice(model, datasets, config, methods)
+            config, chosen_method, record = validated_choice(model, datasets, config, methods)
             method = chosen_method if method in LEAST_SQUARES else method
-            chosen = (config.processing.cutoff_choice or {})
-            if len(methods) > 1 and chosen.get("method"):
-                best = {c["method"]: c["rmse_sum"] for c in chosen.get("candidates", [])
-                        if c.get("cutoff_hz") == config.processing.cutoff_hz and c.get("rmse_sum") is not None}
+            if len(methods) > 1 and record.get("method"):
+                best = {c["method"]: c["rmse_sum"] for c in record["candidates"]
+                        if c["cutoff_hz"] == record["cutoff_hz"] and c["rmse_sum"] is not None}
                 choice_note = ("method: " + method + " chosen on the last quarter of the data, held out: " +
                                ", ".join(f"{m} {v:.4g} N.m" for m, v in best.items()) +
                                " (sum of per-joint RMSE against the measured torque)")

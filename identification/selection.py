@@ -100,6 +100,12 @@ def consistent_fit_available() -> bool:
     return importlib.util.find_spec("cvxpy") is not None
 
 
+def candidate_methods() -> list[str]:
+    """What ``--select`` fits on every fold: every selectable estimator of the table (read at each
+    call) and, when the sdp extra is installed, the physically consistent fit."""
+    return list(METHODS) + ([CONSISTENT] if consistent_fit_available() else [])
+
+
 def _candidate_thetas(model: RobotModel, prep, statistics, methods: Sequence[str]) -> list:
     """(method, theta or the one-line error) of each method on one prepared fit."""
     out = []
@@ -121,18 +127,19 @@ def _candidate_thetas(model: RobotModel, prep, statistics, methods: Sequence[str
 
 
 def validated_choice(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
-                     methods: Sequence[str] | None = None) -> tuple[IdentificationConfig, str]:
+                     methods: Sequence[str] | None = None) -> tuple[IdentificationConfig, str, dict]:
     """``config`` with an "auto" cut-off resolved by validation, and the method to fit with: each
     candidate cut-off (the rule's times AUTO_CUTOFF_FACTORS) x each of ``methods`` (default: the
     config's estimator alone) fitted on the first 75 % of every recording and scored on its last
     25 %, the recording processed whole, against the measured torque (the score of :data:`SCORE`);
-    the best pair wins. The record (``cutoff_choice``) keeps the rule's value, every candidate's score
-    and the method chosen. Recordings too short to split keep the rule's cut-off and the first
-    method; a fixed cut-off is not revisited (only the methods are compared, at it)."""
+    the best pair wins. Returns the config, the method and the record of every candidate's score; an
+    automatic cut-off's record (``cutoff_choice``) keeps it too, with the rule's value. Recordings too
+    short to split keep the rule's cut-off and the first method; a fixed cut-off is not revisited
+    (only the methods are compared, at it)."""
     methods = list(methods or (config.method,))
     fixed = config.processing.cutoff_hz != "auto"
     if fixed and len(methods) == 1:
-        return config, methods[0]
+        return config, methods[0], {}
     auto = config.processing if fixed else resolve_processing(config.processing, datasets)
     rate = min(1.0 / float(np.median(np.diff(d.t))) for d in datasets)
     cap = 0.4 * rate / 2.0
@@ -142,8 +149,10 @@ def validated_choice(model: RobotModel, datasets: Sequence[SampledData], config:
     try:
         parts = [split_by_time(d, AUTO_CUTOFF_HELD_OUT) for d in datasets]
     except ValueError as exc:
+        if fixed:
+            return config, methods[0], {"validation": f"not validated: {exc}"}
         choice["validation"] = f"not validated: {exc}"
-        return dataclasses.replace(config, processing=dataclasses.replace(auto, cutoff_choice=choice)), methods[0]
+        return dataclasses.replace(config, processing=dataclasses.replace(auto, cutoff_choice=choice)), methods[0], {}
     fit = [f for f, _ in parts]
     keep = [d.t >= h.t[0] for d, (_, h) in zip(datasets, parts)]
     scores = []
@@ -165,17 +174,20 @@ def validated_choice(model: RobotModel, datasets: Sequence[SampledData], config:
                           {"cutoff_hz": cutoff, "method": m, "rmse_sum": None, "error": th})
     scored = [c for c in scores if c["rmse_sum"] is not None]
     if not scored:
+        if fixed:
+            return config, methods[0], {"validation": "not validated: no candidate could be fitted", "candidates": scores}
         choice["validation"] = "not validated: no candidate could be fitted; the rule's cut-off kept"
         choice["candidates"] = scores
-        return dataclasses.replace(config, processing=dataclasses.replace(auto, cutoff_choice=choice)), methods[0]
+        return dataclasses.replace(config, processing=dataclasses.replace(auto, cutoff_choice=choice)), methods[0], {}
     best = min(scored, key=lambda c: c["rmse_sum"])
-    if not fixed:
-        choice.update({"rule_cutoff_hz": auto.cutoff_hz, "cutoff_hz": best["cutoff_hz"], "source": "validation"})
-    choice.update({"validation": f"each candidate fitted on the first {1 - AUTO_CUTOFF_HELD_OUT:.0%} of every "
-                                 f"recording, scored on the rest: {SCORE}", "candidates": scores,
-                   "methods": methods, "method": best["method"]})
+    record = {"validation": f"each candidate fitted on the first {1 - AUTO_CUTOFF_HELD_OUT:.0%} of every "
+                            f"recording, scored on the rest: {SCORE}", "candidates": scores,
+              "methods": methods, "method": best["method"], "cutoff_hz": best["cutoff_hz"]}
+    if fixed:
+        return config, best["method"], record
+    choice.update({**record, "rule_cutoff_hz": auto.cutoff_hz, "source": "validation"})
     return (dataclasses.replace(config, processing=dataclasses.replace(
-        config.processing, cutoff_hz=best["cutoff_hz"], cutoff_choice=choice)), best["method"])
+        config.processing, cutoff_hz=best["cutoff_hz"], cutoff_choice=choice)), best["method"], record)
 
 
 def validated_cutoff(model: RobotModel, datasets: Sequence[SampledData],
@@ -352,11 +364,15 @@ def held_out_masks(datasets: Sequence[SampledData], ranges) -> tuple[list[Sample
 def select(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, *,
            folds: int = FOLDS, holdout: Sequence[SampledData] = (), frictions: Sequence[str] = FRICTIONS,
            rotor_inertia: Sequence[bool] = ROTOR_INERTIA, cutoff_factors: Sequence[float] = CUTOFF_FACTORS,
-           methods: Sequence[str] = METHODS, sources: Sequence[str] = (),
+           methods: Sequence[str] | None = None, sources: Sequence[str] = (),
            progress: Callable[[str, float], None] | None = None) -> IdentificationResult:
     """The candidate chosen by blocked cross-validation and the one-standard-error rule, refitted
-    on all of ``datasets``; the result's ``selection`` entry holds every candidate's fold scores."""
+    on all of ``datasets``; the result's ``selection`` entry holds every candidate's fold scores.
+    ``methods`` default: every selectable estimator, and the physically consistent fit (with the
+    Coulomb-viscous friction, whose columns are standard parameters) when the sdp extra is there."""
     report = progress or (lambda stage, fraction: None)
+    if methods is None:
+        methods = candidate_methods()
     if config.friction_model is not None:
         raise ValueError("select: a subtracted friction model fixes the friction; selection chooses it (drop "
                          "--friction-model, or identify without --select)")
@@ -377,7 +393,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     weights = _training_weights(model, datasets, config)
     rows = {(f, r, c, m): {"friction": f, "rotor_inertia": r, "cutoff_hz": c, "method": m,
                            "parameters": None, "fold_scores": [], "error": None}
-            for f, r, c in families for m in methods}
+            for f, r, c in families for m in methods if m != CONSISTENT or f == "coulomb-viscous"}
     step, total = 0, len(families) * len(plan)
     # fold by fold, so that the candidates of one fold share its data: the fit's recordings are
     # processed once per friction-column set (rotor inertia on and off share it), the
@@ -398,7 +414,8 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
             step += 1
             report(f"candidates: friction {friction}, rotor inertia {'on' if rotor else 'off'}, {fold.name}",
                    step / (total + 1))
-            live = [m for m in methods if rows[(friction, rotor, cutoff, m)]["error"] is None]
+            live = [m for m in methods if (friction, rotor, cutoff, m) in rows
+                    and rows[(friction, rotor, cutoff, m)]["error"] is None]
             if not live:
                 continue
             trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, friction_scales=None,
@@ -423,9 +440,14 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
             thetas = []
             for m in live:
                 try:
-                    est, _ = estimate(m, prep.chunks, model.dof, prep.params, prep.names, statistics=statistics,
-                                      tolerance=CANDIDATE_TOLERANCE)
-                    thetas.append((m, est.theta))
+                    if m == CONSISTENT:
+                        theta = _candidate_thetas(model, prep, statistics, [m])[0][1]
+                        if isinstance(theta, str):
+                            raise ValueError(theta)
+                    else:
+                        theta = estimate(m, prep.chunks, model.dof, prep.params, prep.names, statistics=statistics,
+                                         tolerance=CANDIDATE_TOLERANCE)[0].theta
+                    thetas.append((m, theta))
                 except ValueError as exc:
                     rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
             if friction == "coulomb-viscous":  # the fit friction_residual would make, already made
@@ -451,7 +473,10 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                                  method=best["method"], friction_scales=None,
                                  processing=dataclasses.replace(config.processing, cutoff_hz=best["cutoff_hz"],
                                                                 cutoff_choice=choice))
-    result = identify(model, datasets, chosen, sources=sources)
+    if best["method"] == CONSISTENT:
+        result = _consistent_refit(model, datasets, dataclasses.replace(chosen, method="ols"), sources)
+    else:
+        result = identify(model, datasets, chosen, sources=sources)
     order = sorted(range(len(candidates)), key=lambda k: (candidates[k]["mean"] is None, candidates[k]["mean"] or 0))
     result.selection = {
         "folds": [{"name": f.name, "held_out": [list(r) for r in f.held_out],
@@ -465,6 +490,23 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         "candidates": [candidates[k] for k in order],
     }
     return result
+
+
+def _consistent_refit(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,
+                      sources: Sequence[str]) -> IdentificationResult:
+    """The physically consistent fit of ``config``'s columns on all of ``datasets`` (the chosen
+    candidate's refit), as identify() makes a least-squares one."""
+    from .estimators import covariance_free_estimate
+    from .pipeline import result_from
+
+    prep = prepare(model, datasets, config)
+    statistics = accumulate(prep.chunks, model.dof, prep.params)
+    theta = _candidate_thetas(model, prep, statistics, [CONSISTENT])[0][1]
+    if isinstance(theta, str):
+        raise ValueError(f"select: the chosen physically consistent fit failed on all the data: {theta}")
+    est = covariance_free_estimate(CONSISTENT, theta, statistics, prep.names,
+                                   "consistent: the semidefinite program gives no covariance")
+    return result_from(model, prep, est, statistics, sources, method=CONSISTENT)
 
 
 def _training_weights(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig):

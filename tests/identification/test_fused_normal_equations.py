@@ -58,12 +58,17 @@ def test_identification_equals_the_results_before_fusion(case, reference):
                                    motor_couplings=couplings)
         got = identify(model, [data], cfg, preprocessed=True).to_dict()
         ref = reference[f"{case}/{method}"]
+        # IRLS reaches its fixed point by another path since the reference was made (Anderson
+        # acceleration, stopping on the fitted torque's change): the same fixed point within its
+        # tolerance, in other iterations; the direct methods must agree to rounding
+        values_tol, fit_tol, cond_tol = (1e-6, 1e-8, 1e-6) if method == "irls" else (1e-9, 1e-9, 5e-9)
         assert got["estimate"]["rows"] == ref["rows"]
-        assert relative(got["estimate"]["values"], ref["values"]) < 1e-9, method
-        assert relative(got["metrics"]["identification"]["rmse"], ref["rmse"]) < 1e-9, method
-        assert relative(got["estimate"]["sigma_per_joint"], ref["sigma_per_joint"]) < 1e-9, method
-        assert abs(got["estimate"]["cond"] / ref["cond"] - 1.0) < 5e-9, method
-        assert got["estimate"]["iterations"] == ref["iterations"]
+        assert relative(got["estimate"]["values"], ref["values"]) < values_tol, method
+        assert relative(got["metrics"]["identification"]["rmse"], ref["rmse"]) < fit_tol, method
+        assert relative(got["estimate"]["sigma_per_joint"], ref["sigma_per_joint"]) < fit_tol, method
+        assert abs(got["estimate"]["cond"] / ref["cond"] - 1.0) < cond_tol, method
+        if method != "irls":
+            assert got["estimate"]["iterations"] == ref["iterations"]
 
 
 def test_real_tx40_identification_equals_the_result_before_fusion(reference):
