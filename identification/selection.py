@@ -377,16 +377,21 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         raise ValueError("select: a subtracted friction model fixes the friction; selection chooses it (drop "
                          "--friction-model, or identify without --select)")
     plan, cross_validation = cross_validation_folds(datasets, folds, len(holdout))
+    # the reference is what the default would fit: its cut-off and its choice between the config's
+    # estimator and the consistent fit (validated_choice), so selection starts from the default and
+    # keeps it unless a candidate beats it by more than a standard error
+    own = [config.method] + ([CONSISTENT] if CONSISTENT in methods and config.friction == "coulomb-viscous" else [])
+    validated, reference_method, _ = validated_choice(model, datasets, config, own)
     if config.processing.cutoff_hz == "auto":
-        # one cut-off, chosen once from all the training data (validated_cutoff), for every fold
-        # and the refit; the factors, when given, multiply it
-        auto = validated_cutoff(model, datasets, config).processing
+        # one cut-off, chosen once from all the training data, for every fold and the refit; the
+        # factors, when given, multiply it
+        auto = validated.processing
         rate = min(1.0 / float(np.median(np.diff(d.t))) for d in datasets)
         cutoffs = sorted({round(min(auto.cutoff_hz * f, 0.4 * rate / 2.0), 3) for f in cutoff_factors})
         choice = auto.cutoff_choice
     else:
         cutoffs, choice = [config.processing.cutoff_hz], None
-    reference_key = (config.friction, config.rotor_inertia, config.method, cutoffs[len(cutoffs) // 2])
+    reference_key = (config.friction, config.rotor_inertia, reference_method, cutoffs[len(cutoffs) // 2])
     families = [(f, r, c) for f in frictions for r in rotor_inertia for c in cutoffs]
     if (reference_key[0], reference_key[1], reference_key[3]) not in families:
         families.insert(0, (reference_key[0], reference_key[1], reference_key[3]))

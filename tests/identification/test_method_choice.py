@@ -52,3 +52,16 @@ def test_without_the_sdp_extra_the_default_says_the_consistent_fit_was_not_compa
     assert result.method == "wls"
     assert any("physically consistent fit was not compared" in n and "robodyn[sdp]" in n
                for n in result.estimate.notes)
+
+
+def test_select_starts_from_the_defaults_own_choice(recording):
+    """--select's reference (kept unless beaten by more than one standard error) is what the
+    default fits: its cut-off and its choice between least squares and the consistent fit."""
+    pytest.importorskip("cvxpy")
+    model, data = recording
+    default = identification_result(model, [data], IdentificationConfig(), "wls", choose_method=True)[0]
+    chosen = selection.select(model, [data], IdentificationConfig(), frictions=("coulomb-viscous",),
+                              rotor_inertia=(True,))
+    reference = chosen.selection["reference"]
+    assert (reference["method"], reference["cutoff_hz"]) == (default.method, default.config.processing.cutoff_hz)
+    assert {c["method"] for c in chosen.selection["candidates"]} >= {"wls", "consistent"}
