@@ -26,7 +26,8 @@ class ProcessingConfig:
     One zero-phase low-pass (``cutoff_hz``) is applied to q, to a measured qd and to tau, and every
     torque-side companion (the Coulomb sign columns, a subtracted friction torque) goes through the
     same filter as tau. ``"auto"`` chooses it from the data (:func:`choose_cutoff`); the value
-    chosen is what a result stores, so validation and prediction use the same number. The
+    chosen is what a result stores, so validation and prediction use the same number (when no
+    filter in use follows it, nothing is chosen and "auto" stays: :func:`cutoff_needed`). The
     per-signal overrides (``q_cutoff_hz``, ``qd_cutoff_hz``, ``tau_cutoff_hz``) exist to replay a
     published recipe; ``None`` turns one filter off.
     """
@@ -98,17 +99,39 @@ class ProcessingConfig:
             raise ValueError("cutoff_hz: 'auto' must be resolved from the data first (resolve_processing)")
         return value
 
-    def slowest_cutoff(self, rate_hz: float) -> float | None:
-        """The lowest low-pass in the chain at this rate: it sets how long edge transients last."""
-        cuts = [c for c in (self.cutoff("q"), self.cutoff("qd"), self.cutoff("tau")) if c]
+    def uses_measured_velocity(self, has_qd: bool) -> bool:
+        """Whether data with (``has_qd``) or without measured velocity columns is processed from its
+        measured velocity (filtered at the qd cut-off) rather than from differences of q."""
+        return self.velocity == "measured" or (self.velocity == "auto" and has_qd)
+
+    def slowest_cutoff(self, rate_hz: float, measured_velocity: bool = True) -> float | None:
+        """The lowest low-pass in the chain at this rate: it sets how long edge transients last.
+        The qd filter is in the chain only when the velocity is the measured one."""
+        signals = ("q", "qd", "tau") if measured_velocity else ("q", "tau")
+        cuts = [c for c in (self.cutoff(s) for s in signals) if c]
         if self.decimation > 1:
             cuts.append(DECIMATION_PASSBAND * rate_hz / self.decimation)
         return min(cuts) if cuts else None
 
 
-def resolve_processing(config: ProcessingConfig, datasets) -> ProcessingConfig:
-    """The config with an "auto" cut-off replaced by the number chosen from ``datasets`` (and how)."""
+def cutoff_needed(config: ProcessingConfig, datasets) -> bool:
+    """Whether an "auto" ``cutoff_hz`` would filter anything in ``datasets``: some signal's cut-off
+    follows it ("same") and that signal's filter runs. q and tau are always filtered; the qd
+    filter runs only on a measured velocity, so with q and tau cut-offs of their own and the
+    velocity differentiated from q, the automatic choice (a spectrum of the whole recording)
+    would choose a number nothing uses."""
     if config.resolved:
+        return False
+    if config.q_cutoff_hz == SAME or config.tau_cutoff_hz == SAME:
+        return True
+    return any(config.uses_measured_velocity(d.qd is not None) for d in datasets)
+
+
+def resolve_processing(config: ProcessingConfig, datasets) -> ProcessingConfig:
+    """The config with an "auto" cut-off replaced by the number chosen from ``datasets`` (and how).
+    When no filter in use follows it (:func:`cutoff_needed`), the config is returned as it is: its
+    ``cutoff_hz`` stays "auto", and data that would use it (a measured velocity) resolve it then."""
+    if not cutoff_needed(config, datasets):
         return config
     choice = choose_cutoff(datasets, config)
     out = ProcessingConfig(**{**config.to_dict(), "cutoff_hz": choice["cutoff_hz"], "cutoff_choice": choice})
@@ -175,7 +198,7 @@ def _filter_piece(piece: SampledData, cfg: ProcessingConfig, rate: float, fricti
     if cfg.cutoff("q"):
         q = _lowpass_padded(q, cfg.cutoff("q"), rate, order)
         log({"step": "lowpass_q", "cutoff_hz": cfg.cutoff("q"), "order": order})
-    use_measured = cfg.velocity == "measured" or (cfg.velocity == "auto" and qd is not None)
+    use_measured = cfg.uses_measured_velocity(qd is not None)
     if use_measured:
         if qd is None:
             raise ValueError("velocity: 'measured' requested but the data has no qd columns")
@@ -244,12 +267,12 @@ def _filter_piece(piece: SampledData, cfg: ProcessingConfig, rate: float, fricti
 EDGE_PERIODS = 0.5  # of the lowest cut-off, dropped at each edge a gap creates (filter transients)
 
 
-def _edge_samples(cfg: ProcessingConfig, rate: float) -> int:
+def _edge_samples(cfg: ProcessingConfig, rate: float, measured_velocity: bool = True) -> int:
     """Samples dropped at a stretch's edges created by a gap: half a period of the lowest cut-off
     (with the odd-extension padding of the zero-phase filters, the transient is mostly gone by
     then; measured on a real 1 kHz Franka log: held-out error 1.764 keeping every sample, 1.752
     dropping half a period, 1.752 dropping a whole one)."""
-    cut = cfg.slowest_cutoff(rate)
+    cut = cfg.slowest_cutoff(rate, measured_velocity)
     return int(np.ceil(EDGE_PERIODS * rate / cut)) if cut else 0
 
 
@@ -282,8 +305,9 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
     if cfg.average_period_s is not None and purpose == "fit":
         yield _process_whole_periodic(raw, cfg, friction, steps, columns)
         return
-    stretches = split_at_gaps(raw.t, cfg.gap_periods)
-    edge = _edge_samples(cfg, rate)
+    stretches = split_at_gaps(raw.t, cfg.gap_periods, rep["median_period"])
+    measured_velocity = cfg.uses_measured_velocity(raw.qd is not None)
+    edge = _edge_samples(cfg, rate, measured_velocity)
     trim = int(round(cfg.trim_s * rate)) if cfg.trim_s else 0
     min_len = max(50, 4 * edge + 10)
     kept, dropped = [], []
@@ -294,8 +318,8 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
             continue
         kept.append(seg)
     if len(stretches) > 1 or dropped:
-        dt = np.diff(raw.t)
-        gaps = [{"t": float(raw.t[s.start - 1]), "seconds": float(dt[s.start - 1])} for s in stretches[1:]]
+        gaps = [{"t": float(raw.t[s.start - 1]), "seconds": float(raw.t[s.start] - raw.t[s.start - 1])}
+                for s in stretches[1:]]
         steps.append({"step": "split_at_gaps", "gap_periods": cfg.gap_periods, "stretches": len(stretches),
                       "gaps": gaps[:50], "gap_count": len(gaps), "dropped_short": dropped,
                       "edge_samples_dropped": edge, "reason": "never interpolated across a gap"})
@@ -307,7 +331,7 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
         steps.append({"step": "resample", "rate_hz": rate, "within": "each stretch",
                       "reason": "jittered timestamps" if irregular else "requested"})
     if margin is None:
-        cut = cfg.slowest_cutoff(rate)
+        cut = cfg.slowest_cutoff(rate, measured_velocity)
         margin = int(np.ceil(20.0 * rate / cut)) if cut else 64  # ~20 periods of the lowest cut-off
     f = cfg.decimation if purpose == "fit" else 1
     margin = int(np.ceil(margin / f) * f)
@@ -356,10 +380,10 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
 def _process_whole_periodic(raw: SampledData, cfg: ProcessingConfig, friction, steps: list,
                             columns=None) -> ProcessedData:
     """Period averaging needs one uninterrupted, uniformly sampled recording."""
-    if len(split_at_gaps(raw.t, cfg.gap_periods)) > 1:
+    rep = sampling_report(raw.t)
+    if len(split_at_gaps(raw.t, cfg.gap_periods, rep["median_period"])) > 1:
         raise ValueError("average_period_s: the recording has gaps; periods can only be averaged over an "
                          "uninterrupted recording")
-    rep = sampling_report(raw.t)
     rate = cfg.rate_hz or rep["rate_hz"]
     data = raw
     if cfg.resample == "always" or (cfg.resample == "auto" and rep["jitter_relative"] > cfg.jitter_tolerance):

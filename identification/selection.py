@@ -47,7 +47,7 @@ from .names import SELECTABLE
 from .friction import choose_friction_scales
 from .pipeline import (IdentificationConfig, IdentificationResult, ProcessedCache, friction_residual, identify,
                        prepare, validate_many)
-from .processing import resolve_processing
+from .processing import cutoff_needed, resolve_processing
 from .signals import SampledData
 
 FRICTIONS = ("coulomb-viscous", "sigmoid", "stribeck")
@@ -137,7 +137,7 @@ def validated_choice(model: RobotModel, datasets: Sequence[SampledData], config:
     short to split keep the rule's cut-off and the first method; a fixed cut-off is not revisited
     (only the methods are compared, at it)."""
     methods = list(methods or (config.method,))
-    fixed = config.processing.cutoff_hz != "auto"
+    fixed = not cutoff_needed(config.processing, datasets)  # a number, or "auto" that nothing uses
     if fixed and len(methods) == 1:
         return config, methods[0], {}
     auto = config.processing if fixed else resolve_processing(config.processing, datasets)
@@ -194,7 +194,7 @@ def validated_cutoff(model: RobotModel, datasets: Sequence[SampledData],
                      config: IdentificationConfig) -> IdentificationConfig:
     """``config`` with an "auto" cut-off resolved by validation of its own estimator
     (:func:`validated_choice`)."""
-    if config.processing.cutoff_hz != "auto":
+    if not cutoff_needed(config.processing, datasets):  # a number, or "auto" that nothing uses
         return config
     return validated_choice(model, datasets, config)[0]
 
@@ -382,7 +382,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     # keeps it unless a candidate beats it by more than a standard error
     own = [config.method] + ([CONSISTENT] if CONSISTENT in methods and config.friction == "coulomb-viscous" else [])
     validated, reference_method, _ = validated_choice(model, datasets, config, own)
-    if config.processing.cutoff_hz == "auto":
+    if cutoff_needed(config.processing, datasets):
         # one cut-off, chosen once from all the training data, for every fold and the refit; the
         # factors, when given, multiply it
         auto = validated.processing

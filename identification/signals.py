@@ -8,6 +8,7 @@ the result. :func:`choose_cutoff` reads a ProcessingConfig (duck-typed: this mod
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,15 +54,17 @@ class SampledData:
                 raise ValueError(f"{name}: expected shape ({N}, joints) to match t, got {arr.shape}")
             if arr.shape[1] != self.q.shape[1]:
                 raise ValueError(f"{name}: has {arr.shape[1]} joints but q has {self.q.shape[1]}")
-            if not np.all(np.isfinite(arr)):
-                row = int(np.argwhere(~np.isfinite(arr))[0][0])
+            row = _first_nonfinite_row(arr, CHUNK_SAMPLES)
+            if row is not None:
                 raise ValueError(f"{name}: NaN or infinite value at sample {row} (t={self.t[row]:.6g} s); "
                                  "drop or repair those rows before identification")
-        if not np.all(np.isfinite(self.t)):
+        if _first_nonfinite_row(self.t, CHUNK_SAMPLES) is not None:
             raise ValueError("t: NaN or infinite timestamps")
-        if N > 1 and np.any(np.diff(self.t) <= 0):
-            k = int(np.argmax(np.diff(self.t) <= 0))
-            raise ValueError(f"t: timestamps must strictly increase (sample {k + 1}: {self.t[k + 1]} after {self.t[k]})")
+        for s, dt in _intervals(self.t, CHUNK_SAMPLES):
+            if np.any(dt <= 0):
+                k = s + int(np.argmax(dt <= 0))
+                raise ValueError(f"t: timestamps must strictly increase (sample {k + 1}: {self.t[k + 1]} "
+                                 f"after {self.t[k]})")
 
     @property
     def count(self) -> int:
@@ -71,24 +74,121 @@ class SampledData:
     def dof(self) -> int:
         return int(self.q.shape[1])
 
-    def select(self, mask: np.ndarray) -> "SampledData":
+    def select(self, mask) -> "SampledData":
+        """The samples picked by a boolean mask, a slice or indices. Picking in order (a mask, a
+        forward slice, increasing indices) from checked data keeps it valid, so it is not checked
+        again: each check reads the whole recording."""
         pick = lambda a: None if a is None else a[mask]  # noqa: E731
-        return SampledData(self.t[mask], self.q[mask], self.tau[mask], pick(self.qd), pick(self.qdd),
-                           pick(self.tau_friction), pick(self.coulomb), pick(self.friction_extra), self.trajectory)
+        names = ("t", "q", "tau", "qd", "qdd", "tau_friction", "coulomb", "friction_extra")
+        fields = [pick(getattr(self, k)) for k in names] + [self.trajectory]
+        ordered = isinstance(mask, np.ndarray) and mask.ndim == 1 and (
+            mask.dtype == bool or bool(np.all(mask[1:] > mask[:-1])))
+        if not (ordered or (isinstance(mask, slice) and (mask.step or 1) > 0)):
+            return SampledData(*fields)
+        out = object.__new__(SampledData)
+        out.__dict__.update(zip(names + ("trajectory",), fields))
+        return out
 
 
 # --------------------------------------------------------------------------- sampling
 
+# Samples per pass over a long recording: checks and interval statistics run chunk by chunk, so a
+# day at 1 kHz (86.4 M samples) never needs a whole-log temporary (0.7 GB for each float array).
+CHUNK_SAMPLES = 1 << 20
 
-def sampling_report(t: np.ndarray) -> dict:
-    """Median period, jitter and gaps of a time vector."""
-    dt = np.diff(np.asarray(t, float))
-    if dt.size == 0:
+
+def _intervals(t: np.ndarray, chunk: int = CHUNK_SAMPLES):
+    """np.diff(t) in consecutive pieces of at most ``chunk`` intervals (bounded memory)."""
+    n = t.shape[0]
+    for s in range(0, n - 1, chunk):
+        yield s, np.diff(t[s:min(n, s + chunk + 1)])
+
+
+def _first_nonfinite_row(arr: np.ndarray, chunk: int = CHUNK_SAMPLES) -> int | None:
+    """The first row of ``arr`` holding NaN or an infinity, or None, read chunk by chunk."""
+    rows = max(1, chunk // max(1, int(np.prod(arr.shape[1:]))))
+    for s in range(0, arr.shape[0], rows):
+        bad = ~np.isfinite(arr[s:s + rows])
+        if bad.any():
+            return s + int(np.argwhere(bad)[0][0])
+    return None
+
+
+def _order_keys(x: np.ndarray) -> np.ndarray:
+    """Unsigned 64-bit keys that sort as the (non-NaN) float64 values do: the sign bit set for
+    positive numbers, every bit flipped for negative ones."""
+    bits = np.ascontiguousarray(x, np.float64).view(np.uint64)
+    return np.where(bits >> np.uint64(63), ~bits, bits | np.uint64(1 << 63))
+
+
+RADIX_BITS = 16  # bits of the key resolved per pass of the selection (a 64k-bin histogram)
+
+
+def _kth_interval(t: np.ndarray, k: int, chunk: int = CHUNK_SAMPLES) -> float:
+    """The k-th smallest (0-based) of the intervals np.diff(t), exactly, in bounded memory: a radix
+    selection on the intervals' order keys, 16 bits per pass over the time vector (at most four),
+    ending early with a partition of the candidates once they fit in one chunk."""
+    below = 0  # intervals whose key is below the candidate prefix
+    prefix, known = 0, 0  # the top ``known`` bits of the k-th key
+    while known < 64:
+        shift = 64 - known - RADIX_BITS
+        counts = np.zeros(1 << RADIX_BITS, np.int64)
+        for _, dt in _intervals(t, chunk):
+            key = _order_keys(dt)
+            if known:
+                key = key[(key >> np.uint64(64 - known)) == np.uint64(prefix)]
+            counts += np.bincount(((key >> np.uint64(shift)) & np.uint64((1 << RADIX_BITS) - 1)).astype(np.intp),
+                                  minlength=1 << RADIX_BITS)
+        cum = np.cumsum(counts)
+        b = int(np.searchsorted(cum, k - below, side="right"))
+        below += int(cum[b - 1]) if b else 0
+        prefix, known = (prefix << RADIX_BITS) | b, known + RADIX_BITS
+        if known < 64 and counts[b] <= chunk:
+            # few enough candidates left to hold: their exact order by one partition
+            pick = [dt[(_order_keys(dt) >> np.uint64(64 - known)) == np.uint64(prefix)]
+                    for _, dt in _intervals(t, chunk)]
+            return float(np.partition(np.concatenate(pick), k - below)[k - below])
+    bits = prefix & ~(1 << 63) if prefix >> 63 else ~prefix & ((1 << 64) - 1)  # the key back to the float
+    return float(np.array([bits], np.uint64).view(np.float64)[0])
+
+
+def median_interval(t: np.ndarray, chunk: int = CHUNK_SAMPLES) -> float:
+    """np.median(np.diff(t)), exactly (the same float), without a whole-log copy of the intervals."""
+    t = np.asarray(t, float)
+    n = t.shape[0] - 1
+    if n < 1:
         raise ValueError("t: need at least two samples")
-    med = float(np.median(dt))
-    return {"median_period": med, "rate_hz": 1.0 / med, "jitter_std": float(np.std(dt)),
-            "jitter_relative": float(np.std(dt) / med), "max_period": float(dt.max()),
-            "min_period": float(dt.min()), "gaps": int(np.sum(dt > 1.5 * med))}
+    if n <= chunk:
+        return float(np.median(np.diff(t)))
+    if n % 2:
+        return _kth_interval(t, n // 2, chunk)
+    low = _kth_interval(t, n // 2 - 1, chunk)
+    # the upper middle interval: the same value when it repeats, else the next larger one
+    at_most = sum(int(np.count_nonzero(dt <= low)) for _, dt in _intervals(t, chunk))
+    high = low if at_most > n // 2 else min(float(dt[dt > low].min()) for _, dt in _intervals(t, chunk)
+                                            if np.any(dt > low))
+    return float(np.mean(np.array([low, high])))
+
+
+def sampling_report(t: np.ndarray, chunk: int = CHUNK_SAMPLES) -> dict:
+    """Median period, jitter and gaps of a time vector, computed chunk by chunk (bounded memory;
+    the median is exact, the standard deviation equal to np.std up to rounding)."""
+    t = np.asarray(t, float)
+    med = median_interval(t, chunk)  # raises for fewer than two samples
+    n = t.shape[0] - 1
+    sums, lo, hi = [], np.inf, -np.inf
+    for _, dt in _intervals(t, chunk):
+        sums.append(float(np.add.reduce(dt)))
+        lo, hi = min(lo, float(dt.min())), max(hi, float(dt.max()))
+    mean = math.fsum(sums) / n
+    squares, gaps = [], 0
+    for _, dt in _intervals(t, chunk):
+        x = dt - mean
+        squares.append(float(np.add.reduce(x * x)))
+        gaps += int(np.count_nonzero(dt > 1.5 * med))
+    std = math.sqrt(math.fsum(squares) / n)
+    return {"median_period": med, "rate_hz": 1.0 / med, "jitter_std": std, "jitter_relative": std / med,
+            "max_period": hi, "min_period": lo, "gaps": gaps}
 
 
 REPEATED_SHARE_WARNED = 0.01  # a share of repeated rows worth a warning: above rounding coincidences
@@ -101,13 +201,26 @@ def repeated_samples(data: "SampledData") -> dict:
     velocity and acceleration it gives are wrong whatever the filter. Returns the share, the
     longest run of repeats, the rate the distinct rows have, and a warning line (or None)."""
     q = np.asarray(data.q)
-    same = np.all(q[1:] == q[:-1], axis=1)
-    if data.tau is not None:
-        same &= np.all(np.asarray(data.tau)[1:] == np.asarray(data.tau)[:-1], axis=1)
-    n = int(same.sum())
-    share = n / max(same.size, 1)
-    edges = np.diff(np.concatenate(([0], same.astype(np.int8), [0])))
-    longest = int((np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)).max()) if n else 0
+    tau = None if data.tau is None else np.asarray(data.tau)
+    n, longest, run = 0, 0, 0  # repeats, the longest run, the run still open at a chunk's end
+    rows = max(1, CHUNK_SAMPLES // max(1, q.shape[1]))  # read in chunks: a day of rows is 0.6 GB of booleans
+    for s in range(0, q.shape[0] - 1, rows):
+        e = min(q.shape[0], s + rows + 1)
+        same = np.all(q[s + 1:e] == q[s:e - 1], axis=1)
+        if tau is not None:
+            same &= np.all(tau[s + 1:e] == tau[s:e - 1], axis=1)
+        n += int(same.sum())
+        edges = np.diff(np.concatenate(([0], same.astype(np.int8), [0])))
+        starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        if starts.size == 0:
+            run = 0
+            continue
+        lengths = stops - starts
+        if starts[0] == 0:
+            lengths[0] += run  # continues the run the previous chunk ended in
+        longest = max(longest, int(lengths.max()))
+        run = int(lengths[-1]) if stops[-1] == same.size else 0
+    share = n / max(q.shape[0] - 1, 1)
     rate = sampling_report(data.t)["rate_hz"] if q.shape[0] > 1 else float("nan")
     distinct_rate = rate * (1.0 - share)
     warning = None
@@ -366,15 +479,17 @@ def moving_mask(qd: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- segments and cut-off
 
 
-def split_at_gaps(t: np.ndarray, gap_periods: float | None) -> list[slice]:
+def split_at_gaps(t: np.ndarray, gap_periods: float | None, median_period: float | None = None,
+                  chunk: int = CHUNK_SAMPLES) -> list[slice]:
     """Index slices of the stretches between gaps: a step longer than ``gap_periods`` median
-    periods ends one stretch and starts the next. Nothing is interpolated across a gap."""
+    periods ends one stretch and starts the next. Nothing is interpolated across a gap.
+    ``median_period`` is np.median(np.diff(t)) when the caller has it (else computed)."""
     t = np.asarray(t, float)
     if gap_periods is None or t.shape[0] < 3:
         return [slice(0, t.shape[0])]
-    dt = np.diff(t)
-    cuts = np.flatnonzero(dt > gap_periods * np.median(dt)) + 1
-    edges = np.concatenate([[0], cuts, [t.shape[0]]])
+    limit = gap_periods * (median_interval(t, chunk) if median_period is None else median_period)
+    cuts = [s + np.flatnonzero(dt > limit) + 1 for s, dt in _intervals(t, chunk)]
+    edges = np.concatenate([[0], *cuts, [t.shape[0]]])
     return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 

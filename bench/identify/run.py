@@ -28,7 +28,8 @@ directory) so repeated runs time identification only; ``--identify-only DIR`` ru
 identifying child on a cached recording (for an external timer).
 
     python bench/identify/run.py [--hours 1] [--robots panda] [--rate 1000] [--data-dir DIR]
-    python bench/identify/run.py --hours 1,4,24 --robots panda --data-dir /tmp/robodyn-bench-data
+    python bench/identify/run.py --hours 1,4,24 --robots panda --data-dir /tmp/robodyn-bench-data --out FILE
+    python bench/identify/run.py --trace-temporaries /tmp/robodyn-bench-data/panda-4h-1000hz --out FILE
 """
 
 from __future__ import annotations
@@ -122,6 +123,57 @@ print(json.dumps({"wall_s": t2 - t0, "identify_s": t2 - t1, "identify_cpu_s": c2
 """
 
 
+TRACE = r"""
+import functools, json, os, sys, time, tracemalloc
+import numpy as np
+from robodyn.identification import pipeline, processing, signals
+from robodyn.identification.signals import SampledData
+from robodyn.identification.processing import ProcessingConfig
+from robodyn.identification.pipeline import IdentificationConfig, identify
+from robodyn.robot.loader import load_model
+records = {}
+def note(label, above_entry_mb):
+    r = records.setdefault(label, {"calls": 0, "peak_above_entry_mb": 0.0})
+    r["calls"] += 1
+    r["peak_above_entry_mb"] = max(r["peak_above_entry_mb"], above_entry_mb)
+def traced(f, label):
+    @functools.wraps(f)
+    def g(*a, **k):
+        entry = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        try:
+            return f(*a, **k)
+        finally:
+            note(label, (tracemalloc.get_traced_memory()[1] - entry) / 2**20)
+    return g
+for name in ("sampling_report", "split_at_gaps", "choose_cutoff", "noise_crossover"):
+    g = traced(getattr(signals, name), "signals." + name)
+    for mod in (signals, processing, pipeline):
+        if hasattr(mod, name):
+            setattr(mod, name, g)
+check = SampledData.__post_init__
+def checked(self):
+    entry = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    check(self)
+    note("SampledData checks (over 1e6 samples)" if self.t.shape[0] > 10**6 else "SampledData checks (pieces)",
+         (tracemalloc.get_traced_memory()[1] - entry) / 2**20)
+SampledData.__post_init__ = checked
+pipeline.estimate = traced(pipeline.estimate, "pipeline.estimate (the streamed fit)")
+d, robot = sys.argv[1], sys.argv[2]
+tracemalloc.start()
+data = SampledData(np.load(d + "/t.npy", mmap_mode="r"), np.load(d + "/q.npy", mmap_mode="r"),
+                   np.load(d + "/tau.npy", mmap_mode="r"))
+cfg = IdentificationConfig(method="ols", friction="coulomb-viscous", rotor_inertia=True,
+                           processing=ProcessingConfig(q_cutoff_hz=20.0, tau_cutoff_hz=20.0))
+identify(load_model(robot), [data], cfg)
+print(json.dumps({"recording": d, "samples": int(data.count), "time_stamps_mb": data.t.nbytes / 2**20,
+                  "load_average": list(os.getloadavg()),
+                  "measure": "per function: the peak of numpy and Python allocations (tracemalloc) above those "
+                             "live at its entry, largest over its calls",
+                  "functions": records}))
+"""
+
 def recording(root: Path, robot: str, hours: float, rate: float) -> tuple[Path, float | None]:
     """The cached recording for (robot, hours, rate), generated when missing; returns its
     directory and the generation time (None when it was cached)."""
@@ -134,6 +186,35 @@ def recording(root: Path, robot: str, hours: float, rate: float) -> tuple[Path, 
     subprocess.run([sys.executable, "-c", GENERATE, str(d), robot, str(hours * 3600), str(rate)], check=True)
     stamp.write_text("ok")
     return d, time.perf_counter() - t
+
+
+def check_sampling(d: Path) -> dict:
+    """The chunked sampling report and gap split of a cached recording against np.diff, np.median
+    and np.std over the whole time vector: which fields are the same float, and the others."""
+    import os
+
+    import numpy as np
+
+    from robodyn.identification.signals import sampling_report, split_at_gaps
+
+    t = np.load(d / "t.npy", mmap_mode="r")
+    c = time.process_time()
+    report = sampling_report(t)
+    report_cpu = time.process_time() - c
+    stretches = [(s.start, s.stop) for s in split_at_gaps(t, 3.0)]
+    dt = np.diff(t)
+    med = float(np.median(dt))
+    std = float(np.std(dt))
+    whole = {"median_period": med, "rate_hz": 1.0 / med, "jitter_std": std, "jitter_relative": float(std / med),
+             "max_period": float(dt.max()), "min_period": float(dt.min()), "gaps": int(np.sum(dt > 1.5 * med))}
+    cuts = np.flatnonzero(dt > 3.0 * med) + 1
+    return {"recording": str(d), "samples": int(t.shape[0]),
+            "same_float": [k for k in whole if whole[k] == report[k]],
+            "different": {k: {"whole_array": whole[k], "chunked": report[k],
+                              "relative": abs(whole[k] - report[k]) / abs(whole[k])}
+                          for k in whole if whole[k] != report[k]},
+            "split_at_gaps_equal": stretches == [(int(a), int(b)) for a, b in zip(np.r_[0, cuts], np.r_[cuts, t.size])],
+            "sampling_report_cpu_s": report_cpu, "load_average": list(os.getloadavg())}
 
 
 def identify_child(d: Path, robot: str, theta_path: str | None = None) -> dict:
@@ -173,7 +254,30 @@ def main() -> int:
                     help="only run the identifying child on a cached recording directory and print its JSON")
     ap.add_argument("--robot", default="panda", help="robot of --identify-only")
     ap.add_argument("--save-theta", default=None, help="with --identify-only: write the estimate here (JSON)")
+    ap.add_argument("--out", default=None, help="also write the result JSON to this file")
+    ap.add_argument("--check-sampling", default=None, metavar="DIR", nargs="+",
+                    help="compare the chunked sampling report and split at gaps with the whole-array numpy "
+                         "expressions on cached recordings (needs two whole-log temporaries of memory)")
+    ap.add_argument("--trace-temporaries", default=None, metavar="DIR",
+                    help="identify a cached recording under tracemalloc and print, per function that reads the "
+                         "whole recording, its peak allocation above entry (which temporaries grow with the log)")
     args = ap.parse_args()
+    if args.check_sampling:
+        text = json.dumps({"command": "python bench/identify/run.py " + " ".join(sys.argv[1:]),
+                           "recordings": [check_sampling(Path(d)) for d in args.check_sampling]}, indent=2)
+        print(text)
+        if args.out:
+            Path(args.out).write_text(text + "\n")
+        return 0
+    if args.trace_temporaries:
+        p = subprocess.run([sys.executable, "-c", TRACE, args.trace_temporaries, args.robot], check=True,
+                           capture_output=True, text=True)
+        text = json.dumps({"command": "python bench/identify/run.py " + " ".join(sys.argv[1:]),
+                           **json.loads(p.stdout.strip().splitlines()[-1])}, indent=2)
+        print(text)
+        if args.out:
+            Path(args.out).write_text(text + "\n")
+        return 0
     if args.identify_only:
         print(json.dumps(identify_child(Path(args.identify_only), args.robot, args.save_theta)))
         return 0
@@ -227,9 +331,13 @@ def main() -> int:
         r["identify_cpu_s_per_hour_ratio_to_first"] = r["identify_cpu_s_per_hour"] / first["identify_cpu_s_per_hour"]
         r["peak_anon_mb_ratio_to_first"] = r["peak_anon_mb"] / first["peak_anon_mb"]
     violations = growth_violations(rows, args.tolerance)
-    print(json.dumps({"benchmark": "identify", "goal_wall_s_1h_panda": 5.0, "goal_peak_rss_mb_1h_panda": 600.0,
-                      "threads": os.cpu_count(), "tolerance": args.tolerance, "linear": not violations,
-                      "violations": violations, "bench_s": time.perf_counter() - started, "runs": rows}, indent=2))
+    text = json.dumps({"benchmark": "identify", "goal_wall_s_1h_panda": 5.0, "goal_peak_rss_mb_1h_panda": 600.0,
+                       "threads": os.cpu_count(), "tolerance": args.tolerance, "linear": not violations,
+                       "violations": violations, "bench_s": time.perf_counter() - started,
+                       "command": "python bench/identify/run.py " + " ".join(sys.argv[1:]), "runs": rows}, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
     for line in violations:
         print(f"bench/identify: FAILED: {line}", file=sys.stderr)
     return 1 if violations else 0
