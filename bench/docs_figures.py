@@ -146,6 +146,8 @@ SOURCES: dict[str, Source] = {
                                         None, "the same at SCHED_FIFO on an idle host (root); its waits are the host's load"),
     "torque_signs": Source("bench/realdata/torque_signs.json", "python bench/realdata/torque_signs.py --out {out}", None,
                            "needs the corpus cache (fetch.py) outside the repo"),
+    "loro_least_squares_only": Source("bench/realdata/loro_least_squares_only.json", "python bench/realdata/loro.py --out {out}  # at commit 112adcb, before the default compared the consistent fit", None,
+                                      "a record of the earlier default; needs the corpus cache outside the repo"),
     "loro": Source("bench/realdata/loro.json", "python bench/realdata/loro.py --out {out}", None,
                    "needs the corpus fetched outside the repository (bench/realdata/fetch.py); minutes per arm"),
     "hostile_frames": Source("bench/reliability/hostile_frames.json",
