@@ -47,6 +47,12 @@ ROUNDS = 20
 GUARD_S = 120.0  # a hung child fails the test instead of hanging it; no timing is asserted
 
 
+def _ctrl_c_as_a_terminal_gives_it():
+    """In the child: SIGINT back to its default disposition, so that Python installs its Ctrl-C
+    handler (a test runner's worker may ignore SIGINT, and an ignored signal stays ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Lines:
     """The child's stdout line by line, read straight from the pipe (a buffered reader could hold
     the next line where select does not see it)."""
@@ -68,7 +74,8 @@ class Lines:
 
 def test_sigint_at_twenty_points_of_the_kernels_is_always_a_keyboard_interrupt():
     env = dict(os.environ, NUMBA_NUM_THREADS="2")
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ROUNDS)], stdout=subprocess.PIPE, env=env)
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ROUNDS)], stdout=subprocess.PIPE, env=env,
+                            preexec_fn=_ctrl_c_as_a_terminal_gives_it)
     lines = Lines(proc)
     outcomes = []
     try:
@@ -130,7 +137,8 @@ IDENTIFY_CHILD = textwrap.dedent("""
     argv = ["identify", sys.argv[1], "--robot", "panda", "--out", sys.argv[2], "--force"]
     out = sys.__stdout__  # the test's channel; the command's own output goes to a buffer
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-        start = time.monotonic(); cli.main(argv); whole = time.monotonic() - start  # kernels loaded, and its length
+        cli.main(argv)  # kernels loaded
+        start = time.monotonic(); cli.main(argv); whole = time.monotonic() - start  # a warm run's length
     print("whole", whole, file=out, flush=True)
     for round_ in range(int(sys.argv[3])):
         err = io.StringIO()
@@ -147,7 +155,8 @@ def test_sigint_at_twenty_points_of_an_identification_is_always_interrupted_and_
     points spread over an identification of a simulated Panda: every round that the signal
     reached ends with exit 130 and the one line "robodyn identify: interrupted"; none reports a bug."""
     proc = subprocess.Popen([sys.executable, "-c", IDENTIFY_CHILD, str(tmp_path / "panda.csv"),
-                             str(tmp_path / "result.json"), str(ROUNDS)], stdout=subprocess.PIPE)
+                             str(tmp_path / "result.json"), str(ROUNDS)], stdout=subprocess.PIPE,
+                            preexec_fn=_ctrl_c_as_a_terminal_gives_it)
     lines = Lines(proc)
     outcomes = []
     try:
@@ -156,9 +165,9 @@ def test_sigint_at_twenty_points_of_an_identification_is_always_interrupted_and_
         whole = float(first.split()[1])
         for k in range(ROUNDS):
             assert lines.next() == f"ready {k}"
-            # the points: fractions 0.02 .. 0.97 of one whole identification (where they land is
+            # the points: fractions 0.02 .. 0.78 of one warm identification (where they land is
             # what varies; nothing about time is asserted)
-            select.select([], [], [], whole * (0.02 + 0.05 * k))
+            select.select([], [], [], whole * (0.02 + 0.04 * k))
             proc.send_signal(signal.SIGINT)
             outcomes.append(lines.next().split(" ", 3))
     finally:
@@ -169,4 +178,4 @@ def test_sigint_at_twenty_points_of_an_identification_is_always_interrupted_and_
     # the command's notes may come first; the interrupt is its last line, and nothing else is said of it
     assert all(o[3].split("|")[-1] == "robodyn identify: interrupted" for o in interrupted), interrupted
     assert not any("internal error" in o[3] or "Traceback" in o[3] for o in outcomes), outcomes
-    assert len(interrupted) >= ROUNDS - 3, outcomes  # the last points may land after the end
+    assert len(interrupted) >= ROUNDS - 3, outcomes  # on a busy host the last points may land after the end

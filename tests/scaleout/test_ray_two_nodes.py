@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tempfile
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -62,7 +64,9 @@ def two_nodes(tmp_path_factory):
 
     if ray.is_initialized():
         pytest.skip("a Ray instance is already running in this process")
-    base = tmp_path_factory.mktemp("ray")
+    # Ray's sockets live under its temp dir and a socket path has at most SOCKET_PATH_MAX bytes: a
+    # pytest worker's tmp_path can be too deep, so the nodes get a short folder of their own
+    base = Path(tempfile.mkdtemp(prefix="rdray"))
     assert len(str(base)) + 2 + SESSION_AND_SOCKET < SOCKET_PATH_MAX, f"{base}: too long for Ray's socket paths"
     dirs = {k: base / k for k in ("h", "s", "swork", "stmp")}
     for d in dirs.values():
@@ -86,6 +90,7 @@ def two_nodes(tmp_path_factory):
             executor.close()
         if cluster is not None:
             cluster.shutdown()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def batch(executor, recordings, fleet, tmp_path):
