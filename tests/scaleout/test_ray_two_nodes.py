@@ -180,10 +180,13 @@ def test_a_node_killed_mid_batch_has_its_tasks_retried_on_the_other(two_nodes, r
     seen = ray.get(arrivals.all.remote(), timeout=60)
     lost = {job for job, _, node in seen if node == two_nodes.second_id}
     assert lost  # the second node held at least one job when it died
-    for spec, r in zip(specs, results):
-        assert r.attempts == (2 if spec.job_id in lost else 1), (spec.job_id, r.attempts)
-    # each lost job's second attempt ran on the head node, and no job ran on the dead node after it died
+    retried = {spec.job_id for spec, r in zip(specs, results) if r.attempts == 2}
+    assert all(r.attempts in (1, 2) for r in results)
+    # every job the dead node held ran again; a job it had been given but had not yet reported from
+    # (the kill can land between the two on a busy host) may be among the retried too
+    assert lost <= retried, (lost, retried)
+    # each retried job's second attempt ran on the head node, and no job ran on the dead node after it died
     head = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
     assert len(head) == 1 and two_nodes.second_id not in head
     assert all(node in head for job, attempt, node in seen if attempt == 2)
-    assert sorted(job for job, attempt, _ in seen if attempt == 2) == sorted(lost)
+    assert sorted(job for job, attempt, _ in seen if attempt == 2) == sorted(retried)
