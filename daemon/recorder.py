@@ -124,6 +124,10 @@ class Throughput:
         self._last = (now, self.samples, self.bytes)
         return self.rate
 
+    def totals(self) -> dict:
+        """The samples and bytes written so far, without closing the rate's interval."""
+        return {"bytes_written": self.bytes, "samples_written": self.samples}
+
 
 class Recorder:
     def __init__(self, cfg, endpoints: dict):
@@ -265,7 +269,10 @@ class Recorder:
         if not self._write(lambda: run.writer.close(summary)):
             return  # write_failed was reported; the file ends at its last complete block
         row = self._index(run.path, index_row(run.meta, summary, run.path))
-        self._reply({"type": "closed", "run": run.run, "path": run.path, "summary": summary, "index": row})
+        # the totals ride with the close: the next run's disk estimate uses this file's measured
+        # bytes per sample however soon it is submitted (not only after the next stats tick)
+        self._reply({"type": "closed", "run": run.run, "path": run.path, "summary": summary, "index": row,
+                     "written": self.throughput.totals()})
         self.active = None
         self.written_runs += 1
 

@@ -426,6 +426,10 @@ class Supervision:
         elif kind == "indexed":  # a file repaired by the recorder: its listing entry
             self.recording_index.put(msg["row"])
         elif kind in ("opened", "open_failed", "closed", "close_failed", "write_failed"):
+            if kind == "closed" and msg.get("written"):
+                # the closed file's bytes count for the next run's disk estimate (admission.py)
+                self.recorder.last = dict(self.recorder.last,
+                                          throughput=dict(self.recorder.last.get("throughput") or {}, **msg["written"]))
             self.runs.on_recorder(msg)  # the run's recording: opened (the run starts), closed, failed
 
     def _on_publisher(self, msg: dict) -> None:

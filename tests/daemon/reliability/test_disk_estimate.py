@@ -31,3 +31,27 @@ def test_the_disk_estimate_is_above_the_file_and_close_to_it(tmp_path, figure):
                measured_bytes_per_sample=round(est["bytes_per_sample"], 1))
     finally:
         d.stop()
+
+
+def test_a_closed_recording_counts_for_the_next_estimate_before_any_stats_tick():
+    """The next run's estimate must not wait for the recorder's next periodic stats message: the
+    `closed` reply carries the written totals, and the supervisor folds them into what admission
+    reads (the test above failed when the second run was admitted before that tick)."""
+    from types import SimpleNamespace
+
+    from robodyn.daemon.admission import measured_bytes_per_sample
+    from robodyn.daemon.supervision import Supervision
+
+    closed = []
+    recorder = SimpleNamespace(last={"type": "stats", "throughput": {"samples_per_s": 0.0, "bytes_written": 0,
+                                                                      "samples_written": 0}})
+    host = SimpleNamespace(recorder=recorder, state_changed=lambda: None,
+                           runs=SimpleNamespace(on_recorder=closed.append))
+    assert measured_bytes_per_sample(recorder.last["throughput"], 8)[2].startswith("raw")
+    msg = {"type": "closed", "run": "r1", "path": "x.mcap", "summary": {}, "index": {},
+           "written": {"bytes_written": 4_000_000, "samples_written": 10_000}}
+    Supervision._on_recorder(host, msg)
+    assert closed == [msg]  # the run still hears of its close
+    per_sample, _, source = measured_bytes_per_sample(recorder.last["throughput"], 8)
+    assert source.startswith("measured") and per_sample == 400.0
+    assert recorder.last["throughput"]["samples_per_s"] == 0.0  # the rest of the last stats kept
