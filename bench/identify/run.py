@@ -71,6 +71,37 @@ for s in range(0, N, step):
 t_all.flush(); q_all.flush(); tau_all.flush()
 """
 
+TO_MCAP = r"""
+import sys, numpy as np
+from robodyn.drivers.franka_control import FRANKA_FIELDS, SCALARS
+from robodyn.recording.writer import RecordingWriter
+d = sys.argv[1]
+t = np.load(d + "/t.npy", mmap_mode="r"); q = np.load(d + "/q.npy", mmap_mode="r")
+tau = np.load(d + "/tau.npy", mmap_mode="r")
+N, n = q.shape
+signals = [{"name": name, "width": n, "unit": unit} for name, _, unit, _ in FRANKA_FIELDS]
+signals += [{"name": s.name, "width": s.width, "unit": s.unit} for s in SCALARS]
+width = sum(s["width"] for s in signals)
+meta = {"robot": "panda", "run": "bench", "driver": {"driver": "franka", "robot": "panda", "signals": signals}}
+w = RecordingWriter(d + "/recording.mcap.part", meta, width, "zstd", block_ms=50.0, capacity=65536)
+step = 50  # one 50 ms block per append at 1 kHz, as the daemon's recorder writes them
+from robodyn.recording.samples import PHASE_EXECUTE as execute  # the trajectory itself
+for s in range(0, N, 4096):
+    e = min(N, s + 4096)
+    values = np.zeros((e - s, width))
+    qd = np.gradient(q[s:e], axis=0) * 1000.0
+    for k, (name, _, _, _) in enumerate(FRANKA_FIELDS):  # every field carries data of its kind
+        values[:, k * n:(k + 1) * n] = {"q": q[s:e], "qd": qd, "tau": tau[s:e], "q_d": q[s:e], "qd_d": qd,
+                                         "theta": q[s:e], "dtheta": qd}.get(name, tau[s:e] * 0.01)
+    for a in range(s, e, step):
+        b = min(e, a + step)
+        w.append(np.arange(a, b, dtype=np.uint64) + 1, np.asarray(t[a:b]), np.zeros(b - a, np.int64),
+                 np.full(b - a, execute, np.uint8), values[a - s:b - s])
+        w.flush_block()
+w.close({"status": "completed", "recorded_samples": N, "expected_samples": N})
+import os; os.replace(d + "/recording.mcap.part", d + "/recording.mcap")
+"""
+
 IDENTIFY = r"""
 import json, os, sys, time, resource, threading
 t0 = time.perf_counter()
@@ -92,13 +123,17 @@ from robodyn.robot.loader import load_model
 from robodyn.identification.pipeline import IdentificationConfig, identify
 from robodyn.identification.signals import SampledData
 from robodyn.identification.processing import ProcessingConfig
-d, robot = sys.argv[1], sys.argv[2]
-data = SampledData(np.load(d + "/t.npy", mmap_mode="r"), np.load(d + "/q.npy", mmap_mode="r"),
-                   np.load(d + "/tau.npy", mmap_mode="r"))
+d, robot, fmt = sys.argv[1], sys.argv[2], sys.argv[3]
 cfg = IdentificationConfig(method="ols", friction="coulomb-viscous", rotor_inertia=True,
                            processing=ProcessingConfig(q_cutoff_hz=20.0, tau_cutoff_hz=20.0))
 t1 = time.perf_counter()
 c1 = time.process_time()
+if fmt == "mcap":  # the user's path: the daemon's recording read by identify's loader (timed with the fit)
+    from robodyn.identification.data import load_dataset
+    data = load_dataset(d + "/recording.mcap")
+else:
+    data = SampledData(np.load(d + "/t.npy", mmap_mode="r"), np.load(d + "/q.npy", mmap_mode="r"),
+                       np.load(d + "/tau.npy", mmap_mode="r"))
 res = identify(load_model(robot), [data], cfg).to_dict()
 t2 = time.perf_counter()
 c2 = time.process_time()
@@ -111,8 +146,8 @@ with open("/proc/self/smaps") as fh:
             current = line.split()[-1] if len(line.split()) >= 6 else ""
         elif line.startswith("Rss:") and current and current.startswith(d):
             mapped += int(line.split()[1])
-if len(sys.argv) > 3:
-    json.dump(res["estimate"]["values"], open(sys.argv[3], "w"))
+if len(sys.argv) > 4:
+    json.dump(res["estimate"]["values"], open(sys.argv[4], "w"))
 print(json.dumps({"wall_s": t2 - t0, "identify_s": t2 - t1, "identify_cpu_s": c2 - c1,
                   "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()),
                   "rows": res["estimate"]["rows"],
@@ -217,8 +252,18 @@ def check_sampling(d: Path) -> dict:
             "sampling_report_cpu_s": report_cpu, "load_average": list(os.getloadavg())}
 
 
-def identify_child(d: Path, robot: str, theta_path: str | None = None) -> dict:
-    cmd = [sys.executable, "-c", IDENTIFY, str(d), robot] + ([theta_path] if theta_path else [])
+def mcap_recording(d: Path) -> float | None:
+    """The cached recording also as a daemon recording (MCAP, the Franka driver's 74 columns in
+    50 ms blocks), written when missing; returns the time it took (None when cached)."""
+    if (d / "recording.mcap").exists():
+        return None
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", TO_MCAP, str(d)], check=True)
+    return time.perf_counter() - t
+
+
+def identify_child(d: Path, robot: str, theta_path: str | None = None, fmt: str = "npy") -> dict:
+    cmd = [sys.executable, "-c", IDENTIFY, str(d), robot, fmt] + ([theta_path] if theta_path else [])
     p = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -254,6 +299,9 @@ def main() -> int:
                     help="only run the identifying child on a cached recording directory and print its JSON")
     ap.add_argument("--robot", default="panda", help="robot of --identify-only")
     ap.add_argument("--save-theta", default=None, help="with --identify-only: write the estimate here (JSON)")
+    ap.add_argument("--format", choices=("npy", "mcap"), default="npy",
+                    help="npy: identify from the memory-mapped arrays; mcap: from a daemon recording of the same "
+                         "samples (the Franka driver's columns), read by identify's loader as a user's run is")
     ap.add_argument("--out", default=None, help="also write the result JSON to this file")
     ap.add_argument("--check-sampling", default=None, metavar="DIR", nargs="+",
                     help="compare the chunked sampling report and split at gaps with the whole-array numpy "
@@ -279,7 +327,7 @@ def main() -> int:
             Path(args.out).write_text(text + "\n")
         return 0
     if args.identify_only:
-        print(json.dumps(identify_child(Path(args.identify_only), args.robot, args.save_theta)))
+        print(json.dumps(identify_child(Path(args.identify_only), args.robot, args.save_theta, args.format)))
         return 0
     import os
 
@@ -307,14 +355,17 @@ def main() -> int:
                       file=sys.stderr, flush=True)
                 t = time.perf_counter()
                 d, gen_s = recording(root, robot, h, args.rate)
-                run = identify_child(d, robot)
+                mcap_s = mcap_recording(d) if args.format == "mcap" else None
+                run = identify_child(d, robot, fmt=args.format)
                 spent += time.perf_counter() - t
                 done_hours += h
                 samples = int(h * 3600 * args.rate)
                 stacked_gb = samples * dof * (dof * 14) * 8 / 2**30
                 rows.append({"robot": robot, "dof": dof, "hours": h, "samples": samples, "rate_hz": args.rate,
-                             "recording_mb": sum(p.stat().st_size for p in d.glob("*.npy")) / 2**20,
-                             "generate_s": gen_s, "load_average_1min": run["load_average_before"][0], **run,
+                             "format": args.format,
+                             "recording_mb": (d / "recording.mcap").stat().st_size / 2**20 if args.format == "mcap"
+                             else sum(p.stat().st_size for p in d.glob("*.npy")) / 2**20,
+                             "generate_s": gen_s, "write_mcap_s": mcap_s, "load_average_1min": run["load_average_before"][0], **run,
                              "identify_s_per_hour": run["identify_s"] / h,
                              "identify_cpu_s_per_hour": run["identify_cpu_s"] / h,
                              "us_per_sample": run["identify_s"] / samples * 1e6,

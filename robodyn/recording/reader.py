@@ -89,20 +89,127 @@ def _robodyn_metadata(rec, meta: dict, summary: dict | None) -> tuple[dict, dict
     return meta, summary
 
 
-def load_recording(path: str | Path) -> Recording:
-    """Read a recording, also one cut short by a crash (reads every complete chunk)."""
+class _SampleColumns:
+    """The samples of a recording as they are read, block by block, straight into one array per
+    signal kept (no list of whole-width blocks to concatenate: reading a 1 h Franka recording that
+    way held the file's samples three times over). Grows by half when a file holds more than
+    expected; ``arrays()`` trims the spare capacity."""
+
+    def __init__(self, layout: list[tuple[str, int, str]], keep: set | None, capacity: int):
+        self.layout, self.n = layout, 0
+        self.offsets, start = {}, 0
+        for name, w, _ in layout:
+            if keep is None or name in keep:
+                self.offsets[name] = (start, w)
+            start += w
+        cap = max(int(capacity), 1024)
+        self.seq = np.zeros(cap, np.uint64)
+        self.robot_time = np.zeros(cap)
+        self.host = np.zeros(cap, np.int64)
+        self.phase = np.zeros(cap, np.uint8)
+        self.values = {name: np.zeros((cap, w)) for name, (_, w) in self.offsets.items()}
+
+    def _grow(self, need: int) -> None:
+        cap = max(need, self.seq.shape[0] + self.seq.shape[0] // 2)
+
+        def grown(a):
+            out = np.zeros((cap,) + a.shape[1:], a.dtype)
+            out[:self.n] = a[:self.n]
+            return out
+
+        self.seq, self.robot_time, self.host, self.phase = map(grown, (self.seq, self.robot_time, self.host,
+                                                                        self.phase))
+        self.values = {k: grown(v) for k, v in self.values.items()}
+
+    def add(self, block: dict) -> None:
+        k = int(np.shape(block["seq"])[0])
+        if self.n + k > self.seq.shape[0]:
+            self._grow(self.n + k)
+        sl = slice(self.n, self.n + k)
+        self.seq[sl] = block["seq"]
+        self.robot_time[sl] = block["robot_time"]
+        self.host[sl] = block["host_time_ns"]
+        self.phase[sl] = block["phase"]
+        values = block["values"]
+        for name, (start, w) in self.offsets.items():
+            self.values[name][sl] = values[:, start:start + w]
+        self.n += k
+
+    def arrays(self):
+        """(seq, robot_time, host_time_ns, phase, signals) of the samples read, in sequence order."""
+        n = self.n
+
+        def trimmed(a):  # a view when little capacity is spare, else a copy of the samples alone
+            return a[:n] if n >= 0.9 * a.shape[0] else a[:n].copy()
+
+        seq, robot_time, host, phase = map(trimmed, (self.seq, self.robot_time, self.host, self.phase))
+        signals = {k: trimmed(v) for k, v in self.values.items()}
+        if n > 1 and not bool(np.all(seq[1:] > seq[:-1])):  # blocks out of order: put the samples in order
+            order = np.argsort(seq, kind="stable")
+            seq, robot_time, host, phase = (a[order] for a in (seq, robot_time, host, phase))
+            signals = {k: v[order] for k, v in signals.items()}
+        return seq, robot_time, host, phase, signals
+
+
+def _expected_samples(fh) -> int:
+    """The sample count a finalized file's summary metadata states, found through the MCAP summary
+    offsets (the footer, one summary-offset group, one metadata record: a few hundred bytes read,
+    where reading the whole summary section parses one chunk index per block), or 0 for a file cut
+    short or written without a summary."""
+    import io
+    import os
+
+    from mcap.records import Footer, Metadata, MetadataIndex, SummaryOffset
+    from mcap.opcode import Opcode
+    from mcap.stream_reader import StreamReader
+
+    def records_at(offset: int, length: int):
+        fh.seek(offset)
+        return StreamReader(io.BytesIO(fh.read(length)), skip_magic=True, record_size_limit=1 << 20).records
+
+    try:
+        size = fh.seek(0, os.SEEK_END)
+        footer_bytes = 1 + 8 + 20  # opcode, length, summary_start, summary_offset_start, crc
+        footer = next(records_at(size - 8 - footer_bytes, footer_bytes))
+        if not isinstance(footer, Footer) or not footer.summary_offset_start:
+            return 0
+        offsets = records_at(footer.summary_offset_start, size - 8 - footer_bytes - footer.summary_offset_start)
+        group = next((r for r in offsets if isinstance(r, SummaryOffset)
+                      and r.group_opcode == Opcode.METADATA_INDEX), None)
+        if group is None:
+            return 0
+        index = next((r for r in records_at(group.group_start, group.group_length)
+                      if isinstance(r, MetadataIndex) and r.name == "robodyn.summary"), None)
+        if index is None:
+            return 0
+        record = next(records_at(index.offset, index.length))
+        if isinstance(record, Metadata):
+            return max(0, int(json.loads(record.metadata.get("recorded_samples", "0"))))
+    except Exception:  # no usable summary (a crash, another writer): grow as the samples come
+        return 0
+    finally:
+        fh.seek(0)
+    return 0
+
+
+def load_recording(path: str | Path, signals: tuple[str, ...] | None = None) -> Recording:
+    """Read a recording, also one cut short by a crash (reads every complete chunk). ``signals``
+    names the signals to keep (default: all); the others are skipped as the blocks are read, so
+    identification, which needs q, qd and tau, holds only those of a many-column driver."""
     from mcap.records import Channel, Footer, Message, Metadata
     from mcap.stream_reader import StreamReader
 
     path = Path(path)
+    keep = None if signals is None else set(signals)
     meta: dict = {}
     summary = None
     channels: dict[int, str] = {}
-    blocks: list[dict] = []
+    columns: _SampleColumns | None = None
     events: list[dict] = []
     footer = False
     error = ""
     with open(path, "rb") as fh:
+        expected = _expected_samples(fh)
         reader = StreamReader(fh, validate_crcs=True, record_size_limit=1 << 30)
         try:
             for rec in reader.records:
@@ -113,7 +220,9 @@ def load_recording(path: str | Path) -> Recording:
                 elif isinstance(rec, Message):
                     topic = channels.get(rec.channel_id)
                     if topic == STATE_TOPIC:
-                        blocks.append(unpackb(rec.data, max_bytes=1 << 30))
+                        if columns is None:  # the metadata record comes first (writer.py)
+                            columns = _SampleColumns(_signal_layout(meta), keep, expected)
+                        columns.add(unpackb(rec.data, max_bytes=1 << 30))
                     elif topic == EVENT_TOPIC:
                         events.append(json.loads(rec.data))
                 elif isinstance(rec, Footer):
@@ -123,27 +232,11 @@ def load_recording(path: str | Path) -> Recording:
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path}: not a robodyn recording (no '{FORMAT}' metadata{'; ' + error if error else ''})")
     layout = _signal_layout(meta)
-    width = sum(w for _, w, _ in layout)
-    if blocks:
-        seq = np.concatenate([b["seq"] for b in blocks]).astype(np.uint64)
-        robot_time = np.concatenate([b["robot_time"] for b in blocks])
-        host = np.concatenate([b["host_time_ns"] for b in blocks])
-        phase = np.concatenate([b["phase"] for b in blocks])
-        values = np.concatenate([b["values"] for b in blocks])
-        order = np.argsort(seq, kind="stable")
-        seq, robot_time, host, phase, values = (a[order] for a in (seq, robot_time, host, phase, values))
-    else:
-        seq = np.zeros(0, np.uint64)
-        robot_time = np.zeros(0)
-        host = np.zeros(0, np.int64)
-        phase = np.zeros(0, np.uint8)
-        values = np.zeros((0, width))
-    signals, units, start = {}, {}, 0
-    for name, w, unit in layout:
-        signals[name] = values[:, start:start + w]
-        units[name] = unit
-        start += w
-    return Recording(str(path), meta, seq, robot_time, host, phase, signals, units, events, summary,
+    if columns is None:
+        columns = _SampleColumns(layout, keep, 0)
+    seq, robot_time, host, phase, arrays = columns.arrays()
+    units = {name: unit for name, _, unit in layout if name in arrays}
+    return Recording(str(path), meta, seq, robot_time, host, phase, arrays, units, events, summary,
                      truncated=not footer, read_error=error if not footer else "")
 
 
