@@ -1,8 +1,8 @@
 """Realistic simulated logs: a plant that differs from the identifier's model, seen through sensor
 models taken from real arms. Accuracy claims made on these logs are not an inverse crime.
 
-The plant is the project's MuJoCo simulator (``drivers/sim.py``), configured with what the
-identifier does not assume:
+The plant is the project's MuJoCo simulator (``robodyn.simulation.mujoco_plant``, the same
+plant the simulated driver runs), configured with what the identifier does not assume:
 
 - inertial parameters perturbed away from the nominal model (15 % per link by default);
 - Stribeck friction (not the identifier's default Coulomb-viscous law) whose level ripples with
@@ -41,7 +41,7 @@ ROBOT_FOR_SENSOR = {"franka": "panda", "ur": "ur5e"}
 
 
 def default_plant(robot: str) -> dict:
-    """Plant options (drivers.sim.SimConfig) that the identifier's model lacks."""
+    """Plant options (robodyn.simulation.mujoco_plant.PlantOptions) that the identifier's model lacks."""
     from robodyn.robot.loader import load_model
 
     n = load_model(robot).dof
@@ -91,27 +91,27 @@ def excitation(robot: str, seed: int, duration: float = 20.0, harmonics: int = 4
 def run_plant(robot: str, trajectory, rate_hz: float, seed: int, plant: dict | None = None) -> dict:
     """Drive the simulated plant along ``trajectory`` in position mode; the plant's own signals,
     noise-free (the sensor models add noise): t, q (what the joint encoder sees), qd, tau."""
-    from robodyn.drivers.base import JointCommand
-    from robodyn.drivers.sim import SimulatedRobot
+    from robodyn.simulation.mujoco_plant import POSITION, MujocoPlant, PlantOptions
 
     plant = default_plant(robot) if plant is None else plant
     q_start = trajectory.evaluate(0.0)[0][0]
-    sim = SimulatedRobot({"robot": robot, "rate_hz": rate_hz, "seed": seed, "torque_noise_std": 0.0,
-                          "velocity_noise_std": 0.0, "encoder_counts": 2**30, "initial_q": list(q_start), **plant})
-    sim.connect()
-    sim.start("position")
+    sim = MujocoPlant(PlantOptions(**{"robot": robot, "rate_hz": rate_hz, "seed": seed, "torque_noise_std": 0.0,
+                                      "velocity_noise_std": 0.0, "encoder_counts": 2**30, "initial_q": list(q_start),
+                                      **plant}))
+    sim.build()
+    sim.release(POSITION)
     t = np.arange(0.0, trajectory.duration, 1.0 / rate_hz)
     q_ref, qd_ref, qdd_ref = trajectory.evaluate(t)[:3]
     n = q_ref.shape[1]
     out = {k: np.empty((t.size, n)) for k in ("q", "qd", "tau")}
-    cmd = JointCommand(n)
-    sim.read()
+    # the start state, read and dropped, as a driver's first read after start (with sensor noise
+    # in ``plant``, it takes its draws from the noise stream)
+    sim.step()
+    sim.sense(np.empty(n), np.empty(n), np.empty(n))
     for k in range(t.size):
-        cmd.q[:], cmd.qd[:], cmd.qdd[:] = q_ref[k], qd_ref[k], qdd_ref[k]
-        sim.write(cmd)
-        s = sim.read()
-        out["q"][k], out["qd"][k], out["tau"][k] = s.q, s.qd, s.tau
-    sim.stop()
+        sim.command_position(q_ref[k], qd_ref[k], qdd_ref[k])
+        sim.step()
+        sim.sense(out["q"][k], out["qd"][k], out["tau"][k])
     sim.close()
     out["t"] = t
     return out

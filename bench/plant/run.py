@@ -1,5 +1,6 @@
-"""bench/plant: CPU time of one control period of the simulated plant (drivers/sim.py), against
-the bare MuJoCo calls it cannot do without.
+"""bench/plant: CPU time of one control period of the simulated plant
+(robodyn/simulation/mujoco_plant.py, run by drivers/sim.py), against the bare MuJoCo calls it
+cannot do without.
 
 The plant is the daemon's simulated robot (Panda at 1 kHz, 4 physics steps per period) and the arm
 of the simulated UR controller (UR5e at 500 Hz, 8 steps), which runs at SCHED_FIFO for the whole
@@ -41,8 +42,8 @@ def plant_block(robot: SimulatedRobot, cmd: JointCommand, q0: np.ndarray, ticks:
 
 
 def floor_block(robot: SimulatedRobot, ticks: int) -> float:
-    mj, plant, data = robot._mujoco, robot._plant, robot._plant_data
-    sensor, sensor_data = robot._sensor, robot._sensor_data
+    mj, plant, data = robot.plant.mujoco, robot.plant.mj, robot.plant.data
+    sensor, sensor_data = robot.plant.sensor, robot.plant.sensor_data
     steps = robot.substeps
     start = time.process_time()
     for _ in range(ticks):

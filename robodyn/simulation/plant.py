@@ -1,6 +1,6 @@
 """What the simulated plant is made of beyond the rigid bodies of the model: its true (perturbed)
-inertial parameters and its start pose. Shared by the simulated driver (robodyn.drivers.sim) and
-the simulated-data generators of identification, which need the same plant without a driver."""
+inertial parameters and its start pose. Shared by the MuJoCo plant (:mod:`.mujoco_plant`) and the
+simulated-data generators of identification that build their own plants."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The simulated plant's per-physics-step arithmetic (:class:`robodyn.drivers.sim.SimulatedRobot`),
+"""The simulated plant's per-physics-step arithmetic (:class:`robodyn.simulation.mujoco_plant.MujocoPlant`),
 compiled by numba.
 
 The plant takes 8 physics steps per 500 Hz control period (4 at 1 kHz), each a handful of 6- or

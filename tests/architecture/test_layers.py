@@ -46,3 +46,14 @@ def test_a_deliberate_sideways_import_breaks_them_even_inside_a_function(tmp_pat
     else:
         done = lint_imports(tree)
     assert done.returncode != 0 and "sideways_probe" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("driver_module", ["robodyn.drivers.sim", "robodyn.drivers.base"])
+def test_the_realistic_logs_have_no_exception_to_the_halves(tmp_path, driver_module):
+    """identification.realistic_logs drives the plant (robodyn.simulation.mujoco_plant), not the
+    simulated driver: an import of a driver from that very module breaks the contracts too."""
+    tree = lay_out_package(tmp_path)
+    logs = tree / "robodyn/identification/realistic_logs.py"
+    logs.write_text(logs.read_text() + f"\n\ndef later():\n    import {driver_module}\n    return {driver_module}\n")
+    done = lint_imports(tree)
+    assert done.returncode != 0 and "realistic_logs" in done.stdout, done.stdout + done.stderr

@@ -293,7 +293,7 @@ def test_the_plant_splits_friction_into_explicit_and_damping_parts_that_add_up_t
 def test_rates_and_rotor_inertia_options():
     robot = make(rate_hz=500, rotor_inertia=[0.3] * 7)
     assert robot.describe().rate_hz == 500 and robot.substeps == 8
-    assert np.allclose(robot._plant.dof_armature, 0.3)
+    assert np.allclose(robot.plant.mj.dof_armature, 0.3)
     st = robot.read()
     assert st.robot_time == pytest.approx(0.002)  # one 500 Hz cycle after connect
     with pytest.raises(ValueError, match="1000"):

@@ -1,6 +1,7 @@
-"""The simulated UR's arm: the project's simulator (drivers/sim.py, MuJoCo) at 500 Hz, plus what a
-UR controller reports on top of joint torque: motor currents through per-joint drive gains,
-temperatures, and an optional payload for load/unload experiments.
+"""The simulated UR's arm: the project's simulator (the MuJoCo plant of
+robodyn/simulation/mujoco_plant.py through drivers/sim.py) at 500 Hz, plus what a UR controller
+reports on top of joint torque: motor currents through per-joint drive gains, temperatures, and an
+optional payload for load/unload experiments.
 
 No second physics: ``SimulatedRobot`` is the plant, always in position mode (a UR's brakes are
 released once the robot is RUNNING; a stop holds position). Its measured actuator torque (with
