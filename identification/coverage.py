@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .processing import ProcessingConfig, process_windows
+from .result import IdentificationResult, as_result
 from .signals import SampledData
 
 QUANTITIES = ("q", "qd", "qdd", "tau")
@@ -130,17 +131,14 @@ def extrapolation_warnings(coverage: dict | None, pieces: Iterable[SampledData])
     return out
 
 
-def result_warnings(model, result: dict, datasets: Sequence[SampledData]) -> list[dict]:
+def result_warnings(model, result: IdentificationResult | dict, datasets: Sequence[SampledData]) -> list[dict]:
     """Extrapolation warnings of evaluated raw ``datasets`` against a saved result's coverage, the
     data processed as prediction processes them."""
-    from robodyn.robot.friction import FrictionModel
-
-    coverage = result.get("coverage")
+    result = as_result(result)
+    coverage = result.coverage
     if not coverage:
         return []
-    friction = FrictionModel.from_dict(result["friction_model"]) if result.get("friction_model") else None
-    processing = ProcessingConfig(**result["config"]["processing"])
     if len(coverage["joints"]) != model.dof:
         raise ValueError(f"coverage: the result records {len(coverage['joints'])} joints, robot {model.name} has "
                          f"{model.dof}")
-    return extrapolation_warnings(coverage, processed(datasets, processing, friction, "predict"))
+    return extrapolation_warnings(coverage, processed(datasets, result.processing, result.friction_model, "predict"))

@@ -49,8 +49,10 @@ import numpy as np
 
 from robodyn.robot.model import RobotModel
 
-from .pipeline import _result_parts, base_rows, result_processing
+from .config import IdentificationConfig
+from .pipeline import base_rows
 from .processing import process_windows
+from .result import IdentificationResult, as_result
 from .signals import SampledData
 
 LEVEL = 0.95
@@ -72,38 +74,40 @@ def _rows(model: RobotModel, base, d: SampledData) -> np.ndarray:
     return np.hstack([W, extra])
 
 
-def _covariance(result: dict, params: int) -> np.ndarray | None:
-    cov = np.asarray(result["estimate"].get("covariance") or [], float)
+def _covariance(result: IdentificationResult, params: int) -> np.ndarray | None:
+    cov = result.estimate.covariance
     if cov.shape != (params, params) or not np.all(np.isfinite(cov)):
         return None  # metaheuristics, the consistent fit and the network report none
     return cov
 
 
-def _fold_covariance(result: dict, params: int) -> np.ndarray | None:
+def _fold_covariance(result: IdentificationResult, params: int) -> np.ndarray | None:
     """The residual model's fold (jackknife) covariance, None when it has none (held-out
     calibration, a method that cannot be refitted, a result made before it was stored)."""
-    cov = np.asarray((result.get("residual_model") or {}).get("fold_covariance") or [], float)
+    cov = np.asarray((result.residual_model or {}).get("fold_covariance") or [], float)
     if cov.shape != (params, params) or not np.all(np.isfinite(cov)):
         return None
     return cov
 
 
-def predicted_pieces(model: RobotModel, result: dict, raw: SampledData, *, variance: bool = True,
+def predicted_pieces(model: RobotModel, result: IdentificationResult | dict, raw: SampledData, *,
+                     variance: bool = True,
                      folds: np.ndarray | None = None, chunk: int = 20000) -> Iterator[tuple]:
     """(t, measured, predicted, parameter variance phi w' C w, fold variance w' F w) at the measured
     samples of each processed piece of ``raw``, processed as :func:`.pipeline.predict` does (the same
     prediction); torques and variances in the controller's joints. ``variance`` False skips both
     variances (zeros). ``phi`` and the fold covariance ``F`` come from the result's residual model
     when it has them (the module doc); ``folds`` overrides ``F`` and leaves the ``C`` term out."""
-    base, theta, friction, columns = _result_parts(result)
+    result = as_result(result)
+    base, theta = result.base, result.values
     cov = _covariance(result, theta.size) if variance and folds is None else None
     if variance and folds is None:
         folds = _fold_covariance(result, theta.size)
-    phi = np.asarray((result.get("residual_model") or {}).get("parameter_inflation") or np.ones(model.dof), float)
+    phi = np.asarray((result.residual_model or {}).get("parameter_inflation") or np.ones(model.dof), float)
     n = model.dof
     jm = model.joint_map
-    for piece in process_windows(raw, result_processing(result), friction=friction, purpose="predict",
-                                 columns=columns):
+    for piece in process_windows(raw, result.processing, friction=result.friction_model, purpose="predict",
+                                 columns=result.friction_columns):
         d = piece.data
         pred = np.empty((d.count, n))
         var = np.zeros((d.count, n))
@@ -164,26 +168,21 @@ class _ResidualStats:
         return np.where(np.isfinite(rho), rho, 0.0)
 
 
-def _config_of(result: dict, recordings: int):
-    """The least-squares configuration a result was identified with (its resolved cut-off, friction
-    scales and weights), to refit it on part of its data; None for other methods."""
-    from .names import ESTIMATORS
-    from .pipeline import IdentificationConfig
-    from .processing import ProcessingConfig
+def _config_of(method: str, config: IdentificationConfig, recordings: int) -> IdentificationConfig | None:
+    """The least-squares configuration a result of ``method`` was identified with (``config``: its
+    resolved cut-off, friction scales and weights), to refit it on part of its ``recordings``
+    recordings; None for a method that is not refitted."""
+    import dataclasses
 
-    c = result.get("config") or {}
-    method = (result.get("estimate") or {}).get("method")
+    from .names import ESTIMATORS
+
     spec = ESTIMATORS.get(method)
-    if spec is None or not spec.refit_for_intervals or c.get("method") != method:
+    if spec is None or not spec.refit_for_intervals or config.method != method:
         return None
-    weights = c.get("recording_weights", "equal")
+    weights = config.recording_weights
     if isinstance(weights, list) and len(weights) != recordings:
         weights = "equal"
-    return IdentificationConfig(method=method, friction=c["friction"], rotor_inertia=c["rotor_inertia"],
-                                friction_model=c.get("friction_model"), processing=ProcessingConfig(**c["processing"]),
-                                chunk_samples=c.get("chunk_samples", 20000),
-                                motor_couplings=tuple(tuple(x) for x in c.get("motor_couplings", ())),
-                                friction_scales=c.get("friction_scales"), recording_weights=weights)
+    return dataclasses.replace(config, recording_weights=weights)
 
 
 @dataclass
@@ -203,7 +202,7 @@ def _fittable(piece: SampledData, processing) -> bool:
     return True
 
 
-def out_of_fold_refits(model: RobotModel, result: dict, datasets: Sequence[SampledData],
+def out_of_fold_refits(model: RobotModel, result: IdentificationResult | dict, datasets: Sequence[SampledData],
                 folds: int = OUT_OF_FOLD_FOLDS) -> OutOfFold | None:
     """Blocked cross-validation of the result's configuration on its identification data: each
     block (by phase of the period for a periodic excitation, else contiguous, see the module doc)
@@ -222,7 +221,8 @@ def out_of_fold_refits(model: RobotModel, result: dict, datasets: Sequence[Sampl
     from .pipeline import compare_many, identify
     from .selection import cross_validation_folds, fit_recordings, held_out_masks
 
-    config = _config_of(result, len(datasets))
+    result = as_result(result)
+    config = _config_of(result.method, result.config, len(datasets))
     if config is None:
         return None
     try:
@@ -230,7 +230,7 @@ def out_of_fold_refits(model: RobotModel, result: dict, datasets: Sequence[Sampl
     except ValueError:
         return None
     weights = config.recording_weights
-    base, theta, _, _ = _result_parts(result)
+    base, theta = result.base, result.values
     out, thetas = [], []
     for fold in plan:
         fitted, fit = fit_recordings(datasets, fold.fit)
@@ -241,17 +241,16 @@ def out_of_fold_refits(model: RobotModel, result: dict, datasets: Sequence[Sampl
         if len(fit) < 2 and isinstance(weights, list):
             trial = dataclasses.replace(config, recording_weights="equal")
         try:
-            part = identify(model, fit, trial).to_dict()
+            part = identify(model, fit, trial)
         except ValueError:
             return None  # a block's complement too poor to fit (rank): no out-of-fold estimate
-        part_base, part_theta, part_friction, part_columns = _result_parts(part)
-        if part_theta.shape == theta.shape and np.array_equal(part_base.independent, base.independent):
-            thetas.append(part_theta)
+        if part.values.shape == theta.shape and np.array_equal(part.base.independent, base.independent):
+            thetas.append(part.values)
         held, keep = held_out_masks(datasets, fold.held_out)
         for d, mask in zip(held, keep):
             try:
-                for piece, (pred,), _ in compare_many(model, part_base, [part_theta], part_friction,
-                                                      result_processing(part), d, columns=part_columns, keep=mask):
+                for piece, (pred,), _ in compare_many(model, part.base, [part.values], part.friction_model,
+                                                      part.processing, d, columns=part.friction_columns, keep=mask):
                     out.append(piece.measured - pred)
             except ValueError:
                 continue  # a recording that processing cannot keep (gaps): not scored
@@ -264,7 +263,7 @@ def out_of_fold_refits(model: RobotModel, result: dict, datasets: Sequence[Sampl
     return OutOfFold(out, covariance, blocks)
 
 
-def residual_model(model: RobotModel, result: dict, datasets: Sequence[SampledData],
+def residual_model(model: RobotModel, result: IdentificationResult | dict, datasets: Sequence[SampledData],
                    out_of_fold: bool = True, held_out: Sequence[SampledData] = ()) -> dict:
     """The residual model the intervals use, estimated on the identification data ``datasets``.
 
@@ -283,6 +282,7 @@ def residual_model(model: RobotModel, result: dict, datasets: Sequence[SampledDa
     of other motion given as ``held_out`` (``identify --holdout``) calibrate the spread instead:
     their residuals, never fitted, set the std and the quantile (split-conformal calibration), and
     no fold covariance is added."""
+    result = as_result(result)
     stats = _ResidualStats(model.dof)
     for raw in datasets:
         for _, measured, pred, _, _ in predicted_pieces(model, result, raw, variance=False):
@@ -346,10 +346,10 @@ def residual_model(model: RobotModel, result: dict, datasets: Sequence[SampledDa
                                "covariance and the residual term need none"}
 
 
-def calibration_note(result: dict) -> str | None:
+def calibration_note(result: IdentificationResult | dict) -> str | None:
     """One line when the interval was calibrated only on the identification data (no held-out
     recording of other motion), None when ``identify --holdout`` calibrated it."""
-    rm = result.get("residual_model")
+    rm = as_result(result).residual_model
     if not rm or rm.get("calibrated_on_held_out"):
         return None
     how = "out-of-fold blocks" if rm.get("out_of_fold") else "its in-sample residuals"
@@ -365,11 +365,13 @@ def _residual_half_width(rm: dict) -> np.ndarray:
     return Z[rm.get("level", LEVEL)] * np.asarray(rm["residual_std"], float)
 
 
-def bounds(result: dict, predicted: np.ndarray, parameter_variance: np.ndarray,
+def bounds(result: IdentificationResult | dict, predicted: np.ndarray, parameter_variance: np.ndarray,
            fold_variance: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper bound of the nominal interval around ``predicted`` (N, n) from the two
     variances of :func:`predicted_pieces` (the module doc's formula)."""
-    rm = result["residual_model"]
+    rm = as_result(result).residual_model
+    if rm is None:
+        raise ValueError("result: field 'residual_model' is missing (made before intervals were stored): no interval")
     z = Z[rm.get("level", LEVEL)]
     h2 = _residual_half_width(rm) ** 2
     mean = rm.get("fold_variance_mean")
@@ -378,29 +380,33 @@ def bounds(result: dict, predicted: np.ndarray, parameter_variance: np.ndarray,
     return predicted - half, predicted + half
 
 
-def predict_with_interval(model: RobotModel, result: dict, raw: SampledData):
+def predict_with_interval(model: RobotModel, result: IdentificationResult | dict, raw: SampledData):
     """(t, measured, predicted, lower, upper) at the measured samples of ``raw``."""
+    result = as_result(result)
     parts = [(t, m, p, *bounds(result, p, v, f)) for t, m, p, v, f in predicted_pieces(model, result, raw)]
     if not parts:
         raise ValueError("recording: no samples left to predict after processing")
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(5))
 
 
-def calibration(model: RobotModel, result: dict, datasets: Sequence[SampledData]) -> dict | None:
+def calibration(model: RobotModel, result: IdentificationResult | dict,
+                datasets: Sequence[SampledData]) -> dict | None:
     """Per joint: the fraction of measured samples inside the nominal interval, the mean half width,
     the evaluated residual RMS over the identification residual std (above 1: the model errs more
     here) and the evaluated residual's lag-1 autocorrelation. None for a result without a residual
     model (made before intervals were stored)."""
-    if "residual_model" not in result:
+    result = as_result(result)
+    rm = result.residual_model
+    if rm is None:
         return None
     n = model.dof
     inside = np.zeros(n)
     half_sum = np.zeros(n)
     param_share = np.zeros(n)
     stats = _ResidualStats(n)
-    s2 = np.asarray(result["residual_model"]["residual_std"], float) ** 2
-    z = Z[result["residual_model"].get("level", LEVEL)]
-    h2 = (_residual_half_width(result["residual_model"]) / z) ** 2
+    s2 = np.asarray(rm["residual_std"], float) ** 2
+    z = Z[rm.get("level", LEVEL)]
+    h2 = (_residual_half_width(rm) / z) ** 2
     for raw in datasets:
         for _, measured, pred, var, fold_var in predicted_pieces(model, result, raw):
             lower, upper = bounds(result, pred, var, fold_var)
@@ -412,7 +418,7 @@ def calibration(model: RobotModel, result: dict, datasets: Sequence[SampledData]
     std = np.sqrt(s2)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(std > 0, stats.rms() / std, np.nan)
-    level = result["residual_model"].get("level", LEVEL)
+    level = rm.get("level", LEVEL)
     return {"level": level, "joints": list(model.joint_names), "samples": int(stats.count),
             "inside_fraction": (inside / N).tolist(), "mean_half_width": (half_sum / N).tolist(),
             "parameter_share_of_variance": (param_share / N).tolist(),

@@ -37,7 +37,7 @@ import numpy as np
 
 from robodyn.robot.model import PRISMATIC, RobotModel, com_inertia
 
-from .base_params import BaseParameters
+from .result import IdentificationResult, as_result
 from .urdf_export import (joint_columns, joint_friction_torque, relative_error, rigid_body_torque,
                           unrepresented_terms)
 
@@ -50,24 +50,24 @@ def _v(xs) -> str:
     return " ".join(_f(x) for x in np.ravel(xs))
 
 
-def export_mjcf(model: RobotModel, result: dict, name: str | None = None) -> tuple[str, list[str]]:
+def export_mjcf(model: RobotModel, result: IdentificationResult | dict,
+                name: str | None = None) -> tuple[str, list[str]]:
     """MJCF text of a result of ``robodyn identify --method consistent`` and notes on what it could
     not carry. Raises ValueError (one line) for a result without feasible standard parameters."""
-    consistent = result.get("consistent")
-    if consistent is None:
+    result = as_result(result)
+    if result.consistent is None:
         raise ValueError("export-mjcf: the result holds base parameters only, which fix no masses or inertias; "
                          "run `robodyn identify --method consistent` for physically consistent parameters")
-    if not consistent.get("feasibility", {}).get("feasible", False):
+    if not result.consistent_feasible:
         raise ValueError("export-mjcf: the parameters are not physically consistent (a link has no positive mass "
                          "or realisable inertia); run `robodyn identify --method consistent` again")
-    base = BaseParameters.from_dict(result["base"])
-    standard = np.asarray(consistent["standard"], float)
+    base, standard = result.base, result.standard
     per = base.spec.per_joint
     cols = joint_columns(standard, base, model.dof)
     notes = []
     if np.any(cols["FO"] != 0):
         notes.append("torque offsets FO have no MJCF form; kept in <custom> as robodyn_offset")
-    if result.get("friction_model"):
+    if result.friction_model is not None:
         notes.append("the friction model subtracted before identification (--friction-model) has no MJCF form; "
                      "the file holds the identified Coulomb and viscous columns only")
     lines = ['<mujoco model=' + quoteattr(name or f"{model.name}_identified") + '>',
@@ -150,7 +150,7 @@ def mujoco_inverse(mjcf_text: str, q, qd, qdd, frictionloss: bool = True,
     return out, saturated
 
 
-def verify_mjcf(mjcf_text: str, model: RobotModel, result: dict, q, qd, qdd) -> dict:
+def verify_mjcf(mjcf_text: str, model: RobotModel, result: IdentificationResult | dict, q, qd, qdd) -> dict:
     """MuJoCo's inverse dynamics of the exported file against robodyn's prediction of the same result
     (base parameters and friction columns) at the given states, in N.m (N):
 
@@ -162,9 +162,9 @@ def verify_mjcf(mjcf_text: str, model: RobotModel, result: dict, q, qd, qdd) -> 
     Offsets FO, which MJCF cannot hold, are added to MuJoCo's torque in both."""
     from .pipeline import predict_base
 
-    base = BaseParameters.from_dict(result["base"])
-    theta = np.asarray(result["estimate"]["values"], float)
-    cols = joint_columns(np.asarray(result["consistent"]["standard"], float), base, model.dof)
+    result = as_result(result)
+    base, theta = result.base, result.values
+    cols = joint_columns(result.standard, base, model.dof)
     q, qd, qdd = (np.asarray(a, float) for a in (q, qd, qdd))
     predicted = predict_base(model, base, theta, q, qd, qdd)
     bare = mujoco_inverse(mjcf_text, q, qd, qdd, frictionloss=False)[0] + cols["FC"] * np.sign(qd) + cols["FO"]
@@ -183,7 +183,8 @@ def verify_mjcf(mjcf_text: str, model: RobotModel, result: dict, q, qd, qdd) -> 
                                   if (~saturated).any() else None}}
 
 
-def check_mjcf_on_states(mjcf_text: str, model: RobotModel, result: dict, states: dict) -> dict:
+def check_mjcf_on_states(mjcf_text: str, model: RobotModel, result: IdentificationResult | dict,
+                         states: dict) -> dict:
     """MuJoCo's ``mj_inverse`` on the exported MJCF against robodyn's prediction at the given states
     (:func:`~robodyn.identification.urdf_export.identification_states`):
 
@@ -194,6 +195,7 @@ def check_mjcf_on_states(mjcf_text: str, model: RobotModel, result: dict, states
       is saturated against the motion (there it is FC sgn(qd));
     - ``unrepresented``: what MJCF cannot hold, sized on the states, with the frictionloss gap (the
       difference where the constraint is not saturated) as one more term."""
+    result = as_result(result)
     q, qd, qdd = states["q"], states["qd"], states["qdd"]
     rigid_ref = rigid_body_torque(model, result, states)
     rigid, _ = mujoco_inverse(mjcf_text, q, qd, qdd, frictionloss=False, damping=False)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .result import IdentificationResult, as_result
+
 
 def _pyplot():
     try:
@@ -42,23 +44,25 @@ def torque_plot_png(t: np.ndarray, measured: np.ndarray, predicted: np.ndarray, 
     return buf.getvalue()
 
 
-def write_html_report(path, result: dict, sections: list[dict]) -> Path:
+def write_html_report(path, result: IdentificationResult | dict, sections: list[dict]) -> Path:
     """``sections``: [{"title", "metrics" (torque_metrics dict), "png" (bytes or None)}]."""
     path = Path(path)
+    result = as_result(result)
+    est = result.estimate
     rows = []
-    for p in result["estimate"]["parameters"]:
-        rel, std = p["relative_std_percent"], p["std"]
+    for p in result.parameters():
+        rel, std = p.relative_std_percent, p.std
         std = "n/a" if std is None or not math.isfinite(std) else f"{std:.3g}"  # methods without a covariance
-        rows.append(f"<tr><td>{html.escape(p['name'])}</td><td>{p['value']:.6g}</td><td>{std}</td>"
-                    f"<td>{'n/a' if rel is None else f'{rel:.2f}'}</td><td><code>{html.escape(p['expression'])}</code></td></tr>")
+        rows.append(f"<tr><td>{html.escape(p.name)}</td><td>{p.value:.6g}</td><td>{std}</td>"
+                    f"<td>{'n/a' if rel is None else f'{rel:.2f}'}</td><td><code>{html.escape(p.expression)}</code></td></tr>")
     parts = [
         "<!doctype html><meta charset='utf-8'><title>robodyn identification</title>",
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}code{font-size:12px}</style>",
-        f"<h1>Identification of {html.escape(result['robot'])}</h1>",
-        f"<p>method {html.escape(result['estimate']['method'])}, friction {html.escape(result['config']['friction'])}, "
-        f"{result['base']['count']} base parameters, cond {result['estimate']['cond']:.4g}, "
-        f"rows {result['estimate']['rows']}, relative residual {result['estimate']['relative_residual']:.4g}</p>",
+        f"<h1>Identification of {html.escape(result.robot)}</h1>",
+        f"<p>method {html.escape(est.method)}, friction {html.escape(result.config.friction)}, "
+        f"{result.base.count} base parameters, cond {est.cond:.4g}, "
+        f"rows {est.rows}, relative residual {est.relative_residual:.4g}</p>",
     ]
     for s in sections:
         m = s["metrics"]
@@ -75,7 +79,8 @@ def write_html_report(path, result: dict, sections: list[dict]) -> Path:
                          f"{base64.b64encode(s['png']).decode()}'>")
     parts.append("<h2>Base parameters</h2><table><tr><th>name</th><th>value</th><th>std</th><th>%std</th>"
                  "<th>expression</th></tr>" + "".join(rows) + "</table>")
-    parts.append(f"<h2>Provenance</h2><pre>{html.escape(str(result['provenance'].get('recordings')))}\n"
-                 f"{html.escape(result['provenance'].get('software', ''))} {html.escape(result['provenance'].get('created', ''))}</pre>")
+    provenance = result.provenance
+    parts.append(f"<h2>Provenance</h2><pre>{html.escape(str(provenance.get('recordings')))}\n"
+                 f"{html.escape(provenance.get('software', ''))} {html.escape(provenance.get('created', ''))}</pre>")
     path.write_text("\n".join(parts))
     return path

@@ -7,6 +7,12 @@ The file's layout is versioned by its ``version`` field (with ``format`` naming 
 which every result robodyn ever wrote carries; a document without one is read as version 1, and a
 newer version than this code knows is refused, not guessed at.
 
+Its readers (validate and predict, the intervals, the coverage warnings, the HTML report, the URDF
+and MJCF exports) take the typed result; a file is read by :func:`read_result`, and a caller that
+holds the document (a daemon job's result.json) hands it over through :func:`as_result`, so this
+module alone knows the JSON layout. A malformed document is refused in one line naming the field
+and the part it is missing from.
+
 JSON layout (version 1), in file order:
 
     format, version, robot,
@@ -40,6 +46,8 @@ from .estimators import Estimate
 
 if TYPE_CHECKING:
     from .config import IdentificationConfig
+    from .friction import FrictionColumns
+    from .processing import ProcessingConfig
 
 RESULT_FORMAT = "robodyn.identification"
 RESULT_VERSION = 1
@@ -48,6 +56,17 @@ METHOD_SECTIONS = ("metaheuristic", "consistent", "neural_network")
 # the JSON keys the dataclass fields map to (the rest are METHOD_SECTIONS)
 _TOP_KEYS = ("format", "version", "robot", "base", "estimate", "friction_model", "friction_columns", "config",
              "metrics", "processing_steps", "provenance", "selection", "coverage", "residual_model", "robot_ref")
+
+
+@dataclass(frozen=True)
+class ParameterRow:
+    """One estimated parameter as the result file's ``estimate.parameters`` lists it."""
+
+    name: str
+    expression: str
+    value: float
+    std: float  # NaN for a method without a covariance
+    relative_std_percent: float | None  # None where it is not finite
 
 
 @dataclass
@@ -86,25 +105,56 @@ class IdentificationResult:
         extra = columns.extra_names(self.dof) if columns is not None else []
         return list(self.base.names) + extra
 
+    def parameters(self) -> list[ParameterRow]:
+        """One row per estimated parameter: the base parameters, then any Stribeck excess columns."""
+        est = self.estimate
+        columns = self.config.columns
+        extra = columns.extra_expressions(self.dof) if columns is not None and columns.extra_names(self.dof) else []
+        expressions = list(self.base.expressions()) + extra
+        return [ParameterRow(n, e, float(v), float(s), float(r) if np.isfinite(r) else None)
+                for n, e, v, s, r in zip(self.parameter_names(), expressions, est.theta, est.std,
+                                         est.relative_std_percent)]
+
+    @property
+    def processing(self) -> ProcessingConfig:
+        """The processing the fit used (its cut-off resolved): what predict and validate apply again."""
+        return self.config.processing
+
+    @property
+    def friction_columns(self) -> FrictionColumns | None:
+        """The friction columns identified with the dynamics (None when none, or a model was subtracted)."""
+        return self.config.columns
+
+    @property
+    def consistent(self) -> dict | None:
+        """The physically consistent fit's own section (consistent.ConsistentResult.to_dict()), or None."""
+        return self.sections.get("consistent")
+
+    @property
+    def consistent_feasible(self) -> bool:
+        """Whether the result holds full standard parameters that are physically consistent."""
+        return bool(self.consistent and self.consistent.get("feasibility", {}).get("feasible", False))
+
+    @property
+    def standard(self) -> np.ndarray:
+        """The consistent fit's full standard parameters; ValueError (one line) for a result without them."""
+        if self.consistent is None:
+            raise ValueError("result: holds base parameters only, no standard parameters (run `robodyn identify "
+                             "--method consistent`)")
+        return np.asarray(self.consistent["standard"], float)
+
     def to_json_dict(self) -> dict:
         """The JSON document (plain lists and numbers; non-finite numbers stay floats for the writer
         to turn into null, as robodyn.commands.common.strict_json does)."""
         est = self.estimate
         columns = self.config.columns
-        dof = self.dof
-        extra = columns.extra_names(dof) if columns is not None else []
-        names = list(self.base.names) + extra
-        expressions = list(self.base.expressions()) + (columns.extra_expressions(dof) if extra else [])
         doc = {
             "format": RESULT_FORMAT, "version": self.version,
             "robot": self.robot,
             "base": self.base.to_dict(),
             "estimate": {
                 "method": est.method,
-                "parameters": [{"name": n, "expression": e, "value": float(v), "std": float(s),
-                                "relative_std_percent": float(r) if np.isfinite(r) else None}
-                               for n, e, v, s, r in zip(names, expressions, est.theta, est.std,
-                                                        est.relative_std_percent)],
+                "parameters": [dataclasses.asdict(row) for row in self.parameters()],
                 "values": est.theta.tolist(),
                 "covariance": est.covariance.tolist(),
                 "rank": est.rank, "cond": est.cond, "rows": est.rows,
@@ -139,28 +189,38 @@ class IdentificationResult:
         from .processing import ProcessingConfig
 
         version = check_document(doc)
+        where = "the document"  # the part being read, named in the error
         try:
             e = doc["estimate"]
+            where = "estimate"
             theta = np.asarray(e["values"], float)
             estimate = Estimate(
                 e["method"], theta, _floats(e["covariance"]).reshape(theta.size, theta.size),
                 _floats(e["sigma_per_joint"]), int(e["rank"]), _float(e["cond"]), int(e["rows"]),
                 _float(e["relative_residual"]), int(e.get("iterations", 1)),
                 None if e.get("weights") is None else _floats(e["weights"]), list(e.get("notes", [])))
+            where = "the document"
             c = dict(doc["config"])
+            where = "config"
             config = IdentificationConfig(
                 method=c["method"], friction=c["friction"], rotor_inertia=c["rotor_inertia"],
                 friction_model=c.get("friction_model"), processing=ProcessingConfig(**c["processing"]),
                 chunk_samples=c.get("chunk_samples", 20000),
                 motor_couplings=tuple(tuple(x) for x in c.get("motor_couplings", ())),
                 friction_scales=c.get("friction_scales"), recording_weights=c.get("recording_weights", "equal"))
+            where = "friction_model"
             friction = FrictionModel.from_dict(doc["friction_model"]) if doc.get("friction_model") else None
+            where = "base"
             base = BaseParameters.from_dict(doc["base"])
+            where = "the document"
+            robot, metrics = doc["robot"], doc["metrics"]
+            where = "metrics"
+            metrics["identification"]["joints"]  # noqa: B018  (the joint count every reader takes from here)
         except KeyError as exc:
-            raise ValueError(f"result: field {exc.args[0]!r} is missing") from None
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"result: not an identification result of version {version} ({exc})") from None
-        return cls(doc["robot"], base, estimate, friction, config, doc["metrics"], doc.get("processing_steps", []),
+            raise ValueError(f"result: field {exc.args[0]!r} is missing (in {where})") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"result: not an identification result of version {version} ({where}: {exc})") from None
+        return cls(robot, base, estimate, friction, config, metrics, doc.get("processing_steps", []),
                    doc.get("provenance", {}), doc.get("selection"),
                    {k: v for k, v in doc.items() if k not in _TOP_KEYS}, doc.get("coverage"),
                    doc.get("residual_model"), doc.get("robot_ref"), version)
@@ -199,6 +259,16 @@ def read_document(path) -> dict:
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     return doc
+
+
+def as_result(result: IdentificationResult | dict) -> IdentificationResult:
+    """The typed result of ``result``: itself, or the result its JSON document holds (format and
+    version checked; ValueError naming the field when it is not one). The consumers (validate,
+    predict, the exports, the intervals, the reports) call this once at their entry, so a caller
+    holding the document (a daemon job's result.json, a test) can still hand it over."""
+    if isinstance(result, IdentificationResult):
+        return result
+    return IdentificationResult.from_json_dict(result)
 
 
 def read_result(path) -> IdentificationResult:

@@ -25,6 +25,7 @@ from robodyn.robot.model import RobotModel
 from robodyn.robot.urdf import model_to_urdf
 
 from .base_params import BaseParameters
+from .result import IdentificationResult, as_result
 
 EXTRA_TAG = "robodyn_identified"
 
@@ -161,7 +162,7 @@ def verify_urdf(urdf_text: str, model: RobotModel, base: BaseParameters, standar
 
 # --------------------------------------------------------------------------- on the identification data
 
-def identification_states(model: RobotModel, result: dict, raw) -> dict:
+def identification_states(model: RobotModel, result: IdentificationResult | dict, raw) -> dict:
     """The states robodyn's ``predict`` evaluates a recording at, and its prediction there, in model
     values: the recording processed exactly as ``predict`` processes it (one code path,
     :func:`~robodyn.identification.processing.process_windows` with the result's processing).
@@ -169,12 +170,13 @@ def identification_states(model: RobotModel, result: dict, raw) -> dict:
     Returns q, qd, qdd, ``predicted`` (what ``predict`` reports at these states before the joint map
     to controller values), ``tau_friction`` (the subtracted friction model's torque, zeros without
     one) and ``stribeck`` (the Stribeck excess columns' torque, zeros without them)."""
-    from .pipeline import _result_parts, predict_processed, result_processing
+    from .pipeline import predict_processed
     from .processing import process_windows
 
-    base, theta, friction, columns = _result_parts(result)
-    pieces = [p.data for p in process_windows(raw, result_processing(result), friction=friction,
-                                              purpose="predict", columns=columns)]
+    result = as_result(result)
+    base, theta = result.base, result.values
+    pieces = [p.data for p in process_windows(raw, result.processing, friction=result.friction_model,
+                                              purpose="predict", columns=result.friction_columns)]
     if not pieces:
         raise ValueError("recording: no samples left to evaluate after processing")
     out = {k: np.concatenate([getattr(d, k) for d in pieces]) for k in ("q", "qd", "qdd")}
@@ -194,7 +196,8 @@ def _size(torque: np.ndarray) -> dict:
     return {"rms": np.sqrt(np.mean(torque ** 2, axis=0)), "max": np.abs(torque).max(axis=0)}
 
 
-def unrepresented_terms(model: RobotModel, result: dict, states: dict, file_format: str) -> list[dict]:
+def unrepresented_terms(model: RobotModel, result: IdentificationResult | dict, states: dict,
+                        file_format: str) -> list[dict]:
     """What the exported file (``file_format`` "urdf" or "mjcf") cannot make an engine compute,
     per term and joint, with its torque's size (RMS and max) on ``states``
     (:func:`identification_states` of the identification recording).
@@ -209,8 +212,8 @@ def unrepresented_terms(model: RobotModel, result: dict, states: dict, file_form
         raise ValueError(f"format: expected urdf or mjcf, got {file_format!r}")
     from .regressor import regressor
 
-    base = BaseParameters.from_dict(result["base"])
-    standard = np.asarray(result["consistent"]["standard"], float)
+    result = as_result(result)
+    base, standard = result.base, result.standard
     cols = joint_columns(standard, base, model.dof)
     q, qd, qdd = states["q"], states["qd"], states["qdd"]
     terms = [("offset FO", np.broadcast_to(cols["FO"], q.shape)),
@@ -235,21 +238,21 @@ def unrepresented_terms(model: RobotModel, result: dict, states: dict, file_form
     return out
 
 
-def joint_friction_torque(model: RobotModel, result: dict, states: dict) -> np.ndarray:
+def joint_friction_torque(model: RobotModel, result: IdentificationResult | dict, states: dict) -> np.ndarray:
     """The identified joint friction columns' torque FV qd + FC sgn(qd) at the states."""
-    base = BaseParameters.from_dict(result["base"])
-    cols = joint_columns(np.asarray(result["consistent"]["standard"], float), base, model.dof)
+    result = as_result(result)
+    cols = joint_columns(result.standard, result.base, model.dof)
     return cols["FV"] * states["qd"] + cols["FC"] * np.sign(states["qd"])
 
 
-def rigid_body_torque(model: RobotModel, result: dict, states: dict) -> np.ndarray:
+def rigid_body_torque(model: RobotModel, result: IdentificationResult | dict, states: dict) -> np.ndarray:
     """robodyn's prediction at the states less everything that is not the links' and rotors' inertia
     and gravity: the joint friction columns, offsets FO, a subtracted friction model, Stribeck excess
     and shared-motor terms (:func:`unrepresented_terms` sizes the ones no format holds)."""
     from .regressor import regressor
 
-    base = BaseParameters.from_dict(result["base"])
-    standard = np.asarray(result["consistent"]["standard"], float)
+    result = as_result(result)
+    base, standard = result.base, result.standard
     cols = joint_columns(standard, base, model.dof)
     rest = joint_friction_torque(model, result, states) + cols["FO"] + states["tau_friction"] + states["stribeck"]
     start = base.spec.per_joint * model.dof
@@ -266,13 +269,14 @@ def relative_error(engine: np.ndarray, reference: np.ndarray) -> dict:
     return {"max_abs_error": err, "torque_scale": scale, "max_relative_error": err / scale}
 
 
-def check_urdf_on_states(urdf_text: str, model: RobotModel, result: dict, states: dict) -> dict:
+def check_urdf_on_states(urdf_text: str, model: RobotModel, result: IdentificationResult | dict,
+                         states: dict) -> dict:
     """pinocchio's RNEA (with armature) on the exported URDF against robodyn's rigid-body prediction
     at the given states (:func:`identification_states`), and what URDF cannot hold, sized there."""
+    result = as_result(result)
     rigid, damping = pinocchio_rnea(urdf_text, model.gravity, states["q"], states["qd"], states["qdd"])
     reference = rigid_body_torque(model, result, states)
-    base = BaseParameters.from_dict(result["base"])
-    fv = joint_columns(np.asarray(result["consistent"]["standard"], float), base, model.dof)["FV"]
+    fv = joint_columns(result.standard, result.base, model.dof)["FV"]
     return {"samples": int(reference.shape[0]),
             "pinocchio_rnea": relative_error(rigid, reference),
             "damping_read_back_max_abs_error": float(np.abs(damping - fv).max()),

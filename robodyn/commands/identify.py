@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from robodyn.errors import UserError
 from robodyn.identification.names import DESCRIPTIONS, LEAST_SQUARES, METHODS, SELECTABLE
@@ -15,6 +16,9 @@ from . import progress as bars
 from .common import (add_friction, add_holdout, add_joint_names, add_json, add_out, add_rotor_inertia, deprecated,
                      nonnegative_float, number, output_path, positive_float, positive_int, print_json, strict_json,
                      with_joint_names)
+
+if TYPE_CHECKING:
+    from robodyn.identification.result import IdentificationResult
 
 DEFAULT_RESULT = "result.json"
 DRIVE_GAINS_HELP = "motor current to joint torque, N.m/A per joint, for CSV files with current columns"
@@ -215,7 +219,8 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_drive_gains)
 
 
-def _load(paths, model, gains, result: dict | None = None, topic: str | None = None, name: str = "robodyn"):
+def _load(paths, model, gains, result: IdentificationResult | None = None, topic: str | None = None,
+          name: str = "robodyn"):
     """The datasets (with ``result``, after checking that the model fits it); what the loaders warn
     about (a CSV without a phase column, lost samples, a model of another name) is printed as one
     note line each on stderr, and a read that takes long says which file it is on (``name``: the
@@ -228,7 +233,7 @@ def _load(paths, model, gains, result: dict | None = None, topic: str | None = N
     with warnings.catch_warnings(record=True) as caught, bars.Heartbeat(name) as beat:
         warnings.simplefilter("always")
         if result is not None:
-            check_result_model(model, result)
+            check_result_model(model, result.to_json_dict())  # the pipeline's check reads the document form
         out = []
         for k, p in enumerate(paths):
             beat.text = f"reading {p} ({k + 1} of {len(paths)})"
@@ -253,16 +258,16 @@ def metric_lines(m: dict, title: str) -> list[str]:
     return lines
 
 
-def processing_lines(doc: dict) -> list[str]:
+def processing_lines(result: IdentificationResult) -> list[str]:
     """What the processing chose and did, one line each (cut-off and why, gaps, resampling)."""
-    cfg = doc["config"]["processing"]
+    cfg = result.processing
     lines = []
-    choice = cfg.get("cutoff_choice")
+    choice = cfg.cutoff_choice
     if choice:
-        lines.append(f"low-pass {cfg['cutoff_hz']:g} Hz, chosen from the {choice['source']}: {choice['rule']}")
-    elif cfg.get("cutoff_hz") not in (None, "auto"):
-        lines.append(f"low-pass {cfg['cutoff_hz']:g} Hz (as given)")
-    for steps in doc.get("processing_steps") or []:
+        lines.append(f"low-pass {cfg.cutoff_hz:g} Hz, chosen from the {choice['source']}: {choice['rule']}")
+    elif cfg.cutoff_hz not in (None, "auto"):
+        lines.append(f"low-pass {cfg.cutoff_hz:g} Hz (as given)")
+    for steps in result.steps or []:
         for st in steps or []:
             if st["step"] == "split_at_gaps":
                 dropped = len(st["dropped_short"])
@@ -274,23 +279,24 @@ def processing_lines(doc: dict) -> list[str]:
     return lines
 
 
-def summary_lines(doc: dict) -> list[str]:
-    est = doc["estimate"]
-    fm = doc.get("friction_model")
-    friction = f"{fm['kind']} friction subtracted (--friction-model)" if fm else f"friction {doc['config']['friction']}"
-    lines = [f"{doc['robot']}: {doc['base']['count']} base parameters, method {est['method']}, {friction}",
-             f"rows {est['rows']}, rank {est['rank']}, cond {est['cond']:.4g}, relative residual "
-             f"{est['relative_residual']:.4g}"]
-    lines += [f"warning: {note}" for note in est.get("notes") or []] + processing_lines(doc)
-    lines += metric_lines(doc["metrics"]["identification"], "fit against the processed (low-passed) torque")
-    if "measured" in doc["metrics"]:
-        lines += metric_lines(doc["metrics"]["measured"], "fit against the measured torque")
-    for rec in doc["metrics"].get("per_recording") or []:
+def summary_lines(result: IdentificationResult) -> list[str]:
+    est = result.estimate
+    fm = result.friction_model
+    friction = f"{fm.kind} friction subtracted (--friction-model)" if fm else f"friction {result.config.friction}"
+    lines = [f"{result.robot}: {result.base.count} base parameters, method {est.method}, {friction}",
+             f"rows {est.rows}, rank {est.rank}, cond {est.cond:.4g}, relative residual "
+             f"{est.relative_residual:.4g}"]
+    lines += [f"warning: {note}" for note in est.notes or []] + processing_lines(result)
+    metrics = result.metrics
+    lines += metric_lines(metrics["identification"], "fit against the processed (low-passed) torque")
+    if "measured" in metrics:
+        lines += metric_lines(metrics["measured"], "fit against the measured torque")
+    for rec in metrics.get("per_recording") or []:
         weight = "" if rec.get("weight") is None else ", weight per joint " + " ".join(f"{w:.3g}" for w in rec["weight"])
         lines.append(f"recording {rec['recording']}: RMSE sum {rec['rmse_sum']:.4f} N.m, total relative error "
                      f"{rec['relative_error_total']:.4f} (against the measured torque){weight}")
-    if "held_out" in doc["metrics"]:
-        held = doc["metrics"]["held_out"]
+    if "held_out" in metrics:
+        held = metrics["held_out"]
         lines += metric_lines(held, "held-out recording(s) " + ", ".join(held["recordings"])
                               + ", against the measured torque")
     return lines
@@ -348,10 +354,10 @@ def cmd_identify(args) -> int:
             choose_method=args.method is None and not args.select)
     # where the model came from, so validate and predict load the same one (a file, or a built-in)
     result.robot_ref = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
-    doc = result.to_json_dict()  # the file, the report and the printed summary read the document
+    doc = result.to_json_dict()  # the file and the --json summary: the edge where the result becomes JSON
     Path(args.out).write_text(json.dumps(strict_json(doc), indent=1, allow_nan=False))
     if args.report:
-        _write_report(args.report, model, doc, datasets, holdout, args)
+        _write_report(args.report, model, result, datasets, holdout, args)
     if args.json:
         print_json({"out": args.out, **({"report": args.report} if args.report else {}), "robot": doc["robot"], "method": doc["estimate"]["method"],
                     "base_count": doc["base"]["count"],
@@ -362,8 +368,8 @@ def cmd_identify(args) -> int:
                     **details})
     else:
         if args.select:
-            print("\n".join(selection_lines(doc["selection"])))
-        print("\n".join(summary_lines(doc)))
+            print("\n".join(selection_lines(result.selection)))
+        print("\n".join(summary_lines(result)))
         if method_line:
             print(method_line)
         print(f"result written to {args.out}")
@@ -382,11 +388,12 @@ def _out_path(args) -> str:
     return str(output_path(args.out, DEFAULT_RESULT, args.force))
 
 
-def _write_report(path, model, doc: dict, datasets, holdout, args) -> None:
+def _write_report(path, model, result: IdentificationResult, datasets, holdout, args) -> None:
     """The HTML report: the fit and each held-out recording, each with its torque plot inside the file."""
     from robodyn.identification.pipeline import predict, torque_metrics
     from robodyn.identification.report import torque_plot_png, write_html_report
 
+    doc = result.to_json_dict()  # pipeline.predict reads the document form
     sections = []
     for label, sets, names in (("identification data", datasets[:1], args.data[:1]),
                                ("held out", holdout, args.holdout or ())):
@@ -395,7 +402,7 @@ def _write_report(path, model, doc: dict, datasets, holdout, args) -> None:
             title = f"{label}: {name}, against the measured torque"
             sections.append({"title": title, "metrics": torque_metrics(measured, predicted, model.joint_names),
                              "png": torque_plot_png(t - t[0], measured, predicted, model.joint_names, title)})
-    write_html_report(path, doc, sections)
+    write_html_report(path, result, sections)
 
 
 def _check_holdout(args) -> None:

@@ -32,28 +32,28 @@ def register(sub) -> None:
 
 def cmd_export_mjcf(args) -> int:
     from robodyn.identification.mjcf_export import export_mjcf, verify_mjcf
-    from robodyn.identification.pipeline import load_result
+    from robodyn.identification.result import read_result
     from robodyn.robot.loader import load_model
 
-    doc = load_result(args.result)
-    model = load_model(args.robot or doc.get("robot_ref") or doc["robot"])
+    result = read_result(args.result)
+    model = load_model(args.robot or result.robot_ref or result.robot)
     args.out = str(output_path(args.out, DEFAULT_OUT, args.force))
-    text, notes = export_mjcf(model, doc)
+    text, notes = export_mjcf(model, result)
     Path(args.out).write_text(text)
     report = None
     if args.verify:
         from robodyn.identification.regressor import sample_states
 
         q, qd, qdd = sample_states(model, 200, seed=3)
-        report = verify_mjcf(text, model, doc, q, qd, qdd)
+        report = verify_mjcf(text, model, result, q, qd, qdd)
     on_data = None
     if args.data:
         from robodyn.identification.data import load_dataset
         from robodyn.identification.mjcf_export import check_mjcf_on_states
         from robodyn.identification.urdf_export import identification_states
 
-        states = identification_states(model, doc, load_dataset(args.data, model=model))
-        on_data = check_mjcf_on_states(text, model, doc, states)
+        states = identification_states(model, result, load_dataset(args.data, model=model))
+        on_data = check_mjcf_on_states(text, model, result, states)
     if args.json:
         print_json({"out": args.out, "notes": notes, "verification": report, "on_data": on_data})
         return 0
@@ -62,11 +62,14 @@ def cmd_export_mjcf(args) -> int:
         print(f"note: {note}")
     if report is not None:
         w = report["with_frictionloss"]
+        # either part is None when every joint sample is saturated, or none is
+        saturated = ("" if w["max_abs_error"] is None else f"{w['max_abs_error']:.3g} N.m where its constraint is "
+                     f"saturated ({100 * w['saturated_fraction']:.0f}% of joint samples)")
+        unsaturated = ("" if w["unsaturated_max_abs_error"] is None else f"up to {w['unsaturated_max_abs_error']:.3g} "
+                       "N.m where it is not (there MuJoCo's dry friction holds less than FC)")
         print(f"MuJoCo mj_inverse vs robodyn on {report['samples']} random states: max |difference| "
               f"{report['without_frictionloss']['max_abs_error']:.3g} N.m with frictionloss zeroed and FC sgn(qd) "
-              f"added; with frictionloss {w['max_abs_error']:.3g} N.m where its constraint is saturated "
-              f"({100 * w['saturated_fraction']:.0f}% of joint samples), up to {w['unsaturated_max_abs_error']:.3g} "
-              f"N.m where it is not (there MuJoCo's dry friction holds less than FC)")
+              f"added; with frictionloss " + ", ".join(part for part in (saturated, unsaturated) if part))
     if on_data is not None:
         from robodyn.identification.urdf_export import unrepresented_lines
 

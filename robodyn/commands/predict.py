@@ -8,6 +8,7 @@ and predicted torque, so that another dynamics engine can be checked on exactly 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .common import add_joint_names, add_json, add_out, print_json, with_joint_names
 from .identify import DRIVE_GAINS_HELP, TOPIC_HELP, _floats, _load, _name, metric_lines
@@ -15,6 +16,9 @@ from .identify import DRIVE_GAINS_HELP, TOPIC_HELP, _floats, _load, _name, metri
 PREDICT_COLUMNS = ("t, q1..n, qd1..n, qdd1..n (the states the prediction used: after the result's processing, in the "
                    "model's joints), tau_measured1..n, tau_predicted1..n, and with a stored residual model "
                    "tau_lower1..n, tau_upper1..n (the nominal 95 %% prediction interval), at the measured samples")
+
+if TYPE_CHECKING:
+    from robodyn.identification.result import IdentificationResult
 
 
 def register(sub) -> None:
@@ -44,12 +48,12 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_predict)
 
 
-def _result_model(args, doc: dict):
+def _result_model(args, result: IdentificationResult):
     """The model a result was identified with: --robot, else the file or built-in it names; with
     --joint-names, reading its joints from the log under those names."""
     from robodyn.robot.loader import load_model
 
-    ref = args.robot or doc.get("robot_ref") or doc["robot"]
+    ref = args.robot or result.robot_ref or result.robot
     try:
         model = load_model(ref)
     except ValueError as exc:
@@ -60,15 +64,17 @@ def _result_model(args, doc: dict):
 def cmd_validate(args) -> int:
     from robodyn.identification.coverage import result_warnings
     from robodyn.identification.intervals import calibration, calibration_lines
-    from robodyn.identification.pipeline import load_result, validate
+    from robodyn.identification.pipeline import validate
+    from robodyn.identification.result import read_result
 
-    doc = load_result(args.result)
-    model = _result_model(args, doc)
+    result = read_result(args.result)
+    doc = result.to_json_dict()  # pipeline.validate and predict read the document form
+    model = _result_model(args, result)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
-    datasets = _load(args.data, model, gains, doc, topic=args.topic, name=_name(args))
+    datasets = _load(args.data, model, gains, result, topic=args.topic, name=_name(args))
     metrics = validate(model, doc, datasets)
-    metrics["coverage_warnings"] = result_warnings(model, doc, datasets)
-    metrics["interval"] = calibration(model, doc, datasets)
+    metrics["coverage_warnings"] = result_warnings(model, result, datasets)
+    metrics["interval"] = calibration(model, result, datasets)
     if args.plot:
         from robodyn.identification.pipeline import predict
         from robodyn.identification.report import torque_plot_png
@@ -85,20 +91,20 @@ def cmd_validate(args) -> int:
         print(f"against the processed (low-passed) torque: RMSE sum {f['rmse_sum']:.4f}, total relative error "
               f"{f['relative_error_total']:.4f}")
         print("\n".join(calibration_lines(metrics["interval"])))
-        print("\n".join(coverage_lines(metrics["coverage_warnings"], doc)))
+        print("\n".join(coverage_lines(metrics["coverage_warnings"], result)))
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0
 
 
-def coverage_lines(warnings: list[dict], doc: dict) -> list[str]:
+def coverage_lines(warnings: list[dict], result: IdentificationResult) -> list[str]:
     """One line per joint whose evaluated data leave what the identification saw."""
-    if "coverage" not in doc:
+    if result.coverage is None:
         return ["note: the result records no coverage (made before it was stored): no extrapolation check"]
     return [w["message"] for w in warnings]
 
 
-def processed_states(model, doc: dict, raw, t):
+def processed_states(model, result: IdentificationResult, raw, t):
     """(q, qd, qdd) at the times ``t`` of the predicted samples: the recording processed exactly as
     the prediction processes it (the result's processing config, through the one processing code),
     in the model's joints. On the recording's own grid these are the very states the prediction
@@ -106,12 +112,10 @@ def processed_states(model, doc: dict, raw, t):
     times, and so are the states, linearly, here."""
     import numpy as np
 
-    from robodyn.identification.pipeline import _result_parts, result_processing
     from robodyn.identification.processing import process_windows
 
-    _, _, friction, columns = _result_parts(doc)
-    pieces = [piece.data for piece in process_windows(raw, result_processing(doc), friction=friction,
-                                                      purpose="predict", columns=columns)]
+    pieces = [piece.data for piece in process_windows(raw, result.processing, friction=result.friction_model,
+                                                      purpose="predict", columns=result.friction_columns)]
     grid_t = np.concatenate([d.t for d in pieces])
     states = [np.concatenate([getattr(d, name) for d in pieces]) for name in ("q", "qd", "qdd")]
     if grid_t.shape == t.shape and np.array_equal(grid_t, t):
@@ -133,30 +137,31 @@ def cmd_predict(args) -> int:
 
     from robodyn.identification.coverage import result_warnings
     from robodyn.identification.intervals import LEVEL, calibration_note, predict_with_interval
-    from robodyn.identification.pipeline import load_result, predict, torque_metrics
+    from robodyn.identification.pipeline import predict, torque_metrics
+    from robodyn.identification.result import read_result
 
-    doc = load_result(args.result)
-    model = _result_model(args, doc)
+    result = read_result(args.result)
+    model = _result_model(args, result)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
-    raw = _load([args.data], model, gains, doc, topic=args.topic, name=_name(args))[0]
+    raw = _load([args.data], model, gains, result, topic=args.topic, name=_name(args))[0]
     n = model.dof
     interval = None
-    if "residual_model" in doc:  # the nominal 95 % prediction interval beside the prediction
-        t, measured, predicted, lower, upper = predict_with_interval(model, doc, raw)
+    if result.residual_model is not None:  # the nominal 95 % prediction interval beside the prediction
+        t, measured, predicted, lower, upper = predict_with_interval(model, result, raw)
         bounds = [lower, upper]
         inside = ((measured >= lower) & (measured <= upper)).mean(0)
-        interval = {"level": doc["residual_model"].get("level", LEVEL), "columns": "tau_lower, tau_upper",
-                    "inside_fraction": inside.tolist(), "note": calibration_note(doc)}
+        interval = {"level": result.residual_model.get("level", LEVEL), "columns": "tau_lower, tau_upper",
+                    "inside_fraction": inside.tolist(), "note": calibration_note(result)}
     else:
-        t, measured, predicted = predict(model, doc, raw)
+        t, measured, predicted = predict(model, result.to_json_dict(), raw)  # pipeline.predict reads the document
         bounds = []
-    q, qd, qdd = processed_states(model, doc, raw, t)
+    q, qd, qdd = processed_states(model, result, raw, t)
     names = ["q", "qd", "qdd", "tau_measured", "tau_predicted"] + (["tau_lower", "tau_upper"] if bounds else [])
     columns = ["t"] + [f"{name}{j + 1}" for name in names for j in range(n)]
     table = [t, q, qd, qdd, measured, predicted, *bounds]
     np.savetxt(args.out, np.column_stack(table), delimiter=",", header=",".join(columns), comments="", fmt="%.9g")
     metrics = torque_metrics(measured, predicted, model.joint_names)
-    warnings = result_warnings(model, doc, [raw])
+    warnings = result_warnings(model, result, [raw])
     summary = {"out": args.out, "columns": columns, "samples": int(t.shape[0]), "of": raw.count,
                "against": "measured torque", **metrics, "interval": interval, "coverage_warnings": warnings}
     if args.json:
@@ -170,7 +175,7 @@ def cmd_predict(args) -> int:
             print(f"{interval['level'] * 100:g} % prediction interval in tau_lower/tau_upper; measured samples inside: "
                   + ", ".join(f"{x * 100:.1f} %" for x in interval["inside_fraction"])
                   + (f"\n{interval['note']}" if interval["note"] else ""))
-        print("\n".join(coverage_lines(warnings, doc)))
+        print("\n".join(coverage_lines(warnings, result)))
         print("columns: t, q, qd, qdd (processed, as the prediction used them), measured and predicted torque"
               + (", interval" if bounds else "") + f"; written to {args.out}")
     return 0

@@ -37,10 +37,7 @@ def register(sub) -> None:
 
 
 def cmd_export_urdf(args) -> int:
-    import numpy as np
-
-    from robodyn.identification.base_params import BaseParameters
-    from robodyn.identification.pipeline import load_result
+    from robodyn.identification.result import read_result
     from robodyn.identification.urdf_export import export_urdf, verify_urdf
     from robodyn.robot.loader import load_model
 
@@ -49,13 +46,12 @@ def cmd_export_urdf(args) -> int:
 
         args.calibration = args.result
         return export_calibration(args)  # its --out is named or the URDF is printed: nothing overwritten unasked
-    doc = load_result(args.result)
-    if "consistent" not in doc:
+    result = read_result(args.result)
+    if result.consistent is None:
         raise ValueError(f"{args.result}: has no physically consistent parameters; run `robodyn identify --method "
                          "consistent` first (a URDF needs full, feasible standard parameters)")
-    model = load_model(args.robot or doc.get("robot_ref") or doc["robot"])
-    base = BaseParameters.from_dict(doc["base"])
-    text = export_urdf(model, doc["consistent"], base)
+    model = load_model(args.robot or result.robot_ref or result.robot)
+    text = export_urdf(model, result.consistent, result.base)
     args.out = str(output_path(args.out, DEFAULT_OUT, args.force))
     Path(args.out).write_text(text)
     report = None
@@ -63,14 +59,14 @@ def cmd_export_urdf(args) -> int:
         from robodyn.identification.regressor import sample_states
 
         q, qd, qdd = sample_states(model, 50, seed=3)
-        report = verify_urdf(text, model, base, np.asarray(doc["consistent"]["standard"]), q, qd, qdd)
+        report = verify_urdf(text, model, result.base, result.standard, q, qd, qdd)
     on_data = None
     if args.data:
         from robodyn.identification.data import load_dataset
         from robodyn.identification.urdf_export import check_urdf_on_states, identification_states
 
-        states = identification_states(model, doc, load_dataset(args.data, model=model))
-        on_data = check_urdf_on_states(text, model, doc, states)
+        states = identification_states(model, result, load_dataset(args.data, model=model))
+        on_data = check_urdf_on_states(text, model, result, states)
     if args.json:
         print_json({"out": args.out, "verification": report, "on_data": on_data})
         return 0
@@ -96,4 +92,4 @@ def _is_calibration(path) -> bool:
     try:
         return json.loads(Path(path).read_text()).get("format") == RESULT_FORMAT
     except (OSError, ValueError, AttributeError):
-        return False  # load_result says what is wrong with it
+        return False  # read_result says what is wrong with it

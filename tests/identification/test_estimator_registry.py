@@ -69,7 +69,6 @@ def _places(name: str) -> dict[str, bool]:
     identify_parser = _subcommand(parser, "identify")
     method = _option(identify_parser, "--method")
     submit = _option(_subcommand(parser, "submit-identify"), "--method")
-    config = IdentificationConfig(method=name).to_dict()
     spec = ESTIMATORS[name]
     return {
         "identify --method choices": name in method.choices,
@@ -78,7 +77,7 @@ def _places(name: str) -> dict[str, bool]:
         "--select candidates": (name in selection.candidate_methods()) == spec.selectable,
         "--select help": (name in _option(identify_parser, "--select").help) == spec.selectable,
         "daemon job config check": _daemon_job_check()({"method": name}) is None,
-        "interval refits": (_config_of({"estimate": {"method": name}, "config": config}, 1) is not None)
+        "interval refits": (_config_of(name, IdentificationConfig(method=name), 1) is not None)
         == spec.refit_for_intervals,
         "comparison": name in names.COMPARABLE and name in names.DESCRIPTIONS,
         "function": callable(spec.load()),

@@ -1,0 +1,234 @@
+"""The identification result's consumers (intervals, coverage, the HTML report, the URDF and MJCF
+exports, and the validate / predict / export commands) read the typed result
+(identification/result.py); the result's JSON shape lives in its to/from JSON only.
+
+- A file `robodyn identify --out` writes is written again byte for byte from its typed result.
+- Every consumer works on a typed result whose document form is unavailable (to_json_dict and
+  from_json_dict made to raise), and gives what it gives for the document.
+- A malformed file, or one of a newer version, is refused by every command that reads one in one
+  line naming the field.
+
+Data: own-model. The two-link arm of tests/commands/test_identify_methods.py (RNEA plus Stribeck
+friction and 0.02 N.m noise, positions only, 200 Hz); this checks the plumbing, not the fit."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from robodyn.cli import main
+from robodyn.commands.common import strict_json
+from robodyn.identification.data import load_dataset
+from robodyn.identification.result import IdentificationResult, as_result, read_result
+from robodyn.robot.loader import load_model
+from tests.commands.test_identify_methods import write_recordings
+
+SHARED = ["--robot", "twolink", "--cutoff", "8"]
+# a friction model subtracted before the fit (--friction-model), as `robodyn friction fit` writes one
+FRICTION_MODEL = {"kind": "stribeck", "params": {"fc": [0.3, 0.2], "fs": [0.45, 0.3], "vs": [0.05, 0.05],
+                                                 "fv": [0.05, 0.04]}}
+RUNS = {
+    # held-out recording: the interval calibrated on it; the metrics carry held_out
+    "wls_holdout": ["--method", "wls", "--friction", "coulomb-viscous", "--holdout", "HELD"],
+    # out-of-fold residual model (refits), a subtracted friction model
+    "ols_friction_model": ["--method", "ols", "--friction-model", "FM"],
+    # sigmoid friction columns with their chosen scales (config.columns from friction_scales)
+    "ols_sigmoid": ["--method", "ols", "--friction", "sigmoid"],
+    # the method's own section, non-finite std (no covariance)
+    "consistent": ["--method", "consistent", "--friction", "coulomb-viscous"],
+}
+
+
+def file_text(doc: dict) -> str:
+    """What `robodyn identify --out` writes for a document (commands/identify.py, cmd_identify)."""
+    return json.dumps(strict_json(doc), indent=1, allow_nan=False)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("typed")
+    ident, held = write_recordings(folder)
+    fm = folder / "friction.json"
+    fm.write_text(json.dumps(FRICTION_MODEL))
+    out = {}
+    for name, options in RUNS.items():
+        path = folder / f"{name}.json"
+        options = [str(held) if o == "HELD" else str(fm) if o == "FM" else o for o in options]
+        assert main(["identify", str(ident), *SHARED, *options, "--out", str(path)]) == 0
+        out[name] = path
+    return {"ident": ident, "held": held, "results": out}
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_a_result_file_is_written_again_byte_for_byte_from_its_typed_result(runs, name):
+    path = runs["results"][name]
+    result = read_result(path)
+    assert isinstance(result, IdentificationResult)
+    assert file_text(result.to_json_dict()) == path.read_text()
+    # and the document form hands over the same result
+    assert file_text(as_result(json.loads(path.read_text())).to_json_dict()) == path.read_text()
+
+
+def _poison(monkeypatch):
+    """From here on, no result can be turned into or read from its document form."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a consumer used the result's document form")
+
+    monkeypatch.setattr(IdentificationResult, "to_json_dict", refuse)
+    monkeypatch.setattr(IdentificationResult, "from_json_dict", classmethod(refuse))
+
+
+def _same(a, b):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _same(a[k], b[k])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, np.ndarray):
+        assert np.array_equal(a, b, equal_nan=True)
+    else:
+        assert a == b or (a != a and b != b)
+
+
+@pytest.mark.parametrize("name", ["wls_holdout", "ols_friction_model", "ols_sigmoid"])
+def test_intervals_coverage_and_report_read_the_typed_result(runs, name, monkeypatch, tmp_path):
+    from robodyn.identification import intervals
+    from robodyn.identification.coverage import result_warnings
+    from robodyn.identification.pipeline import predict
+    from robodyn.identification.report import write_html_report
+
+    path = runs["results"][name]
+    doc = json.loads(path.read_text())
+    result = read_result(path)
+    model = load_model("twolink")
+    raw = load_dataset(runs["held"], model=model)
+    ident = load_dataset(runs["ident"], model=model)
+    sections = [{"title": "fit", "metrics": result.metrics["identification"]}]
+
+    held_out = [raw] if result.residual_model["calibrated_on_held_out"] else []
+
+    def every(r):
+        return {"interval": intervals.predict_with_interval(model, r, raw),
+                "calibration": intervals.calibration(model, r, [raw]),
+                "note": intervals.calibration_note(r),
+                "residual_model": intervals.residual_model(model, r, [ident], held_out=held_out),
+                "warnings": result_warnings(model, r, [raw]),
+                "report": write_html_report(tmp_path / "report.html", r, sections).read_text()}
+
+    from_document = every(doc)
+    t, measured, predicted = predict(model, doc, raw)  # the pipeline's own prediction, from the document
+    _poison(monkeypatch)
+    typed = every(result)
+    _same(from_document, typed)
+    t2, measured2, predicted2, lower, upper = typed["interval"]
+    assert np.array_equal(t2, t) and np.array_equal(measured2, measured)
+    np.testing.assert_allclose(predicted2, predicted, rtol=0, atol=1e-9 * np.abs(predicted).max())
+    assert np.all(lower < predicted2) and np.all(predicted2 < upper)
+    # the residual model of the same data and options is the one identify stored (out of fold: the
+    # refits of the typed result's configuration are those identify ran)
+    stored, again = doc["residual_model"], json.loads(file_text(typed["residual_model"]))
+    assert again.keys() == stored.keys() and again["out_of_fold"] == stored["out_of_fold"]
+    for key in ("residual_std", "residual_half_width", "in_sample_residual_std", "lag1_autocorrelation"):
+        np.testing.assert_allclose(again[key], stored[key], rtol=1e-9, atol=0)
+    assert stored["out_of_fold"] == (name != "wls_holdout")
+
+
+def test_the_exports_read_the_typed_result(runs, monkeypatch):
+    pytest.importorskip("cvxpy")
+    mujoco = pytest.importorskip("mujoco")
+    from robodyn.identification.mjcf_export import check_mjcf_on_states, export_mjcf, verify_mjcf
+    from robodyn.identification.regressor import sample_states
+    from robodyn.identification.urdf_export import identification_states, rigid_body_torque, unrepresented_terms
+
+    path = runs["results"]["consistent"]
+    doc = json.loads(path.read_text())
+    result = read_result(path)
+    model = load_model("twolink")
+    raw = load_dataset(runs["ident"], model=model)
+    q, qd, qdd = sample_states(model, 20, seed=3)
+
+    def every(r):
+        text, notes = export_mjcf(model, r)
+        states = identification_states(model, r, raw)
+        return {"mjcf": text, "notes": notes, "states": states, "verify": verify_mjcf(text, model, r, q, qd, qdd),
+                "on_states": check_mjcf_on_states(text, model, r, states),
+                "rigid": rigid_body_torque(model, r, states),
+                "terms": unrepresented_terms(model, r, states, "urdf")}
+
+    from_document = every(doc)
+    _poison(monkeypatch)
+    typed = every(result)
+    _same(from_document, typed)
+    m = mujoco.MjModel.from_xml_string(typed["mjcf"])
+    assert m.nv == model.dof
+    assert typed["on_states"]["rigid_body"]["max_relative_error"] < 1e-9
+
+
+def test_summary_lines_of_the_file_are_those_identify_printed(runs, tmp_path, capsys):
+    from robodyn.commands.identify import summary_lines
+
+    path = tmp_path / "r.json"
+    capsys.readouterr()
+    assert main(["identify", str(runs["ident"]), *SHARED, "--method", "wls", "--holdout", str(runs["held"]),
+                 "--out", str(path)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    lines = summary_lines(read_result(path))
+    assert len(lines) > 8
+    start = printed.index(lines[0])
+    assert printed[start:start + len(lines)] == lines
+
+
+def _broken(tmp_path, runs, change) -> str:
+    doc = json.loads(runs["results"]["consistent"].read_text())
+    change(doc)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def _drop_values(doc):
+    del doc["estimate"]["values"]
+
+
+def _drop_processing(doc):
+    del doc["config"]["processing"]
+
+
+def _newer(doc):
+    doc["version"] = 2
+
+
+@pytest.mark.parametrize("change,expected", [
+    (_drop_values, "field 'values' is missing (in estimate)"),
+    (_drop_processing, "field 'processing' is missing (in config)"),
+    (_newer, "result version 2 is not supported (expected 1)")])
+def test_every_command_refuses_a_malformed_or_newer_result_in_one_line(runs, tmp_path, capsys, change, expected):
+    path = _broken(tmp_path, runs, change)
+    held = str(runs["held"])
+    commands = [["validate", path, held], ["predict", path, held, "--out", str(tmp_path / "p.csv")],
+                ["export-urdf", path, "--out", str(tmp_path / "r.urdf")],
+                ["export-mjcf", path, "--out", str(tmp_path / "r.xml")]]
+    for argv in commands:
+        capsys.readouterr()
+        assert main(argv) == 2, argv
+        err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("note:")]
+        assert len(err) == 1 and "error:" in err[0] and path in err[0] and expected in err[0], (argv, err)
+
+
+def test_export_mjcf_verify_prints_when_every_joint_sample_is_saturated(runs, tmp_path, capsys):
+    """On the two-link consistent result every random state saturates the dry-friction constraint:
+    there is no unsaturated error to print (it is None in --json), and the text says so without it."""
+    pytest.importorskip("cvxpy")
+    pytest.importorskip("mujoco")
+    path = str(runs["results"]["consistent"])
+    assert main(["export-mjcf", path, "--out", str(tmp_path / "r.xml"), "--verify", "--json"]) == 0
+    w = json.loads(capsys.readouterr().out)["verification"]["with_frictionloss"]
+    assert w["saturated_fraction"] == 1.0 and w["unsaturated_max_abs_error"] is None
+    assert main(["export-mjcf", path, "--out", str(tmp_path / "r.xml"), "--force", "--verify"]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("MuJoCo mj_inverse vs robodyn on 200")]
+    assert len(line) == 1 and "(100% of joint samples)" in line[0] and "where it is not" not in line[0]
