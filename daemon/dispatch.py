@@ -2,19 +2,24 @@
 name from CurveZMQ), authorisation by role, dispatch to the registered handlers and the replies,
 immediate or deferred.
 
-A mixin of :class:`robodyn.daemon.server.Daemon`.
+Objects built by :class:`robodyn.daemon.server.Daemon` and handed what they need: the
+:class:`Dispatcher` (one request in, one reply out), which asks the access control
+(control_access.py: token, client name, role), the :class:`ReplyChannel` every part replies and
+counts through, and the :class:`RequestContext` (the request being handled) it sets for the
+handlers.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
-from . import access
 from . import protocol as P
 from . import request_decoding as R
-from .schedstat import run_delay_s
+from .control_access import COMMAND_ROLES, AccessControl  # noqa: F401 (the roles' table, imported from here too)
+from .schedstat import open_schedstat, run_delay_s
 
 log = logging.getLogger("robodyn.daemon")
 
@@ -22,18 +27,14 @@ log = logging.getLogger("robodyn.daemon")
 # gigabytes is never buffered; between the request cap and this, the client gets `malformed`
 TRANSPORT_MAX_BYTES = 2 * P.MAX_REQUEST_BYTES
 DEFERRED = object()  # a handler's result meaning "the reply is sent later"
-# Roles (docs/reliability.md, "Roles"), when CurveZMQ names the clients and [security].operators is
-# set: operators arm and submit; submitters submit runs and identification jobs; every other
-# allowed client observes. Stopping is never refused: abort and disarm are open to everyone.
 # answered at once whatever else is asked: their latency is measured and reported (below)
 STOP_COMMANDS = ("abort", "disarm")
 MAX_BURST = 100  # requests handled in a row before the worker pipes are read again
 MAX_WAITING = 1000  # requests read off the socket and not yet handled (REQ clients have one each)
-COMMAND_ROLES = {"arm": P.ROLE_OPERATOR, "submit_run": P.ROLE_SUBMITTER, "identify": P.ROLE_SUBMITTER}
 # Observers' reads are answered from the bytes of the last identical one (same command, arguments
-# and role) while nothing has changed (:attr:`state_generation`, bumped by every command that is
-# not a read and every worker event but the periodic telemetry and statistics) and for at most
-# READ_CACHE_S: a flood of them costs the main loop an unpack, a dictionary look-up and a send
+# and role) while nothing has changed (:attr:`ReplyChannel.state_generation`, bumped by every
+# command that is not a read and every worker event but the periodic telemetry and statistics) and
+# for at most READ_CACHE_S: a flood of them costs the main loop an unpack, a dictionary look-up and a send
 # each, and a stop waits behind no status built or listing encoded per request. The rows of a
 # listing are encoded once each (ROW_CACHE_MAX kept), so even a page of MAX_PAGE rows built anew
 # is a join of bytes. What a read may miss meanwhile: the periodic figures (telemetry, counters)
@@ -41,7 +42,7 @@ COMMAND_ROLES = {"arm": P.ROLE_OPERATOR, "submit_run": P.ROLE_SUBMITTER, "identi
 CACHED_READS = frozenset({"status", "describe", "runs", "recordings", "jobs"})
 READ_ONLY = CACHED_READS | {"ping", "run_status", "recording_info", "job_status", "pull"}
 READ_CACHE_S = 0.02
-# a listing's own changes invalidate it (:meth:`Dispatch._read_generation`): recordings and finished
+# a listing's own changes invalidate it (:meth:`Dispatcher._read_generation`): recordings and finished
 # jobs at once; a page with a job still queued or running is rebuilt after UNFINISHED_JOBS_S (its
 # progress is read from the job's file)
 LISTING_CACHE_S = 10.0
@@ -126,8 +127,73 @@ class LogsAfterReply(logging.Filter):
             log.handle(record)
 
 
-class Dispatch:
-    """The control endpoint: one request in, one reply out (now or later)."""
+class ReplyChannel:
+    """What every part that answers requests needs from the control endpoint: a reply sent later
+    (a deferred one, or a large request's), an error counted for ``status``, and word that
+    something a read reports has changed (no cached read is served any more). Built before the
+    parts, handed to each of them and to the :class:`Dispatcher`."""
+
+    def __init__(self, router, zmq):
+        self.router, self.zmq = router, zmq
+        self.errors: dict[str, int] = {}  # per error code
+        self.state_generation = 0  # bumped by every change a read may report
+
+    def state_changed(self) -> None:
+        """Something a read reports has changed: no cached read is served any more."""
+        self.state_generation += 1
+
+    def count_error(self, code: str) -> None:
+        self.state_changed()  # `status` counts them
+        self.errors[code] = self.errors.get(code, 0) + 1
+
+    def reply_later(self, envelope: list, reply: bytes) -> None:
+        try:  # ROUTER drops a reply to a client that has gone: never blocks, never raises for that
+            self.router.send_multipart(envelope + [reply], flags=self.zmq.NOBLOCK)
+        except self.zmq.ZMQError as exc:
+            log.warning("could not deliver a deferred reply: %s", exc)
+
+
+class Dispatcher:
+    """The control endpoint: one request in, one reply out (now or later). Built with what it
+    needs: the control socket (``router``), the access control, the reply channel the parts share,
+    the request context it sets before each handler, the handlers table (``commands``, name ->
+    ``handler(args) -> dict``; extensions add to it through :meth:`add_command`), the large
+    requests' threads (intake.py), the recordings' index and the runs (what a cached listing
+    depends on), the robot's newest state (the rate a stop's latency is counted in), ``jobs()``,
+    the identification jobs' manager if an extension registered one, and the two rate-limited
+    logs. The poll loop (supervision.py) calls :meth:`serve` when the socket is readable and tells
+    it of each round (:meth:`count_round`, :meth:`control_empty`)."""
+
+    def __init__(self, router, zmq, access_control: AccessControl, replies: ReplyChannel, request: RequestContext,
+                 commands: dict, large_requests, recording_index, robot, runs, *, jobs, dropped: RateLimitedLog,
+                 logs_after_reply: LogsAfterReply):
+        self.router, self.zmq, self.access, self.replies, self.request = router, zmq, access_control, replies, request
+        self.commands = commands
+        self.large_requests, self.recording_index, self.robot, self.runs = large_requests, recording_index, robot, runs
+        self.jobs, self.dropped, self.logs_after_reply = jobs, dropped, logs_after_reply
+        self.requests_total, self.requests_dropped = 0, 0
+        # the stop commands' latency (below) and the main loop's rounds it is counted in
+        self.loop_rounds = 0
+        self.requests_handled = 0
+        self.control_empty_at, self.control_empty_round, self.control_empty_handled = time.monotonic(), 0, 0
+        self.requests_received = 0  # read off the control socket: a request's receive sequence number
+        self.overtook = 0  # requests received before the stop being handled and still waiting
+        self.received: tuple = ()
+        self.waiting: list[tuple] = []  # read off the control socket, not yet handled
+        self.request_cost: dict[str, dict] = {}  # per command: count, max and total handling time
+        self.cmd = ""
+        # this (the loop's) thread's scheduler statistics, for the stop latency
+        self.schedstat = open_schedstat()
+        self.control_empty_cpu = self.handling_cpu = time.thread_time()
+        self.control_empty_delay = self.run_delay()
+        self.control_empty_in_poll = False
+        self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_work_periods": None,
+                             "work_over_one_period": 0, "max_requests_ahead": 0, "max_rounds": 0,
+                             "max_handled_since_received": 0, "overtook": 0}
+        # cached reads: their bytes, and what invalidates them
+        self.read_cache: dict[tuple, tuple] = {}
+        self.read_cache_counts = {"hits": 0, "built": 0}
+        self.row_bytes: dict[int, tuple] = {}
 
     def add_command(self, name: str, args: dict, handler) -> None:
         """Register a request handler ``handler(args) -> dict`` (raise ProtocolError on errors)."""
@@ -137,33 +203,38 @@ class Dispatch:
             P.register_command(name, args)
         self.commands[name] = handler
 
-    def _control_empty(self, when: float, cpu: float | None = None, delay: float | None = None,
-                       in_poll: bool = False) -> None:
+    def close(self) -> None:
+        if self.schedstat is not None:
+            os.close(self.schedstat)
+            self.schedstat = None
+
+    def count_round(self) -> None:
+        """The main loop's poll returned: one more round (a stop's latency counts those it spans)."""
+        self.loop_rounds += 1
+
+    def control_empty(self, when: float, cpu: float | None = None, delay: float | None = None,
+                      in_poll: bool = False) -> None:
         """The main loop saw no request waiting at ``when``: any later one arrived after it. The
         main thread's CPU clock (and run-queue time) is read with it, or given, read at ``when``:
         the work the loop did from then on is what it did before a stop that came in later.
         ``in_poll``: ``when`` is the start of a poll that woke for the control socket, so the
-        request came in sometime during the poll's sleep (dispatch.py: ``wall_periods``)."""
+        request came in sometime during the poll's sleep (``wall_periods``, below)."""
         self.control_empty_at, self.control_empty_round = when, self.loop_rounds
         self.control_empty_handled = self.requests_handled
         self.control_empty_cpu = time.thread_time() if cpu is None else cpu
-        self.control_empty_delay = self._run_delay() if cpu is None else delay
+        self.control_empty_delay = self.run_delay() if cpu is None else delay
         self.control_empty_in_poll = in_poll
 
-    def _run_delay(self) -> float | None:
+    def run_delay(self) -> float | None:
         """Seconds the main thread has spent runnable but waiting for a CPU (the kernel's
         schedstat; None where it is not kept): the part of a stop's wait that is the host's
         scheduler, told apart from the daemon's work (its CPU clock) and from blocking."""
-        return run_delay_s(self._schedstat)
+        return run_delay_s(self.schedstat)
 
-    def _control_readable(self) -> bool:
+    def control_readable(self) -> bool:
         """A request waits on the control socket (ZMQ_EVENTS: no poller made per call, as
         ``Socket.poll`` does; this runs before every request)."""
         return bool(self.router.getsockopt(self.zmq.EVENTS) & self.zmq.POLLIN)
-
-    def state_changed(self) -> None:
-        """Something a read reports has changed: no cached read is served any more."""
-        self.state_generation += 1
 
     def _pack_row(self, row: dict) -> bytes:
         """A listing row's bytes, encoded once per row object (rows are replaced, never edited)."""
@@ -176,12 +247,12 @@ class Dispatch:
         self.row_bytes[id(row)] = (row, data)  # the row is kept: its id is never reused meanwhile
         return data
 
-    def _warm_rows(self) -> int:
+    def warm_rows(self) -> int:
         """The listing rows there are at start (recordings, finished jobs) encoded before the
         daemon reports ready: the first page of 1 000 rows built on a request is then a join of
         bytes, not 1 000 encodings (up to 4 ms of CPU under load, work a stop could wait behind)."""
         rows = list(self.recording_index.rows.values())
-        jobs = getattr(self, "job_manager", None)
+        jobs = self.jobs()
         if jobs is not None:
             with jobs.lock:
                 rows += list(jobs._rows.values())
@@ -195,13 +266,14 @@ class Dispatch:
         if cmd == "recordings":
             return self.recording_index.changes, getattr(self.runs.current, "id", None)
         if cmd == "jobs":  # a new job, a job finished (its row kept from then on)
-            jobs = getattr(self, "job_manager", None)
+            jobs = self.jobs()
             return None if jobs is None else (len(jobs.states), len(jobs._rows))
-        return self.state_generation
+        return self.replies.state_generation
 
     def _cached_read(self, req: P.Request, rid, handler) -> bytes:
         """The reply to a read in CACHED_READS, from the last identical one when still valid."""
-        key = (req.cmd, self.role_of(self.request.peer), tuple(sorted((k, repr(v)) for k, v in req.args.items())))
+        key = (req.cmd, self.access.role_of(self.request.peer),
+               tuple(sorted((k, repr(v)) for k, v in req.args.items())))
         now = time.monotonic()
         hit = self.read_cache.get(key)
         counts = self.read_cache_counts
@@ -224,31 +296,32 @@ class Dispatch:
         self.read_cache[key] = (generation, now + life, packed)
         return P.ok_reply_packed(rid, packed)
 
-    def _serve_control(self) -> None:
+    def serve(self, drain_driver) -> None:
         """Requests on the control socket, at most MAX_BURST handled before the worker pipes are
-        read again (the rest wait in :attr:`control_waiting` for the next round). The socket is
-        drained before each request is handled and a stop command goes first, so an `abort` or a
+        read again (the rest wait in :attr:`waiting` for the next round). The socket is drained
+        before each request is handled and a stop command goes first, so an `abort` or a
         `disarm` waits for at most the one request being handled when it came in, however many
         observers are asking: from its receipt to its reply no other request is handled (each
         stop's ``latency.handled_since_received``, counted by receive sequence numbers). Before
-        any other request the driver's pipe is read: `arm` and `submit_run` judge the newest
-        robot state the driver sent, not the last one the loop got to."""
+        any other request the driver's pipe is read (``drain_driver()``, the poll loop's): `arm`
+        and `submit_run` judge the newest robot state the driver sent, not the last one the loop
+        got to."""
         handled = 0
-        waiting = self.control_waiting
+        waiting = self.waiting
         while True:
-            while len(waiting) < MAX_WAITING and self._control_readable():
+            while len(waiting) < MAX_WAITING and self.control_readable():
                 item = self._receive()
                 if item is not None:  # None: a large frame, answered or handed to its thread
                     waiting.append(item)
             if len(waiting) < MAX_WAITING:
-                self._control_empty(time.monotonic())
+                self.control_empty(time.monotonic())
             k = next((i for i, item in enumerate(waiting) if item[3]), None)
             if k is None:
                 if not waiting or handled >= MAX_BURST:
                     return
                 k = 0
-                self._drain_driver()
-            self._overtook = k  # requests received before this one, still waiting (stops only)
+                drain_driver()
+            self.overtook = k  # requests received before this one, still waiting (stops only)
             self._handle_received(waiting.pop(k))
             handled += 1
 
@@ -294,19 +367,19 @@ class Dispatch:
         stop came in during that sleep, which is then no part of its wait: ``wall_periods`` is
         ``periods`` less it (the work and the run queue), otherwise ``periods`` itself. Kept per
         daemon in ``status``."""
-        if not self._received:  # a payload handled outside the loop (tests)
+        if not self.received:  # a payload handled outside the loop (tests)
             return {"periods": None, "wall_periods": None, "work_periods": None, "requests_ahead": 0, "rounds": 0,
                     "rate_hz": None, "received_seq": None, "handled_since_received": 0, "overtook": 0}
         (_frames, _env, _payload, _urgent, empty_at, empty_handled, empty_round, empty_cpu, received_seq,
-         handled_at_receipt, empty_delay, in_poll) = self._received
-        delay, now, cpu_now = self._run_delay(), time.monotonic(), time.thread_time()
+         handled_at_receipt, empty_delay, in_poll) = self.received
+        delay, now, cpu_now = self.run_delay(), time.monotonic(), time.thread_time()
         rate = float(self.robot.rate_hz() or 0.0)
         waited = max(0.0, now - empty_at)
         worked = max(0.0, cpu_now - empty_cpu)
         runqueue = None if delay is None or empty_delay is None else max(0.0, delay - empty_delay)
         blocked = None if runqueue is None else max(0.0, waited - worked - runqueue)
         asleep = blocked if in_poll and blocked is not None else 0.0  # in the poll, before it came
-        before = max(0.0, self._handling_cpu - empty_cpu)  # the part before the stop's own handling
+        before = max(0.0, self.handling_cpu - empty_cpu)  # the part before the stop's own handling
         periods = waited * rate if rate else None
         wall = max(0.0, waited - asleep) * rate if rate else None
         work = worked * rate if rate else None
@@ -316,7 +389,7 @@ class Dispatch:
         st = self.stop_latency
         st["count"] += 1
         st["max_handled_since_received"] = max(st["max_handled_since_received"], since_received)
-        st["overtook"] += self._overtook
+        st["overtook"] += self.overtook
         st["max_requests_ahead"] = max(st["max_requests_ahead"], ahead)
         st["max_rounds"] = max(st["max_rounds"], rounds)
         if periods is not None:
@@ -326,7 +399,7 @@ class Dispatch:
             st["work_over_one_period"] += work > 1.0
         return {"periods": periods, "work_periods": work, "work_ahead_periods": before * rate if rate else None,
                 "requests_ahead": ahead, "rounds": rounds, "rate_hz": rate or None, "received_seq": received_seq,
-                "handled_since_received": since_received, "overtook": self._overtook,
+                "handled_since_received": since_received, "overtook": self.overtook,
                 "runqueue_periods": None if runqueue is None or not rate else runqueue * rate,
                 "blocked_periods": None if blocked is None or not rate else blocked * rate, "in_poll": in_poll,
                 "wall_periods": wall}
@@ -336,19 +409,19 @@ class Dispatch:
         self.requests_handled += 1
         if envelope is None:
             data = payload
-            self.requests["dropped"] += 1
-            self.state_changed()
+            self.requests_dropped += 1
+            self.replies.state_changed()
             self.dropped.warning("dropped a control message with %d frames (expected 1 payload frame)",
                                  len(data) - 1)
             if len(data) >= 2:
                 self.router.send_multipart([data[0], P.error_reply(None, P.E_MALFORMED,
                                                                    "expected exactly one payload frame")])
             return
-        self.request.peer = self._user_id(frames[-1])
+        self.request.peer = self.access.user_id(frames[-1])
         self.request.envelope = envelope
-        self._received = item
+        self.received = item
         started, started_cpu = time.monotonic(), time.thread_time()
-        self._handling_cpu = started_cpu
+        self.handling_cpu = started_cpu
         if item[3]:  # perhaps a stop: its log lines are written after its reply
             self.logs_after_reply.hold()
         try:
@@ -361,10 +434,10 @@ class Dispatch:
         # what one request costs the main loop (monotonic clock), per command: a stop waits for
         # at most one of these
         cost, cpu = time.monotonic() - started, time.thread_time() - started_cpu
-        entry = self.request_cost.get(self._cmd)
+        entry = self.request_cost.get(self.cmd)
         if entry is None and len(self.request_cost) < 64:
-            entry = self.request_cost[self._cmd] = {"count": 0, "max_ms": 0.0, "total_ms": 0.0, "max_cpu_ms": 0.0,
-                                                    "total_cpu_ms": 0.0}
+            entry = self.request_cost[self.cmd] = {"count": 0, "max_ms": 0.0, "total_ms": 0.0, "max_cpu_ms": 0.0,
+                                                   "total_cpu_ms": 0.0}
         if entry is not None:  # wall clock (the host's scheduler included) and the thread's CPU clock
             entry["count"] += 1
             entry["total_ms"] += cost * 1e3
@@ -372,30 +445,21 @@ class Dispatch:
             entry["total_cpu_ms"] += cpu * 1e3
             entry["max_cpu_ms"] = max(entry["max_cpu_ms"], cpu * 1e3)
 
-    def _user_id(self, frame) -> str:
-        """The client's name from the allow-list (set by the ZAP handler); '' without Curve."""
-        if self.zap is None:
-            return ""
-        try:
-            return frame.get("User-Id") or ""
-        except Exception:  # not authenticated through ZAP
-            return ""
-
     def handle_payload(self, payload: bytes) -> bytes | None:
         """Validate and dispatch one request; the encoded reply, or None when it is deferred."""
         rid = None
-        self._cmd = "(invalid)"
-        self.requests["total"] += 1
+        self.cmd = "(invalid)"
+        self.requests_total += 1
         try:
             obj = R.decode_request(payload)
             rid = P.request_id(obj)
             req = P.parse_request(obj)
         except P.ProtocolError as exc:
-            self._count_error(exc.code)
+            self.replies.count_error(exc.code)
             return P.error_reply(getattr(exc, "request_id", None) if rid is None else rid, exc.code, exc.message,
                                  exc.details)
         except Exception as exc:  # a bug in the decoding: answer, log, keep serving
-            self._count_error(P.E_INTERNAL)
+            self.replies.count_error(P.E_INTERNAL)
             log.exception("internal error while decoding a request")
             return P.error_reply(rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         return self.dispatch_request(req, rid)
@@ -405,155 +469,98 @@ class Dispatch:
         cost of an inline decode, whatever its size): refused at once unless its sender is known
         (the token before 'args', or a CurveZMQ identity) and may send that command, and then
         decoded on a thread of its own (daemon/intake.py) within the per-client share."""
-        self.requests["total"] += 1
+        self.requests_total += 1
         large = self.large_requests
         large.counts["received"] += 1
-        size, peer, rid = len(frame), self._user_id(frame), None
+        size, peer, rid = len(frame), self.access.user_id(frame), None
         try:
             if size > P.MAX_REQUEST_BYTES:
                 raise P.ProtocolError(P.E_MALFORMED, f"message of {size} bytes exceeds the {P.MAX_REQUEST_BYTES}-byte "
                                                      "limit", field="request")
             head = R.request_head(frame.buffer)
             rid = P.request_id(head)
-            if self.token is not None:
-                auth = head.get("auth")
-                if not (type(auth) is str and access.token_ok(auth, self.token)):
-                    self.refused_auth.warning("a %d-byte request refused undecoded: %s access token before its args",
-                                              size, "wrong" if auth else "no")
-                    raise P.ProtocolError(P.E_UNAUTHORISED, f"unauthorised: a request of {size} bytes needs the daemon's "
-                                                            f"token in its 'auth' field, before 'args' ({self.token_path});"
-                                                            f" without it a request is limited to "
-                                                            f"{R.INLINE_DECODE_BYTES} bytes",
-                                          {"token_file": str(self.token_path), "limit": R.INLINE_DECODE_BYTES},
-                                          field="auth")
-            elif self.zap is not None and not peer:
-                raise P.ProtocolError(P.E_UNAUTHORISED, "unauthorised: no CurveZMQ identity", field="request")
+            self.access.authenticate_head(head, size, peer)
             cmd = head.get("cmd")
             if type(cmd) is str:  # a role refused before the decoding, not after it
                 self.request.peer = peer
-                self._authorise(cmd)
+                self.access.authorise(cmd, peer)
             client = peer or bytes(envelope[0]).hex()
             large.admit(client)
         except P.ProtocolError as exc:
             large.counts["refused_before_decoding"] += 1
-            self._count_error(exc.code)
-            self._reply_later(envelope, P.error_reply(rid, exc.code, exc.message, exc.details))
+            self.replies.count_error(exc.code)
+            self.replies.reply_later(envelope, P.error_reply(rid, exc.code, exc.message, exc.details))
             return
         except Exception as exc:  # a bug in the screening: answer, log, keep serving
-            self._count_error(P.E_INTERNAL)
+            self.replies.count_error(P.E_INTERNAL)
             log.exception("internal error while screening a large request")
-            self._reply_later(envelope, P.error_reply(rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}"))
+            self.replies.reply_later(envelope, P.error_reply(rid, P.E_INTERNAL,
+                                                             f"internal error: {type(exc).__name__}: {exc}"))
             return
         large.start(client, peer, envelope, rid, frame)
 
-    def _complete_large(self) -> None:
+    def complete_large(self) -> None:
         """From the main loop: dispatch every large request whose thread has decoded it."""
         for item in self.large_requests.finished():
             exc = item.future.exception()
             if exc is not None:
                 self.large_requests.counts["refused_after_decoding"] += 1
                 if isinstance(exc, P.ProtocolError):
-                    self._count_error(exc.code)
+                    self.replies.count_error(exc.code)
                     rid = getattr(exc, "request_id", None)
                     reply = P.error_reply(item.rid if rid is None else rid, exc.code, exc.message, exc.details)
                 else:  # a bug in the decoding: answered, logged, the loop goes on
-                    self._count_error(P.E_INTERNAL)
+                    self.replies.count_error(P.E_INTERNAL)
                     log.error("internal error while decoding a large request: %s: %s", type(exc).__name__, exc)
                     reply = P.error_reply(item.rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-                self._reply_later(item.envelope, reply)
+                self.replies.reply_later(item.envelope, reply)
                 continue
             self.large_requests.counts["decoded"] += 1
             rid, req, prepared = item.future.result()
-            self.request.peer, self.request.envelope, self._received = item.peer, item.envelope, ()
+            self.request.peer, self.request.envelope, self.received = item.peer, item.envelope, ()
             self.request.prepared = prepared or {}
             try:
                 reply = self.dispatch_request(req, rid)
             finally:
                 self.request.prepared = {}
             if reply is not None:
-                self._reply_later(item.envelope, reply)
+                self.replies.reply_later(item.envelope, reply)
 
     def dispatch_request(self, req: P.Request, rid) -> bytes | None:
         """Authenticate, authorise and run one parsed request; the encoded reply, or None when
         it is deferred."""
         try:
-            self._cmd = req.cmd
+            self.cmd = req.cmd
             handler = self.commands.get(req.cmd)
             if handler is None:
                 raise P.ProtocolError(P.E_UNKNOWN_COMMAND, f"command {req.cmd!r} is not available in this daemon")
             self.request.rid = rid
-            self._authenticate(req)
-            self._authorise(req.cmd)
+            self.access.authenticate(req)
+            self.access.authorise(req.cmd, self.request.peer)
             if req.cmd in CACHED_READS:
                 return self._cached_read(req, rid, handler)
             if req.cmd not in READ_ONLY:
-                self.state_changed()
+                self.replies.state_changed()
             result = handler(req.args)
             if req.cmd in STOP_COMMANDS and isinstance(result, dict):
                 result = {**result, "latency": self._stop_latency()}
             return None if result is DEFERRED else P.ok_reply(rid, result)
         except P.ProtocolError as exc:
-            self._count_error(exc.code)
+            self.replies.count_error(exc.code)
             if rid is None:
                 rid = getattr(exc, "request_id", None)
             return P.error_reply(rid, exc.code, exc.message, exc.details)
         except Exception as exc:  # a bug: answer, log, keep serving
-            self._count_error(P.E_INTERNAL)
+            self.replies.count_error(P.E_INTERNAL)
             log.exception("internal error while handling a request")
             return P.error_reply(rid, P.E_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
 
-    def _authenticate(self, req: P.Request) -> None:
-        """Without CurveZMQ, every command but abort, disarm and ping needs the daemon's token
-        (daemon/access.py): another account on the machine can stop the robot, nothing else."""
-        if self.token is None or req.cmd in access.OPEN_COMMANDS:
-            return
-        if req.auth is not None and access.token_ok(req.auth, self.token):
-            return
-        self.refused_auth.warning("%s refused: %s access token", req.cmd, "wrong" if req.auth else "no")
-        raise P.ProtocolError(P.E_UNAUTHORISED, f"unauthorised: this daemon needs its token ({self.token_path}); "
-                                                "run as the daemon's user or set ROBODYN_TOKEN_FILE",
-                              {"token_file": str(self.token_path)}, field="auth")
-
-    def role_of(self, peer: str) -> str:
-        """The role of an authenticated client (everyone is an operator without roles)."""
-        if not self.cfg.curve or not self.cfg.operators or peer in self.cfg.operators:
-            return P.ROLE_OPERATOR
-        return P.ROLE_SUBMITTER if peer in self.cfg.submitters else P.ROLE_ANYONE
-
-    def _authorise(self, cmd: str) -> None:
-        needed = COMMAND_ROLES.get(cmd, P.ROLE_ANYONE)
-        role = self.role_of(self.request.peer)
-        allowed = {P.ROLE_ANYONE: (P.ROLE_ANYONE, P.ROLE_SUBMITTER, P.ROLE_OPERATOR),
-                   P.ROLE_SUBMITTER: (P.ROLE_SUBMITTER, P.ROLE_OPERATOR), P.ROLE_OPERATOR: (P.ROLE_OPERATOR,)}
-        if role in allowed[needed]:
-            return
-        who = self.request.peer or "not authenticated"
-        log.warning("%s refused: client %s has the role %s, %s needs %s", cmd, who, role, cmd, needed,
-                    extra={"fields": {"event": "forbidden", "peer": who}})
-        what = "arming is reserved to the operators' keys" if cmd == "arm" else \
-            f"{cmd} is reserved to {'operators' if needed == P.ROLE_OPERATOR else 'operators and submitters'}"
-        raise P.ProtocolError(P.E_FORBIDDEN, f"{what} ([security].operators / submitters); this client is {who} "
-                                             f"({role}); abort and disarm are open to every client",
-                              {"role": role, "needed": needed, "client": who}, field="cmd")
-
-    def _loop_report(self) -> dict:
-        """The control endpoint's and the main loop's counters, for ``status`` (status.py)."""
+    def report(self) -> dict:
+        """The control endpoint's counters, for ``status`` (status.py) with the loop's."""
         large = self.large_requests
-        return {"requests": self.requests["total"], "errors": dict(self.requests["errors"]),
-                "dropped": self.requests["dropped"], "stop_latency": dict(self.stop_latency),
-                "loop_rounds": self.loop_rounds, "main_scheduler": self.main_scheduler,
-                "gc_pauses": self.gc_pauses.report(), "gc_frozen_objects": self.gc_frozen,
+        return {"requests": self.requests_total, "errors": dict(self.replies.errors),
+                "dropped": self.requests_dropped, "stop_latency": dict(self.stop_latency),
+                "loop_rounds": self.loop_rounds,
                 "request_cost_ms": {k: dict(v) for k, v in self.request_cost.items()},
                 "large_requests": {"in_flight": len(large.in_flight), **large.counts},
                 "read_cache": dict(self.read_cache_counts)}
-
-    def _count_error(self, code: str) -> None:
-        self.state_changed()  # `status` counts them
-        errors = self.requests["errors"]
-        errors[code] = errors.get(code, 0) + 1
-
-    def _reply_later(self, envelope: list, reply: bytes) -> None:
-        try:  # ROUTER drops a reply to a client that has gone: never blocks, never raises for that
-            self.router.send_multipart(envelope + [reply], flags=self.zmq.NOBLOCK)
-        except self.zmq.ZMQError as exc:
-            log.warning("could not deliver a deferred reply: %s", exc)

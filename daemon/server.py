@@ -31,13 +31,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from robodyn.robot.loader import load_model
 
 from . import access, security
 from .admission import RunAdmission, prepare_request
 from .config import DaemonConfig, resolve_state, state_stream_open
-from .dispatch import TRANSPORT_MAX_BYTES, Dispatch, LogsAfterReply, RateLimitedLog, RequestContext
+from .control_access import AccessControl
+from .dispatch import TRANSPORT_MAX_BYTES, Dispatcher, LogsAfterReply, RateLimitedLog, ReplyChannel, RequestContext
 from .heavy import HeavyReads
 from .intake import LargeRequests
 from robodyn.private_files import make_private_dir
@@ -45,25 +47,25 @@ from .logs import setup_logging
 from .priority import GcPauses, default_scheduler, main_priority, realtime_io_threads, set_main_realtime
 from robodyn.recording.index import RecordingIndex
 from .runs import Runs
-from .schedstat import open_schedstat
 from .sdnotify import Notifier
 from .status import RobotState, StatusReport
 from .supervisor_watch import AliveBeacon
-from .supervision import Component, StartAbandoned, Supervision
+from .supervision import Component, MainLoop, StartAbandoned, Workers
 
 log = logging.getLogger("robodyn.daemon")
 
 GIL_SWITCH_INTERVAL_S = 0.0002
 
 
-class Daemon(Supervision, Dispatch):
+class Daemon:
     """The main process. It builds its parts and hands each what it needs: arming and the
     admission of runs (admission.py RunAdmission: submit, check, accept), the runs from their
     recording's opening to their summary and the history (runs.py Runs), the robot's newest state
     and the status report (status.py RobotState, StatusReport), heavy reads off the main process
-    and the recordings' listing (heavy.py HeavyReads). Two jobs are still mixins over the
-    sockets and counters kept here: the loop and the supervision of the workers (supervision.py)
-    and the control endpoint, its requests and roles (dispatch.py).
+    and the recordings' listing (heavy.py HeavyReads), the control endpoint (dispatch.py
+    Dispatcher, with control_access.py AccessControl and the ReplyChannel every part replies
+    through), the worker processes and the main loop (supervision.py Workers, MainLoop). It keeps
+    what it made (the sockets, the runtime directory, the token) and removes it in :meth:`close`.
 
     ``extensions``: callables ``register(daemon)`` that add commands with
     :meth:`add_command` (the command line passes the identification job runner,
@@ -116,6 +118,8 @@ class Daemon(Supervision, Dispatch):
             security.make_curve_server(self.router, secret)
             self.handshakes = security.HandshakeMonitor(self.router, "control")
         self.router.bind(cfg.control)
+        # deferred replies, error counts and the cached reads' invalidation, shared by every part
+        self.replies = ReplyChannel(self.router, zmq)
         # bound first: a daemon that cannot bind never overwrites the token of the one that did
         self.token, self.token_path = None, None
         if not cfg.curve:
@@ -139,6 +143,7 @@ class Daemon(Supervision, Dispatch):
         self.logs_after_reply = LogsAfterReply()
         log.addFilter(self.logs_after_reply)
         self.refused_auth = RateLimitedLog(log, window_s=10.0, what="requests refused for no or a wrong access token")
+        self.access_control = AccessControl(cfg, self.token, self.token_path, self.zap, self.refused_auth)
         self.driver_pipe = self.ctx.socket(zmq.PAIR)
         self.driver_pipe.bind(self.endpoints["driver_pipe"])
         self.recorder_pipe = self.ctx.socket(zmq.PAIR)
@@ -156,37 +161,10 @@ class Daemon(Supervision, Dispatch):
         self.publisher = Component("publisher", publisher_process_main)
         self.robot = RobotState(self.driver)  # what the driver last said about the robot (status.py)
         self.started = time.monotonic()
-        self.running = True
         self.notifier = Notifier()
-        self.orphaned_recordings: list[str] = []  # cut by a recorder death: its successor repairs them
         self.dropped = RateLimitedLog(log, window_s=5.0)
-        self.requests = {"total": 0, "errors": {}, "dropped": 0}
-        # the stop commands' latency (dispatch.py) and the main loop's rounds it is counted in
-        self.loop_rounds = 0
-        self.requests_handled = 0
-        self.control_empty_at, self.control_empty_round, self.control_empty_handled = time.monotonic(), 0, 0
-        self.requests_received = 0  # read off the control socket: a request's receive sequence number
-        self._overtook = 0  # requests received before the stop being handled and still waiting
-        self._received: tuple = ()
-        self.control_waiting: list[tuple] = []  # read off the control socket, not yet handled
-        self.request_cost: dict[str, dict] = {}  # per command: count, max and total handling time
-        self._cmd = ""
-        # this (the loop's) thread's scheduler statistics, for the stop latency (dispatch.py)
-        self._schedstat = open_schedstat()
         self.gc_pauses = GcPauses()  # the collector's pauses are work a stop can wait behind
         gc.callbacks.append(self.gc_pauses)
-        self.gc_frozen = 0  # objects of the start-up moved out of the collector's reach (serve_forever)
-        self.control_empty_cpu = self._handling_cpu = time.thread_time()
-        self.control_empty_delay = self._run_delay()
-        self.control_empty_in_poll = False
-        self.stop_latency = {"count": 0, "max_periods": None, "over_one_period": 0, "max_work_periods": None,
-                             "work_over_one_period": 0, "max_requests_ahead": 0, "max_rounds": 0,
-                             "max_handled_since_received": 0, "overtook": 0}
-        # cached reads (dispatch.py): their bytes, and what invalidates them
-        self.state_generation = 0
-        self.read_cache: dict[tuple, tuple] = {}
-        self.read_cache_counts = {"hits": 0, "built": 0}
-        self.row_bytes: dict[int, tuple] = {}
         # listed from memory, never by reading the files (recording/index.py)
         self.recording_index = RecordingIndex(self.recordings_dir)
         self.recording_index.load()
@@ -200,8 +178,8 @@ class Daemon(Supervision, Dispatch):
         self.request = RequestContext()  # the request being handled: set by the dispatch (dispatch.py)
         # heavy reads in a worker process, and the recordings' listing (heavy.py)
         self.heavy_reads = HeavyReads(self.recording_index, self.recordings_dir, self.request,
-                                      lambda: self.runs.current, reply_later=self._reply_later,
-                                      count_error=self._count_error, state_changed=self.state_changed)
+                                      lambda: self.runs.current, reply_later=self.replies.reply_later,
+                                      count_error=self.replies.count_error, state_changed=self.replies.state_changed)
         # a run: admitted (admission.py: submit, check, accept), then run (runs.py: its recording
         # opened, the run started, its events to its summary). Each is handed what it needs; the
         # two name each other through the callables below (a stop withdraws a submission, a fault
@@ -210,17 +188,17 @@ class Daemon(Supervision, Dispatch):
                          self.heavy_reads, disarm=lambda reason: self.admission.disarm(reason),
                          pending_submission=lambda: self.admission.pending,
                          withdraw=lambda reason: self.admission.cancel_pending(reason),
-                         changed=self.state_changed, announce=self._announce)
+                         changed=self.replies.state_changed, announce=self._announce)
         self.admission = RunAdmission(self.model, cfg, self.recordings_dir, self.robot, self.driver, self.recorder,
-                                      self.runs, self.request, reply_later=self._reply_later,
-                                      count_error=self._count_error, changed=self.state_changed,
+                                      self.runs, self.request, reply_later=self.replies.reply_later,
+                                      count_error=self.replies.count_error, changed=self.replies.state_changed,
                                       announce=self._announce)
         self.status_report = StatusReport(cfg, self.model, self.robot, self.driver, self.recorder, self.publisher,
                                           self.runs, self.admission, self.heavy_reads, self.recording_index,
-                                          self.request, started=self.started, role_of=self.role_of, zap=self.zap,
-                                          handshakes=self.handshakes, loop_report=self._loop_report,
+                                          self.request, started=self.started, role_of=self.access_control.role_of,
+                                          zap=self.zap, handshakes=self.handshakes, loop_report=self._loop_report,
                                           jobs=lambda: getattr(self, "job_manager", None))
-        self.commands: dict[str, callable] = {
+        commands = {
             "ping": self.status_report.cmd_ping, "status": self.status_report.cmd_status,
             "describe": self.status_report.cmd_describe,
             "submit_run": self.admission.cmd_submit_run, "run_status": self.runs.cmd_run_status,
@@ -228,12 +206,79 @@ class Daemon(Supervision, Dispatch):
             "recording_info": self.heavy_reads.cmd_recording_info,
             "arm": self.admission.cmd_arm, "disarm": self.admission.cmd_disarm,
         }
+        # the control endpoint: reads a request, checks its sender and role, calls its handler
+        self.dispatcher = Dispatcher(self.router, zmq, self.access_control, self.replies, self.request, commands,
+                                     self.large_requests, self.recording_index, self.robot, self.runs,
+                                     jobs=lambda: getattr(self, "job_manager", None), dropped=self.dropped,
+                                     logs_after_reply=self.logs_after_reply)
+        # the worker processes (spawned, heard, watched, restarted) and the loop that polls their
+        # pipes and the control socket (supervision.py)
+        self.workers = Workers(zmq, cfg, self.model, self.endpoints, self.driver, self.recorder, self.publisher,
+                               self.driver_pipe, self.recorder_pipe, self.publisher_pipe, self.alive_beacon,
+                               self.robot, self.runs, self.admission, self.recording_index,
+                               changed=self.replies.state_changed)
+        self.loop = MainLoop(zmq, self.router, self.zap, self.handshakes, self.workers, self.dispatcher,
+                             self.admission, self.runs, self.heavy_reads, self.notifier, self.dropped,
+                             changed=self.replies.state_changed, model=self.model,
+                             warm_up_limit_s=cfg.warm_up_limit_s, main_rt_priority=self.main_rt_priority,
+                             status_line=self._status_line)
         for register in extensions:
             register(self)
+
+    def add_command(self, name: str, args: dict, handler) -> None:
+        """For an extension: register a request handler ``handler(args) -> dict`` (raise
+        ProtocolError on errors); see :meth:`Dispatcher.add_command`."""
+        self.dispatcher.add_command(name, args, handler)
+
+    def _loop_report(self) -> dict:
+        """The control endpoint's and the main loop's counters, for ``status`` (status.py)."""
+        return {**self.dispatcher.report(), "main_scheduler": self.main_scheduler,
+                "gc_pauses": self.gc_pauses.report(), "gc_frozen_objects": self.loop.gc_frozen}
 
     def _announce(self) -> None:
         """The status line to systemd (armed or not, the run in progress)."""
         self.notifier.status(self._status_line())
+
+    def _status_line(self) -> str:
+        run = self.runs.current
+        return (f"{'ARMED' if self.admission.armed else 'disarmed'}; robot {self.model.name} via {self.cfg.driver}; "
+                + (f"run {run.id} {run.state}" if run else "idle"))
+
+    def start(self) -> None:
+        """The workers spawned and ready, the validation kernels compiled (:meth:`MainLoop.start`)."""
+        self.loop.start()
+
+    def serve_forever(self) -> None:
+        """The main loop until a stop is asked and no run is left (:meth:`MainLoop.serve_forever`),
+        then everything closed."""
+        self.loop.serve_forever()
+        self.close()
+
+    def request_shutdown(self, *_args) -> None:
+        self.loop.request_shutdown()
+
+    def close(self) -> None:
+        """The workers stopped and everything this process made removed: the sockets, the
+        runtime directory, the token."""
+        log.removeFilter(self.logs_after_reply)
+        if self.gc_pauses in gc.callbacks:
+            gc.callbacks.remove(self.gc_pauses)
+        self.heavy_reads.close()
+        if self.zap is not None:
+            self.zap.close()
+            self.handshakes.close()
+        self.workers.stop()
+        if self.cfg.state.startswith("ipc://"):  # the publisher's socket (libzmq leaves the file);
+            # removed while this daemon still holds the control endpoint, so no successor's yet
+            Path(self.cfg.state[len("ipc://"):]).unlink(missing_ok=True)
+        if self.stop_path is not None:  # the driver's stop socket, likewise
+            self.stop_path.unlink(missing_ok=True)
+        self.alive_beacon.close()
+        self.ctx.destroy(linger=0)
+        self.dispatcher.close()
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        if self.token is not None:
+            access.remove_token(self.token_path, self.token)
 
     def defer_to_worker(self, fn, *args, finish, what: str):
         """For an extension's command handler: see :meth:`HeavyReads.defer_to_worker`."""
@@ -252,11 +297,11 @@ def run_daemon(cfg: DaemonConfig, extensions: Iterable[Callable[[Daemon], None]]
         daemon.start()
     except StartAbandoned as exc:  # SIGTERM/SIGINT while starting: a clean stop, nothing left running
         log.info("%s", exc)
-        daemon.running = False
+        daemon.request_shutdown()
         daemon.close()
         return 0
     except Exception:
-        daemon.running = False
+        daemon.request_shutdown()
         daemon.close()
         raise
     log.info("ready: control %s, state %s, robot %s (%s), recordings in %s, %s", cfg.control, cfg.state, cfg.robot,

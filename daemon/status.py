@@ -41,7 +41,8 @@ class StatusReport:
     admission (admission.RunAdmission: armed, the submission being checked), the heavy reads and
     the recording index; the request being handled (dispatch.RequestContext, for the client's role
     through ``role_of``); the CurveZMQ handlers (``zap``, ``handshakes``, None without CurveZMQ);
-    ``loop_report()``, the control endpoint's and the main loop's counters (dispatch.py); and
+    ``loop_report()``, the control endpoint's and the main loop's counters (server.Daemon._loop_report:
+    the Dispatcher's, MainLoop's and the daemon's own figures); and
     ``jobs()``, the identification jobs' manager if an extension registered one."""
 
     def __init__(self, cfg, model, robot: RobotState, driver, recorder, publisher, runs, admission, heavy_reads,

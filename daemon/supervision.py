@@ -1,10 +1,12 @@
-"""Supervision of the daemon's three worker processes (driver, recorder, publisher): spawning them,
-waiting for them at start-up, the main loop that serves their pipes and the control socket, their
-health (a dead or a hung worker is restarted; losing the driver or the recorder disarms and ends
-the run in progress) and the messages they send.
+"""Supervision of the daemon's three worker processes (driver, recorder, publisher) and the main
+loop. :class:`Workers`: spawning them, their health (a dead or a hung worker is restarted; losing
+the driver or the recorder disarms and ends the run in progress) and the messages they send.
+:class:`MainLoop`: start-up (the workers and the validation kernels' warm-up) and the loop that
+polls the control socket and the workers' pipes and hands each thing it reads to its owner.
 
-A mixin of :class:`robodyn.daemon.server.Daemon`, which owns the sockets; what a worker says about
-a run goes to the run's owner (runs.Runs), a fault disarms (admission.RunAdmission).
+Both are built by :class:`robodyn.daemon.server.Daemon`, which owns the sockets, and handed what
+they need: what a worker says about a run goes to the run's owner (runs.Runs), a fault disarms
+(admission.RunAdmission), a request goes to the dispatcher (dispatch.Dispatcher).
 """
 
 from __future__ import annotations
@@ -12,13 +14,9 @@ from __future__ import annotations
 import gc
 import logging
 import multiprocessing
-import os
-import shutil
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from . import access
 from . import protocol as P
 from .priority import realtime_python_threads, set_main_realtime
 from .supervisor_watch import SUPERVISOR_ALIVE, SUPERVISOR_ALIVE_S
@@ -102,13 +100,28 @@ def wedged(comp: Component, now: float) -> bool:
     return False
 
 
-class Supervision:
-    """Worker processes: start, serve, watch, restart, stop."""
+class Workers:
+    """The three worker processes and their pipes: spawned, heard, watched, restarted, stopped.
+    Built with what they need: ``cfg`` (handed to each worker) and the ``endpoints`` they connect
+    to, the model (a driver's joint count is checked against it), the worker handles and their
+    pipes, the beacon the driver watches (supervisor_watch.AliveBeacon), and the parts a worker's
+    word goes to: the robot's newest state (status.RobotState), the runs (runs.Runs: a run's
+    events, a worker lost in a run), the admission (admission.RunAdmission: a fault disarms), the
+    recordings' index and ``changed()`` (cached reads are out of date)."""
 
-    supervisor_alive_unanswered = 0  # see SUPERVISOR_ALIVE_UNANSWERED_MAX
+    def __init__(self, zmq, cfg, model, endpoints: dict, driver: Component, recorder: Component,
+                 publisher: Component, driver_pipe, recorder_pipe, publisher_pipe, alive_beacon, robot, runs,
+                 admission, recording_index, *, changed):
+        self.zmq, self.cfg, self.model, self.endpoints = zmq, cfg, model, endpoints
+        self.driver, self.recorder, self.publisher = driver, recorder, publisher
+        self.driver_pipe, self.recorder_pipe, self.publisher_pipe = driver_pipe, recorder_pipe, publisher_pipe
+        self.alive_beacon, self.robot, self.runs, self.admission = alive_beacon, robot, runs, admission
+        self.recording_index, self.changed = recording_index, changed
+        self.orphaned_recordings: list[str] = []  # cut by a recorder death: its successor repairs them
+        self.supervisor_alive_unanswered = 0  # see SUPERVISOR_ALIVE_UNANSWERED_MAX
 
-    def _tell_driver_alive(self) -> None:
-        """The driver stops a moving robot on its own when this loop falls silent (rtloop.py
+    def tell_driver_alive(self) -> None:
+        """The driver stops a moving robot on its own when the main loop falls silent (rtloop.py
         SupervisorWatch); never blocks: a message that finds no room is not sent. The beacon in
         shared memory is the word that counts on a loaded host (supervisor_watch.AliveBeacon)."""
         self.alive_beacon.bump()
@@ -120,7 +133,7 @@ class Supervision:
             return
         self.supervisor_alive_unanswered += 1
 
-    def _spawn(self, comp: Component) -> None:
+    def spawn(self, comp: Component) -> None:
         ctx = multiprocessing.get_context("spawn")
         endpoints = dict(self.endpoints)
         if comp is self.recorder:  # files of runs whose recorder died: repaired at once on start
@@ -132,162 +145,112 @@ class Supervision:
         comp.pid = comp.process.pid
         log.info("started %s process pid %d", comp.name, comp.pid)
 
-    def start(self) -> None:
-        """Spawn the workers and wait until both report ready (or one reports a fatal error), and the
-        validation kernels are compiled (daemon/warm_up.py). Raises StartAbandoned on SIGTERM/SIGINT."""
-        self._spawn(self.driver)
-        self._spawn(self.recorder)
-        self._spawn(self.publisher)
-        # validation's numba kernels are compiled in a child (into numba's cache) while the workers
-        # start; compiled in this process they would hold the GIL, and so this loop, for seconds
-        warm = WarmUp(self.model, self.cfg.warm_up_limit_s,
-                      status=lambda line: self.notifier.send(f"EXTEND_TIMEOUT_USEC={int(EXTEND_START_S * 1e6)}",
-                                                             f"STATUS={line}"))
-        warm.start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        poller = self._poller()
-        try:
-            while True:
-                workers_ready = self.driver.ready and self.recorder.ready and self.publisher.ready
-                if not warm.poll() and workers_ready:
-                    break
-                if not self.running:
-                    raise StartAbandoned("start-up abandoned during the validation kernels' warm-up: asked to stop"
-                                         if warm.running else "start-up abandoned: asked to stop")
-                if not workers_ready and time.monotonic() > deadline:
-                    raise RuntimeError("driver or recorder did not start within "
-                                       f"{STARTUP_TIMEOUT_S:.0f} s")
-                self.notifier.heartbeat()  # a slow robot connection is not a wedged daemon
-                for sock, _ in poller.poll(100):
-                    if sock is self.driver_pipe:
-                        self._on_driver(P.unpackb(sock.recv()))
-                    elif sock is self.recorder_pipe:
-                        self._on_recorder(P.unpackb(sock.recv()))
-                    elif sock is self.publisher_pipe:
-                        self._on_publisher(P.unpackb(sock.recv()))
-                    elif sock is getattr(self.zap, "socket", None):
-                        self.zap.serve_pending()
-                for comp in (self.driver, self.recorder, self.publisher):
-                    if comp.process is not None and not comp.process.is_alive() and not comp.ready:
-                        reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
-                        raise RuntimeError(f"{comp.name} failed to start: {reason}")
-        except BaseException:
-            warm.kill("abandoned")
-            raise
-        if warm.outcome == "done":
-            warm.finish()  # loads the kernels from numba's cache
-            # the workers kept sending meanwhile: read it all, or the first `arm` would find the
-            # driver's telemetry older than TELEMETRY_STALE_S (seen on a loaded host) and refuse
-            self._drain_pipes()
-        else:  # validation still works; its first call compiles in the validation thread
-            warm.finish()
+    def spawn_all(self) -> None:
+        self.spawn(self.driver)
+        self.spawn(self.recorder)
+        self.spawn(self.publisher)
 
-    def _poller(self):
-        poller = self.zmq.Poller()
-        poller.register(self.router, self.zmq.POLLIN)
-        poller.register(self.driver_pipe, self.zmq.POLLIN)
-        poller.register(self.recorder_pipe, self.zmq.POLLIN)
-        poller.register(self.publisher_pipe, self.zmq.POLLIN)
-        if self.zap is not None:
-            poller.register(self.zap.socket, self.zmq.POLLIN)
-            poller.register(self.handshakes.socket, self.zmq.POLLIN)
-        return poller
+    def all_ready(self) -> bool:
+        return self.driver.ready and self.recorder.ready and self.publisher.ready
 
-    def serve_forever(self) -> None:
-        poller = self._poller()
-        next_health = next_alive = time.monotonic()
-        shutdown_deadline = None
-        # everything made at start-up (the model, numba's and the libraries' objects, the recording
-        # index, the job rows) is kept for good: moved out of the collector's generations, so that a
-        # full collection that falls inside a request scans only what was made since (one took 149
-        # ms under the observer flood before, work a stop would have waited behind)
-        self._warm_rows()
-        gc.collect()
-        gc.freeze()
-        self.gc_frozen = gc.get_freeze_count()  # walks the list: counted once, here
-        if self.main_rt_priority:  # just under the driver from now on (daemon/priority.py), with the
-            # Python threads alive now (the jobs' supervisor): they hold the GIL now and then
-            set_main_realtime(self.main_rt_priority)
-            realtime_python_threads(self.main_rt_priority)
-        self.notifier.ready(self._status_line())
-        while True:
-            # when a stop command came in, for its latency (dispatch.py): the last moment the control
-            # queue was seen empty. A request that woke a poll on an empty queue came in during the
-            # poll: its wait is counted from the poll's start, with the CPU and run-queue clocks read
-            # there, so the delay between its arrival and this thread running again (the host's
-            # scheduler) is in it, and the poll's sleep before it is told apart (dispatch.py)
-            poll_start, poll_cpu, poll_delay = time.monotonic(), time.thread_time(), self._run_delay()
-            empty_before = not self.control_waiting and not self._control_readable()
-            ready = poller.poll(0 if self.control_waiting else 50)
-            self.loop_rounds += 1
-            if not any(sock is self.router for sock, _ in ready):
-                self._control_empty(time.monotonic())
-            elif empty_before:
-                self._control_empty(poll_start, poll_cpu, poll_delay, in_poll=True)
-            if self.control_waiting and not any(sock is self.router for sock, _ in ready):
-                self._serve_control()  # the rest of the last round's requests
-            for sock, _ in ready:
-                if sock is self.router:
-                    self._serve_control()
-                elif sock is self.driver_pipe:
-                    while self.driver_pipe.poll(0):
-                        self._on_driver(P.unpackb(self.driver_pipe.recv()))
-                elif sock is self.recorder_pipe:
-                    while self.recorder_pipe.poll(0):
-                        self._on_recorder(P.unpackb(self.recorder_pipe.recv()))
-                elif sock is self.publisher_pipe:
-                    while self.publisher_pipe.poll(0):
-                        self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
-                elif self.zap is not None and sock is self.zap.socket:
-                    self.zap.serve_pending()
-                    self.state_changed()  # `status.security` counts them
-                elif self.handshakes is not None and sock is self.handshakes.socket:
-                    self.handshakes.serve_pending()
-                    self.state_changed()
-            if self.admission.checked():
-                self._drain_driver()  # it compares the robot's newest state with the validated one
-                self.admission.complete_submit()
-            self._complete_large()  # large requests their threads have decoded (dispatch.py)
-            self.heavy_reads.complete()
-            now = time.monotonic()
-            if now >= next_health:
-                next_health = now + HEALTH_CHECK_S
-                self._check_health()
-                self.dropped.flush()
-            # the heartbeats come from this loop only: if it wedges, systemd restarts the service,
-            # and the driver ramps a moving robot to rest before that
-            self.notifier.heartbeat()
-            if now >= next_alive:
-                next_alive = now + SUPERVISOR_ALIVE_S
-                self._tell_driver_alive()
-            if not self.running:
-                if shutdown_deadline is None:
-                    shutdown_deadline = now + SHUTDOWN_TIMEOUT_S
-                    self.notifier.stopping("stopping: bringing any motion to rest, finalizing the recording")
-                    log.info("shutting down", extra={"fields": {"run_id": getattr(self.runs.current, "id", "-")}})
-                    self.admission.cancel_pending("the daemon is shutting down")
-                    if self.runs.current is not None:
-                        self.runs.abort_current("daemon shutting down")
-                if self.runs.current is None or now > shutdown_deadline:
-                    break
-        self.close()
+    def check_started(self) -> None:
+        """Raises RuntimeError for a worker that exited before it reported ready."""
+        for comp in (self.driver, self.recorder, self.publisher):
+            if comp.process is not None and not comp.process.is_alive() and not comp.ready:
+                reason = comp.last.get("fatal") or f"exit code {comp.process.exitcode}"
+                raise RuntimeError(f"{comp.name} failed to start: {reason}")
 
-    def request_shutdown(self, *_args) -> None:
-        self.running = False
+    def pipes(self) -> tuple:
+        return self.driver_pipe, self.recorder_pipe, self.publisher_pipe
 
-    def _status_line(self) -> str:
-        run = self.runs.current
-        return (f"{'ARMED' if self.admission.armed else 'disarmed'}; robot {self.model.name} via {self.cfg.driver}; "
-                + (f"run {run.id} {run.state}" if run else "idle"))
+    def receive(self, sock) -> bool:
+        """One message from ``sock`` to its handler, if ``sock`` is a worker's pipe (False if not)."""
+        if sock is self.driver_pipe:
+            self.on_driver(P.unpackb(sock.recv()))
+        elif sock is self.recorder_pipe:
+            self.on_recorder(P.unpackb(sock.recv()))
+        elif sock is self.publisher_pipe:
+            self.on_publisher(P.unpackb(sock.recv()))
+        else:
+            return False
+        return True
 
-    def close(self) -> None:
-        log.removeFilter(self.logs_after_reply)
-        if self.gc_pauses in gc.callbacks:
-            gc.callbacks.remove(self.gc_pauses)
-        self.heavy_reads.close()
-        if self.zap is not None:
-            self.zap.close()
-            self.handshakes.close()
+    def drain(self, sock) -> bool:
+        """Every message waiting on ``sock`` to its handler, if ``sock`` is a worker's pipe (False
+        if not)."""
+        if sock is self.driver_pipe:
+            while self.driver_pipe.poll(0):
+                self.on_driver(P.unpackb(self.driver_pipe.recv()))
+        elif sock is self.recorder_pipe:
+            while self.recorder_pipe.poll(0):
+                self.on_recorder(P.unpackb(self.recorder_pipe.recv()))
+        elif sock is self.publisher_pipe:
+            while self.publisher_pipe.poll(0):
+                self.on_publisher(P.unpackb(self.publisher_pipe.recv()))
+        else:
+            return False
+        return True
+
+    def drain_driver(self) -> None:
+        """Everything the driver sent so far (ZMQ_EVENTS: no poller made per call; this runs
+        before every request that is not a stop)."""
+        pipe, pollin = self.driver_pipe, self.zmq.POLLIN
+        while pipe.getsockopt(self.zmq.EVENTS) & pollin:
+            self.on_driver(P.unpackb(pipe.recv()))
+
+    def drain_pipes(self) -> None:
+        self.drain_driver()
+        while self.recorder_pipe.poll(0):
+            self.on_recorder(P.unpackb(self.recorder_pipe.recv()))
+        while self.publisher_pipe.poll(0):
+            self.on_publisher(P.unpackb(self.publisher_pipe.recv()))
+
+    def check_health(self, restart: bool) -> None:
+        """A dead or wedged worker: its run ended, the daemon disarmed (driver, recorder), and
+        restarted unless ``restart`` is False (the daemon is stopping)."""
+        # judge silence only on what is really unread: a slow request handler must not make a
+        # healthy worker look hung
+        self.drain_pipes()
+        now = time.monotonic()
+        for comp in (self.driver, self.recorder, self.publisher):
+            if comp.process is None:
+                continue
+            if comp.process.is_alive():
+                if comp.ready and comp.last_time and wedged(comp, now):
+                    # alive, silent and not for want of a CPU: wedged. SIGKILL, then the death path
+                    # below restarts it
+                    comp.process.kill()
+                    comp.process.join(2.0)
+                else:
+                    continue
+            if comp.process.is_alive():
+                continue
+            comp.exit_code = comp.process.exitcode
+            self.changed()
+            log.error("%s process %s died (exit code %s)", comp.name, comp.pid, comp.exit_code,
+                      extra={"fields": {"component": comp.name, "event": "died", "exit_code": comp.exit_code}})
+            comp.process = None
+            comp.ready = False
+            comp.last_time = 0.0
+            if comp is self.publisher:  # clients lose their stream for a moment; the robot nothing
+                if restart:
+                    comp.restarts += 1
+                    self.spawn(comp)
+                continue
+            self.admission.disarm(f"{comp.name} process died (exit code {comp.exit_code})")
+            if comp is self.recorder:
+                cut = self.runs.on_recorder_lost(comp.exit_code)
+                if cut is not None:  # its successor repairs the file at once
+                    self.orphaned_recordings = (self.orphaned_recordings + [cut])[-100:]
+            else:
+                self.runs.on_driver_lost(comp.exit_code, int(self.driver.last.get("seq", 0)))
+            if restart:
+                comp.restarts += 1
+                self.spawn(comp)
+
+    def stop(self) -> None:
+        """Each worker told to shut down, waited for, and terminated (killed, if it never reported
+        ready) when it does not stop."""
         for comp, pipe in ((self.driver, self.driver_pipe), (self.recorder, self.recorder_pipe),
                            (self.publisher, self.publisher_pipe)):
             if comp.alive:
@@ -311,82 +274,14 @@ class Supervision:
                     log.warning("%s, still in its start-up, did not stop; killing it", comp.name)
                     comp.process.kill()
                     comp.process.join(2.0)
-        if self.cfg.state.startswith("ipc://"):  # the publisher's socket (libzmq leaves the file);
-            # removed while this daemon still holds the control endpoint, so no successor's yet
-            Path(self.cfg.state[len("ipc://"):]).unlink(missing_ok=True)
-        if self.stop_path is not None:  # the driver's stop socket, likewise
-            self.stop_path.unlink(missing_ok=True)
-        self.alive_beacon.close()
-        self.ctx.destroy(linger=0)
-        if self._schedstat is not None:
-            os.close(self._schedstat)
-            self._schedstat = None
-        shutil.rmtree(self.runtime_dir, ignore_errors=True)
-        if self.token is not None:
-            access.remove_token(self.token_path, self.token)
-
-    def _drain_driver(self) -> None:
-        """Everything the driver sent so far (ZMQ_EVENTS: no poller made per call; this runs
-        before every request that is not a stop)."""
-        pipe, pollin = self.driver_pipe, self.zmq.POLLIN
-        while pipe.getsockopt(self.zmq.EVENTS) & pollin:
-            self._on_driver(P.unpackb(pipe.recv()))
-
-    def _drain_pipes(self) -> None:
-        self._drain_driver()
-        while self.recorder_pipe.poll(0):
-            self._on_recorder(P.unpackb(self.recorder_pipe.recv()))
-        while self.publisher_pipe.poll(0):
-            self._on_publisher(P.unpackb(self.publisher_pipe.recv()))
-
-    def _check_health(self) -> None:
-        # judge silence only on what is really unread: a slow request handler must not make a
-        # healthy worker look hung
-        self._drain_pipes()
-        now = time.monotonic()
-        for comp in (self.driver, self.recorder, self.publisher):
-            if comp.process is None:
-                continue
-            if comp.process.is_alive():
-                if comp.ready and comp.last_time and wedged(comp, now):
-                    # alive, silent and not for want of a CPU: wedged. SIGKILL, then the death path
-                    # below restarts it
-                    comp.process.kill()
-                    comp.process.join(2.0)
-                else:
-                    continue
-            if comp.process.is_alive():
-                continue
-            comp.exit_code = comp.process.exitcode
-            self.state_changed()
-            log.error("%s process %s died (exit code %s)", comp.name, comp.pid, comp.exit_code,
-                      extra={"fields": {"component": comp.name, "event": "died", "exit_code": comp.exit_code}})
-            comp.process = None
-            comp.ready = False
-            comp.last_time = 0.0
-            if comp is self.publisher:  # clients lose their stream for a moment; the robot nothing
-                if self.running:
-                    comp.restarts += 1
-                    self._spawn(comp)
-                continue
-            self.admission.disarm(f"{comp.name} process died (exit code {comp.exit_code})")
-            if comp is self.recorder:
-                cut = self.runs.on_recorder_lost(comp.exit_code)
-                if cut is not None:  # its successor repairs the file at once
-                    self.orphaned_recordings = (self.orphaned_recordings + [cut])[-100:]
-            else:
-                self.runs.on_driver_lost(comp.exit_code, int(self.driver.last.get("seq", 0)))
-            if self.running:
-                comp.restarts += 1
-                self._spawn(comp)
 
     # ----------------------------------------------------------------- worker messages
 
-    def _on_driver(self, msg: dict) -> None:
+    def on_driver(self, msg: dict) -> None:
         self.supervisor_alive_unanswered = 0
         kind = msg.get("type")
         if kind != "telemetry":  # an event: cached reads are out of date
-            self.state_changed()
+            self.changed()
         if kind == "telemetry":
             self.driver.last = msg
             self.driver.last_time = time.monotonic()
@@ -410,10 +305,11 @@ class Supervision:
             self.driver.last = dict(self.driver.last, fatal=msg.get("message"))
             log.error("driver: %s", msg.get("message"), extra={"fields": {"component": "driver", "event": kind}})
             self.admission.disarm(f"driver error: {msg.get('message')}")
-    def _on_recorder(self, msg: dict) -> None:
+
+    def on_recorder(self, msg: dict) -> None:
         kind = msg.get("type")
         if kind != "stats":  # an event: cached reads are out of date
-            self.state_changed()
+            self.changed()
         if kind == "stats":
             self.recorder.last = msg
             self.recorder.last_time = time.monotonic()
@@ -432,10 +328,10 @@ class Supervision:
                                           throughput=dict(self.recorder.last.get("throughput") or {}, **msg["written"]))
             self.runs.on_recorder(msg)  # the run's recording: opened (the run starts), closed, failed
 
-    def _on_publisher(self, msg: dict) -> None:
+    def on_publisher(self, msg: dict) -> None:
         kind = msg.get("type")
         if kind != "stats":  # an event: cached reads are out of date
-            self.state_changed()
+            self.changed()
         if kind == "stats":
             self.publisher.last = msg
             self.publisher.last_time = time.monotonic()
@@ -446,3 +342,153 @@ class Supervision:
             self.publisher.last = dict(self.publisher.last, fatal=msg.get("message"))
             log.error("publisher: %s", msg.get("message"), extra={"fields": {"component": "publisher",
                                                                             "event": "fatal"}})
+
+
+class MainLoop:
+    """The main process's loop. It polls the control socket, the workers' pipes and the CurveZMQ
+    handlers' sockets and hands what it reads to the part that owns it: requests to the
+    dispatcher (dispatch.Dispatcher), a worker's messages to the workers (:class:`Workers`), a
+    finished limit check to the admission (admission.RunAdmission), finished heavy reads to
+    heavy.HeavyReads; it watches the workers' health, tells the driver it is alive and sends the
+    heartbeats to systemd (``notifier``). It keeps no run state: on a stop (:meth:`request_shutdown`)
+    it withdraws a pending submission and aborts the run in progress (runs.Runs) and ends when
+    no run is left. ``status_line()``: the daemon's one-line state for systemd."""
+
+    def __init__(self, zmq, router, zap, handshakes, workers: Workers, dispatcher, admission, runs, heavy_reads,
+                 notifier, dropped, *, changed, model, warm_up_limit_s: float, main_rt_priority: int, status_line):
+        self.zmq, self.router, self.zap, self.handshakes = zmq, router, zap, handshakes
+        self.workers, self.dispatcher, self.admission, self.runs = workers, dispatcher, admission, runs
+        self.heavy_reads, self.notifier, self.dropped, self.changed = heavy_reads, notifier, dropped, changed
+        self.model, self.warm_up_limit_s = model, warm_up_limit_s
+        self.main_rt_priority, self.status_line = main_rt_priority, status_line
+        self.running = True
+        self.gc_frozen = 0  # objects of the start-up moved out of the collector's reach (serve_forever)
+
+    def request_shutdown(self, *_args) -> None:
+        self.running = False
+
+    def start(self) -> None:
+        """Spawn the workers and wait until both report ready (or one reports a fatal error), and the
+        validation kernels are compiled (daemon/warm_up.py). Raises StartAbandoned on SIGTERM/SIGINT."""
+        workers = self.workers
+        workers.spawn_all()
+        # validation's numba kernels are compiled in a child (into numba's cache) while the workers
+        # start; compiled in this process they would hold the GIL, and so this loop, for seconds
+        warm = WarmUp(self.model, self.warm_up_limit_s,
+                      status=lambda line: self.notifier.send(f"EXTEND_TIMEOUT_USEC={int(EXTEND_START_S * 1e6)}",
+                                                             f"STATUS={line}"))
+        warm.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        poller = self._poller()
+        try:
+            while True:
+                workers_ready = workers.all_ready()
+                if not warm.poll() and workers_ready:
+                    break
+                if not self.running:
+                    raise StartAbandoned("start-up abandoned during the validation kernels' warm-up: asked to stop"
+                                         if warm.running else "start-up abandoned: asked to stop")
+                if not workers_ready and time.monotonic() > deadline:
+                    raise RuntimeError("driver or recorder did not start within "
+                                       f"{STARTUP_TIMEOUT_S:.0f} s")
+                self.notifier.heartbeat()  # a slow robot connection is not a wedged daemon
+                for sock, _ in poller.poll(100):
+                    if workers.receive(sock):
+                        continue
+                    if sock is getattr(self.zap, "socket", None):
+                        self.zap.serve_pending()
+                workers.check_started()
+        except BaseException:
+            warm.kill("abandoned")
+            raise
+        if warm.outcome == "done":
+            warm.finish()  # loads the kernels from numba's cache
+            # the workers kept sending meanwhile: read it all, or the first `arm` would find the
+            # driver's telemetry older than TELEMETRY_STALE_S (seen on a loaded host) and refuse
+            workers.drain_pipes()
+        else:  # validation still works; its first call compiles in the validation thread
+            warm.finish()
+
+    def _poller(self):
+        poller = self.zmq.Poller()
+        poller.register(self.router, self.zmq.POLLIN)
+        for pipe in self.workers.pipes():
+            poller.register(pipe, self.zmq.POLLIN)
+        if self.zap is not None:
+            poller.register(self.zap.socket, self.zmq.POLLIN)
+            poller.register(self.handshakes.socket, self.zmq.POLLIN)
+        return poller
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`request_shutdown` and then until no run is left (or
+        SHUTDOWN_TIMEOUT_S); the daemon closes its sockets after (server.Daemon.close)."""
+        poller = self._poller()
+        dispatcher, workers = self.dispatcher, self.workers
+        next_health = next_alive = time.monotonic()
+        shutdown_deadline = None
+        # everything made at start-up (the model, numba's and the libraries' objects, the recording
+        # index, the job rows) is kept for good: moved out of the collector's generations, so that a
+        # full collection that falls inside a request scans only what was made since (one took 149
+        # ms under the observer flood before, work a stop would have waited behind)
+        dispatcher.warm_rows()
+        gc.collect()
+        gc.freeze()
+        self.gc_frozen = gc.get_freeze_count()  # walks the list: counted once, here
+        if self.main_rt_priority:  # just under the driver from now on (daemon/priority.py), with the
+            # Python threads alive now (the jobs' supervisor): they hold the GIL now and then
+            set_main_realtime(self.main_rt_priority)
+            realtime_python_threads(self.main_rt_priority)
+        self.notifier.ready(self.status_line())
+        while True:
+            # when a stop command came in, for its latency (dispatch.py): the last moment the control
+            # queue was seen empty. A request that woke a poll on an empty queue came in during the
+            # poll: its wait is counted from the poll's start, with the CPU and run-queue clocks read
+            # there, so the delay between its arrival and this thread running again (the host's
+            # scheduler) is in it, and the poll's sleep before it is told apart (dispatch.py)
+            poll_start, poll_cpu, poll_delay = time.monotonic(), time.thread_time(), dispatcher.run_delay()
+            empty_before = not dispatcher.waiting and not dispatcher.control_readable()
+            ready = poller.poll(0 if dispatcher.waiting else 50)
+            dispatcher.count_round()
+            if not any(sock is self.router for sock, _ in ready):
+                dispatcher.control_empty(time.monotonic())
+            elif empty_before:
+                dispatcher.control_empty(poll_start, poll_cpu, poll_delay, in_poll=True)
+            if dispatcher.waiting and not any(sock is self.router for sock, _ in ready):
+                dispatcher.serve(workers.drain_driver)  # the rest of the last round's requests
+            for sock, _ in ready:
+                if sock is self.router:
+                    dispatcher.serve(workers.drain_driver)
+                elif workers.drain(sock):
+                    pass
+                elif self.zap is not None and sock is self.zap.socket:
+                    self.zap.serve_pending()
+                    self.changed()  # `status.security` counts them
+                elif self.handshakes is not None and sock is self.handshakes.socket:
+                    self.handshakes.serve_pending()
+                    self.changed()
+            if self.admission.checked():
+                workers.drain_driver()  # it compares the robot's newest state with the validated one
+                self.admission.complete_submit()
+            dispatcher.complete_large()  # large requests their threads have decoded (dispatch.py)
+            self.heavy_reads.complete()
+            now = time.monotonic()
+            if now >= next_health:
+                next_health = now + HEALTH_CHECK_S
+                workers.check_health(restart=self.running)
+                self.dropped.flush()
+            # the heartbeats come from this loop only: if it wedges, systemd restarts the service,
+            # and the driver ramps a moving robot to rest before that
+            self.notifier.heartbeat()
+            if now >= next_alive:
+                next_alive = now + SUPERVISOR_ALIVE_S
+                workers.tell_driver_alive()
+            if not self.running:
+                if shutdown_deadline is None:
+                    shutdown_deadline = now + SHUTDOWN_TIMEOUT_S
+                    self.notifier.stopping("stopping: bringing any motion to rest, finalizing the recording")
+                    log.info("shutting down", extra={"fields": {"run_id": getattr(self.runs.current, "id", "-")}})
+                    self.admission.cancel_pending("the daemon is shutting down")
+                    if self.runs.current is not None:
+                        self.runs.abort_current("daemon shutting down")
+                if self.runs.current is None or now > shutdown_deadline:
+                    break

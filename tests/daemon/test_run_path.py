@@ -1,20 +1,25 @@
-"""The path of a run request through its two owners, without a daemon around them: the admission
-(daemon/admission.py RunAdmission: submit, check, accept) hands an accepted run to the runs
-(daemon/runs.py Runs: open the recording, start the run on the driver). Each is built with only
-what it is handed; the pipes are fakes that keep what was sent, so the tests read the messages,
-their order and their contents."""
+"""The path of a run request through its owners, without a daemon around them: the control
+endpoint (daemon/dispatch.py Dispatcher: token, role, handler, cached reads, stops first) hands a
+submission to the admission (daemon/admission.py RunAdmission: submit, check, accept), which hands
+an accepted run to the runs (daemon/runs.py Runs: open the recording, start the run on the
+driver). Each is built with only what it is handed; the sockets and pipes are fakes that keep what
+was sent, so the tests read the messages, their order and their contents."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
 import pytest
+import zmq
 
 from robodyn.daemon import protocol as P
 from robodyn.daemon.admission import RunAdmission
 from robodyn.daemon.config import DaemonConfig
-from robodyn.daemon.dispatch import DEFERRED, RequestContext
+from robodyn.daemon.control_access import AccessControl
+from robodyn.daemon.dispatch import DEFERRED, Dispatcher, LogsAfterReply, RateLimitedLog, ReplyChannel, RequestContext
+from robodyn.daemon.intake import LargeRequests
 from robodyn.daemon.runs import Runs
 from robodyn.daemon.status import RobotState
 from robodyn.daemon.supervision import Component
@@ -173,3 +178,83 @@ def test_a_run_submitted_after_a_stop_starts_with_that_stop_counted(parts):
     parts.runs.on_recorder({"type": "opened", "run": 1})
     (start,) = parts.driver_pipe.sent
     assert start["stops_seen"] == 3 and not parts.runs.current.abort_requested
+
+
+# ------------------------------------------------------------------ the control endpoint
+
+TOKEN = "the-daemon-token"
+
+
+class Router:
+    """The control socket: frames queued for the dispatcher to read, the replies it sent (decoded)."""
+
+    def __init__(self, *requests: tuple[bytes, bytes]):
+        self.queued = [[zmq.Frame(identity), zmq.Frame(payload)] for identity, payload in requests]
+        self.sent: list[tuple[bytes, dict]] = []
+
+    def getsockopt(self, option) -> int:
+        assert option == zmq.EVENTS
+        return zmq.POLLIN if self.queued else 0
+
+    def recv_multipart(self, copy: bool = True) -> list:
+        return self.queued.pop(0)
+
+    def send_multipart(self, frames: list, flags: int = 0) -> None:
+        self.sent.append((bytes(frames[0]), P.unpackb(frames[-1])))
+
+
+def control_endpoint(parts, router: Router, commands: dict) -> Dispatcher:
+    """A Dispatcher wired as Daemon.__init__ wires it, around the parts and a fake socket."""
+    refused = RateLimitedLog(logging.getLogger("robodyn.test"), what="refused requests")
+    access_control = AccessControl(DaemonConfig(data_dir=".", ros2=False), TOKEN, "token-file", None, refused)
+    return Dispatcher(router, zmq, access_control, ReplyChannel(router, zmq), parts.request, commands,
+                      LargeRequests(lambda req: None), None, parts.robot, parts.runs, jobs=lambda: None,
+                      dropped=RateLimitedLog(logging.getLogger("robodyn.test")), logs_after_reply=LogsAfterReply())
+
+
+def test_a_submission_reaches_the_admission_through_the_dispatcher_and_is_answered_later(parts):
+    dispatcher = control_endpoint(parts, Router(), {"submit_run": parts.admission.cmd_submit_run})
+    traj = PointToPointTrajectory(parts.q, goal(parts), 1.0)
+    args = {"robot": parts.model.name, "trajectory": traj.to_dict(robot=parts.model.name)}
+    refused = P.unpackb(dispatcher.handle_payload(P.make_request("submit_run", args, rid=6)))
+    assert refused["error"]["code"] == P.E_UNAUTHORISED and parts.admission.pending is None  # no token
+    assert dispatcher.handle_payload(P.make_request("submit_run", args, rid=7, auth=TOKEN)) is None  # deferred
+    assert parts.request.rid == 7 and parts.admission.pending is not None
+    parts.admission.pending.future.exception(timeout=300)  # an outer bound: the check's thread ends
+    assert parts.admission.checked()
+    parts.telemetry()
+    parts.admission.complete_submit()
+    (reply,) = parts.replies
+    assert reply["id"] == 7 and reply["ok"], reply
+    assert [m["type"] for m in parts.recorder_pipe.sent] == ["open"]
+    assert dispatcher.replies.errors == {P.E_UNAUTHORISED: 1}
+
+
+def test_a_stop_is_handled_before_the_reads_that_came_in_before_it(parts):
+    """The three reads were read off the socket first; the abort is answered first, the driver's
+    pipe is read before each read and not before the stop, and the stop's latency says so."""
+    drained = []
+    router = Router(*[(b"observer%d" % i, P.make_request("status", rid=i, auth=TOKEN)) for i in range(3)],
+                    (b"operator", P.make_request("abort", {"reason": "test"}, rid="stop")))
+    dispatcher = control_endpoint(parts, router, {"status": lambda args: {"armed": True},
+                                                  "abort": parts.runs.cmd_abort})
+    dispatcher.serve(lambda: drained.append(len(router.sent)))
+    assert [identity for identity, _ in router.sent] == [b"operator", b"observer0", b"observer1", b"observer2"]
+    latency = router.sent[0][1]["result"]["latency"]
+    assert latency["handled_since_received"] == 0 and latency["overtook"] == 3 and latency["received_seq"] == 4
+    assert drained == [1, 2, 3]  # before each read, after the stop's reply
+    assert dispatcher.stop_latency["count"] == 1 and dispatcher.requests_handled == 4
+
+
+def test_a_cached_read_is_built_again_once_something_changed(parts):
+    built = []
+    dispatcher = control_endpoint(parts, Router(), {"status": lambda args: built.append(1) or {"n": len(built)},
+                                                    "arm": parts.admission.cmd_arm})
+    status = P.make_request("status", rid=1, auth=TOKEN)
+    first, second = (P.unpackb(dispatcher.handle_payload(status)) for _ in range(2))
+    assert first["result"] == second["result"] == {"n": 1} and dispatcher.read_cache_counts == {"hits": 1, "built": 1}
+    dispatcher.replies.state_changed()  # a worker's event, an error counted, ...
+    assert P.unpackb(dispatcher.handle_payload(status))["result"] == {"n": 2}
+    dispatcher.handle_payload(P.make_request("arm", rid=2, auth=TOKEN))  # a command that is not a read
+    assert P.unpackb(dispatcher.handle_payload(status))["result"] == {"n": 3}
+    assert dispatcher.read_cache_counts == {"hits": 1, "built": 3}

@@ -40,17 +40,17 @@ def test_a_closed_recording_counts_for_the_next_estimate_before_any_stats_tick()
     from types import SimpleNamespace
 
     from robodyn.daemon.admission import measured_bytes_per_sample
-    from robodyn.daemon.supervision import Supervision
+    from robodyn.daemon.supervision import Workers
 
     closed = []
     recorder = SimpleNamespace(last={"type": "stats", "throughput": {"samples_per_s": 0.0, "bytes_written": 0,
                                                                       "samples_written": 0}})
-    host = SimpleNamespace(recorder=recorder, state_changed=lambda: None,
+    host = SimpleNamespace(recorder=recorder, changed=lambda: None,
                            runs=SimpleNamespace(on_recorder=closed.append))
     assert measured_bytes_per_sample(recorder.last["throughput"], 8)[2].startswith("raw")
     msg = {"type": "closed", "run": "r1", "path": "x.mcap", "summary": {}, "index": {},
            "written": {"bytes_written": 4_000_000, "samples_written": 10_000}}
-    Supervision._on_recorder(host, msg)
+    Workers.on_recorder(host, msg)
     assert closed == [msg]  # the run still hears of its close
     per_sample, _, source = measured_bytes_per_sample(recorder.last["throughput"], 8)
     assert source.startswith("measured") and per_sample == 400.0
