@@ -22,7 +22,7 @@ def recordings(tmp_path_factory):
 
 
 def test_the_report_embeds_its_torque_plots(recordings, tmp_path, capsys):
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="plots need the `plot` extra (installed by make test)")
     ident, held = recordings
     report = tmp_path / "report.html"
     assert main(["identify", str(ident), "--robot", "twolink", "--cutoff", "8", "--holdout", str(held),

@@ -116,7 +116,7 @@ def test_a_recorder_with_a_backlog_keeps_its_heartbeat(tmp_path, monkeypatch):
     import zmq
 
     ctx = zmq.Context()
-    pub = ctx.socket(zmq.PUB)
+    pub = ctx.socket(zmq.XPUB)  # a PUB that hands over each subscription: sent only once it is in
     pub.setsockopt(zmq.SNDHWM, 0)
     pub.bind(f"ipc://{tmp_path}/state")
     pipe = ctx.socket(zmq.PAIR)
@@ -133,8 +133,18 @@ def test_a_recorder_with_a_backlog_keeps_its_heartbeat(tmp_path, monkeypatch):
     loop = threading.Thread(target=rec.run, daemon=True)
     loop.start()
     try:
-        assert pipe.poll(5000) and P.unpackb(pipe.recv())["type"] == "ready"
-        time.sleep(0.3)  # the subscription reaches the publisher
+        assert pipe.poll(120_000) and P.unpackb(pipe.recv())["type"] == "ready"  # outer time-out only
+        # the recorder's subscription to the record topic has reached the publisher (a message sent
+        # before it would be dropped, and a fixed sleep is no proof on a loaded host)
+        subscribed = set()
+        for _ in range(10):  # one message per topic it subscribes to
+            if P.TOPIC_RECORD in subscribed:
+                break
+            assert pub.poll(120_000), f"the recorder did not subscribe (outer time-out only): {subscribed}"
+            message = pub.recv()
+            if message[:1] == b"\x01":
+                subscribed.add(message[1:])
+        assert P.TOPIC_RECORD in subscribed, subscribed
         for k in range(300):  # sent in milliseconds, worked through in 3 s: a backlog
             pub.send_multipart([P.TOPIC_RECORD, batch(1 + 10 * k, 10, 0)])
         reported = [0]  # samples received, as each stats report says

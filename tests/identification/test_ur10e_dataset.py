@@ -99,7 +99,8 @@ def test_a_missing_file_is_one_line_naming_it(tmp_path):
         ur10e.locate(tmp_path / "absent")
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+@pytest.mark.skipif(shutil.which("git") is None,
+                    reason="'git' is missing: a clone without a work tree is read through the git program")
 def test_locate_reads_a_git_directory_without_a_work_tree(tmp_path):
     data = _columns()
     work = tmp_path / "work"

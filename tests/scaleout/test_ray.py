@@ -24,8 +24,9 @@ pytestmark = pytest.mark.timeout(600)  # an outer guard: 138 s on a slow host, 2
 def ray_executor():
     from robodyn.scaleout import RayExecutor
 
-    if ray.is_initialized():  # someone else's instance: its CPU count is not ours to assume
-        pytest.skip("a Ray instance is already running in this process")
+    if ray.is_initialized():  # its CPU count is not ours to assume; in a test process it is a test's leak
+        pytest.fail("a Ray instance is already running in this process: an earlier test did not shut down "
+                    "the one it started", pytrace=False)
     ex = RayExecutor(workers=2)
     # the fault injector lives in the test package, which Ray workers cannot import: ship it by value
     ray.cloudpickle.register_pickle_by_value(faults)

@@ -16,11 +16,18 @@ def _failing_init(message: str):
     return init
 
 
+def _no_ray_running() -> None:
+    """ray.init is replaced here: an instance already up would not call it, and in a test process
+    such an instance is an earlier test's leak, which must fail, not skip this test."""
+    if ray.is_initialized():
+        pytest.fail("a Ray instance is already running in this process: an earlier test did not shut down "
+                    "the one it started", pytrace=False)
+
+
 def test_a_local_instance_that_does_not_start_in_time_is_one_line(monkeypatch):
     from robodyn.scaleout import RayExecutor
 
-    if ray.is_initialized():
-        pytest.skip("a Ray instance is already running in this process")
+    _no_ray_running()
     monkeypatch.setattr(ray, "init", _failing_init("The current node timed out during startup. This could happen "
                                                    "because some of the raylet failed to startup or the GCS has "
                                                    "become overloaded."))
@@ -33,8 +40,7 @@ def test_a_local_instance_that_does_not_start_in_time_is_one_line(monkeypatch):
 def test_other_start_failures_are_not_rewritten(monkeypatch):
     from robodyn.scaleout import RayExecutor
 
-    if ray.is_initialized():
-        pytest.skip("a Ray instance is already running in this process")
+    _no_ray_running()
     monkeypatch.setattr(ray, "init", _failing_init("some other failure"))
     with pytest.raises(Exception, match="some other failure") as err:
         RayExecutor(workers=2)

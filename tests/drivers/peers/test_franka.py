@@ -12,8 +12,6 @@ object (test_control_exception_...), the only test here without franky-sim on th
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -123,14 +121,13 @@ def test_forced_disconnect_mid_run_raises_connection_lost_with_last_states(tmp_p
             d.write(cmd)
             d.read()
         peer.kill()
-        t0 = time.monotonic()
         with pytest.raises(ConnectionLost) as e:
             for _ in range(5000):
                 d.write(cmd)
                 d.read()
-        # libfranka's UDP timeout (1 s) ends the bounded loop with ConnectionLost; 60 s is only an outer
-        # guard against a read that blocks for ever (the time it takes goes to bench/drivers)
-        assert time.monotonic() - t0 < 60
+        # libfranka's UDP timeout (1 s) ends the bounded loop with ConnectionLost (pytest.raises fails
+        # the test if 5000 cycles pass without it; pytest-timeout ends a read that blocks for ever).
+        # How long it took is the host's figure (bench/drivers), not asserted here
         assert "link lost" in str(e.value)
         assert len(e.value.state["last_states"]) == 50 and e.value.state["columns"][0] == "q1"
         d.stop()
@@ -214,11 +211,9 @@ def test_bad_configuration_is_one_sentence(tmp_path, monkeypatch):
     assert "not real-time" in str(e.value) and "\n" not in str(e.value)
     nobody = free_loopback((1337, 1338))
     d = make(nobody)
-    t0 = time.monotonic()
-    with pytest.raises(ConnectionLost) as e:
+    with pytest.raises(ConnectionLost) as e:  # a connect that hung for ever would meet pytest-timeout
         d.connect()
-    # an outer guard against a connect that hangs for ever, not a speed figure
-    assert time.monotonic() - t0 < 60 and f"cannot reach a Franka at {nobody}" in str(e.value)
+    assert f"cannot reach a Franka at {nobody}" in str(e.value)
     assert "\n" not in str(e.value)
     import sys
 

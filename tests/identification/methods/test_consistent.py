@@ -9,7 +9,7 @@ from robodyn.identification.consistent import (check_feasibility, identify_consi
                                                nominal_reference, pseudo_inertia)
 from robodyn.robot.model import standard_parameters
 
-pytest.importorskip("cvxpy")
+pytest.importorskip("cvxpy", reason="the consistent fit needs cvxpy (extras 'sdp' and 'test', installed by make test)")
 
 
 def test_pseudo_inertia_separates_physical_from_impossible_links():

@@ -14,8 +14,8 @@ from robodyn.identification.base_params import BaseParameters
 from ..conftest import rest_to_rest_fourier
 from .conftest import identified_from_npz
 
-mujoco = pytest.importorskip("mujoco")
-pytest.importorskip("cvxpy")
+mujoco = pytest.importorskip("mujoco", reason="MuJoCo loads the exported MJCF (extra 'sim', installed by make test)")
+pytest.importorskip("cvxpy", reason="the consistent fit needs cvxpy (extras 'sdp' and 'test', installed by make test)")
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from robodyn.identification.urdf_export import export_urdf, joint_extras, verify
 
 from .conftest import identified_from_npz
 
-pytest.importorskip("pinocchio")
-pytest.importorskip("mujoco")
-pytest.importorskip("cvxpy")
+pytest.importorskip("pinocchio", reason="pinocchio checks the exported URDF (extra 'test', installed by make test)")
+pytest.importorskip("mujoco", reason="MuJoCo loads the exported URDF (extras 'sim' and 'test', installed by make test)")
+pytest.importorskip("cvxpy", reason="the consistent fit needs cvxpy (extras 'sdp' and 'test', installed by make test)")
 
 
 @pytest.fixture(scope="module")

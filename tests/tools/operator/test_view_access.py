@@ -312,7 +312,7 @@ def test_the_data_carries_its_age_and_turns_stale_when_the_daemon_stops_answerin
 
 
 def test_the_browser_shows_the_age_and_stale(page, tmp_path):
-    pytest.importorskip("playwright")
+    pytest.importorskip("playwright", reason="the page is driven by playwright (extra 'test', installed by make test)")
     from playwright.sync_api import expect, sync_playwright
 
     from tests.tools.operator.test_status_page import CHROMIUM_FLAGS, chromium_path
