@@ -21,9 +21,10 @@ from robodyn.identification.pipeline import predict
 from robodyn.identification.urdf_export import check_urdf_on_states, identification_states, joint_columns
 from robodyn.robot.loader import load_model
 
-mujoco = pytest.importorskip("mujoco")
-pytest.importorskip("pinocchio")
-pytest.importorskip("cvxpy")
+mujoco = pytest.importorskip(
+    "mujoco", reason="MuJoCo loads the exported MJCF and URDF (extras 'sim' and 'test', installed by make test)")
+pytest.importorskip("pinocchio", reason="pinocchio checks the exported URDF (extra 'test', installed by make test)")
+pytest.importorskip("cvxpy", reason="the consistent fit needs cvxpy (extras 'sdp' and 'test', installed by make test)")
 
 OFFSET = 0.1
 

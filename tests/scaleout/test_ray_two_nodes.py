@@ -62,8 +62,8 @@ def two_nodes(tmp_path_factory):
     from robodyn.scaleout import RayExecutor
     from robodyn.scaleout.executors import _loopback_only
 
-    if ray.is_initialized():
-        pytest.skip("a Ray instance is already running in this process")
+    # inside the suite only an earlier test's leaked instance can be running: a failure, not a skip
+    assert not ray.is_initialized(), "a Ray instance is already running in this process: an earlier test leaked it"
     # Ray's sockets live under its temp dir and a socket path has at most SOCKET_PATH_MAX bytes: a
     # pytest worker's tmp_path can be too deep, so the nodes get a short folder of their own
     base = Path(tempfile.mkdtemp(prefix="rdray"))

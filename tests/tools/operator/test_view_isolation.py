@@ -101,7 +101,7 @@ def browser_context(pw):
 
 
 def test_another_ports_server_never_receives_the_pages_token_nor_anything_that_opens_it(tmp_path):
-    pytest.importorskip("playwright")
+    pytest.importorskip("playwright", reason="the page is driven by playwright (extra 'test', installed by make test)")
     from playwright.sync_api import expect, sync_playwright
 
     daemon = CountingDaemon(recordings=3, jobs=2)
@@ -177,7 +177,7 @@ def test_another_ports_server_never_receives_the_pages_token_nor_anything_that_o
 def test_a_tab_without_the_token_shows_nothing_and_says_what_to_open(page, tmp_path):
     """The token lives in one tab's sessionStorage, never in a cookie: a new tab on the bare address
     gets no data; the printed address opens it, and so does the address's older form (?token=)."""
-    pytest.importorskip("playwright")
+    pytest.importorskip("playwright", reason="the page is driven by playwright (extra 'test', installed by make test)")
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as pw:
