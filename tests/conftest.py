@@ -58,6 +58,19 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: folder_group(item.nodeid) != "realtime")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI, a test skipped for want of a package `make test` installs is a failed set-up, not a
+    skip: a green run must not hide it (as require_system_tool does for system tools)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+        if "installed by make test" in reason:
+            report.outcome = "failed"
+            report.longrepr = f"{reason} (under CI this is a failure: make test's set-up did not install it)"
+
+
 # Figures that tests report (the reliability tests' `figure` fixture) travel on the test report, so
 # the summary shows them whether the tests ran in this process or in a pytest-xdist worker.
 FIGURES: list[tuple[str, str]] = []
