@@ -69,20 +69,42 @@ def load_csv(path: str | Path, dof: int | None = None, drive_gains=None, transmi
             raise ValueError(f"{path}: {len(cols)} {name} columns for {n} joints; need {name}1..{name}{n}")
     if tau_cols is None and cur_cols is None:
         raise ValueError(f"{path}: missing torque columns tau1..tau{n} (or current1..current{n} with --drive-gains)")
-    if tau_cols is None and drive_gains is None:
-        raise ValueError(f"{path}: has current columns but no torque; pass drive gains (N.m/A per joint) to convert")
+    gains = None
+    if tau_cols is None:  # checked before the rows are read: a wrong gain is said at once
+        gains = checked_drive_gains(drive_gains, n, f"{path}: columns current1..current{n}")
+    elif drive_gains is not None:
+        _gains_ignored(path, f"torque columns tau1..tau{n}")
     data = _excitation_rows(path, header, _numeric_rows(path, header))
     t = data[:, header.index("t")]
     q = data[:, q_cols]
     qd = data[:, qd_cols] if qd_cols else None
-    if tau_cols is not None:
-        tau = data[:, tau_cols]
-    else:
-        gains = np.asarray(drive_gains, float)
-        if gains.shape != (n,):
-            raise ValueError(f"drive_gains: expected {n} values (N.m/A per joint), got {gains.shape}")
-        tau = data[:, cur_cols] * gains
+    tau = data[:, tau_cols] if tau_cols is not None else data[:, cur_cols] * gains
     return SampledData(t, q, tau, qd)
+
+
+def checked_drive_gains(drive_gains, n: int, currents: str) -> np.ndarray:
+    """The current-to-torque gains (N.m/A, one per joint) that turn the motor currents named by
+    ``currents`` into joint torques. A current log without them is refused: one run cannot fix their
+    scale, which the inertias share (k i = W theta holds for c k and c theta alike), so they come
+    from the drive's data sheet or from runs without and with a known payload (drive_gains.py)."""
+    if drive_gains is None:
+        raise ValueError(f"{currents} are motor currents (A) and there is no torque; give the drive gains, "
+                         f"N.m/A for each of the {n} joints (--drive-gains K1,...,K{n}; `robodyn drive-gains` "
+                         "estimates them from runs without and with a known payload)")
+    gains = np.asarray(drive_gains, float).reshape(-1)
+    if gains.size != n:
+        raise ValueError(f"drive_gains: expected {n} values (N.m/A, one per joint), got {gains.size}")
+    bad = np.flatnonzero(~np.isfinite(gains) | (gains == 0.0))
+    if bad.size:
+        raise ValueError(f"drive_gains: joint {bad[0] + 1}'s gain must be a finite, nonzero number of N.m/A, "
+                         f"got {gains[bad[0]]:g}")
+    return gains
+
+
+def _gains_ignored(where, torque: str) -> None:
+    import warnings
+
+    warnings.warn(f"{where}: drive gains not used: it has {torque}, which are used as they are", stacklevel=3)
 
 
 def _excitation_rows(path: Path, header: list[str], data: np.ndarray) -> np.ndarray:
@@ -142,8 +164,12 @@ def load_npz(path: str | Path, drive_gains=None) -> SampledData:
             raise ValueError(f"{path}: missing array(s) {missing}")
         if "tau" in z:
             tau = z["tau"]
-        elif "current" in z and drive_gains is not None:
-            tau = z["current"] * np.asarray(drive_gains, float)
+            if drive_gains is not None:
+                _gains_ignored(path, "an array 'tau'")
+        elif "current" in z:
+            current = np.asarray(z["current"], float)
+            n = current.shape[1] if current.ndim == 2 else 1
+            tau = current * checked_drive_gains(drive_gains, n, f"{path}: array 'current'")
         else:
             raise ValueError(f"{path}: missing array 'tau' (or 'current' with drive gains)")
         data = SampledData(z["t"], z["q"], tau, z["qd"] if "qd" in z else None)
@@ -203,6 +229,8 @@ def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, mode
         from robodyn.recording import load_recording  # the daemon's loader is the one reader
 
         data = recording_dataset(load_recording(path))
+        if drive_gains is not None:
+            _gains_ignored(path, "the torque the daemon recorded (a UR driver's: its drive_gains times the current)")
     elif not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     else:

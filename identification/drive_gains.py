@@ -147,6 +147,16 @@ def _processed(model: RobotModel, run: dict, name: str, config: ProcessingConfig
         raw = SampledData(np.asarray(run["t"], float), arrays["q"], arrays["current"], arrays["qd"])
     except ValueError as exc:
         raise ValueError(f"drive gains: {name}: {exc}") from None
+    # the fixed low-pass (GLOBAL_PROCESSING) needs a Nyquist frequency above it; said in the run's
+    # terms, not as a cut-off the user never set
+    rate = 1.0 / float(np.median(np.diff(raw.t))) if raw.count > 1 else 0.0
+    try:
+        fastest = max((c for c in (config.cutoff("q"), config.cutoff("qd"), config.cutoff("tau")) if c), default=0.0)
+    except ValueError:  # an automatic cut-off is chosen from the run by processing itself
+        fastest = 0.0
+    if rate <= 2.0 * fastest:
+        raise ValueError(f"drive gains: {name} is sampled at {rate:.4g} Hz; the fit low-passes its signals at "
+                         f"{fastest:g} Hz and needs a rate above {2.0 * fastest:g} Hz")
     return process(raw, config).data
 
 

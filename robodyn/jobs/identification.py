@@ -142,8 +142,11 @@ def check_config(v) -> str | None:
 ARGS = {
     "identify": {
         "recordings": P.Arg((list,), True, _recording_ids, "recording ids (see `recordings`)"),
-        "config": P.Arg((dict,), False, check_config, "pipeline config: method, friction, rotor_inertia, "
-                                               "friction_model, processing{...}, motor_couplings"),
+        "config": P.Arg((dict,), False, check_config, "pipeline config: method (absent: weighted least "
+                                               "squares or the physically consistent fit, whichever predicts the "
+                                               "held-out last quarter better, as `identify` without --method), "
+                                               "friction, rotor_inertia, friction_model, processing{...}, "
+                                               "motor_couplings"),
         "holdout": P.Arg((list,), False, lambda v: _recording_ids(v) if v else None, "recording ids to validate on"),
     },
     "job_status": {"job": P.Arg((str,), True, _valid_id, "job id")},
@@ -202,7 +205,8 @@ def _field_message(where: str, exc: ValueError) -> str:
 
 
 def run_job(job_dir: str, recordings_dir: str) -> None:
-    """The worker process: identify, validate on hold-out recordings, write result.json."""
+    """The worker process: identify as `robodyn identify` does (a config without ``method`` as the
+    command without --method), validate on hold-out recordings, write result.json."""
     job_dir = Path(job_dir)
     request = json.loads((job_dir / "request.json").read_text())
     status = {"job": job_dir.name, "state": "running", "stage": "loading", "progress": 0.0,
@@ -215,34 +219,28 @@ def run_job(job_dir: str, recordings_dir: str) -> None:
     try:
         from robodyn.recording import load_recording
 
-        from robodyn.identification.coverage import identification_coverage
         from robodyn.identification.data import recording_dataset
-        from robodyn.identification.intervals import residual_model
-        from robodyn.identification.pipeline import add_checks, identify, validate
-        from robodyn.identification.selection import validated_cutoff
+        from robodyn.identification.methods import identification_result
 
         _write_json_atomic(job_dir / "status.json", status)
-        config = _config_from_dict(request.get("config"))
+        given = request.get("config") or {}
+        config = _config_from_dict(given)
         recs = [load_recording(Path(recordings_dir) / f"{rid}.mcap") for rid in request["recordings"]]
         model = _model_of(recs[0])
         datasets = [recording_dataset(r) for r in recs]
-        # the automatic cut-off judged on held-out data, as `robodyn identify` does
-        config = validated_cutoff(model, datasets, config)
-        result = identify(model, datasets, config, sources=request["recordings"], progress=report)
-        add_checks(model, datasets, result)
-        doc = result.to_dict()
-        # what the fit saw and its residual model, as the command line's result stores them, so
-        # validate and predict warn about extrapolation and give intervals for a daemon result too
-        report("coverage and residual model", 0.92)
-        doc["coverage"] = identification_coverage(datasets, result.config.processing, model.joint_names,
-                                                  result.friction_model)
         holdout = request.get("holdout") or []
         held = [recording_dataset(load_recording(Path(recordings_dir) / f"{rid}.mcap")) for rid in holdout]
-        # held-out recordings, when given, calibrate the interval's spread (as identify --holdout)
-        doc["residual_model"] = residual_model(model, doc, datasets, held_out=held)
-        if holdout:
-            report("validating on hold-out", 0.95)
-            doc["metrics"]["holdout"] = validate(model, doc, held)
+        # the command line's identification, one function: the automatic cut-off judged on held-out
+        # data and, when the config names no method, least squares or the physically consistent fit,
+        # whichever predicts the held-out last quarter better (as `robodyn identify` without
+        # --method); the checks, the coverage, the fit against the measured torque and the residual
+        # model (held-out recordings calibrate its spread) come with it
+        result = identification_result(model, datasets, config, config.method, holdout=held,
+                                       sources=request["recordings"], holdout_sources=holdout, progress=report,
+                                       choose_method="method" not in given)[0]
+        doc = result.to_json_dict()
+        if holdout:  # the daemon's result names the held-out error "holdout" (pull, the status page)
+            doc["metrics"]["holdout"] = doc["metrics"].pop("held_out")
             doc["provenance"]["holdout"] = holdout
         _write_json_atomic(job_dir / "result.json", doc)
         status.update(state="completed", stage="done", progress=1.0, finished=time.time())
