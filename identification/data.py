@@ -183,6 +183,9 @@ def load_npz(path: str | Path, drive_gains=None) -> SampledData:
         return data
 
 
+IDENTIFICATION_SIGNALS = ("q", "qd", "tau")  # what recording_dataset reads of a daemon recording
+
+
 def recording_dataset(rec, phase: str = "execute") -> SampledData:
     """The samples of one phase of a daemon recording (default: the trajectory itself, without the
     move to the start and the settling), with robot time, measured q, qd and joint torque."""
@@ -190,7 +193,7 @@ def recording_dataset(rec, phase: str = "execute") -> SampledData:
     if not mask.any():
         raise ValueError(f"recording {rec.path}: no samples in phase {phase!r}"
                          + (" (the file was cut short)" if rec.truncated else ""))
-    missing = [s for s in ("q", "qd", "tau") if s not in rec.signals]
+    missing = [s for s in IDENTIFICATION_SIGNALS if s not in rec.signals]
     if missing:
         raise ValueError(f"recording {rec.path}: missing signal(s) {missing}; it has {list(rec.signals)}")
     lost = rec.lost
@@ -199,6 +202,9 @@ def recording_dataset(rec, phase: str = "execute") -> SampledData:
 
         warnings.warn(f"recording {rec.path}: {lost} samples were lost; timestamps keep the gaps visible",
                       stacklevel=2)
+    first, last = int(np.argmax(mask)), len(mask) - int(np.argmax(mask[::-1]))
+    if mask[first:last].all():  # the phase is one stretch (as the daemon records it): views, no copies
+        mask = slice(first, last)
     return SampledData(rec.robot_time[mask], rec.signal("q")[mask], rec.signal("tau")[mask], rec.signal("qd")[mask],
                        trajectory=rec.meta.get("trajectory"))
 
@@ -228,7 +234,7 @@ def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, mode
     elif suffix == ".mcap":
         from robodyn.recording import load_recording  # the daemon's loader is the one reader
 
-        data = recording_dataset(load_recording(path))
+        data = recording_dataset(load_recording(path, signals=IDENTIFICATION_SIGNALS))
         if drive_gains is not None:
             _gains_ignored(path, "the torque the daemon recorded (a UR driver's: its drive_gains times the current)")
     elif not path.exists():
