@@ -22,6 +22,7 @@ moves the fit, and the increase of the torque RMSE over OLS is reported.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -177,8 +178,73 @@ def identify_consistent(ne: NormalEquations, base: BaseParameters, dof: int, *, 
     L = np.linalg.cholesky(H + 1e-14 * np.trace(H) / H.shape[0] * np.eye(H.shape[0]))
     scale = max(j_ols, 1e-12)
 
+    # the program depends on the data only through the misfit's matrix and vector, so it is compiled
+    # once per parameter layout and re-solved with new values (cvxpy's parameterised programs): model
+    # selection solves the same layout once per fold and cut-off, and compiling cost more than solving
+    program = _program(base, dof, reference, layout, reference_weight, min_mass, margin)
+    # J(theta) - J_ols = ||L^T (theta - theta_ols)||^2 / scale = ||M pi - v||^2, M = L^T P / sqrt(scale)
+    root = np.sqrt(scale)
+    used = solver
+    with program.lock:  # one program object: its parameters and answer belong to one solve at a time
+        program.matrix.value = (L.T @ P) / root
+        program.vector.value = (L.T @ estimate.theta) / root
+        problem, pi = program.problem, program.pi
+        try:
+            problem.solve(solver=solver)
+        except (cp.error.SolverError, ValueError):
+            used = "SCS"
+            problem.solve(solver="SCS", eps=1e-9, max_iters=200000)
+        status = str(problem.status)
+        value = None if pi.value is None else np.array(pi.value, float)
+    if value is None or status not in ("optimal", "optimal_inaccurate"):
+        raise ValueError(f"consistent identification: the SDP solver {used} returned {status}")
+    notes = []
+    nonneg = np.asarray(layout["nonnegative"], dtype=int)
+    if nonneg.size:
+        # the solver meets x >= 0 to its tolerance (~1e-10): make the sign exact
+        tiny = value[nonneg] < 0
+        if np.any(tiny):
+            notes.append(f"{int(tiny.sum())} sign-constrained parameter(s) within solver tolerance of zero set to 0")
+        value[nonneg] = np.maximum(value[nonneg], 0.0)
+    theta = P @ value
+    feas = check_feasibility(value, spec, dof, names)
+    return ConsistentResult(value, names, theta, feas,
+                            float(c - 2 * g @ theta + theta @ H @ theta), j_ols,
+                            ne.metrics(theta, joint_names), ne.metrics(estimate.theta, joint_names), used,
+                            status, time.perf_counter() - t0, reference_weight, notes)
+
+
+@dataclass
+class _Program:
+    problem: object
+    pi: object  # the standard-parameter variable
+    matrix: object  # parameter M of the misfit ||M pi - v||^2
+    vector: object  # parameter v
+    lock: object = field(default_factory=threading.Lock)
+
+
+_PROGRAMS: dict = {}
+_PROGRAMS_LOCK = threading.Lock()
+_PROGRAMS_KEPT = 8
+
+
+def _program(base: BaseParameters, dof: int, reference: np.ndarray, layout: dict, reference_weight: float,
+             min_mass: float, margin: float) -> _Program:
+    """The semidefinite program of :func:`identify_consistent` for one parameter layout, with the
+    misfit's data as cvxpy parameters: built and compiled on first use, re-solved afterwards."""
+    import cvxpy as cp
+
+    key = (base.spec, dof, tuple(base.independent.tolist()), tuple(base.dependent.tolist()), base.beta.tobytes(),
+           reference.tobytes(), float(reference_weight), float(min_mass), float(margin))
+    with _PROGRAMS_LOCK:
+        hit = _PROGRAMS.get(key)
+    if hit is not None:
+        return hit
+    n_std = len(base.standard_names)
     pi = cp.Variable(n_std)
-    misfit = cp.sum_squares(L.T @ (P @ pi - estimate.theta)) / scale
+    matrix = cp.Parameter((base.count, n_std))
+    vector = cp.Parameter(base.count)
+    misfit = cp.sum_squares(matrix @ pi - vector)
     s = _reference_scale(reference, layout)
     closeness = cp.sum_squares(cp.multiply(1.0 / s, pi - reference)) / n_std
     constraints = []
@@ -194,30 +260,12 @@ def identify_consistent(ne: NormalEquations, base: BaseParameters, dof: int, *, 
         constraints.append(M >= min_mass)
     if layout["nonnegative"]:
         constraints.append(pi[layout["nonnegative"]] >= 0)
-    problem = cp.Problem(cp.Minimize(misfit + reference_weight * closeness), constraints)
-    used = solver
-    try:
-        problem.solve(solver=solver)
-    except (cp.error.SolverError, ValueError):
-        used = "SCS"
-        problem.solve(solver="SCS", eps=1e-9, max_iters=200000)
-    if pi.value is None or problem.status not in ("optimal", "optimal_inaccurate"):
-        raise ValueError(f"consistent identification: the SDP solver {used} returned {problem.status}")
-    value = np.asarray(pi.value, float)
-    notes = []
-    nonneg = np.asarray(layout["nonnegative"], dtype=int)
-    if nonneg.size:
-        # the solver meets x >= 0 to its tolerance (~1e-10): make the sign exact
-        tiny = value[nonneg] < 0
-        if np.any(tiny):
-            notes.append(f"{int(tiny.sum())} sign-constrained parameter(s) within solver tolerance of zero set to 0")
-        value[nonneg] = np.maximum(value[nonneg], 0.0)
-    theta = P @ value
-    feas = check_feasibility(value, spec, dof, names)
-    return ConsistentResult(value, names, theta, feas,
-                            float(c - 2 * g @ theta + theta @ H @ theta), j_ols,
-                            ne.metrics(theta, joint_names), ne.metrics(estimate.theta, joint_names), used,
-                            str(problem.status), time.perf_counter() - t0, reference_weight, notes)
+    program = _Program(cp.Problem(cp.Minimize(misfit + reference_weight * closeness), constraints), pi, matrix,
+                       vector)
+    with _PROGRAMS_LOCK:
+        if len(_PROGRAMS) >= _PROGRAMS_KEPT:
+            _PROGRAMS.clear()
+        return _PROGRAMS.setdefault(key, program)
 
 
 def nominal_reference(model, spec: ColumnSpec) -> np.ndarray:

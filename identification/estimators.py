@@ -124,6 +124,14 @@ class NormalEquations:
             self.torque_sums[j] += S[r, r + 1]
             self.rows[j] += samples
 
+    def subset(self, columns) -> "NormalEquations":
+        """The normal equations of the regressor's columns ``columns`` alone: the same sums over
+        the same rows, restricted (a model whose columns are a subset of these ones' shares them)."""
+        cols = np.asarray(columns, dtype=np.int64)
+        return NormalEquations(self.dof, int(cols.size), self.A[:, cols[:, None], cols[None, :]].copy(),
+                               self.b[:, cols].copy(), self.c.copy(), self.rows.copy(),
+                               self.column_sums[:, cols].copy(), self.torque_sums.copy())
+
     def merge(self, other: "NormalEquations") -> "NormalEquations":
         return NormalEquations(self.dof, self.params, self.A + other.A, self.b + other.b, self.c + other.c,
                                self.rows + other.rows, self.column_sums + other.column_sums,
@@ -182,7 +190,14 @@ class Estimate:
 UNEXCITED_SHARE = 0.1  # a parameter whose unit direction lies this much in the unexcited subspace is named
 
 
-def _solve(A: np.ndarray, b: np.ndarray, names=None) -> tuple[np.ndarray, np.ndarray, int, float, str | None]:
+def _condition(A: np.ndarray) -> float:
+    """Condition number of the (weighted) stacked regressor whose normal matrix is A."""
+    eig = np.linalg.eigvalsh(A)
+    return float(np.sqrt(eig.max() / eig.min())) if eig.min() > 0 else float("inf")
+
+
+def _solve(A: np.ndarray, b: np.ndarray, names=None,
+           condition: bool = True) -> tuple[np.ndarray, np.ndarray, int, float, str | None]:
     """Solve A x = b for symmetric PSD A with a rank check; returns x, A^-1, rank, cond(W) and a
     note (None when the rank is full).
 
@@ -191,15 +206,28 @@ def _solve(A: np.ndarray, b: np.ndarray, names=None) -> tuple[np.ndarray, np.nda
     the minimum-norm solution in unit-scaled parameters, as a least-squares script's ``lstsq``
     does; its inverse there stands for A^-1. Predictions on motions like the data's are then as
     good as the data allow; the parameters involved in the unexcited directions are not
-    identified, and the note names them."""
+    identified, and the note names them. ``condition=False`` skips cond(W) (NaN; an iteration's
+    intermediate solve, whose conditioning nobody reads)."""
     # scale columns so the rank test is unit-free (kg vs kg.m^2 vs N.m columns)
     d = np.sqrt(np.maximum(np.diag(A), 1e-300))
     As = A / np.outer(d, d)
-    eig = np.linalg.eigvalsh(A)
+    p = A.shape[0]
+    try:
+        # full rank is certain, without the eigendecomposition, when the Cholesky factor's
+        # estimated reciprocal condition number (LAPACK dpocon, 1-norm) is far above the rank
+        # test's 1e-12: kappa_2 <= p kappa_1, and the estimate is rarely off by more than 10
+        factor = scipy.linalg.cho_factor(As)
+        rcond, info = scipy.linalg.lapack.dpocon(factor[0], np.abs(As).sum(axis=0).max())
+        if info == 0 and rcond > 1e3 * p * 1e-12:
+            xs = scipy.linalg.cho_solve(factor, b / d)
+            inv_s = scipy.linalg.cho_solve(factor, np.eye(p))
+            return xs / d, inv_s / np.outer(d, d), p, _condition(A) if condition else float("nan"), None
+    except np.linalg.LinAlgError:
+        pass
     eig_s, vec_s = np.linalg.eigh(As)
     keep = eig_s > eig_s.max() * 1e-12
     rank = int(np.sum(keep))
-    cond = float(np.sqrt(eig.max() / eig.min())) if eig.min() > 0 else float("inf")
+    cond = _condition(A) if condition else float("nan")
     if rank < A.shape[0]:
         V = vec_s[:, keep]
         inv_s = (V / eig_s[keep]) @ V.T
@@ -350,31 +378,43 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
     # a joint's rows reach only the columns of the links it carries (its Gram's nonzero diagonal)
     reached = [np.flatnonzero(np.diagonal(ne.A[j]) > 0.0) for j in range(dof)]
 
+    # each joint's rows on its reached columns only, contiguous, kept for every iteration: the
+    # residual and the down-dating below read a fraction of the zero-padded rows
+    compact = []
+    for W, tau in chunks():
+        N = tau.shape[0]
+        if W.ndim == 2:
+            W = W.reshape(N, dof, W.shape[1]).transpose(1, 0, 2)
+        compact.append(([np.ascontiguousarray(W[j][:, cols]) for j, cols in enumerate(reached)], tau))
+
     def reweighted(theta: np.ndarray):
         """One IRLS step: Huber weights at ``theta``'s residuals, then the weighted solve."""
         # robust scale per joint: MAD of residuals (needs the residuals, one pass)
-        resid_parts = [tau - _predict(W, theta, dof) for W, tau in chunks()]
+        resid_parts = [tau - np.stack([Wj @ theta[cols] for Wj, cols in zip(rows, reached)], axis=1)
+                       for rows, tau in compact]
         resid = np.concatenate(resid_parts) if len(resid_parts) > 1 else resid_parts[0]
         scale = 1.4826 * np.median(np.abs(resid - np.median(resid, axis=0)), axis=0)
         # Huber weights are 1 except on the rows beyond k robust scales (about a fifth of normal
         # data), so the weighted normal equations are the unweighted ones less those rows' share
         # (1 - w): the same sums for a fraction of a full weighted pass per iteration.
-        A, b = A_all.copy(), b_all.copy()
+        down = np.zeros_like(A_all)  # the upper triangle of the down-weighted rows' share
+        b = b_all.copy()
         offset = 0
-        for W, tau in chunks():
+        for rows_j, tau in compact:
             N = tau.shape[0]
             shortfall = 1.0 - huber_weights(resid[offset: offset + N], scale, k)
             offset += N
-            if W.ndim == 2:
-                W = W.reshape(N, dof, W.shape[1]).transpose(1, 0, 2)
             for j, cols in enumerate(reached):
                 rows = np.flatnonzero(shortfall[:, j] > 0.0)
                 if rows.size:
-                    Wo = W[j][np.ix_(rows, cols)]
                     so = shortfall[rows, j]
-                    A[np.ix_(cols, cols)] -= Wo.T @ (Wo * so[:, None])
-                    b[cols] -= Wo.T @ (so * tau[rows, j])
-        return _solve(0.5 * (A + A.T), b, names)
+                    Wo = rows_j[j][rows] * np.sqrt(so)[:, None]
+                    # Wo^T Wo, upper triangle; ``cols`` ascend, so it lands in the upper triangle
+                    down[np.ix_(cols, cols)] += dsyrk(1.0, Wo.T, trans=0)
+                    b[cols] -= rows_j[j][rows].T @ (so * tau[rows, j])
+        A = A_all - (down + np.triu(down, 1).T)
+        A = 0.5 * (A + A.T)
+        return (*_solve(A, b, names, condition=False), A)
 
     # The reweighting converges linearly (each step about half the last on real arm logs), so the
     # iterates are extrapolated to its fixed point by Anderson acceleration (Walker & Ni 2011) over
@@ -385,7 +425,7 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
     gs: list = []
     it = 0
     for it in range(1, max_iterations + 1):
-        new_theta, inv, rank, cond, note = reweighted(theta)
+        new_theta, inv, rank, _, note, weighted = reweighted(theta)
         change = new_theta - theta
         # converged when an iteration changes the fitted torque by less than tol, relative
         # (|W d| / |W theta| from the normal equations): directions the data do not excite move
@@ -412,6 +452,7 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
         notes.append(f"IRLS stopped after {max_iterations} iterations without meeting tol {tol}")
     if note:
         notes.append(note)
+    cond = _condition(weighted)  # of the last weighted solve, as the estimate reports it
     rss = ne.joint_rss(theta)
     rows = int(ne.rows.sum())
     sigma2 = float(rss.sum()) / max(rows - params, 1)
@@ -434,8 +475,13 @@ def accumulate(chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]], do
         ne = NormalEquations(dof, params)
         for W, tau in chunks():
             ne.add(W, tau)
-    if int(ne.rows.min()) <= params:
-        raise ValueError(f"recording: {int(ne.rows.min())} samples per joint cannot determine {params} parameters; "
+    return enough_samples(ne)
+
+
+def enough_samples(ne: NormalEquations) -> NormalEquations:
+    """``ne``, refused in one line when a joint has no more samples than there are parameters."""
+    if int(ne.rows.min()) <= ne.params:
+        raise ValueError(f"recording: {int(ne.rows.min())} samples per joint cannot determine {ne.params} parameters; "
                          "record a longer excitation")
     return ne
 

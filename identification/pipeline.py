@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -133,7 +132,7 @@ class ProcessedCache:
                columns: FrictionColumns | None = None) -> list:
         scale = None if columns is None or columns.scale is None else tuple(np.asarray(columns.scale).tolist())
         key = (id(raw), purpose, None if columns is None else (columns.kind, scale),
-               json.dumps(processing.to_dict(), sort_keys=True, default=str))
+               processing.processing_key())
         hit = self._store.get(key)
         if hit is None or hit[0] is not raw:  # the recording kept with its pieces: an id is not reused
             hit = (raw, list(process_windows(raw, processing, purpose=purpose, columns=columns)))
@@ -390,13 +389,14 @@ def compare_with_measured(model: RobotModel, base: BaseParameters, theta: np.nda
 def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.ndarray],
                  friction: FrictionModel | None, processing: ProcessingConfig, raw: SampledData,
                  chunk: int = 20000, columns: FrictionColumns | None = None, keep: np.ndarray | None = None,
-                 processed: ProcessedCache | None = None):
+                 processed: ProcessedCache | None = None, bases: Sequence[BaseParameters] | None = None):
     """:func:`compare_with_measured` for several parameter vectors of the same base (model
     selection): processing and regressor rows once per piece, one product per vector. Yields
     (piece without predictions, predictions at the measured samples, predictions on the grid).
     Torques are the controller's (through the model's joint map), as the sensor reported them.
     ``keep`` (a boolean mask over ``raw``'s samples) compares only those samples: the recording is
-    processed whole (their filters see their neighbours), the regressor evaluated only where needed."""
+    processed whole (their filters see their neighbours), the regressor evaluated only where needed.
+    ``bases``: per vector, its own base parameters when not ``base`` (see :func:`_predict_many`)."""
     for piece in _pieces(raw, processing, friction, columns, purpose="predict", processed=processed):
         d = piece.data
         lo = int(np.searchsorted(raw.t, d.t[0] - 1e-9, side="left"))
@@ -417,7 +417,7 @@ def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.nd
                 grid[i - 1] = grid[i] = True
                 d = d.select(grid)
         at_raw, on_grid = [], []
-        for theta, pred in zip(thetas, _predict_many(model, base, thetas, d, chunk)):
+        for theta, pred in zip(thetas, _predict_many(model, base, thetas, d, chunk, bases)):
             if d.tau_friction is not None:
                 pred = pred + d.tau_friction
             on_grid.append(pred)
@@ -433,21 +433,25 @@ def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.nd
 
 
 def _predict_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.ndarray], d: SampledData,
-                  chunk: int) -> list[np.ndarray]:
-    """predict_processed for several parameter vectors, the regressor evaluated once."""
+                  chunk: int, bases: Sequence[BaseParameters] | None = None) -> list[np.ndarray]:
+    """predict_processed for several parameter vectors, the regressor evaluated once. ``bases``
+    (one per vector, default ``base``) may be base parameters of fewer standard columns than
+    ``base``'s (rotor inertia off): each vector is placed in ``base``'s columns by name."""
     full = np.zeros((len(base.standard_names), len(thetas)))
-    for k, theta in enumerate(thetas):
-        full[base.independent, k] = theta[: base.count]
+    index = {name: k for k, name in enumerate(base.standard_names)}
+    for k, (theta, own) in enumerate(zip(thetas, bases or [base] * len(thetas))):
+        at = base.independent if own is base else [index[own.standard_names[i]] for i in own.independent]
+        full[at, k] = theta[: own.count]
     out = np.empty((len(thetas), d.count, model.dof))
     for s in range(0, d.count, chunk):
         e = min(d.count, s + chunk)
         rows = base_rows(model, d.select(slice(s, e)), base.spec) @ full  # (N*n, k)
         out[:, s:e] = rows.T.reshape(len(thetas), e - s, model.dof)
-    for k, theta in enumerate(thetas):
-        if theta.shape[0] > base.count:
+    for k, (theta, own) in enumerate(zip(thetas, bases or [base] * len(thetas))):
+        if theta.shape[0] > own.count:
             if d.friction_extra is None:
                 raise ValueError("prediction: the result has Stribeck friction columns but the data carry none")
-            out[k] += d.friction_extra * theta[base.count:]
+            out[k] += d.friction_extra * theta[own.count:]
     return list(out)
 
 
@@ -510,18 +514,21 @@ def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
 
 def validate_many(model: RobotModel, prep: "PreparedData", thetas: Sequence[np.ndarray],
                   datasets: Sequence[SampledData], keep: Sequence[np.ndarray] | None = None,
-                  processed: ProcessedCache | None = None) -> list[dict]:
+                  processed: ProcessedCache | None = None,
+                  bases: Sequence[BaseParameters] | None = None) -> list[dict]:
     """Held-out metrics against the measured torque for several estimates of one prepared fit.
     ``keep`` (per dataset, a boolean mask over its samples) scores only those samples, the recording
     processed whole: a held-out block is predicted in its recording's context, as a prediction of
     the whole recording would be (cut out, each of its pieces had filter edges of its own, whose
-    transients were scored as model error)."""
+    transients were scored as model error). ``bases``: per estimate, its own base parameters when
+    they are a column subset of ``prep``'s (rotor inertia off beside on): the held-out regressor is
+    evaluated once, on ``prep``'s columns, for all of them."""
     accs = [TorqueMetrics(model.dof) for _ in thetas]
     columns = prep.config.columns
     for k, d in enumerate(datasets):
         for piece, preds, _ in compare_many(model, prep.base, thetas, prep.friction, prep.config.processing, d,
                                             columns=columns, keep=None if keep is None else keep[k],
-                                            processed=processed):
+                                            processed=processed, bases=bases):
             for acc, pred in zip(accs, preds):
                 acc.add(piece.measured, pred)
     return [{"against": "measured torque", **acc.result(model.joint_names)} for acc in accs]

@@ -7,6 +7,9 @@ differentiation, robust LOESS, decimation, period averaging, trimming, near-zero
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -82,6 +85,12 @@ class ProcessingConfig:
                 raise ValueError(f"{name}: must be {'>' if open_low else '>='} {low}, got {v!r}")
         if self.rloess_span is not None and not 0 < self.rloess_span < 1:
             raise ValueError(f"rloess_span: a fraction of the samples, between 0 and 1, got {self.rloess_span!r}")
+
+    def processing_key(self) -> tuple:
+        """What the processing of a recording depends on: every field but the record of how an
+        automatic cut-off was chosen (a cache key; to_dict copies that whole record)."""
+        return tuple((f.name, repr(getattr(self, f.name))) for f in dataclasses.fields(self)
+                     if f.name != "cutoff_choice")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -163,8 +172,17 @@ def _lowpass_padded(x: np.ndarray, cutoff: float, rate: float, order: int) -> np
     nyquist = rate / 2.0
     if not 0 < cutoff < nyquist:
         raise ValueError(f"cutoff_hz: must be between 0 and the Nyquist frequency {nyquist:g} Hz, got {cutoff}")
-    sos = scipy.signal.butter(order, cutoff / nyquist, output="sos")
-    return scipy.signal.sosfiltfilt(sos, x, axis=0, padlen=_filter_pad(rate, cutoff, x.shape[0]))
+    return scipy.signal.sosfiltfilt(_butter_sos(order, cutoff / nyquist).copy(), x, axis=0,
+                                    padlen=_filter_pad(rate, cutoff, x.shape[0]))
+
+
+@functools.lru_cache(maxsize=64)
+def _butter_sos(order: int, normalised_cutoff: float) -> np.ndarray:
+    """The Butterworth design, made once per order and cut-off: designing it cost more than
+    filtering a short piece with it (model selection filters hundreds of pieces at a few cut-offs)."""
+    sos = scipy.signal.butter(order, normalised_cutoff, output="sos")
+    sos.flags.writeable = False  # shared between calls: callers filter with a copy
+    return sos
 
 
 def _grid(t0: float, t1: float, rate: float, anchor: float) -> np.ndarray:

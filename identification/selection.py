@@ -45,6 +45,7 @@ from robodyn.robot.model import RobotModel
 from .estimators import accumulate, estimate
 from .names import SELECTABLE
 from .friction import choose_friction_scales
+from .column_subsets import prepare_column_subsets
 from .pipeline import (IdentificationConfig, IdentificationResult, ProcessedCache, friction_residual, identify,
                        prepare, validate_many)
 from .processing import cutoff_needed, resolve_processing
@@ -396,15 +397,22 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     if (reference_key[0], reference_key[1], reference_key[3]) not in families:
         families.insert(0, (reference_key[0], reference_key[1], reference_key[3]))
     weights = _training_weights(model, datasets, config)
+    groups: dict = {}  # (friction, cut-off) -> rotor-inertia settings, in the families' order
+    for f, r, c in families:
+        groups.setdefault((f, c), []).append(r)
     rows = {(f, r, c, m): {"friction": f, "rotor_inertia": r, "cutoff_hz": c, "method": m,
                            "parameters": None, "fold_scores": [], "error": None}
             for f, r, c in families for m in methods if m != CONSISTENT or f == "coulomb-viscous"}
     step, total = 0, len(families) * len(plan)
     # fold by fold, so that the candidates of one fold share its data: the fit's recordings are
-    # processed once per friction-column set (rotor inertia on and off share it), the
-    # Coulomb-viscous least-squares fit the sigmoid and Stribeck scales come from is the
-    # Coulomb-viscous candidate's own, and a held-out recording predicted with the same columns
-    # (every fold, for Coulomb-viscous friction) is processed once for the whole selection
+    # processed once per friction-column set; candidates with the same friction columns (rotor
+    # inertia on and off, when their friction columns agree: always for Coulomb-viscous) share one
+    # regressor evaluation and one Gram matrix, each a column subset of them, and one held-out
+    # regressor product; the Coulomb-viscous least-squares fit the sigmoid and Stribeck scales come
+    # from is the Coulomb-viscous candidate's own; a held-out recording predicted with the same
+    # columns (every fold, for Coulomb-viscous friction) is processed once for the whole selection.
+    # The sigmoid and Stribeck scales are chosen per rotor-inertia setting (from that setting's
+    # Coulomb-viscous residual), so those candidates' columns differ and each has its own pass.
     held_out_processing = ProcessedCache()
     for fold in plan:
         fitted, fit = fit_recordings(datasets, fold.fit)
@@ -413,53 +421,83 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         else:
             held, keep = held_out_masks(datasets, fold.held_out)
         fit_processing = ProcessedCache()
+        fit_regressors: dict = {}  # the fold's regressor, shared by every candidate's columns
         residuals: dict = {}
         plain_fits: dict = {}  # (rotor, cutoff) -> (base, OLS theta) of the Coulomb-viscous candidate
-        for friction, rotor, cutoff in families:
-            step += 1
-            report(f"candidates: friction {friction}, rotor inertia {'on' if rotor else 'off'}, {fold.name}",
-                   step / (total + 1))
-            live = [m for m in methods if (friction, rotor, cutoff, m) in rows
-                    and rows[(friction, rotor, cutoff, m)]["error"] is None]
-            if not live:
-                continue
-            trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, friction_scales=None,
-                                        recording_weights="equal" if weights is None or len(fit) < 2 else
-                                        [weights[r] for r in fitted],
-                                        processing=dataclasses.replace(
-                                            config.processing, cutoff_hz=cutoff,
-                                            cutoff_choice=choice if cutoff == cutoffs[len(cutoffs) // 2] else None))
-            try:
-                if trial.joint_friction and friction in ("sigmoid", "stribeck"):
-                    if (rotor, cutoff) not in residuals:
-                        residuals[(rotor, cutoff)] = friction_residual(model, fit, trial, processed=fit_processing,
-                                                                       fitted=plain_fits.get((rotor, cutoff)))
-                    trial = dataclasses.replace(trial, friction_scales=choose_friction_scales(
-                        friction, *residuals[(rotor, cutoff)]).tolist())
-                prep = prepare(model, fit, trial, cache=True, processed=fit_processing)
-                statistics = accumulate(prep.chunks, model.dof, prep.params)
-            except ValueError as exc:
-                for m in live:
-                    rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
-                continue
-            thetas = []
-            for m in live:
+        for friction, cutoff in groups:
+            # the rotor-inertia candidates of one friction and cut-off: their columns are subsets of
+            # one regressor (column_subsets.prepare_column_subsets) and, when their friction columns are
+            # the same, their held-out predictions one product with it
+            trials = []
+            for rotor in groups[(friction, cutoff)]:
+                step += 1
+                report(f"candidates: friction {friction}, rotor inertia {'on' if rotor else 'off'}, {fold.name}",
+                       step / (total + 1))
+                live = [m for m in methods if (friction, rotor, cutoff, m) in rows
+                        and rows[(friction, rotor, cutoff, m)]["error"] is None]
+                if not live:
+                    continue
+                trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, friction_scales=None,
+                                            recording_weights="equal" if weights is None or len(fit) < 2 else
+                                            [weights[r] for r in fitted],
+                                            processing=dataclasses.replace(
+                                                config.processing, cutoff_hz=cutoff,
+                                                cutoff_choice=choice if cutoff == cutoffs[len(cutoffs) // 2] else None))
                 try:
-                    if m == CONSISTENT:
-                        theta = _candidate_thetas(model, prep, statistics, [m])[0][1]
-                        if isinstance(theta, str):
-                            raise ValueError(theta)
-                    else:
-                        theta = estimate(m, prep.chunks, model.dof, prep.params, prep.names, statistics=statistics,
-                                         tolerance=CANDIDATE_TOLERANCE)[0].theta
-                    thetas.append((m, theta))
+                    if trial.joint_friction and friction in ("sigmoid", "stribeck"):
+                        if (rotor, cutoff) not in residuals:
+                            residuals[(rotor, cutoff)] = friction_residual(model, fit, trial, processed=fit_processing,
+                                                                           fitted=plain_fits.get((rotor, cutoff)))
+                        trial = dataclasses.replace(trial, friction_scales=choose_friction_scales(
+                            friction, *residuals[(rotor, cutoff)]).tolist())
                 except ValueError as exc:
-                    rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
-            if friction == "coulomb-viscous":  # the fit friction_residual would make, already made
-                plain_fits.update({(rotor, cutoff): (prep.base, th) for m, th in thetas if m == "ols"})
-            if thetas:
-                for (m, _), score in zip(thetas, validate_many(model, prep, [th for _, th in thetas], held, keep,
-                                                               processed=held_out_processing)):
+                    for m in live:
+                        rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
+                    continue
+                trials.append((rotor, live, trial))
+            if not trials:
+                continue
+            try:
+                prepared = prepare_column_subsets(model, fit, [t for _, _, t in trials], processed=fit_processing,
+                                                  shared=fit_regressors)
+            except ValueError:  # which candidate failed, and why, is told one at a time
+                prepared = []
+                for rotor, live, trial in trials:
+                    try:
+                        prep = prepare(model, fit, trial, cache=True, processed=fit_processing)
+                        prepared.append((prep, accumulate(prep.chunks, model.dof, prep.params)))
+                    except ValueError as exc:
+                        prepared.append(None)
+                        for m in live:
+                            rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
+            fitted_thetas = []  # (rotor, prep, [(method, theta)])
+            for (rotor, live, _), done in zip(trials, prepared):
+                if done is None:
+                    continue
+                prep, statistics = done
+                thetas = []
+                for m in live:
+                    try:
+                        if m == CONSISTENT:
+                            theta = _candidate_thetas(model, prep, statistics, [m])[0][1]
+                            if isinstance(theta, str):
+                                raise ValueError(theta)
+                        else:
+                            theta = estimate(m, prep.chunks, model.dof, prep.params, prep.names, statistics=statistics,
+                                             tolerance=CANDIDATE_TOLERANCE)[0].theta
+                        thetas.append((m, theta))
+                    except ValueError as exc:
+                        rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
+                if friction == "coulomb-viscous":  # the fit friction_residual would make, already made
+                    plain_fits.update({(rotor, cutoff): (prep.base, th) for m, th in thetas if m == "ols"})
+                if thetas:
+                    fitted_thetas.append((rotor, prep, thetas))
+            for part in _shared_predictions(fitted_thetas):
+                widest = max((prep for _, prep, _ in part), key=lambda p: len(p.base.standard_names))
+                flat = [(rotor, prep, m, th) for rotor, prep, thetas in part for m, th in thetas]
+                scores = validate_many(model, widest, [th for *_, th in flat], held, keep,
+                                       processed=held_out_processing, bases=[prep.base for _, prep, _, _ in flat])
+                for (rotor, prep, m, _), score in zip(flat, scores):
                     rows[(friction, rotor, cutoff, m)]["fold_scores"].append(score["rmse_sum"])
                     rows[(friction, rotor, cutoff, m)]["parameters"] = prep.params
     candidates: list[dict] = []
@@ -495,6 +533,32 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         "candidates": [candidates[k] for k in order],
     }
     return result
+
+
+def _shared_predictions(fitted: list) -> list[list]:
+    """The candidates of one friction and cut-off (rotor, prepared data, thetas) in groups whose
+    held-out torque is one regressor product: the same friction columns and processing, base columns
+    named within the widest one's standard columns. Others stand alone."""
+    groups: list[list] = []
+    for item in fitted:
+        prep = item[1]
+        key = (repr(None if prep.config.columns is None else prep.config.columns.to_dict()), len(prep.extra_names),
+               prep.config.processing.processing_key(), prep.friction is None)
+        for group in groups:
+            if group[0] == key:
+                group[1].append(item)
+                break
+        else:
+            groups.append((key, [item]))
+    out = []
+    for _, items in groups:
+        widest = max((p for _, p, _ in items), key=lambda p: len(p.base.standard_names))
+        names = set(widest.base.standard_names)
+        if all(set(p.base.standard_names) <= names for _, p, _ in items):
+            out.append(items)
+        else:
+            out += [[item] for item in items]
+    return out
 
 
 def _consistent_refit(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,

@@ -1,0 +1,179 @@
+"""Model selection's shared work gives what each candidate computed on its own would.
+
+Data: the UR-like realistic plant (identification/realistic_logs.py: a simulated plant unlike the
+model -- inertial parameters off, Stribeck friction with position ripple, an elastic shoulder,
+drive gains off, quantised noisy currents), 4 s of one excitation, and synthetic block-sparse rows
+for IRLS. What is checked against a straightforward computation:
+
+- the rotor-inertia candidates of one friction share one regressor and one Gram matrix per fold
+  (column_subsets.prepare_column_subsets): each candidate's rows and normal equations are its own columns
+  of them, as prepare + accumulate give on a fold's fit recordings (a gap inside);
+- the held-out prediction of a candidate with fewer standard columns (rotor inertia off) through
+  the widest candidate's regressor (validate_many's ``bases``) is its own prediction;
+- select's fold scores are those of a loop that prepares, fits and scores every candidate alone;
+- the physically consistent fit's compiled program, re-solved with another fold's data, gives
+  what a freshly built program gives;
+- IRLS on each joint's reached columns only reaches the plain Huber IRLS fixed point when joints
+  reach different columns.
+"""
+
+import dataclasses
+import importlib.util
+
+import numpy as np
+import pytest
+
+from robodyn.identification import consistent
+from robodyn.identification.estimators import accumulate, estimate, huber_weights, irls
+from robodyn.identification.column_subsets import prepare_column_subsets
+from robodyn.identification.pipeline import IdentificationConfig, ProcessedCache, prepare, validate_many
+from robodyn.identification.processing import ProcessingConfig
+from robodyn.identification.realistic_logs import realistic_log
+from robodyn.identification.selection import (blocked_folds, cross_validation_folds, fit_recordings, held_out_masks,
+                                              select)
+from robodyn.robot.loader import load_model
+
+CUTOFF = ProcessingConfig(cutoff_hz=8.0)
+
+
+@pytest.fixture(scope="module")
+def plant():
+    return load_model("ur5e"), realistic_log("ur", 2, duration=4.0).data
+
+
+@pytest.fixture(scope="module")
+def fold(plant):
+    model, data = plant
+    plan = blocked_folds([data.count], 4)
+    _, fit = fit_recordings([data], plan[1].fit)  # a middle block held out: the fit has a gap
+    held, keep = held_out_masks([data], plan[1].held_out)
+    return fit, held, keep
+
+
+def _configs():
+    return [IdentificationConfig(rotor_inertia=r, processing=CUTOFF) for r in (True, False)]
+
+
+def _assert_same_as_alone(model, fit, config, prep, ne):
+    alone = prepare(model, fit, config, cache=True)
+    own = accumulate(alone.chunks, model.dof, alone.params)
+    assert list(prep.names) == list(alone.names)
+    for (W, tau), (W0, tau0) in zip(prep.chunks(), alone.chunks()):
+        np.testing.assert_array_equal(tau, tau0)
+        np.testing.assert_allclose(W, W0, rtol=0, atol=1e-12 * np.abs(W0).max())
+    np.testing.assert_allclose(ne.A, own.A, rtol=0, atol=1e-12 * np.abs(own.A).max())
+    np.testing.assert_allclose(ne.b, own.b, rtol=1e-10, atol=1e-12 * np.abs(own.b).max())
+    np.testing.assert_allclose(ne.c, own.c, rtol=1e-12)
+    np.testing.assert_array_equal(ne.rows, own.rows)
+    np.testing.assert_allclose(ne.column_sums, own.column_sums, rtol=0, atol=1e-12 * np.abs(own.column_sums).max())
+
+
+def test_each_rotor_candidate_is_a_column_subset_of_one_regressor_and_gram(plant, fold):
+    model, _ = plant
+    fit, _, _ = fold
+    shared = prepare_column_subsets(model, fit, _configs(), processed=ProcessedCache())
+    bases = [prep.base.count for prep, _ in shared]
+    assert bases[0] > bases[1]  # the rotor columns really are a different set
+    for config, (prep, ne) in zip(_configs(), shared):
+        _assert_same_as_alone(model, fit, config, prep, ne)
+
+
+def test_other_friction_columns_reuse_the_regressor_with_their_own_coulomb_signal(plant, fold):
+    model, _ = plant
+    fit, _, _ = fold
+    processed, regressors = ProcessedCache(), {}
+    first = prepare_column_subsets(model, fit, _configs(), processed=processed, shared=regressors)
+    assert len(regressors) == 1
+    later = [IdentificationConfig(friction=f, rotor_inertia=r, processing=CUTOFF, friction_scales=list(scales))
+             for f, scales in (("sigmoid", np.full(model.dof, 0.05)), ("stribeck", np.full(model.dof, 0.1)))
+             for r in (True, False)]
+    shared = prepare_column_subsets(model, fit, later, processed=processed, shared=regressors)
+    assert len(regressors) == 1  # the Coulomb-viscous call's regressor was reused, not evaluated anew
+    for config, (prep, ne) in zip(_configs() + later, first + shared):
+        _assert_same_as_alone(model, fit, config, prep, ne)
+    # the smooth Coulomb signal really differs from sgn(qd): the columns were replaced
+    (W_cv, _), (W_sig, _) = next(first[0][0].chunks()), next(shared[0][0].chunks())
+    assert np.max(np.abs(W_cv - W_sig)) > 0.1
+
+
+def test_a_smaller_candidate_predicted_through_the_widest_regressor_is_its_own_prediction(plant, fold):
+    model, _ = plant
+    fit, held, keep = fold
+    (wide, wide_ne), (narrow, narrow_ne) = prepare_column_subsets(model, fit, _configs())
+    thetas = [estimate(m, p.chunks, model.dof, p.params, statistics=ne)[0].theta
+              for m, (p, ne) in (("ols", (wide, wide_ne)), ("wls", (narrow, narrow_ne)), ("ols", (narrow, narrow_ne)))]
+    together = validate_many(model, wide, thetas, held, keep, bases=[wide.base, narrow.base, narrow.base])
+    alone = [validate_many(model, wide, thetas[:1], held, keep)[0]] + \
+        validate_many(model, narrow, thetas[1:], held, keep)
+    assert together[1]["rmse_sum"] != pytest.approx(together[2]["rmse_sum"], rel=1e-9)  # distinct estimates
+    for t, a in zip(together, alone):
+        np.testing.assert_allclose(t["rmse"], a["rmse"], rtol=1e-10)
+
+
+def test_select_scores_every_candidate_as_fitting_and_scoring_it_alone_would(plant):
+    model, data = plant
+    config = IdentificationConfig(processing=CUTOFF)
+    methods = ("ols", "wls", "irls")
+    result = select(model, [data], config, folds=3, frictions=("coulomb-viscous",), rotor_inertia=(True, False),
+                    methods=methods)
+    table = {(c["rotor_inertia"], c["method"]): c["fold_scores"] for c in result.selection["candidates"]}
+    plan = cross_validation_folds([data], 3)[0]  # as select plans them (phase blocks of a periodic excitation)
+    assert [f["held_out"] for f in result.selection["folds"]] == [[list(r) for r in f.held_out] for f in plan]
+    for rotor in (True, False):
+        trial = dataclasses.replace(config, rotor_inertia=rotor, recording_weights="equal")
+        reference = {m: [] for m in methods}
+        for f in plan:
+            _, fit = fit_recordings([data], f.fit)
+            held, keep = held_out_masks([data], f.held_out)
+            prep = prepare(model, fit, trial, cache=True)
+            ne = accumulate(prep.chunks, model.dof, prep.params)
+            for m in methods:
+                theta = estimate(m, prep.chunks, model.dof, prep.params, statistics=ne, tolerance=1e-6)[0].theta
+                reference[m].append(validate_many(model, prep, [theta], held, keep)[0]["rmse_sum"])
+        for m in methods:
+            # IRLS stops at a tolerance of 1e-6 on the fitted torque: its score moves below that
+            np.testing.assert_allclose(table[(rotor, m)], reference[m], rtol=1e-6 if m == "irls" else 1e-9)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cvxpy") is None, reason="the physically consistent fit needs the sdp extra (cvxpy)")
+def test_the_consistent_program_resolved_with_new_data_is_a_fresh_solve(plant, fold):
+    model, data = plant
+    fit, _, _ = fold
+    config = IdentificationConfig(rotor_inertia=False, processing=CUTOFF)
+    first = prepare(model, [data], config, cache=True)
+    second = prepare(model, fit, config, cache=True)
+    reference = consistent.nominal_reference(model, first.base.spec)
+    stats = [accumulate(p.chunks, model.dof, p.params) for p in (first, second)]
+    consistent._PROGRAMS.clear()
+    fresh = [None, None]
+    for k in (1, 0):  # each solved by a program built for it
+        consistent._PROGRAMS.clear()
+        fresh[k] = consistent.identify_consistent(stats[k], first.base, model.dof, reference=reference)
+    consistent._PROGRAMS.clear()
+    reused = [consistent.identify_consistent(s, first.base, model.dof, reference=reference) for s in stats]
+    assert len(consistent._PROGRAMS) == 1  # one program, solved twice
+    assert fresh[0].fitness != pytest.approx(fresh[1].fitness, rel=1e-3)  # the data differ
+    for a, b in zip(fresh, reused):
+        assert b.fitness == pytest.approx(a.fitness, rel=1e-6)
+        np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-4 * np.abs(a.theta).max())
+
+
+def test_irls_on_reached_columns_reaches_plain_huber_irls_when_joints_reach_different_columns():
+    rng = np.random.default_rng(11)
+    dof, p, N = 3, 9, 800
+    truth = rng.normal(size=p)
+    W = rng.normal(size=(dof, N, p))
+    W[1, :, :3] = 0.0  # joint 2 does not reach the first three columns, joint 3 the first six
+    W[2, :, :6] = 0.0
+    tau = (W @ truth).T + 0.05 * rng.standard_t(1.5, size=(N, dof))
+    rows = np.concatenate(list(W))
+    target = np.concatenate([tau[:, j] for j in range(dof)])
+    theta = np.linalg.lstsq(rows, target, rcond=None)[0]
+    for _ in range(200):  # Huber IRLS written out: weighted lstsq of the stacked rows
+        resid = tau - (W @ theta).T
+        scale = 1.4826 * np.median(np.abs(resid - np.median(resid, axis=0)), axis=0)
+        root = np.sqrt(np.concatenate([huber_weights(resid, scale)[:, j] for j in range(dof)]))
+        theta = np.linalg.lstsq(rows * root[:, None], target * root, rcond=None)[0]
+    est = irls(lambda: iter([(W[:, :500], tau[:500]), (W[:, 500:], tau[500:])]), dof, p, tol=1e-12)
+    assert not any("stopped" in n for n in est.notes)
+    np.testing.assert_allclose(est.theta, theta, rtol=0, atol=1e-7 * np.abs(theta).max())
