@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from robodyn.json_values import document_text
 from robodyn.robot.friction import FrictionModel
 
 from .base_params import BaseParameters
@@ -226,7 +227,7 @@ class IdentificationResult:
                    doc.get("residual_model"), doc.get("robot_ref"), version)
 
     def save(self, path) -> None:
-        Path(path).write_text(json.dumps(self.to_json_dict(), indent=1))
+        Path(path).write_text(document_text(self.to_json_dict()))
 
 
 def field_names() -> list[str]:

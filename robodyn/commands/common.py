@@ -11,6 +11,8 @@ import math
 import sys
 from pathlib import Path
 
+from robodyn.json_values import strict_json  # noqa: F401  (the commands' name for it)
+
 JSON_HELP = "print machine-readable JSON on stdout instead of text (no progress bars)"
 
 
@@ -121,23 +123,6 @@ def print_json(obj) -> None:
     """Strict JSON on stdout: NaN and infinities (not JSON) come out as null."""
     json.dump(strict_json(obj), sys.stdout, indent=2, default=json_default, allow_nan=False)
     sys.stdout.write("\n")
-
-
-def strict_json(o):
-    """``o`` with arrays as lists and NaN or infinities as None: what strict JSON can hold."""
-    import math
-
-    import numpy as np
-
-    if isinstance(o, dict):
-        return {k: strict_json(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [strict_json(v) for v in o]
-    if isinstance(o, np.ndarray):
-        return strict_json(o.tolist())
-    if isinstance(o, (float, np.floating)):
-        return float(o) if math.isfinite(o) else None
-    return o
 
 
 def json_default(o):

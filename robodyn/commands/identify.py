@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robodyn.errors import UserError
+from robodyn.json_values import document_text
 from robodyn.identification.names import DESCRIPTIONS, LEAST_SQUARES, METHODS, SELECTABLE
 from robodyn.papers import cite
 
 from . import progress as bars
 from .common import (add_friction, add_holdout, add_joint_names, add_json, add_out, add_rotor_inertia, deprecated,
-                     nonnegative_float, number, output_path, positive_float, positive_int, print_json, strict_json,
+                     nonnegative_float, number, output_path, positive_float, positive_int, print_json,
                      with_joint_names)
 
 if TYPE_CHECKING:
@@ -355,7 +356,7 @@ def cmd_identify(args) -> int:
     # where the model came from, so validate and predict load the same one (a file, or a built-in)
     result.robot_ref = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
     doc = result.to_json_dict()  # the file and the --json summary: the edge where the result becomes JSON
-    Path(args.out).write_text(json.dumps(strict_json(doc), indent=1, allow_nan=False))
+    Path(args.out).write_text(document_text(doc))
     if args.report:
         _write_report(args.report, model, result, datasets, holdout, args)
     if args.json:
@@ -435,7 +436,7 @@ def _identify_stepwise(args, model) -> int:
     doc = identify_stepwise(model, [str(p) for p in args.data], config_from_args(args, model, "ols"),
                             method_options(args, "stepwise"))
     doc["robot_ref"] = str(Path(args.robot).resolve()) if Path(args.robot).is_file() else args.robot
-    Path(args.out).write_text(json.dumps(strict_json(doc), indent=1, allow_nan=False))
+    Path(args.out).write_text(document_text(doc))
     if args.json:
         print_json({"out": args.out, **doc})
     else:

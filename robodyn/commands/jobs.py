@@ -22,9 +22,11 @@ def register(sub) -> None:
                                                                   "(see `robodyn recordings`)")
     add_holdout(p, "ids of recordings not identified on, only predicted: the result reports the error on them",
                 metavar="REC_ID")
-    p.add_argument("--method", choices=LEAST_SQUARES, default="wls",
+    p.add_argument("--method", choices=LEAST_SQUARES, default=None,
                    help="estimator (the daemon's worker runs the least-squares methods; the others: "
-                        "`robodyn identify --method ...` on the exported recordings)")
+                        "`robodyn identify --method ...` on the exported recordings); without it the job "
+                        "chooses between weighted least squares and the physically consistent fit as "
+                        "`robodyn identify` without --method does")
     add_friction(p, extra="identified with the dynamics; with --friction-model, the model given is subtracted "
                           "instead")
     p.add_argument("--friction-model", metavar="FILE",
@@ -52,8 +54,9 @@ def register(sub) -> None:
 def cmd_submit_identify(args) -> int:
     processing = processing_from_args(args).to_dict()
     processing.pop("cutoff_choice", None)
-    config = {"method": args.method, "friction": args.friction, "rotor_inertia": args.rotor_inertia,
-              "processing": processing}
+    config = {"friction": args.friction, "rotor_inertia": args.rotor_inertia, "processing": processing}
+    if args.method:  # named: kept; absent: the job chooses as identify does
+        config["method"] = args.method
     if args.friction_model:
         doc = json.loads(Path(args.friction_model).read_text())
         config["friction_model"] = doc.get("model", doc)

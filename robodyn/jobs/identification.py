@@ -29,6 +29,7 @@ import traceback
 from pathlib import Path
 
 from robodyn.daemon import protocol as P
+from robodyn.json_values import document_text
 from robodyn.private_files import make_private_dir, tighten_dir, write_private_atomic
 
 log = logging.getLogger("robodyn.daemon")
@@ -219,17 +220,19 @@ def run_job(job_dir: str, recordings_dir: str) -> None:
     try:
         from robodyn.recording import load_recording
 
-        from robodyn.identification.data import recording_dataset
+        from robodyn.identification.data import IDENTIFICATION_SIGNALS, recording_dataset
         from robodyn.identification.methods import identification_result
 
         _write_json_atomic(job_dir / "status.json", status)
         given = request.get("config") or {}
         config = _config_from_dict(given)
-        recs = [load_recording(Path(recordings_dir) / f"{rid}.mcap") for rid in request["recordings"]]
+        recs = [load_recording(Path(recordings_dir) / f"{rid}.mcap", signals=IDENTIFICATION_SIGNALS)
+                for rid in request["recordings"]]
         model = _model_of(recs[0])
         datasets = [recording_dataset(r) for r in recs]
         holdout = request.get("holdout") or []
-        held = [recording_dataset(load_recording(Path(recordings_dir) / f"{rid}.mcap")) for rid in holdout]
+        held = [recording_dataset(load_recording(Path(recordings_dir) / f"{rid}.mcap", signals=IDENTIFICATION_SIGNALS))
+                for rid in holdout]
         # the command line's identification, one function: the automatic cut-off judged on held-out
         # data and, when the config names no method, least squares or the physically consistent fit,
         # whichever predicts the held-out last quarter better (as `robodyn identify` without
@@ -238,11 +241,12 @@ def run_job(job_dir: str, recordings_dir: str) -> None:
         result = identification_result(model, datasets, config, config.method, holdout=held,
                                        sources=request["recordings"], holdout_sources=holdout, progress=report,
                                        choose_method="method" not in given)[0]
-        doc = result.to_json_dict()
         if holdout:  # the daemon's result names the held-out error "holdout" (pull, the status page)
-            doc["metrics"]["holdout"] = doc["metrics"].pop("held_out")
-            doc["provenance"]["holdout"] = holdout
-        _write_json_atomic(job_dir / "result.json", doc)
+            result.metrics["holdout"] = result.metrics.pop("held_out")
+            result.provenance["holdout"] = holdout
+        # the file identify --out writes: strict JSON (a NaN is null)
+        write_private_atomic(job_dir / "result.json", document_text(result.to_json_dict()).encode(),
+                             temporary=job_dir / "result.json.tmp", fsync=False)
         status.update(state="completed", stage="done", progress=1.0, finished=time.time())
     except Exception as exc:  # the job fails, the worker reports why; the daemon is untouched
         status.update(state="failed", error=f"{type(exc).__name__}: {exc}", finished=time.time(),

@@ -76,7 +76,12 @@ def run(root, name, config):
     run_job(str(job), str(root))
     status = json.loads((job / "status.json").read_text())
     assert status["state"] == "completed", status
-    return json.loads((job / "result.json").read_text())
+    # the file identify --out writes: strict JSON, a NaN written as null (never the literal NaN)
+    return json.loads((job / "result.json").read_text(), parse_constant=_not_strict_json)
+
+
+def _not_strict_json(name):
+    raise AssertionError(f"the job's result holds {name}: not strict JSON")
 
 
 def scores(doc):
@@ -135,3 +140,25 @@ def test_without_the_sdp_extra_a_job_without_a_method_says_the_consistent_fit_wa
     assert doc["estimate"]["method"] == "wls"
     assert any("physically consistent fit was not compared" in n and "robodyn[sdp]" in n
                for n in doc["estimate"]["notes"])
+
+
+@pytest.mark.parametrize("given", [None, "wls", "ols"])
+def test_submit_identify_sends_a_method_only_when_one_is_named(monkeypatch, given):
+    """`robodyn submit-identify` without --method leaves the config's method out, so the job
+    chooses as identify does; a named one travels as given."""
+    import contextlib
+
+    from robodyn.commands import jobs
+
+    sent = []
+
+    class Client:
+        def identify(self, recordings, config, holdout):
+            sent.append(config)
+            return {"job": "j1", "state": "queued", "ahead": 0}
+
+    monkeypatch.setattr(jobs, "daemon_client", lambda args: contextlib.nullcontext(Client()))
+    argv = ["submit-identify", "rec1"] + ([] if given is None else ["--method", given])
+    assert main(argv) == 0
+    assert check_config(sent[0]) is None  # the daemon takes what the command sends
+    assert sent[0].get("method") == given and ("method" in sent[0]) == (given is not None)
