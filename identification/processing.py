@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import scipy.signal
 
-from .signals import (SampledData, average_periods, central_difference, choose_cutoff, moving_mask, rloess, sampling_report, second_difference, split_at_gaps)
+from .mapped_pages import release_rows_before
+from .signals import (SampledData, average_periods, central_difference, choose_cutoff, moving_mask, rloess,
+                      sampling_report, second_difference, split_at_gaps)
 
 # --------------------------------------------------------------------------- pipeline
 
@@ -367,6 +368,9 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
         for b0, b1 in zip(bounds[:-1], bounds[1:]):
             lo = max(0, int(np.searchsorted(seg.t, b0 - margin / rate)) - 1)
             hi = min(seg.count, int(np.searchsorted(seg.t, b1 + margin / rate)) + 1)
+            # the rows before this window are not read again in this pass: a mapped recording's
+            # pages for them go back to the kernel (mapped_pages.py), so residence stays a window
+            release_rows_before((seg.t, seg.q, seg.tau, seg.qd), lo)
             piece = seg.select(slice(lo, hi))
             if resample:
                 piece = _resample_to(piece, _grid(piece.t[0], piece.t[-1], rate, anchor))

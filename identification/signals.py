@@ -3,8 +3,7 @@ robust LOESS, decimation, period averaging and removal of near-zero-velocity sam
 
 Every function is pure (arrays in, arrays out). :func:`.processing.process` chains them from a
 :class:`.processing.ProcessingConfig`, and the config plus what each step measured are recorded in
-the result. :func:`choose_cutoff` reads a ProcessingConfig (duck-typed: this module sits below it).
-"""
+the result. :func:`choose_cutoff` reads a ProcessingConfig (duck-typed: this module sits below it)."""
 
 from __future__ import annotations
 
@@ -14,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.signal
 from scipy.fft import irfft, next_fast_len, rfft
+
+from .mapped_pages import release_rows_before
 
 
 @dataclass
@@ -99,9 +100,8 @@ CHUNK_SAMPLES = 1 << 20
 
 def _intervals(t: np.ndarray, chunk: int = CHUNK_SAMPLES):
     """np.diff(t) in consecutive pieces of at most ``chunk`` intervals (bounded memory)."""
-    n = t.shape[0]
-    for s in range(0, n - 1, chunk):
-        yield s, np.diff(t[s:min(n, s + chunk + 1)])
+    for s in range(0, t.shape[0] - 1, chunk):
+        yield s, np.diff(t[s:min(t.shape[0], s + chunk + 1)])
 
 
 def _first_nonfinite_row(arr: np.ndarray, chunk: int = CHUNK_SAMPLES) -> int | None:
@@ -111,6 +111,7 @@ def _first_nonfinite_row(arr: np.ndarray, chunk: int = CHUNK_SAMPLES) -> int | N
         bad = ~np.isfinite(arr[s:s + rows])
         if bad.any():
             return s + int(np.argwhere(bad)[0][0])
+        release_rows_before((arr,), s + rows)  # a mapped log's pages read here: not kept resident
     return None
 
 
@@ -220,15 +221,14 @@ def repeated_samples(data: "SampledData") -> dict:
             lengths[0] += run  # continues the run the previous chunk ended in
         longest = max(longest, int(lengths.max()))
         run = int(lengths[-1]) if stops[-1] == same.size else 0
+        release_rows_before((q, tau), e - 1)  # a mapped log's pages read here: not kept resident
     share = n / max(q.shape[0] - 1, 1)
     rate = sampling_report(data.t)["rate_hz"] if q.shape[0] > 1 else float("nan")
     distinct_rate = rate * (1.0 - share)
-    warning = None
-    if share > REPEATED_SHARE_WARNED:
-        warning = (f"data: {share:.0%} of the samples repeat the previous one exactly (positions and torques; "
-                   f"up to {longest} in a row): the log was resampled by repeating samples, or a sensor froze. "
-                   f"Its distinct samples come at about {distinct_rate:.3g} Hz, not {rate:.3g} Hz: give the log "
-                   "at its own rate, or drop the repeated rows")
+    warning = (f"data: {share:.0%} of the samples repeat the previous one exactly (positions and torques; "
+               f"up to {longest} in a row): the log was resampled by repeating samples, or a sensor froze. "
+               f"Its distinct samples come at about {distinct_rate:.3g} Hz, not {rate:.3g} Hz: give the log "
+               "at its own rate, or drop the repeated rows") if share > REPEATED_SHARE_WARNED else None
     return {"share": share, "count": n, "longest_run": longest, "rate_hz": rate, "distinct_rate_hz": distinct_rate,
             "warning": warning}
 
