@@ -29,17 +29,32 @@ jobs; the processor-time ratio much less. The load average is recorded at the st
 Also the excitation's bandwidth: the frequency below which 99 % of the identification part's
 joint-velocity power lies (largest over joints). Nothing is tuned.
 
-    .venv/bin/python bench/realdata/loro.py [--dir ~/.cache/robodyn/corpus] [--arm NAME] [--out bench/realdata/loro.json]
+The three real logs robodyn's defaults were first chosen and checked on (:data:`KNOWN_LOGS`: the
+Gaz et al. Panda, the dynamic_calibration UR10e, the figaroh TX40) are rows too, after the corpus,
+unless ``--corpus-only``. No default has a parameter fitted to any log, but these three are where
+the rules were checked, so their rows are not out-of-sample evidence in the sense the corpus arms'
+rows are (each row says so: ``defaults_first_checked_on``). They are loaded, split and sourced by
+bench/peers/run.py's ``load_log`` (one loader for both benchmarks): the Panda and the UR10e from
+``--panda-log`` / ``--ur10e-log`` or their bare clones under /work/.mirror when present (neither is
+shipped), the TX40 from identification/datasets/staubli_tx40; a log not at hand is one ``skipped``
+line. The TX40's coupled wrist is given to every fit, the plain script's included.
+
+    .venv/bin/python bench/realdata/loro.py [--dir ~/.cache/robodyn/corpus] [--arm NAME] [--corpus-only]
+        [--panda-log DIR] [--ur10e-log DIR] [--list] [--out bench/realdata/loro.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 # as the robodyn command sets it (robodyn/cli.py): one OpenBLAS thread, set before numpy loads it,
@@ -55,6 +70,27 @@ import fetch  # noqa: E402
 import readers  # noqa: E402
 
 PLAIN_CUTOFF_HZ = 10.0
+PEERS_RUN = Path(__file__).resolve().parents[1] / "peers" / "run.py"
+
+
+@dataclass(frozen=True)
+class KnownLog:
+    """One of the three logs the defaults were first checked on; bench/peers/run.py's ``load_log``
+    reads it under ``name`` and splits it (``split_kind`` says how, for listing without the data)."""
+
+    name: str
+    maker: str
+    model: str
+    rate: str
+    torque_source: str
+    split_kind: str  # "time" or "cross-run"
+
+
+KNOWN_LOGS = (
+    KnownLog("panda", "Franka Emika", "Panda 7-DoF", "1 kHz", "joint torque sensors", "time"),
+    KnownLog("ur10e", "Universal Robots", "UR10e 6-DoF", "~94 Hz", "motor currents x drive gains", "cross-run"),
+    KnownLog("tx40", "Stäubli", "TX40 6-DoF", "5 kHz", "motor-side torque x reductions (coupled wrist)", "time"),
+)
 
 
 def split_run(data, fit_fraction: float = corpus.TIME_SPLIT_FIT):
@@ -134,22 +170,38 @@ def _identify_and_validate(model, fit, held, config, select: bool = False):
     return out
 
 
-def evaluate_split(model, arm: corpus.Arm, split: corpus.Split, cache: Path) -> dict:
-    from robodyn.identification.pipeline import IdentificationConfig
-    from robodyn.identification.processing import ProcessingConfig
+def _ratio(a: float, b: float) -> float | None:
+    """a / b to three decimals; None when b rounded to zero (a fit faster than the rounding)."""
+    return round(a / b, 3) if b > 0 else None
 
+
+def evaluate_split(model, arm: corpus.Arm, split: corpus.Split, cache: Path) -> dict:
     if split.kind == "time":
         fit, held = split_run(readers.read_run(arm, split.fit, cache))
     else:
         fit, held = readers.read_run(arm, split.fit, cache), readers.read_run(arm, split.held, cache)
-    row = {"split": split.label, "fit_samples": fit.count, "held_samples": held.count,
+    return evaluate_fit_held(model, fit, held, split.label)
+
+
+def evaluate_fit_held(model, fit, held, label: str, motor_couplings=()) -> dict:
+    """Every column of the table on one split: identify on ``fit``, score on ``held``.
+    ``motor_couplings``: shared motors (a coupled wrist), given to every fit."""
+    from robodyn.identification.pipeline import IdentificationConfig
+    from robodyn.identification.processing import ProcessingConfig
+
+    couplings = tuple(tuple(c) for c in motor_couplings)
+    row = {"split": label, "fit_samples": fit.count, "held_samples": held.count,
            "rate_hz": round(1.0 / float(np.median(np.diff(fit.t))), 3),
            "excitation_bandwidth_hz": round(excitation_bandwidth(fit), 3)}
     t0 = time.perf_counter()
-    row["plain"] = {**plain_script(model, fit, held), "seconds": round(time.perf_counter() - t0, 2)}
-    for name, config in (("default", IdentificationConfig()),
-                         ("default_cutoff_10hz", IdentificationConfig(processing=ProcessingConfig(cutoff_hz=10.0))),
-                         ("default_without_rotor_inertia", IdentificationConfig(rotor_inertia=False))):
+    row["plain"] = {**plain_script(model, fit, held, motor_couplings=couplings),
+                    "seconds": round(time.perf_counter() - t0, 2)}
+    default = IdentificationConfig(motor_couplings=couplings)
+    for name, config in (("default", default),
+                         ("default_cutoff_10hz", IdentificationConfig(motor_couplings=couplings,
+                                                                      processing=ProcessingConfig(cutoff_hz=10.0))),
+                         ("default_without_rotor_inertia", IdentificationConfig(motor_couplings=couplings,
+                                                                                rotor_inertia=False))):
         t0, c0 = time.perf_counter(), time.process_time()
         try:
             row[name] = {**_identify_and_validate(model, fit, held, config), "seconds": round(time.perf_counter() - t0, 2),
@@ -159,7 +211,7 @@ def evaluate_split(model, arm: corpus.Arm, split: corpus.Split, cache: Path) -> 
             row[name] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        row["selected"] = {**_identify_and_validate(model, fit, held, IdentificationConfig(), select=True),
+        row["selected"] = {**_identify_and_validate(model, fit, held, default, select=True),
                            "seconds": round(time.perf_counter() - t0, 2),
                            "cpu_seconds": round(time.process_time() - c0, 2)}
         row["selected"]["vs_plain"] = round(row["selected"]["rmse_sum"] / row["plain"]["rmse_sum"], 4)
@@ -169,23 +221,24 @@ def evaluate_split(model, arm: corpus.Arm, split: corpus.Split, cache: Path) -> 
             row["selected"]["minus_default"] = round(row["selected"]["rmse_sum"] - row["default"]["rmse_sum"], 4)
             row["selected"]["within_one_fold_standard_error"] = bool(
                 row["selected"]["minus_default"] <= row["selected"]["chosen"]["standard_error"])
-            row["selected"]["time_vs_default"] = round(row["selected"]["seconds"] / row["default"]["seconds"], 3)
+            row["selected"]["time_vs_default"] = _ratio(row["selected"]["seconds"], row["default"]["seconds"])
             # processor time (all threads of this process): what the machine's other jobs do not
             # inflate, unlike the wall time on a shared host
-            row["selected"]["cpu_time_vs_default"] = round(row["selected"]["cpu_seconds"] /
-                                                           row["default"]["cpu_seconds"], 3)
+            row["selected"]["cpu_time_vs_default"] = _ratio(row["selected"]["cpu_seconds"],
+                                                            row["default"]["cpu_seconds"])
     except Exception as exc:  # noqa: BLE001
         row["selected"] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
     row["default_cutoff_10hz"]["note"] = "diagnostic only, not a default"
     row["default_without_rotor_inertia"]["note"] = "diagnostic only, not a default"
     t0 = time.perf_counter()
     try:
-        row["ceiling"] = {**_identify_and_validate(model, held, held, IdentificationConfig()),
+        row["ceiling"] = {**_identify_and_validate(model, held, held, default),
                           "seconds": round(time.perf_counter() - t0, 2),
                           "of": "the default configuration fitted on the held-out data itself"}
     except Exception as exc:  # noqa: BLE001
         row["ceiling"] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-    row["ceiling_plain"] = {**plain_script(model, held, held), "of": "the plain script fitted on the held-out data itself"}
+    row["ceiling_plain"] = {**plain_script(model, held, held, motor_couplings=couplings),
+                            "of": "the plain script fitted on the held-out data itself"}
     return row
 
 
@@ -209,17 +262,88 @@ def evaluate_arm(arm: corpus.Arm, cache: Path) -> dict:
     return out
 
 
+def _peers_run():
+    """bench/peers/run.py, whose ``load_log`` reads the three known logs, by path (bench/realdata
+    has a run.py too) and once per process; the folders it puts on sys.path are taken off again."""
+    if "peers_run" not in sys.modules:
+        path = list(sys.path)
+        spec = importlib.util.spec_from_file_location("peers_run", PEERS_RUN)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path[:] = path
+        sys.modules["peers_run"] = module
+    return sys.modules["peers_run"]
+
+
+def evaluate_known_log(log: KnownLog, panda_log: Path | None = None, ur10e_log: Path | None = None) -> dict:
+    """The table's row of one of :data:`KNOWN_LOGS`, read by bench/peers/run.py's ``load_log``; a
+    log not at hand (or not readable) is one ``skipped`` line."""
+    from robodyn.errors import UserError
+
+    out = {"arm": log.name, "maker": log.maker, "model": log.model, "rate": log.rate,
+           "torque_source": log.torque_source, "defaults_first_checked_on": True,
+           "note": "one of the three logs robodyn's defaults were first checked on: not out-of-sample "
+                   "evidence in the sense the corpus arms are"}
+    args = argparse.Namespace(panda_log=panda_log, ur10e_log=ur10e_log, dir=fetch.DEFAULT_CACHE)
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            loaded = _peers_run().load_log(log.name, args, Path(scratch))
+        except (ValueError, OSError, UserError, subprocess.CalledProcessError) as exc:
+            return {**out, "skipped": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    out.update(source=loaded["source"], dof=loaded["model"].dof)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out["splits"] = [{"kind": log.split_kind,
+                          **evaluate_fit_held(loaded["model"], loaded["fit"], loaded["held"], loaded["split"],
+                                              loaded["couplings"])}]
+    return out
+
+
+def arm_names(corpus_only: bool = False) -> list[str]:
+    """Every arm the table scores, in order: the corpus's, then (unless ``corpus_only``) the known logs."""
+    return [a.name for a in corpus.ARMS] + ([] if corpus_only else [k.name for k in KNOWN_LOGS])
+
+
+def splits_of(name: str) -> list[str]:
+    """The splits the table scores for arm ``name`` (its corpus labels, or a known log's kind)."""
+    known = {k.name: k for k in KNOWN_LOGS}
+    if name in known:
+        return [known[name].split_kind]
+    return [s.label for s in corpus.arm(name).splits]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dir", type=Path, default=fetch.DEFAULT_CACHE, help="the cache fetch.py filled")
-    p.add_argument("--arm", action="append", help="only these arms (repeatable)")
+    p.add_argument("--arm", action="append", help="only these arms (repeatable): a corpus arm or one of "
+                   f"{[k.name for k in KNOWN_LOGS]}")
+    p.add_argument("--corpus-only", action="store_true", help="leave out the three logs the defaults were first "
+                   f"checked on ({', '.join(k.name for k in KNOWN_LOGS)})")
+    p.add_argument("--panda-log", type=Path, help="folder of the Gaz et al. 2019 Panda log (default: its bare clone "
+                   "under /work/.mirror when present)")
+    p.add_argument("--ur10e-log", type=Path, help="dynamic_calibration checkout or bare clone (default: its bare "
+                   "clone under /work/.mirror when present)")
+    p.add_argument("--list", action="store_true", help="print each arm and its splits, read nothing, and exit")
     p.add_argument("--out", type=Path, default=Path(__file__).with_name("loro.json"))
     args = p.parse_args(argv)
-    arms = [corpus.arm(a) for a in args.arm] if args.arm else list(corpus.ARMS)
+    known = {k.name: k for k in KNOWN_LOGS}
+    names = args.arm or arm_names(args.corpus_only)
+    unknown = [n for n in names if n not in known and n not in {a.name for a in corpus.ARMS}]
+    if unknown:
+        p.error(f"--arm: unknown {unknown}; expected any of {arm_names()}")
+    if args.corpus_only:
+        names = [n for n in names if n not in known]
+    if args.list:
+        for name in names:
+            print(f"{name}: {', '.join(splits_of(name))}")
+        return 0
     result = {"benchmark": "leave-one-robot-out", "score": "sum over joints of per-joint RMSE (N.m) against the raw "
               "measured torque on the held-out data", "plain_cutoff_hz": PLAIN_CUTOFF_HZ,
               "host": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()},
-              "arms": [evaluate_arm(a, args.dir) for a in arms]}
+              "arms": [evaluate_known_log(known[n], args.panda_log, args.ur10e_log) if n in known
+                       else evaluate_arm(corpus.arm(n), args.dir) for n in names]}
     result["host"]["loadavg_end"] = os.getloadavg()
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
