@@ -161,7 +161,7 @@ def validated_choice(model: RobotModel, datasets: Sequence[SampledData], config:
         trial = dataclasses.replace(config, recording_weights="equal", processing=dataclasses.replace(
             config.processing, cutoff_hz=cutoff, cutoff_choice=None))
         try:
-            prep = prepare(model, fit, trial, cache=True)
+            prep = prepare(model, fit, trial)
             statistics = accumulate(prep.chunks, model.dof, prep.params)
         except ValueError as exc:
             scores += [{"cutoff_hz": cutoff, "method": m, "rmse_sum": None,
