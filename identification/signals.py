@@ -93,8 +93,8 @@ class SampledData:
 
 # --------------------------------------------------------------------------- sampling
 
-# Samples per pass over a long recording: checks and interval statistics run chunk by chunk, so a
-# day at 1 kHz (86.4 M samples) never needs a whole-log temporary (0.7 GB for each float array).
+# Samples per pass over a long recording: checks and interval statistics run chunk by chunk, so a day
+# at 1 kHz (86.4 M samples) never needs a whole-log temporary (0.7 GB for each float array).
 CHUNK_SAMPLES = 1 << 20
 
 
@@ -102,6 +102,7 @@ def _intervals(t: np.ndarray, chunk: int = CHUNK_SAMPLES):
     """np.diff(t) in consecutive pieces of at most ``chunk`` intervals (bounded memory)."""
     for s in range(0, t.shape[0] - 1, chunk):
         yield s, np.diff(t[s:min(t.shape[0], s + chunk + 1)])
+        release_rows_before((t,), s + chunk)  # a mapped log's pages read here: not kept resident
 
 
 def _first_nonfinite_row(arr: np.ndarray, chunk: int = CHUNK_SAMPLES) -> int | None:
@@ -201,8 +202,7 @@ def repeated_samples(data: "SampledData") -> dict:
     Differences of such a log are zero three rows in four and a spike in the fourth, so the
     velocity and acceleration it gives are wrong whatever the filter. Returns the share, the
     longest run of repeats, the rate the distinct rows have, and a warning line (or None)."""
-    q = np.asarray(data.q)
-    tau = None if data.tau is None else np.asarray(data.tau)
+    q, tau = np.asarray(data.q), None if data.tau is None else np.asarray(data.tau)
     n, longest, run = 0, 0, 0  # repeats, the longest run, the run still open at a chunk's end
     rows = max(1, CHUNK_SAMPLES // max(1, q.shape[1]))  # read in chunks: a day of rows is 0.6 GB of booleans
     for s in range(0, q.shape[0] - 1, rows):

@@ -123,7 +123,7 @@ from robodyn.robot.loader import load_model
 from robodyn.identification.pipeline import IdentificationConfig, identify
 from robodyn.identification.signals import SampledData
 from robodyn.identification.processing import ProcessingConfig
-d, robot, fmt = sys.argv[1], sys.argv[2], sys.argv[3]
+d, robot, fmt, setup = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 cfg = IdentificationConfig(method="ols", friction="coulomb-viscous", rotor_inertia=True,
                            processing=ProcessingConfig(q_cutoff_hz=20.0, tau_cutoff_hz=20.0))
 t1 = time.perf_counter()
@@ -134,7 +134,12 @@ if fmt == "mcap":  # the user's path: the daemon's recording read by identify's 
 else:
     data = SampledData(np.load(d + "/t.npy", mmap_mode="r"), np.load(d + "/q.npy", mmap_mode="r"),
                        np.load(d + "/tau.npy", mmap_mode="r"))
-res = identify(load_model(robot), [data], cfg).to_dict()
+if setup == "defaults":  # what `robodyn identify FILE --robot R` does with no option
+    from robodyn.identification.methods import identification_result
+    res = identification_result(load_model(robot), [data], IdentificationConfig(), "wls",
+                                choose_method=True)[0].to_dict()
+else:
+    res = identify(load_model(robot), [data], cfg).to_dict()
 t2 = time.perf_counter()
 c2 = time.process_time()
 peak[0] = max(peak[0], anon_kb())
@@ -146,8 +151,8 @@ with open("/proc/self/smaps") as fh:
             current = line.split()[-1] if len(line.split()) >= 6 else ""
         elif line.startswith("Rss:") and current and current.startswith(d):
             mapped += int(line.split()[1])
-if len(sys.argv) > 4:
-    json.dump(res["estimate"]["values"], open(sys.argv[4], "w"))
+if len(sys.argv) > 5:
+    json.dump(res["estimate"]["values"], open(sys.argv[5], "w"))
 print(json.dumps({"wall_s": t2 - t0, "identify_s": t2 - t1, "identify_cpu_s": c2 - c1,
                   "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()),
                   "rows": res["estimate"]["rows"],
@@ -262,8 +267,9 @@ def mcap_recording(d: Path) -> float | None:
     return time.perf_counter() - t
 
 
-def identify_child(d: Path, robot: str, theta_path: str | None = None, fmt: str = "npy") -> dict:
-    cmd = [sys.executable, "-c", IDENTIFY, str(d), robot, fmt] + ([theta_path] if theta_path else [])
+def identify_child(d: Path, robot: str, theta_path: str | None = None, fmt: str = "npy",
+                   setup: str = "fixed") -> dict:
+    cmd = [sys.executable, "-c", IDENTIFY, str(d), robot, fmt, setup] + ([theta_path] if theta_path else [])
     p = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -302,6 +308,10 @@ def main() -> int:
     ap.add_argument("--format", choices=("npy", "mcap"), default="npy",
                     help="npy: identify from the memory-mapped arrays; mcap: from a daemon recording of the same "
                          "samples (the Franka driver's columns), read by identify's loader as a user's run is")
+    ap.add_argument("--setup", choices=("fixed", "defaults"), default="fixed",
+                    help="fixed: OLS at 20 Hz cut-offs (the streaming path alone); defaults: what `robodyn identify` "
+                         "does with no option (the cut-off and the fit validated on the last quarter, the checks, "
+                         "the prediction intervals' residual model)")
     ap.add_argument("--out", default=None, help="also write the result JSON to this file")
     ap.add_argument("--check-sampling", default=None, metavar="DIR", nargs="+",
                     help="compare the chunked sampling report and split at gaps with the whole-array numpy "
@@ -327,7 +337,8 @@ def main() -> int:
             Path(args.out).write_text(text + "\n")
         return 0
     if args.identify_only:
-        print(json.dumps(identify_child(Path(args.identify_only), args.robot, args.save_theta, args.format)))
+        print(json.dumps(identify_child(Path(args.identify_only), args.robot, args.save_theta, args.format,
+                                        args.setup)))
         return 0
     import os
 
@@ -356,13 +367,13 @@ def main() -> int:
                 t = time.perf_counter()
                 d, gen_s = recording(root, robot, h, args.rate)
                 mcap_s = mcap_recording(d) if args.format == "mcap" else None
-                run = identify_child(d, robot, fmt=args.format)
+                run = identify_child(d, robot, fmt=args.format, setup=args.setup)
                 spent += time.perf_counter() - t
                 done_hours += h
                 samples = int(h * 3600 * args.rate)
                 stacked_gb = samples * dof * (dof * 14) * 8 / 2**30
                 rows.append({"robot": robot, "dof": dof, "hours": h, "samples": samples, "rate_hz": args.rate,
-                             "format": args.format,
+                             "format": args.format, "setup": args.setup,
                              "recording_mb": (d / "recording.mcap").stat().st_size / 2**20 if args.format == "mcap"
                              else sum(p.stat().st_size for p in d.glob("*.npy")) / 2**20,
                              "generate_s": gen_s, "write_mcap_s": mcap_s, "load_average_1min": run["load_average_before"][0], **run,
