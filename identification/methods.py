@@ -238,27 +238,25 @@ def identification_result(model: RobotModel, datasets: Sequence[SampledData], co
     add_checks(model, datasets, result, preprocessed)
     result.coverage = identification_coverage(datasets, result.config.processing, model.joint_names,
                                               result.friction_model, preprocessed)
-    # validation and the residual model read a result in its document form
     if not preprocessed:
         from .intervals import residual_model
 
-        measured = validate(model, result.to_json_dict(), datasets)
+        measured = validate(model, result, datasets)
         result.metrics["measured"] = {k: v for k, v in measured.items() if k != "filtered"}
         # the residual model of the prediction intervals (intervals.py), on the same samples
         # held-out recordings of other motion, when given, calibrate the interval's spread
-        result.residual_model = residual_model(model, result.to_json_dict(), datasets, held_out=list(holdout))
+        result.residual_model = residual_model(model, result, datasets, held_out=list(holdout))
         if len(datasets) > 1:  # several recordings, each processed on its own and stacked: each one's fit
             names = list(sources) if len(sources) == len(datasets) else [f"recording {k + 1}"
                                                                          for k in range(len(datasets))]
             weights = result.config.recording_weights
             weights = weights if isinstance(weights, list) and len(weights) == len(datasets) else [None] * len(datasets)
-            doc = result.to_json_dict()
             result.metrics["per_recording"] = [
                 {"recording": name, "weight": None if w is None else np.broadcast_to(w, (model.dof,)).tolist(),
-                 **{k: v for k, v in validate(model, doc, [d]).items() if k != "filtered"}}
+                 **{k: v for k, v in validate(model, result, [d]).items() if k != "filtered"}}
                 for name, d, w in zip(names, datasets, weights)]
     if holdout:
-        held = validate(model, result.to_json_dict(), list(holdout))
+        held = validate(model, result, list(holdout))
         result.metrics["held_out"] = {"recordings": list(holdout_sources),
                                       **{k: v for k, v in held.items() if k != "filtered"}}
     return result, details, summary

@@ -28,13 +28,14 @@ from .names import LEAST_SQUARES
 from .processing import ProcessingConfig, process_windows, resolve_processing
 from .recording_weights import StackedChunks
 from .regressor import ColumnSpec, regressor
-from .result import RESULT_FORMAT, RESULT_VERSION, IdentificationResult, read_document  # noqa: F401  (re-exported)
+from .result import RESULT_FORMAT, RESULT_VERSION, read_document  # noqa: F401  (re-exported)
+from .result import IdentificationResult, as_result
 from .signals import SampledData
 from .streaming import RegressorChunks, coulomb_signal
 
 def load_result(path) -> dict:
-    """The JSON document of a result file (format and version checked): the form validate, predict
-    and the exports read. result.read_result gives the typed result."""
+    """The JSON document of a result file (format and version checked), for callers that keep the
+    document; validate and predict take it or the typed result (result.read_result) alike."""
     return read_document(path)
 
 
@@ -455,21 +456,20 @@ def _predict_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.n
     return list(out)
 
 
-def check_result_model(model: RobotModel, result: dict, warn_name: bool = True) -> None:
+def check_result_model(model: RobotModel, result: IdentificationResult | dict, warn_name: bool = True) -> None:
     """Refuse, in one line, a model the result was not identified with: another joint count or
     another parameter layout (its base columns would not multiply). A model of another name but the
     same layout (a UR5 result on a UR5e model) is allowed with a warning."""
     from .regressor import parameter_names
 
-    base = result["base"]
-    named = result.get("robot", "?")
-    dof = (result.get("provenance", {}).get("model") or {}).get("dof")
+    result = as_result(result)
+    named = result.robot
+    dof = (result.provenance.get("model") or {}).get("dof")
     if dof is None:
-        dof = len(result["metrics"]["identification"]["joints"])
-    spec = ColumnSpec(base["columns"]["rotor_inertia"], tuple(base["columns"]["friction"]),
-                      tuple(tuple(c) for c in base["columns"].get("motor_couplings", ())))
-    if dof != model.dof or list(parameter_names(model, spec)) != list(base["standard_names"]):
-        raise ValueError(f"result: identified with robot {named} ({dof} joints, {len(base['standard_names'])} "
+        dof = result.dof
+    standard_names = list(result.base.standard_names)
+    if dof != model.dof or list(parameter_names(model, result.base.spec)) != standard_names:
+        raise ValueError(f"result: identified with robot {named} ({dof} joints, {len(standard_names)} "
                          f"standard parameters) but the model given is {model.name} ({model.dof} joints); pass "
                          f"--robot {named} or a result identified with {model.name}")
     if warn_name and named != model.name:
@@ -479,27 +479,16 @@ def check_result_model(model: RobotModel, result: dict, warn_name: bool = True) 
                       "parameter layout; the kinematics may differ)", stacklevel=3)
 
 
-def _result_parts(result: dict):
-    base = BaseParameters.from_dict(result["base"])
-    theta = np.asarray(result["estimate"]["values"], float)
-    friction = FrictionModel.from_dict(result["friction_model"]) if result.get("friction_model") else None
-    columns = FrictionColumns.from_dict(result["friction_columns"]) if result.get("friction_columns") else None
-    return base, theta, friction, columns
-
-
-def result_processing(result: dict) -> ProcessingConfig:
-    return ProcessingConfig(**result["config"]["processing"])
-
-
-def validate(model: RobotModel, result: dict, datasets: Sequence[SampledData],
+def validate(model: RobotModel, result: IdentificationResult | dict, datasets: Sequence[SampledData],
              processing: ProcessingConfig | None = None) -> dict:
     """Metrics of a saved result on other recordings (a held-out trajectory), processed as at
     identification unless ``processing`` overrides it: per-joint RMSE, relative error and correlation
     against the measured torque at the measured samples, and (under "filtered") against the torque
     after the processing's low-pass."""
+    result = as_result(result)
     check_result_model(model, result, warn_name=False)
-    base, theta, friction, columns = _result_parts(result)
-    processing = processing or result_processing(result)
+    base, theta, friction, columns = result.base, result.values, result.friction_model, result.friction_columns
+    processing = processing or result.processing
     if any(d.dof != model.dof for d in datasets):
         raise ValueError(f"recordings: joint count does not match robot {model.name} ({model.dof} joints)")
     measured, filtered = TorqueMetrics(model.dof), TorqueMetrics(model.dof)
@@ -534,12 +523,13 @@ def validate_many(model: RobotModel, prep: "PreparedData", thetas: Sequence[np.n
     return [{"against": "measured torque", **acc.result(model.joint_names)} for acc in accs]
 
 
-def predict(model: RobotModel, result: dict, raw: SampledData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def predict(model: RobotModel, result: IdentificationResult | dict,
+            raw: SampledData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t, measured torque, predicted torque) at the measured samples of ``raw``."""
+    result = as_result(result)
     check_result_model(model, result, warn_name=False)
-    base, theta, friction, columns = _result_parts(result)
-    parts = list(compare_with_measured(model, base, theta, friction, result_processing(result), raw,
-                                       columns=columns))
+    parts = list(compare_with_measured(model, result.base, result.values, result.friction_model, result.processing,
+                                       raw, columns=result.friction_columns))
     if not parts:
         raise ValueError("recording: no samples left to predict after processing")
     return (np.concatenate([p.t for p in parts]), np.concatenate([p.measured for p in parts]),

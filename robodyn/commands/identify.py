@@ -234,7 +234,7 @@ def _load(paths, model, gains, result: IdentificationResult | None = None, topic
     with warnings.catch_warnings(record=True) as caught, bars.Heartbeat(name) as beat:
         warnings.simplefilter("always")
         if result is not None:
-            check_result_model(model, result.to_json_dict())  # the pipeline's check reads the document form
+            check_result_model(model, result)
         out = []
         for k, p in enumerate(paths):
             beat.text = f"reading {p} ({k + 1} of {len(paths)})"
@@ -394,12 +394,11 @@ def _write_report(path, model, result: IdentificationResult, datasets, holdout, 
     from robodyn.identification.pipeline import predict, torque_metrics
     from robodyn.identification.report import torque_plot_png, write_html_report
 
-    doc = result.to_json_dict()  # pipeline.predict reads the document form
     sections = []
     for label, sets, names in (("identification data", datasets[:1], args.data[:1]),
                                ("held out", holdout, args.holdout or ())):
         for data, name in zip(sets, names):
-            t, measured, predicted = predict(model, doc, data)
+            t, measured, predicted = predict(model, result, data)
             title = f"{label}: {name}, against the measured torque"
             sections.append({"title": title, "metrics": torque_metrics(measured, predicted, model.joint_names),
                              "png": torque_plot_png(t - t[0], measured, predicted, model.joint_names, title)})

@@ -68,18 +68,17 @@ def cmd_validate(args) -> int:
     from robodyn.identification.result import read_result
 
     result = read_result(args.result)
-    doc = result.to_json_dict()  # pipeline.validate and predict read the document form
     model = _result_model(args, result)
     gains = _floats(args.drive_gains, "drive-gains") if args.drive_gains else None
     datasets = _load(args.data, model, gains, result, topic=args.topic, name=_name(args))
-    metrics = validate(model, doc, datasets)
+    metrics = validate(model, result, datasets)
     metrics["coverage_warnings"] = result_warnings(model, result, datasets)
     metrics["interval"] = calibration(model, result, datasets)
     if args.plot:
         from robodyn.identification.pipeline import predict
         from robodyn.identification.report import torque_plot_png
 
-        t, measured, predicted = predict(model, doc, datasets[0])
+        t, measured, predicted = predict(model, result, datasets[0])
         Path(args.plot).write_bytes(torque_plot_png(t - t[0], measured, predicted, model.joint_names,
                                                     f"validation on {args.data[0]} (measured torque)"))
         metrics["plot"] = args.plot
@@ -153,7 +152,7 @@ def cmd_predict(args) -> int:
         interval = {"level": result.residual_model.get("level", LEVEL), "columns": "tau_lower, tau_upper",
                     "inside_fraction": inside.tolist(), "note": calibration_note(result)}
     else:
-        t, measured, predicted = predict(model, result.to_json_dict(), raw)  # pipeline.predict reads the document
+        t, measured, predicted = predict(model, result, raw)
         bounds = []
     q, qd, qdd = processed_states(model, result, raw, t)
     names = ["q", "qd", "qdd", "tau_measured", "tau_predicted"] + (["tau_lower", "tau_upper"] if bounds else [])

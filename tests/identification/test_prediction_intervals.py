@@ -27,9 +27,9 @@ from scipy.stats import norm
 from robodyn.cli import main
 from robodyn.identification.intervals import Z, _ResidualStats, calibration, predict_with_interval
 from robodyn.identification.methods import identification_document
-from robodyn.identification.pipeline import (IdentificationConfig, _result_parts, base_rows, predict,
-                                             result_processing)
+from robodyn.identification.pipeline import IdentificationConfig, base_rows, predict
 from robodyn.identification.processing import process_windows
+from robodyn.identification.result import as_result
 from robodyn.robot.loader import load_model
 from tests.identification.conftest import FRICTION, rest_to_rest_fourier, simulate
 
@@ -85,8 +85,9 @@ def test_interval_is_parameter_and_residual_variance(fitted):
     assert np.array_equal(t, t2) and np.allclose(predicted, predicted2, rtol=0, atol=1e-9)
     assert np.all(lower < predicted) and np.all(predicted < upper)
     # the parameter term from the regressor itself, at one sample (no resampling here: same grid)
-    base, theta, friction, columns = _result_parts(doc)
-    piece = next(process_windows(raw, result_processing(doc), purpose="predict", columns=columns)).data
+    result = as_result(doc)
+    base = result.base
+    piece = next(process_windows(raw, result.processing, purpose="predict", columns=result.friction_columns)).data
     k = 200
     i = int(np.searchsorted(t, piece.t[k]))
     W = base_rows(model, piece.select(slice(k, k + 1)), base.spec)[:, base.independent]  # (n, P)

@@ -7,6 +7,10 @@ exports, and the validate / predict / export commands) read the typed result
   from_json_dict made to raise), and gives what it gives for the document.
 - A malformed file, or one of a newer version, is refused by every command that reads one in one
   line naming the field.
+- validate, predict and the model check of the pipeline take the typed result (and still the
+  document), and neither identification (validation, per-recording and held-out metrics, the
+  residual model) nor the validate and predict commands turn a result into its document form on
+  the way: what they give is the same, number for number and byte for byte.
 
 Data: own-model. The two-link arm of tests/commands/test_identify_methods.py (RNEA plus Stribeck
 friction and 0.02 N.m noise, positions only, 200 Hz); this checks the plumbing, not the fit."""
@@ -232,3 +236,105 @@ def test_export_mjcf_verify_prints_when_every_joint_sample_is_saturated(runs, tm
     assert main(["export-mjcf", path, "--out", str(tmp_path / "r.xml"), "--force", "--verify"]) == 0
     line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("MuJoCo mj_inverse vs robodyn on 200")]
     assert len(line) == 1 and "(100% of joint samples)" in line[0] and "where it is not" not in line[0]
+
+
+def _poison_writing(monkeypatch):
+    """From here on, no result can be turned into its document form (reading a file still works)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the result was turned into its document form")
+
+    monkeypatch.setattr(IdentificationResult, "to_json_dict", refuse)
+
+
+@pytest.mark.parametrize("name", ["wls_holdout", "ols_friction_model", "ols_sigmoid"])
+def test_validate_predict_and_the_model_check_read_the_typed_result(runs, name, monkeypatch):
+    from robodyn.identification.pipeline import check_result_model, predict, validate
+
+    path = runs["results"][name]
+    doc = json.loads(path.read_text())
+    result = read_result(path)
+    model = load_model("twolink")
+    raw = load_dataset(runs["held"], model=model)
+    ident = load_dataset(runs["ident"], model=model)
+    # a model of another parameter layout is refused in one line, whichever form the result is in
+    other = load_model("panda")
+    for form in (result, doc):
+        with pytest.raises(ValueError, match=r"^result: identified with robot twolink \(2 joints, \d+ standard "
+                                             r"parameters\) but the model given is panda \(7 joints\)") as err:
+            validate(other, form, [raw])
+        assert "\n" not in str(err.value)
+    from_document = {"validate": validate(model, doc, [ident, raw]), "predict": predict(model, doc, raw),
+                     "check": check_result_model(model, doc)}
+    _poison(monkeypatch)
+    typed = {"validate": validate(model, result, [ident, raw]), "predict": predict(model, result, raw),
+             "check": check_result_model(model, result)}
+    _same(from_document, typed)
+    assert typed["validate"]["rmse_sum"] > 0 and typed["predict"][0].shape[0] > 1000
+
+
+def test_identification_hands_the_typed_result_to_validation_and_the_residual_model(runs, monkeypatch):
+    """identification_result validates its fit (on all recordings, on each, on the held-out one)
+    and estimates the residual model without turning the result into its document form, and each
+    of those is what validate and residual_model give for the result's document."""
+    from robodyn.identification.intervals import residual_model
+    from robodyn.identification.methods import identification_result
+    from robodyn.identification.pipeline import IdentificationConfig, validate
+    from robodyn.identification.processing import ProcessingConfig
+
+    model = load_model("twolink")
+    ident = load_dataset(runs["ident"], model=model)
+    held = load_dataset(runs["held"], model=model)
+    config = IdentificationConfig(processing=ProcessingConfig(cutoff_hz=8.0), recording_weights="equal")
+    with monkeypatch.context() as patched:
+        _poison_writing(patched)
+        result = identification_result(model, [ident, held], config, "wls", holdout=[held],
+                                       sources=["ident", "held"], holdout_sources=["held"])[0]
+    doc = result.to_json_dict()
+    doc.pop("residual_model")
+
+    def measured(datasets):
+        return {k: v for k, v in validate(model, doc, datasets).items() if k != "filtered"}
+
+    _same(result.metrics["measured"], measured([ident, held]))
+    assert [r["recording"] for r in result.metrics["per_recording"]] == ["ident", "held"]
+    for row, d in zip(result.metrics["per_recording"], [ident, held]):
+        _same({k: v for k, v in row.items() if k not in ("recording", "weight")}, measured([d]))
+    _same(result.metrics["held_out"], {"recordings": ["held"], **measured([held])})
+    _same(result.residual_model, residual_model(model, doc, [ident, held], held_out=[held]))
+    assert result.residual_model["calibrated_on_held_out"] and result.metrics["measured"]["rmse_sum"] > 0
+
+
+def test_validate_and_predict_commands_hand_the_typed_result_over(runs, tmp_path, capsys, monkeypatch):
+    """`robodyn validate` and `robodyn predict` never turn the result into its document form, and
+    print and write what the pipeline gives for the document (validate's metrics to the last digit,
+    predict's torques as its CSV writes them)."""
+    from robodyn.identification.pipeline import predict, validate
+
+    model = load_model("twolink")
+    ident, held = load_dataset(runs["ident"], model=model), load_dataset(runs["held"], model=model)
+    sigmoid = runs["results"]["ols_sigmoid"]
+    plain = json.loads(runs["results"]["wls_holdout"].read_text())
+    del plain["residual_model"]  # predict without an interval: the pipeline's prediction alone
+    no_interval = tmp_path / "no_interval.json"
+    no_interval.write_text(file_text(plain))
+    expected = validate(model, json.loads(sigmoid.read_text()), [ident, held])
+    t, measured, predicted = predict(model, plain, held)
+
+    _poison_writing(monkeypatch)
+    capsys.readouterr()
+    assert main(["validate", str(sigmoid), str(runs["ident"]), str(runs["held"]), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    _same({k: printed[k] for k in expected}, json.loads(file_text(expected)))
+    assert printed["rmse_sum"] > 0
+    for result, interval in ((no_interval, False), (runs["results"]["wls_holdout"], True)):
+        csv = tmp_path / f"{result.stem}.csv"
+        assert main(["predict", str(result), str(runs["held"]), "--out", str(csv), "--json"]) == 0
+        assert (json.loads(capsys.readouterr().out)["interval"] is not None) == interval
+        lines = csv.read_text().splitlines()
+        header = lines[0].split(",")
+        assert header[-1] == ("tau_upper2" if interval else "tau_predicted2") and len(lines) == t.shape[0] + 1
+        rows = [line.split(",") for line in lines[1:]]
+        for name, values in (("t", t[:, None]), ("tau_measured", measured), ("tau_predicted", predicted)):
+            for j in range(values.shape[1]):
+                at = header.index(name if name == "t" else f"{name}{j + 1}")
+                assert [row[at] for row in rows] == ["%.9g" % x for x in values[:, j]], (name, j)
