@@ -82,6 +82,22 @@ SOURCES: dict[str, Source] = {
     "identify_day": Source("bench/identify/result_day.json",
                            "python bench/identify/run.py --hours 1,4,24 --robots panda --data-dir DIR --out {out}", None,
                            "writes 10 GB of recordings first (about 10 minutes), then about 4 minutes"),
+    "identify_mcap": Source("bench/identify/result_mcap.json",
+                            "python bench/identify/run.py --hours 1 --robots panda --format mcap --data-dir DIR --out {out}",
+                            None, "writes a 1 h recording and its MCAP copy first (minutes)"),
+    "identify_mcap_quarter": Source("bench/identify/result_mcap_quarter.json",
+                                    "python bench/identify/run.py --hours 0.25 --robots panda --format mcap --data-dir DIR "
+                                    "--out {out}", None, "writes a quarter-hour recording and its MCAP copy first"),
+    "identify_mcap_quarter_before": Source("bench/identify/result_mcap_quarter_before.json",
+                                           "python bench/identify/run.py --hours 0.25 --robots panda --format mcap "
+                                           "--data-dir DIR --out {out}", None,
+                                           "the same command before the loader kept only the signals identify reads"),
+    "identify_1h_before_release": Source("bench/identify/result_1h_load1.json",
+                                         "python bench/identify/run.py --hours 1 --robots panda --data-dir DIR --out {out}",
+                                         None, "the same command before the mapped pages were released (load 1.1)"),
+    "identify_defaults": Source("bench/identify/result_defaults.json",
+                                "python bench/identify/run.py --hours 1 --robots panda --setup defaults --data-dir DIR "
+                                "--out {out}", None, "writes a 1 h recording first; then minutes"),
     "identify_day_loaded": Source("bench/identify/result_day_loaded.json",
                                   "python bench/identify/run.py --hours 1,4,24 --robots panda --out {out}", None,
                                   "a day of 1 kHz data: about 20 minutes and 10 GB of recordings"),
