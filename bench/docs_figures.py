@@ -166,6 +166,8 @@ SOURCES: dict[str, Source] = {
                                       "a record of the earlier default; needs the corpus cache outside the repo"),
     "loro": Source("bench/realdata/loro.json", "python bench/realdata/loro.py --out {out}", None,
                    "needs the corpus fetched outside the repository (bench/realdata/fetch.py); minutes per arm"),
+    "loro_choice": Source("bench/realdata/loro_choice.json", "python bench/realdata/loro_choice.py --out {out}", None,
+                          "needs the corpus and the Panda/UR10e repositories outside the repository; minutes"),
     "hostile_frames": Source("bench/reliability/hostile_frames.json",
                              "python bench/reliability/hostile_frames.py --out {out}", None,
                              "a daemon in real time sent 16 MiB frames between aborts; its waits are the host's load"),
