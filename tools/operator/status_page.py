@@ -348,8 +348,12 @@ class JobReports:
         except (OSError, ValueError, KeyError) as exc:
             # e.g. the daemon runs on another host: its recording paths are not readable here
             note = f"no predicted-vs-measured plot: {exc}"
-        with tempfile.TemporaryDirectory(prefix="robodyn-report-") as tmp:
-            page = write_html_report(Path(tmp) / "report.html", doc, sections).read_text()
+        try:
+            with tempfile.TemporaryDirectory(prefix="robodyn-report-") as tmp:
+                page = write_html_report(Path(tmp) / "report.html", doc, sections).read_text()
+        except ValueError as exc:  # a document this version cannot read (a newer daemon's): said, not a crash
+            page = f"<html><body><p><b>the result of job {html.escape(job)} cannot be shown here: " \
+                   f"{html.escape(str(exc))}</b></p></body></html>"
         page += (f"\n<p>job {html.escape(job)}; plot on {kind} recording {html.escape(str(target))}</p>"
                  + (f"\n<p><b>{html.escape(note)}</b></p>" if note else ""))
         return {"html": page.encode(), "png": png, "note": note}

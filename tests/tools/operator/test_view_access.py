@@ -13,13 +13,14 @@ import threading
 
 import pytest
 
-from robodyn.daemon.dispatch import COMMAND_ROLES
+from robodyn.daemon.control_access import COMMAND_ROLES
 from robodyn.daemon import protocol as P
 from robodyn.daemon.client import DaemonError
 from robodyn.daemon.readonly import READ_ONLY_COMMANDS, ReadOnlyClient
 from robodyn.errors import UserError
 from robodyn.tools.operator.listen import check_listen_host
 from robodyn.tools.operator.status_page import PAGE_SIZE, JobReports, StatusPageServer, StatusPoller
+from tests.tools.operator.result_document import panda_result_document
 
 
 class Clock:
@@ -233,11 +234,7 @@ def test_histories_beyond_the_daemons_default_page_are_kept_counted_and_found(tm
     for r in daemon.recs:
         r.update(status="completed", path=str(tmp_path / f"{r['id']}.mcap"))
     daemon.job_list[0].update(state="completed")
-    fit = {"joints": ["j1"], "rmse": [0.1], "relative_error": [0.05], "correlation": [0.99], "rmse_sum": 0.1,
-           "relative_error_total": 0.05}
-    daemon.pull_doc = {"robot": "panda", "config": {"friction": "viscous"}, "base": {"count": 0},
-                       "estimate": {"method": "ols", "cond": 10.0, "rows": 1, "relative_residual": 0.1, "parameters": []},
-                       "metrics": {"identification": fit}, "provenance": {"recordings": [oldest]}}
+    daemon.pull_doc = panda_result_document(recordings=[oldest])
     poller = StatusPoller(daemon.factory, clock=clock)
     poller.refresh()
     view = poller.view(recordings_page=10**6)

@@ -12,16 +12,10 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 import pytest
 
 # page: a fixture
+from tests.tools.operator.result_document import panda_result_document
 from tests.tools.operator.test_view_access import Clock, CountingDaemon, get, page, serving  # noqa: F401
 
 pytestmark = pytest.mark.browser
-
-FIT = {"joints": ["j1"], "rmse": [0.1], "relative_error": [0.05], "correlation": [0.99], "rmse_sum": 0.1,
-       "relative_error_total": 0.05}
-# a completed job's result, enough for its report (its recording has no file here: no plot)
-JOB_RESULT = {"robot": "panda", "config": {"friction": "viscous"}, "base": {"count": 0},
-              "estimate": {"method": "ols", "cond": 10.0, "rows": 1, "relative_residual": 0.1, "parameters": []},
-              "metrics": {"identification": FIT}, "provenance": {"recordings": ["r"]}}
 
 # what the other account's page does in the operator's browser: loads sub-resources from its own
 # server and fetches from it with credentials, sending what its script can see of the browser
@@ -106,7 +100,8 @@ def test_another_ports_server_never_receives_the_pages_token_nor_anything_that_o
 
     daemon = CountingDaemon(recordings=3, jobs=2)
     daemon.job_list[0].update(state="completed")
-    daemon.pull_doc = JOB_RESULT
+    # a completed job's result (its recording has no file here: no plot)
+    daemon.pull_doc = panda_result_document(recordings=["r"])
     with serving(daemon, Clock(), tmp_path / "tokens") as page, OtherAccountServer() as other, \
             sync_playwright() as pw:
         token = page.token.value
