@@ -99,6 +99,14 @@ def _same(a, b):
         assert a == b or (a != a and b != b)
 
 
+
+def _inputs(runs, name):
+    """(the result's document, its typed result, the model, the held-out and the identification data)."""
+    path = runs["results"][name]
+    model = load_model("twolink")
+    return (json.loads(path.read_text()), read_result(path), model, load_dataset(runs["held"], model=model),
+            load_dataset(runs["ident"], model=model))
+
 @pytest.mark.parametrize("name", ["wls_holdout", "ols_friction_model", "ols_sigmoid"])
 def test_intervals_coverage_and_report_read_the_typed_result(runs, name, monkeypatch, tmp_path):
     from robodyn.identification import intervals
@@ -106,12 +114,7 @@ def test_intervals_coverage_and_report_read_the_typed_result(runs, name, monkeyp
     from robodyn.identification.pipeline import predict
     from robodyn.identification.report import write_html_report
 
-    path = runs["results"][name]
-    doc = json.loads(path.read_text())
-    result = read_result(path)
-    model = load_model("twolink")
-    raw = load_dataset(runs["held"], model=model)
-    ident = load_dataset(runs["ident"], model=model)
+    doc, result, model, raw, ident = _inputs(runs, name)
     sections = [{"title": "fit", "metrics": result.metrics["identification"]}]
 
     held_out = [raw] if result.residual_model["calibrated_on_held_out"] else []
@@ -250,12 +253,7 @@ def _poison_writing(monkeypatch):
 def test_validate_predict_and_the_model_check_read_the_typed_result(runs, name, monkeypatch):
     from robodyn.identification.pipeline import check_result_model, predict, validate
 
-    path = runs["results"][name]
-    doc = json.loads(path.read_text())
-    result = read_result(path)
-    model = load_model("twolink")
-    raw = load_dataset(runs["held"], model=model)
-    ident = load_dataset(runs["ident"], model=model)
+    doc, result, model, raw, ident = _inputs(runs, name)
     # a model of another parameter layout is refused in one line, whichever form the result is in
     other = load_model("panda")
     for form in (result, doc):
