@@ -99,13 +99,13 @@ def _same(a, b):
         assert a == b or (a != a and b != b)
 
 
-
 def _inputs(runs, name):
     """(the result's document, its typed result, the model, the held-out and the identification data)."""
     path = runs["results"][name]
     model = load_model("twolink")
     return (json.loads(path.read_text()), read_result(path), model, load_dataset(runs["held"], model=model),
             load_dataset(runs["ident"], model=model))
+
 
 @pytest.mark.parametrize("name", ["wls_holdout", "ols_friction_model", "ols_sigmoid"])
 def test_intervals_coverage_and_report_read_the_typed_result(runs, name, monkeypatch, tmp_path):
