@@ -379,39 +379,47 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
     reached = [np.flatnonzero(np.diagonal(ne.A[j]) > 0.0) for j in range(dof)]
 
     # each joint's rows on its reached columns only, contiguous, kept for every iteration: the
-    # residual and the down-dating below read a fraction of the zero-padded rows
+    # residual and the down-dating below read a fraction of the zero-padded rows. They stay in their
+    # chunks: the sums below are then taken in the same order however the iteration is written
     compact = []
     for W, tau in chunks():
         N = tau.shape[0]
         if W.ndim == 2:
             W = W.reshape(N, dof, W.shape[1]).transpose(1, 0, 2)
-        compact.append(([np.ascontiguousarray(W[j][:, cols]) for j, cols in enumerate(reached)], tau))
+        compact.append(([W[j].take(cols, axis=1) for j, cols in enumerate(reached)], tau))
+    total = sum(tau.shape[0] for _, tau in compact)
 
     def reweighted(theta: np.ndarray):
         """One IRLS step: Huber weights at ``theta``'s residuals, then the weighted solve."""
-        # robust scale per joint: MAD of residuals (needs the residuals, one pass)
-        resid_parts = [tau - np.stack([Wj @ theta[cols] for Wj, cols in zip(rows, reached)], axis=1)
-                       for rows, tau in compact]
-        resid = np.concatenate(resid_parts) if len(resid_parts) > 1 else resid_parts[0]
-        scale = 1.4826 * np.median(np.abs(resid - np.median(resid, axis=0)), axis=0)
+        # robust scale per joint: MAD of residuals (needs the residuals, one pass); each joint's
+        # residuals in one contiguous row, which the medians run along
+        resid = np.empty((dof, total))
+        offset = 0
+        for rows, tau in compact:
+            N = tau.shape[0]
+            for j, (Wj, cols) in enumerate(zip(rows, reached)):
+                np.subtract(tau[:, j], Wj @ theta[cols], out=resid[j, offset: offset + N])
+            offset += N
+        scale = 1.4826 * np.median(np.abs(resid - np.median(resid, axis=1)[:, None]), axis=1)
         # Huber weights are 1 except on the rows beyond k robust scales (about a fifth of normal
         # data), so the weighted normal equations are the unweighted ones less those rows' share
         # (1 - w): the same sums for a fraction of a full weighted pass per iteration.
+        shortfall = 1.0 - huber_weights(resid, scale[:, None], k)
         down = np.zeros_like(A_all)  # the upper triangle of the down-weighted rows' share
         b = b_all.copy()
         offset = 0
         for rows_j, tau in compact:
             N = tau.shape[0]
-            shortfall = 1.0 - huber_weights(resid[offset: offset + N], scale, k)
-            offset += N
             for j, cols in enumerate(reached):
-                rows = np.flatnonzero(shortfall[:, j] > 0.0)
+                rows = offset + np.flatnonzero(shortfall[j, offset: offset + N] > 0.0)
                 if rows.size:
-                    so = shortfall[rows, j]
-                    Wo = rows_j[j][rows] * np.sqrt(so)[:, None]
-                    # Wo^T Wo, upper triangle; ``cols`` ascend, so it lands in the upper triangle
-                    down[np.ix_(cols, cols)] += dsyrk(1.0, Wo.T, trans=0)
-                    b[cols] -= rows_j[j][rows].T @ (so * tau[rows, j])
+                    so = shortfall[j, rows]
+                    Wr = rows_j[j][rows - offset]
+                    # Wo^T Wo with Wo = sqrt(so) Wr, upper triangle; ``cols`` ascend, so it lands in
+                    # the upper triangle
+                    down[np.ix_(cols, cols)] += dsyrk(1.0, (Wr * np.sqrt(so)[:, None]).T, trans=0)
+                    b[cols] -= Wr.T @ (so * tau[rows - offset, j])
+            offset += N
         A = A_all - (down + np.triu(down, 1).T)
         A = 0.5 * (A + A.T)
         return (*_solve(A, b, names, condition=False), A)

@@ -101,19 +101,31 @@ def choose_friction_scales(kind: str, qd: np.ndarray, residual: np.ndarray, grid
     if kind not in ("sigmoid", "stribeck"):
         raise ValueError(f"friction scales: only sigmoid and stribeck have one, not {kind!r}")
     scales = np.empty(qd.shape[1])
+    grid = np.asarray(grid, float)
     for j in range(qd.shape[1]):
         v, r = qd[:, j], residual[:, j]
-        # the Coulomb-viscous columns may readjust; the candidate column carries the shape
-        refit = [np.sign(v), v, np.ones_like(v)]
-        best = None
-        for s in grid:
-            shape = np.tanh(v / s) if kind == "sigmoid" else np.sign(v) * np.exp(-np.square(v / s))
-            X = np.column_stack([shape] + refit)
-            coef, *_ = np.linalg.lstsq(X, r, rcond=None)
-            rss = float(np.sum(np.square(r - X @ coef)))
-            if best is None or rss < best[0]:
-                best = (rss, s)
-        scales[j] = best[1]
+        # the Coulomb-viscous columns may readjust; the candidate column carries the shape. Every
+        # candidate shares them, so they are projected out once (an orthonormal basis of their span,
+        # rank-truncated as lstsq truncates: a joint moving one way only makes sgn(qd) the ones
+        # column) and each candidate's least squares is the one column left: its residual sum of
+        # squares |r'|^2 - (h'.r')^2 / |h'|^2, with r' and h' the residual and the shape off that span
+        refit = np.column_stack([np.sign(v), v, np.ones_like(v)])
+        U, sv, _ = np.linalg.svd(refit, full_matrices=False)
+        U = U[:, sv > sv[0] * np.finfo(float).eps * max(refit.shape)] if sv[0] > 0 else U[:, :0]
+        shapes = np.tanh(v[:, None] / grid) if kind == "sigmoid" else \
+            np.sign(v)[:, None] * np.exp(-np.square(v[:, None] / grid))
+        r_off = r - U @ (U.T @ r)
+        h_off = shapes - U @ (U.T @ shapes)
+        explained = np.square(h_off.T @ r_off)
+        norms = np.einsum("ng,ng->g", h_off, h_off)
+        # a shape within rounding of that span (tanh(qd / vt) = sgn(qd) to the last bit on a joint
+        # that is always fast) adds nothing, as lstsq's cut-off of its singular values decides: what
+        # is left of it is rounding, and projecting on it would fit noise
+        largest = np.maximum(sv[0], np.sqrt(np.einsum("ng,ng->g", shapes, shapes)))
+        adds = norms > np.square(np.finfo(float).eps * max(refit.shape[0], 4) * largest)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rss = float(r_off @ r_off) - np.where(adds, explained / norms, 0.0)
+        scales[j] = grid[int(np.argmin(rss))]  # the first of equals, as the loop over the grid kept
     return scales
 
 

@@ -45,7 +45,7 @@ from robodyn.robot.model import RobotModel
 from .estimators import accumulate, estimate
 from .names import SELECTABLE
 from .friction import choose_friction_scales
-from .column_subsets import prepare_column_subsets
+from .column_subsets import prepare_column_subsets, residual_on_rows, shared_predictions
 from .pipeline import (IdentificationConfig, IdentificationResult, ProcessedCache, friction_residual, identify,
                        prepare, validate_many)
 from .processing import cutoff_needed, resolve_processing
@@ -409,7 +409,8 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     # inertia on and off, when their friction columns agree: always for Coulomb-viscous) share one
     # regressor evaluation and one Gram matrix, each a column subset of them, and one held-out
     # regressor product; the Coulomb-viscous least-squares fit the sigmoid and Stribeck scales come
-    # from is the Coulomb-viscous candidate's own; a held-out recording predicted with the same
+    # from is the Coulomb-viscous candidate's own, and so are the rows its residual is taken from
+    # (residual_on_rows); a held-out recording predicted with the same
     # columns (every fold, for Coulomb-viscous friction) is processed once for the whole selection.
     # The sigmoid and Stribeck scales are chosen per rotor-inertia setting (from that setting's
     # Coulomb-viscous residual), so those candidates' columns differ and each has its own pass.
@@ -423,7 +424,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         fit_processing = ProcessedCache()
         fit_regressors: dict = {}  # the fold's regressor, shared by every candidate's columns
         residuals: dict = {}
-        plain_fits: dict = {}  # (rotor, cutoff) -> (base, OLS theta) of the Coulomb-viscous candidate
+        plain_fits: dict = {}  # (rotor, cutoff) -> (prepared data, OLS theta) of the Coulomb-viscous candidate
         for friction, cutoff in groups:
             # the rotor-inertia candidates of one friction and cut-off: their columns are subsets of
             # one regressor (column_subsets.prepare_column_subsets) and, when their friction columns are
@@ -446,8 +447,13 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                 try:
                     if trial.joint_friction and friction in ("sigmoid", "stribeck"):
                         if (rotor, cutoff) not in residuals:
-                            residuals[(rotor, cutoff)] = friction_residual(model, fit, trial, processed=fit_processing,
-                                                                           fitted=plain_fits.get((rotor, cutoff)))
+                            # the Coulomb-viscous candidate's residual, from the rows it holds
+                            plain = plain_fits.get((rotor, cutoff))
+                            residual = None if plain is None else residual_on_rows(*plain, fit, fit_processing)
+                            if residual is None:
+                                residual = friction_residual(model, fit, trial, processed=fit_processing,
+                                                             fitted=None if plain is None else (plain[0].base, plain[1]))
+                            residuals[(rotor, cutoff)] = residual
                         trial = dataclasses.replace(trial, friction_scales=choose_friction_scales(
                             friction, *residuals[(rotor, cutoff)]).tolist())
                 except ValueError as exc:
@@ -489,10 +495,10 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                     except ValueError as exc:
                         rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
                 if friction == "coulomb-viscous":  # the fit friction_residual would make, already made
-                    plain_fits.update({(rotor, cutoff): (prep.base, th) for m, th in thetas if m == "ols"})
+                    plain_fits.update({(rotor, cutoff): (prep, th) for m, th in thetas if m == "ols"})
                 if thetas:
                     fitted_thetas.append((rotor, prep, thetas))
-            for part in _shared_predictions(fitted_thetas):
+            for part in shared_predictions(fitted_thetas):
                 widest = max((prep for _, prep, _ in part), key=lambda p: len(p.base.standard_names))
                 flat = [(rotor, prep, m, th) for rotor, prep, thetas in part for m, th in thetas]
                 scores = validate_many(model, widest, [th for *_, th in flat], held, keep,
@@ -533,32 +539,6 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         "candidates": [candidates[k] for k in order],
     }
     return result
-
-
-def _shared_predictions(fitted: list) -> list[list]:
-    """The candidates of one friction and cut-off (rotor, prepared data, thetas) in groups whose
-    held-out torque is one regressor product: the same friction columns and processing, base columns
-    named within the widest one's standard columns. Others stand alone."""
-    groups: list[list] = []
-    for item in fitted:
-        prep = item[1]
-        key = (repr(None if prep.config.columns is None else prep.config.columns.to_dict()), len(prep.extra_names),
-               prep.config.processing.processing_key(), prep.friction is None)
-        for group in groups:
-            if group[0] == key:
-                group[1].append(item)
-                break
-        else:
-            groups.append((key, [item]))
-    out = []
-    for _, items in groups:
-        widest = max((p for _, p, _ in items), key=lambda p: len(p.base.standard_names))
-        names = set(widest.base.standard_names)
-        if all(set(p.base.standard_names) <= names for _, p, _ in items):
-            out.append(items)
-        else:
-            out += [[item] for item in items]
-    return out
 
 
 def _consistent_refit(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,

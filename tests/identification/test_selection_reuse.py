@@ -14,7 +14,11 @@ for IRLS. What is checked against a straightforward computation:
 - the physically consistent fit's compiled program, re-solved with another fold's data, gives
   what a freshly built program gives;
 - IRLS on each joint's reached columns only reaches the plain Huber IRLS fixed point when joints
-  reach different columns.
+  reach different columns, and gives the same estimate however its rows are chunked;
+- the sigmoid and Stribeck candidates' rows and normal equations over several chunks, their
+  friction scales' grid search (against the four-column least squares written out) and the
+  Coulomb-viscous residual they are chosen from (taken from the candidate's rows), and select's
+  fold scores of those candidates against a loop that prepares each alone.
 """
 
 import dataclasses
@@ -177,3 +181,124 @@ def test_irls_on_reached_columns_reaches_plain_huber_irls_when_joints_reach_diff
     est = irls(lambda: iter([(W[:, :500], tau[:500]), (W[:, 500:], tau[500:])]), dof, p, tol=1e-12)
     assert not any("stopped" in n for n in est.notes)
     np.testing.assert_allclose(est.theta, theta, rtol=0, atol=1e-7 * np.abs(theta).max())
+
+
+def test_other_friction_columns_over_several_chunks_are_their_own_rows_and_normal_equations(plant, fold):
+    """Over several chunks, the sigmoid and Stribeck candidates' rows (the shared regressor with
+    their Coulomb signal written in and the Stribeck columns appended, in one copy) and normal
+    equations are what preparing each alone gives."""
+    model, _ = plant
+    fit, _, _ = fold
+    small = CUTOFF
+    configs = [IdentificationConfig(rotor_inertia=r, processing=small, chunk_samples=300) for r in (True, False)]
+    processed, regressors = ProcessedCache(), {}
+    first = prepare_column_subsets(model, fit, configs, processed=processed, shared=regressors)
+    later = [IdentificationConfig(friction=f, rotor_inertia=r, processing=small, chunk_samples=300,
+                                  friction_scales=list(scales))
+             for f, scales in (("sigmoid", np.full(model.dof, 0.05)), ("stribeck", np.full(model.dof, 0.1)))
+             for r in (True, False)]
+    shared = prepare_column_subsets(model, fit, later, processed=processed, shared=regressors)
+    assert len(next(iter(regressors.values()))[2]) > 2  # several chunks were summed
+    for config, (prep, ne) in zip(configs + later, first + shared):
+        _assert_same_as_alone(model, fit, config, prep, ne)
+
+
+def test_irls_gives_the_same_estimate_however_the_rows_are_chunked():
+    """IRLS keeps each joint's rows of every chunk in one block: the chunking of the data changes
+    nothing (a torque misaligned with its rows across chunks would)."""
+    rng = np.random.default_rng(5)
+    dof, p, N = 3, 8, 900
+    W = rng.normal(size=(dof, N, p))
+    W[2, :, :4] = 0.0
+    W[:, :, 7] = W[:, :, 6]  # an unexcited direction: the rank-deficient solve
+    tau = (W @ rng.normal(size=p)).T + 0.05 * rng.standard_t(1.5, size=(N, dof))
+    ne = accumulate(lambda: iter([(W, tau)]), dof, p)
+    whole = irls(lambda: iter([(W, tau)]), dof, p, statistics=ne, tol=1e-10)
+    cuts = [0, 100, 450, 451, N]
+    pieces = [(W[:, a:b], tau[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    chunked = irls(lambda: iter(pieces), dof, p, statistics=ne, tol=1e-10)
+    assert whole.rank == p - 1 and whole.iterations > 3
+    assert chunked.iterations == whole.iterations
+    np.testing.assert_allclose(chunked.theta, whole.theta, rtol=0, atol=1e-12 * np.abs(whole.theta).max())
+
+
+def test_friction_scales_are_the_least_squares_choice_over_the_grid():
+    """choose_friction_scales projects the Coulomb-viscous columns out once for every grid scale:
+    its choice is the grid scale whose four-column least-squares fit (written out here) leaves the
+    least, also for a joint moving one way only (sgn(qd) is the ones column), one at rest, and one
+    always fast, whose tanh(qd / 0.002) is sgn(qd) to the last bit (lstsq drops that column)."""
+    from robodyn.identification.friction import SCALE_GRID, choose_friction_scales
+
+    rng = np.random.default_rng(3)
+    for kind in ("sigmoid", "stribeck"):
+        for trial in range(12):
+            N = 1500 if trial < 6 else 24  # few samples: a direction wrongly projected out matters
+            qd = rng.normal(scale=[0.02, 0.3, 0.1, 1.0, 1.0], size=(N, 5))
+            qd[:, 2] = np.abs(qd[:, 2])  # one way only
+            qd[:, 3] = 0.0 if trial % 2 else qd[:, 3]  # at rest
+            qd[:, 4] = rng.uniform(0.05, 0.5, N)  # one way, always fast
+            true = rng.choice(SCALE_GRID, 5)
+            shape = np.tanh(qd / true) if kind == "sigmoid" else np.sign(qd) * np.exp(-np.square(qd / true))
+            residual = 0.4 * shape + 0.1 * qd + 0.05 * rng.standard_normal((N, 5))
+            residual[:, 4] = 0.05 * rng.standard_normal(N)  # nothing for a shape to explain
+            expected = []
+            for j in range(5):
+                v, r = qd[:, j], residual[:, j]
+                rss = []
+                for s in SCALE_GRID:
+                    column = np.tanh(v / s) if kind == "sigmoid" else np.sign(v) * np.exp(-np.square(v / s))
+                    X = np.column_stack([column, np.sign(v), v, np.ones_like(v)])
+                    coef = np.linalg.lstsq(X, r, rcond=None)[0]
+                    rss.append(float(np.sum(np.square(r - X @ coef))))
+                expected.append(SCALE_GRID[int(np.argmin(rss))])
+            assert choose_friction_scales(kind, qd, residual).tolist() == expected
+
+
+def test_the_friction_residual_from_the_candidates_rows_is_the_one_evaluated_anew(plant, fold):
+    """The sigmoid and Stribeck scales come from the Coulomb-viscous candidate's residual, taken
+    from the rows it already holds (column_subsets.residual_on_rows): it is what friction_residual
+    evaluates from the processed data."""
+    from robodyn.identification.pipeline import friction_residual
+    from robodyn.identification.column_subsets import residual_on_rows
+
+    model, _ = plant
+    fit, _, _ = fold
+    processed = ProcessedCache()
+    (prep, ne), _ = prepare_column_subsets(model, fit, _configs(), processed=processed)
+    theta = estimate("ols", prep.chunks, model.dof, prep.params, statistics=ne)[0].theta
+    stored = len(processed._store)
+    shortcut = residual_on_rows(prep, theta, fit, processed)
+    assert shortcut is not None  # the shortcut was taken
+    assert len(processed._store) == stored  # on the pieces the candidate was prepared from, not processed again
+    qd, residual = friction_residual(model, fit, _configs()[0], processed=ProcessedCache(), fitted=(prep.base, theta))
+    np.testing.assert_array_equal(shortcut[0], qd)
+    np.testing.assert_allclose(shortcut[1], residual, rtol=0, atol=1e-10 * np.abs(residual).max())
+    assert np.abs(residual).max() > 1e-3  # a fit that leaves something: the comparison means something
+
+
+def test_select_scores_smooth_and_stribeck_candidates_as_preparing_them_alone_would(plant):
+    """With their velocity scales chosen from the shared Coulomb-viscous fit and their normal
+    equations from the shared regressor, the sigmoid and Stribeck candidates score as a loop that
+    prepares each alone (prepare chooses the scales itself from friction_residual) would."""
+    model, data = plant
+    config = IdentificationConfig(processing=CUTOFF)
+    methods = ("ols", "wls")
+    frictions = ("coulomb-viscous", "sigmoid", "stribeck")
+    result = select(model, [data], config, folds=3, frictions=frictions, rotor_inertia=(True, False),
+                    methods=methods)
+    table = {(c["friction"], c["rotor_inertia"], c["method"]): c["fold_scores"] for c in result.selection["candidates"]}
+    plan = cross_validation_folds([data], 3)[0]
+    for friction in frictions[1:]:
+        for rotor in (True, False):
+            trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, recording_weights="equal")
+            reference = {m: [] for m in methods}
+            for f in plan:
+                _, fit = fit_recordings([data], f.fit)
+                held, keep = held_out_masks([data], f.held_out)
+                prep = prepare(model, fit, trial, cache=True)
+                ne = accumulate(prep.chunks, model.dof, prep.params)
+                for m in methods:
+                    theta = estimate(m, prep.chunks, model.dof, prep.params, statistics=ne)[0].theta
+                    reference[m].append(validate_many(model, prep, [theta], held, keep)[0]["rmse_sum"])
+            for m in methods:
+                np.testing.assert_allclose(table[(friction, rotor, m)], reference[m], rtol=1e-9)
