@@ -165,7 +165,8 @@ SOURCES: dict[str, Source] = {
     "loro_least_squares_only": Source("bench/realdata/loro_least_squares_only.json", "python bench/realdata/loro.py --out {out}  # at commit 112adcb, before the default compared the consistent fit", None,
                                       "a record of the earlier default; needs the corpus cache outside the repo"),
     "loro": Source("bench/realdata/loro.json", "python bench/realdata/loro.py --out {out}", None,
-                   "needs the corpus fetched outside the repository (bench/realdata/fetch.py); minutes per arm"),
+                   "needs the corpus fetched outside the repository (bench/realdata/fetch.py) and the Panda and "
+                   "UR10e repositories' clones (--panda-log, --ur10e-log); minutes per arm"),
     "loro_choice": Source("bench/realdata/loro_choice.json", "python bench/realdata/loro_choice.py --out {out}", None,
                           "needs the corpus and the Panda/UR10e repositories outside the repository; minutes"),
     "hostile_frames": Source("bench/reliability/hostile_frames.json",
