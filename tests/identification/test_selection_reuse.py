@@ -72,6 +72,20 @@ def _assert_same_as_alone(model, fit, config, prep, ne):
     np.testing.assert_allclose(ne.column_sums, own.column_sums, rtol=0, atol=1e-12 * np.abs(own.column_sums).max())
 
 
+
+def _scored_alone(model, data, trial, plan, methods, **options) -> dict:
+    """Each method's fold scores with every fold prepared, fitted and scored on its own (no sharing)."""
+    reference = {m: [] for m in methods}
+    for f in plan:
+        _, fit = fit_recordings([data], f.fit)
+        held, keep = held_out_masks([data], f.held_out)
+        prep = prepare(model, fit, trial, cache=True)
+        ne = accumulate(prep.chunks, model.dof, prep.params)
+        for m in methods:
+            theta = estimate(m, prep.chunks, model.dof, prep.params, statistics=ne, **options)[0].theta
+            reference[m].append(validate_many(model, prep, [theta], held, keep)[0]["rmse_sum"])
+    return reference
+
 def test_each_rotor_candidate_is_a_column_subset_of_one_regressor_and_gram(plant, fold):
     model, _ = plant
     fit, _, _ = fold
@@ -125,15 +139,7 @@ def test_select_scores_every_candidate_as_fitting_and_scoring_it_alone_would(pla
     assert [f["held_out"] for f in result.selection["folds"]] == [[list(r) for r in f.held_out] for f in plan]
     for rotor in (True, False):
         trial = dataclasses.replace(config, rotor_inertia=rotor, recording_weights="equal")
-        reference = {m: [] for m in methods}
-        for f in plan:
-            _, fit = fit_recordings([data], f.fit)
-            held, keep = held_out_masks([data], f.held_out)
-            prep = prepare(model, fit, trial, cache=True)
-            ne = accumulate(prep.chunks, model.dof, prep.params)
-            for m in methods:
-                theta = estimate(m, prep.chunks, model.dof, prep.params, statistics=ne, tolerance=1e-6)[0].theta
-                reference[m].append(validate_many(model, prep, [theta], held, keep)[0]["rmse_sum"])
+        reference = _scored_alone(model, data, trial, plan, methods, tolerance=1e-6)
         for m in methods:
             # IRLS stops at a tolerance of 1e-6 on the fitted torque: its score moves below that
             np.testing.assert_allclose(table[(rotor, m)], reference[m], rtol=1e-6 if m == "irls" else 1e-9)
@@ -291,14 +297,6 @@ def test_select_scores_smooth_and_stribeck_candidates_as_preparing_them_alone_wo
     for friction in frictions[1:]:
         for rotor in (True, False):
             trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, recording_weights="equal")
-            reference = {m: [] for m in methods}
-            for f in plan:
-                _, fit = fit_recordings([data], f.fit)
-                held, keep = held_out_masks([data], f.held_out)
-                prep = prepare(model, fit, trial, cache=True)
-                ne = accumulate(prep.chunks, model.dof, prep.params)
-                for m in methods:
-                    theta = estimate(m, prep.chunks, model.dof, prep.params, statistics=ne)[0].theta
-                    reference[m].append(validate_many(model, prep, [theta], held, keep)[0]["rmse_sum"])
+            reference = _scored_alone(model, data, trial, plan, methods)
             for m in methods:
                 np.testing.assert_allclose(table[(friction, rotor, m)], reference[m], rtol=1e-9)
