@@ -72,7 +72,6 @@ def _assert_same_as_alone(model, fit, config, prep, ne):
     np.testing.assert_allclose(ne.column_sums, own.column_sums, rtol=0, atol=1e-12 * np.abs(own.column_sums).max())
 
 
-
 def _scored_alone(model, data, trial, plan, methods, **options) -> dict:
     """Each method's fold scores with every fold prepared, fitted and scored on its own (no sharing)."""
     reference = {m: [] for m in methods}
