@@ -85,6 +85,7 @@ def _scored_alone(model, data, trial, plan, methods, **options) -> dict:
             reference[m].append(validate_many(model, prep, [theta], held, keep)[0]["rmse_sum"])
     return reference
 
+
 def test_each_rotor_candidate_is_a_column_subset_of_one_regressor_and_gram(plant, fold):
     model, _ = plant
     fit, _, _ = fold
