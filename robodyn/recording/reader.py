@@ -96,7 +96,7 @@ class _SampleColumns:
     expected; ``arrays()`` trims the spare capacity."""
 
     def __init__(self, layout: list[tuple[str, int, str]], keep: set | None, capacity: int):
-        self.layout, self.n = layout, 0
+        self.n = 0
         self.offsets, start = {}, 0
         for name, w, _ in layout:
             if keep is None or name in keep:
