@@ -32,7 +32,9 @@ from fractions import Fraction
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from robodyn.robot.model import INERTIAL_NAMES, RobotModel, check_states
 
@@ -436,15 +438,69 @@ def _emit_tile(Z, zo, T, to, dest, row, nl):
             _lanes_copy(Z, _U(d) * _U(TILE) + zo, T, to + _U(k * BLOCK), nl)
 
 
+@intrinsic
+def _transpose_4x4(typingctx, S, so, stride, T, to):
+    """S[so + r * stride + c] = T[to + c * BLOCK + r] for r, c < 4: four lanes of four consecutive
+    columns turned into four rows by four vector loads, eight shuffles and four vector stores
+    (a quarter of the stores, which bound the scalar transposition)."""
+    sig = types.void(S, so, stride, T, to)
+
+    def codegen(context, builder, signature, args):
+        quad = ir.VectorType(ir.DoubleType(), 4)
+        dst = context.make_array(signature.args[0])(context, builder, args[0]).data
+        src = context.make_array(signature.args[3])(context, builder, args[3]).data
+        so_, stride_, to_ = args[1], args[2], args[4]
+        cols = [builder.load(builder.bitcast(builder.gep(src, [builder.add(to_, ir.Constant(to_.type, c * BLOCK))]),
+                                             quad.as_pointer()), align=8) for c in range(4)]
+        mask = lambda *m: ir.Constant(ir.VectorType(ir.IntType(32), 4), list(m))  # noqa: E731
+        even01 = builder.shuffle_vector(cols[0], cols[1], mask(0, 4, 2, 6))  # lanes 0 and 2 of columns 0, 1
+        odd01 = builder.shuffle_vector(cols[0], cols[1], mask(1, 5, 3, 7))
+        even23 = builder.shuffle_vector(cols[2], cols[3], mask(0, 4, 2, 6))
+        odd23 = builder.shuffle_vector(cols[2], cols[3], mask(1, 5, 3, 7))
+        rows = (builder.shuffle_vector(even01, even23, mask(0, 1, 4, 5)),
+                builder.shuffle_vector(odd01, odd23, mask(0, 1, 4, 5)),
+                builder.shuffle_vector(even01, even23, mask(2, 3, 6, 7)),
+                builder.shuffle_vector(odd01, odd23, mask(2, 3, 6, 7)))
+        at = so_
+        for r in range(4):
+            builder.store(rows[r], builder.bitcast(builder.gep(dst, [at]), quad.as_pointer()), align=8)
+            at = builder.add(at, stride_)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @njit(cache=True)
-def _emit_rows(O, w, n, i, s0, nb, T, to, dest, row):
-    """Sample-major output: O[((s0 + b) * n + i) * w + dest[row, k]] = T[to + k * BLOCK + b]."""
-    for b in range(nb):
-        o = ((s0 + b) * n + i) * w
-        for k in range(dest.shape[1]):
-            d = dest[row, k]
-            if d >= 0:
-                O[o + d] = T[to + k * BLOCK + b]
+def _emit_rows(S, stride, wo, T, to, dest, row):
+    """Block image of sample-major rows: S[b * stride + wo + dest[row, k]] = T[to + k * BLOCK + b]
+    for every lane b and every k with dest[row, k] >= 0. A run of at least four columns bound for
+    consecutive places (a link's inertial columns in the full regressor) goes four columns by four
+    lanes at a time through a register transposition, its last four columns overlapping the
+    previous four when the run is not a multiple of four (the same values written twice); other
+    columns one by one, lanes the inner loop. Lanes past the block's samples land in rows of S
+    that are never copied out."""
+    cols = dest.shape[1]
+    k = 0
+    while k < cols:
+        d = dest[row, k]
+        if d < 0:
+            k += 1
+            continue
+        run = 1
+        while k + run < cols and dest[row, k + run] == d + run:
+            run += 1
+        if run >= 4:
+            for c in range(0, run, 4):
+                c = min(c, run - 4)
+                for b in range(0, BLOCK, 4):
+                    _transpose_4x4(S, _U(wo + d + c) + _U(b) * stride, stride, T, to + _U((k + c) * BLOCK + b))
+        else:
+            for c in range(run):
+                src = to + _U((k + c) * BLOCK)
+                dst = _U(wo + d + c)
+                for b in range(BLOCK):
+                    S[dst + _U(b) * stride] = T[src + _U(b)]
+        k += run
 
 
 @njit(cache=True)
@@ -470,13 +526,18 @@ def _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, s0, nb, dest, ex
     edest[i, :]: where joint i's shared-motor columns (IAMm FVMm FCMm for each motor m), its
     torque and a column of ones go; last[i]: the last link joint i's row needs (-1: none).
     Tile mode (w == 0): "where" is a row of the flat tile Z (TILE lanes a row), lanes at offset zo.
-    Row mode (w > 0): a column of the sample-major output O (N*n rows of w), whose rows of this
-    block are zeroed first (the structural zeros are never computed).
-    Lanes nb..BLOCK-1 are evaluated on zero states (finite, never emitted in row mode).
+    Row mode (w > 0): a column of O, the sample-major image of this block's output rows (nb*n rows
+    of w, from O[0]); positions no plan entry names are never written, so they keep the zeros
+    the caller put there once (the structural zeros are never computed nor rewritten).
+    Lanes nb..BLOCK-1 are evaluated on zero states (finite; in row mode they land in rows of the
+    image that are never copied out).
     """
     n = rev.shape[0]
     per = dest.shape[1]
-    nl = _U(BLOCK)
+    # BLOCK lanes, but a count LLVM cannot see: with a constant count of 32 it unrolls the inlined
+    # lane loops (the tile copies among them) into scalar code instead of vectorising them
+    # (measured: 0.04 us a sample of the base layout's 0.24)
+    nl = _U(W.shape[0] // (6 + per))
     _load_inputs(q, qd, qdd, fc, tau, use_fc, edest[0, edest.shape[1] - 2] >= 0, s0, nb, X)
     _motor_lanes(C, X, E, n)
     # base slot: at rest, accelerating against gravity
@@ -496,9 +557,6 @@ def _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, s0, nb, dest, ex
                     FR[j, 2, 0], FR[j, 2, 1], FR[j, 2, 2], Fp[j, 0], Fp[j, 1], Fp[j, 2], rev[j])
     nm = C.shape[0]
     for i in range(n):
-        if w > 0:
-            for b in range(nb):
-                _lanes_fill(O, _U(((s0 + b) * n + i) * w), 0.0, _U(w))
         xo = _U(i * _XF * BLOCK)
         for j in range(i, last[i] + 1):
             kc = _U((j + 1) * _KF * BLOCK)
@@ -516,7 +574,7 @@ def _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, s0, nb, dest, ex
                 _lanes_carry_ten(W, K, kc, nl, FR[j, 0, 0], FR[j, 0, 1], FR[j, 0, 2], FR[j, 1, 0], FR[j, 1, 1],
                                  FR[j, 1, 2], FR[j, 2, 0], FR[j, 2, 1], FR[j, 2, 2])
             if w > 0:
-                _emit_rows(O, w, n, i, s0, nb, W, 6 * BLOCK, dest, i * n + j)
+                _emit_rows(O, _U(n * w), i * w, W, _U(6 * BLOCK), dest, i * n + j)
             else:
                 _emit_tile(Z, zo, W, _U(6 * BLOCK), dest, i * n + j, nl)
         # shared motors: IAMm = (c.qdd) c_i, FVMm = (c.qd) c_i, FCMm = sgn(c.qd) c_i; then tau, ones
@@ -526,13 +584,69 @@ def _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, s0, nb, dest, ex
         _lanes_copy(E, _U(3 * nm * BLOCK), X, xo + _U(4 * BLOCK), nl)
         _lanes_fill(E, _U((3 * nm + 1) * BLOCK), 1.0, nl)
         if w > 0:
-            _emit_rows(O, w, n, i, s0, nb, E, 0, edest, i)
+            _emit_rows(O, _U(n * w), i * w, E, _U(0), edest, i)
         else:
             _emit_tile(Z, zo, E, _U(0), edest, i, nl)
 
 
+# Writing the dense output. Its rows interleave values and structural zeros; writing them where
+# they are computed scatters 8-byte stores over the block's 175 kB of output (Panda), and zeroing
+# the rows first is a burst of stores to lines not in cache, which stalls the core on the reads for
+# ownership (measured: the zero fill cost 0.7 us a sample, three times the arithmetic). So each
+# block is assembled in a cache-resident image of its output rows, whose zeros are written once per
+# call, and copied out contiguously. Outputs larger than the caches are copied with non-temporal
+# stores: whole 64-byte lines go to memory without first being read into the cache (about twice
+# the bandwidth of ordinary stores, and the caller cannot find such an output in cache anyway).
+
+_STREAM_BYTES = 1 << 24  # outputs at least this large bypass the cache
+
+
+@intrinsic
+def _stream_line(typingctx, dst, d, src, s):
+    """dst[d: d + 8] = src[s: s + 8] as one non-temporal 64-byte store (&dst[d] 64-byte aligned)."""
+    sig = types.void(dst, d, src, s)
+
+    def codegen(context, builder, signature, args):
+        line = ir.VectorType(ir.DoubleType(), 8)
+        to = context.make_array(signature.args[0])(context, builder, args[0])
+        frm = context.make_array(signature.args[2])(context, builder, args[2])
+        value = builder.load(builder.bitcast(builder.gep(frm.data, [args[3]]), line.as_pointer()), align=8)
+        store = builder.store(value, builder.bitcast(builder.gep(to.data, [args[1]]), line.as_pointer()), align=64)
+        store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _store_fence(typingctx):
+    """Order the non-temporal stores before everything after (they bypass the usual ordering)."""
+    def codegen(context, builder, signature, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+@njit(cache=True)
+def _copy_out(O, o, S, count, stream):
+    """O[o: o + count] = S[:count]; with ``stream``, the whole 64-byte lines by non-temporal stores
+    (ordinary stores for the partial lines at both ends, which neighbouring blocks share). An
+    output whose doubles are off 8-byte boundaries (numpy allows it) has no whole lines of them."""
+    k = 0
+    if stream and O.ctypes.data % 8 == 0:
+        k = min(count, ((64 - (O.ctypes.data + 8 * o) % 64) % 64) // 8)
+        for c in range(k):
+            O[o + c] = S[c]
+        while k + 8 <= count:
+            _stream_line(O, o + k, S, k)
+            k += 8
+    for c in range(k, count):
+        O[o + c] = S[c]
+
+
 @njit(cache=True, parallel=True, nogil=True)
-def _rows_kernel(FR, Fp, rev, g, C, q, qd, qdd, fc, use_fc, dest, extra_kind, edest, last, out, n_chunks):
+def _rows_kernel(FR, Fp, rev, g, C, q, qd, qdd, fc, use_fc, dest, extra_kind, edest, last, out, n_chunks, stream):
     """Sample-major rows out (N*n, w), samples split into n_chunks ranges run in parallel."""
     N = q.shape[0]
     n = rev.shape[0]
@@ -547,20 +661,57 @@ def _rows_kernel(FR, Fp, rev, g, C, q, qd, qdd, fc, use_fc, dest, extra_kind, ed
         K = np.zeros((n + 1) * _KF * BLOCK)
         W = np.zeros((6 + dest.shape[1]) * BLOCK)
         E = np.zeros((6 * C.shape[0] + 2) * BLOCK)
+        S = np.zeros(BLOCK * n * w)  # the block's output rows; its structural zeros stay zero
         for s0 in range(start, stop, BLOCK):
-            _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, qdd, use_fc, s0, min(BLOCK, stop - s0), dest, extra_kind,
-                        edest, last, X, K, W, E, no_tile, _U(0), O, w)
+            nb = min(BLOCK, stop - s0)
+            _block_rows(FR, Fp, rev, g, C, q, qd, qdd, fc, qdd, use_fc, s0, nb, dest, extra_kind,
+                        edest, last, X, K, W, E, no_tile, _U(0), S, w)
+            _copy_out(O, s0 * n * w, S, nb * n * w, stream)
+        if stream:  # by the thread that stored, before the caller reads the output
+            _store_fence()
     return out
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _gram_update(Z, rows, m, nt, G, i):
-    """G[:m, :m] += Zi Zi^T on the upper 4x4 blocks, Zi = tile rows rows .. rows+m-1 (m % 4 == 0),
-    first nt lanes: sixteen running sums per pair of row quadruples, eight loads feeding sixteen
-    fused multiply-adds per lane (a register-blocked SYRK)."""
-    for p in range(0, m, 4):
+    """Upper triangle of G[:m, :m] += Zi Zi^T, Zi = tile rows rows .. rows+m-1, first nt lanes:
+    sixteen running sums per pair of row quadruples, eight loads feeding sixteen fused multiply-adds
+    per lane (a register-blocked SYRK). The kernel is bound by the multiply-adds, so a diagonal
+    block takes only its upper triangle's ten (the consumers read G's upper triangle), and the rows
+    past the last whole quadruple go one at a time rather than padded with zero rows to four."""
+    full = m - m % 4
+    for p in range(0, full, 4):
         a0 = _U(rows + p) * _U(TILE)
-        for r in range(p, m, 4):
+        s00 = s01 = s02 = s03 = 0.0
+        s11 = s12 = s13 = 0.0
+        s22 = s23 = 0.0
+        s33 = 0.0
+        for t in range(nt):
+            x0 = Z[a0 + t]
+            x1 = Z[a0 + _U(TILE) + t]
+            x2 = Z[a0 + _U(2 * TILE) + t]
+            x3 = Z[a0 + _U(3 * TILE) + t]
+            s00 += x0 * x0
+            s01 += x0 * x1
+            s02 += x0 * x2
+            s03 += x0 * x3
+            s11 += x1 * x1
+            s12 += x1 * x2
+            s13 += x1 * x3
+            s22 += x2 * x2
+            s23 += x2 * x3
+            s33 += x3 * x3
+        G[i, p, p] += s00
+        G[i, p, p + 1] += s01
+        G[i, p, p + 2] += s02
+        G[i, p, p + 3] += s03
+        G[i, p + 1, p + 1] += s11
+        G[i, p + 1, p + 2] += s12
+        G[i, p + 1, p + 3] += s13
+        G[i, p + 2, p + 2] += s22
+        G[i, p + 2, p + 3] += s23
+        G[i, p + 3, p + 3] += s33
+        for r in range(p + 4, full, 4):
             b0 = _U(rows + r) * _U(TILE)
             s00 = s01 = s02 = s03 = 0.0
             s10 = s11 = s12 = s13 = 0.0
@@ -607,6 +758,27 @@ def _gram_update(Z, rows, m, nt, G, i):
             G[i, p + 3, r + 1] += s31
             G[i, p + 3, r + 2] += s32
             G[i, p + 3, r + 3] += s33
+        for r in range(full, m):
+            b0 = _U(rows + r) * _U(TILE)
+            s00 = s10 = s20 = s30 = 0.0
+            for t in range(nt):
+                y0 = Z[b0 + t]
+                s00 += Z[a0 + t] * y0
+                s10 += Z[a0 + _U(TILE) + t] * y0
+                s20 += Z[a0 + _U(2 * TILE) + t] * y0
+                s30 += Z[a0 + _U(3 * TILE) + t] * y0
+            G[i, p, r] += s00
+            G[i, p + 1, r] += s10
+            G[i, p + 2, r] += s20
+            G[i, p + 3, r] += s30
+    for p in range(full, m):
+        a0 = _U(rows + p) * _U(TILE)
+        for r in range(p, m):
+            b0 = _U(rows + r) * _U(TILE)
+            s00 = 0.0
+            for t in range(nt):
+                s00 += Z[a0 + t] * Z[b0 + t]
+            G[i, p, r] += s00
 
 
 @njit(cache=True, nogil=True)
@@ -631,7 +803,8 @@ def _gram_kernel(FR, Fp, rev, g, C, q, qd, qdd, fc, tau, use_fc, dest, extra_kin
                         edest, last, X, K, W, E, Z, _U(b0), no_rows, 0)
         if accumulate:
             for i in range(n):
-                _gram_update(Z, joint_off[i], joint_rows[i], _U(nt), G, i)
+                # joint i's block ends with its ones row; the tile rows after it are padding
+                _gram_update(Z, joint_off[i], edest[i, edest.shape[1] - 1] - joint_off[i] + 1, _U(nt), G, i)
     return G
 
 
@@ -774,7 +947,7 @@ def _run_rows(model, plan: RowPlan, q, qd, qdd, fc, use_fc, out, threads):
             numba.set_num_threads(min(nthreads, numba.config.NUMBA_NUM_THREADS))
         with signals_deferred():
             _rows_kernel(FR, Fp, rev, g, plan.couplings, q, qd, qdd, fc, use_fc, plan.dest, plan.extra_kind,
-                         plan.edest, plan.last, out, n_chunks)
+                         plan.edest, plan.last, out, n_chunks, out.nbytes >= _STREAM_BYTES)
     finally:
         if nthreads != previous:
             numba.set_num_threads(previous)
@@ -797,7 +970,8 @@ def regressor(model: RobotModel, q, qd, qdd, spec: ColumnSpec = ColumnSpec(), *,
               out: np.ndarray | None = None, threads: int | None = None, coulomb=None) -> np.ndarray:
     """Stacked regressor (N*n, P) for N samples (rows sample-major).
 
-    ``out`` may be a preallocated (N*n, P) float64 C-contiguous array to fill. ``threads``
+    ``out`` may be a preallocated (N*n, P) float64 C-contiguous array to fill (an output of
+    _STREAM_BYTES or more is written around the caches, see _copy_out). ``threads``
     limits the Numba threads used (default: all configured threads). ``coulomb`` (N, n), when
     given, replaces sgn(qd) in the Coulomb columns (a filtered sign, see pipeline.base_rows).
     """

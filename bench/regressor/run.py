@@ -34,7 +34,9 @@ and the write bandwidth of filling an array as large as the dense output (numpy 
 floor = max(FLOPs / DGEMM rate, bytes / write bandwidth); ``fraction_of_floor`` = floor / time.
 ``gram_gflops_1thread`` (the Gram products alone: normal equations minus base layout) shows what
 Numba's code reaches on pure fused multiply-adds here: LLVM vectorises it with 256-bit registers,
-half the width OpenBLAS's DGEMM uses, so about half the DGEMM rate is this code's own ceiling.
+half the width OpenBLAS's DGEMM uses; on a core that executes 512-bit instructions as two 256-bit
+halves (AMD Zen 4) both reach about the same rate, elsewhere about half the DGEMM rate is this
+code's own ceiling.
 The normal equations' floor (``normal_equations_fraction_of_floor``) adds to the base layout's FLOPs
 the fewest the Gram products can take: a triangle of n(n+1) FLOPs per sample for each joint's block
 of n rows (its base columns, torque and ones, unpadded). ``blas_syrk_gflops_1thread_same_blocks``
@@ -286,8 +288,9 @@ def main() -> int:
     base_plan = _plan(model, spec, base.independent, "gram")
     flops = regressor_flops_per_sample(model, dense_plan)
     flops_base = regressor_flops_per_sample(model, base_plan)
-    # the Gram products: 16 fused multiply-adds per sample and pair of row quadruples (upper blocks)
-    gram_flops = int(sum(32 * (r // 4) * (r // 4 + 1) // 2 for r in base_plan.joint_rows))
+    # the Gram products as the kernel performs them: the upper triangle of each joint's block of
+    # m rows (its base columns, torque and ones; no padding rows), m(m+1)/2 multiply-adds a sample
+    gram_flops = int(sum((len(c) + 2) * (len(c) + 3) for c in base_plan.columns))
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     dgemm = float(subprocess.run([sys.executable, "-c", DGEMM], capture_output=True, text=True, env=env,
                                  check=True).stdout)
