@@ -189,8 +189,8 @@ IDENTIFICATION_SIGNALS = ("q", "qd", "tau")  # what recording_dataset reads of a
 def recording_dataset(rec, phase: str = "execute") -> SampledData:
     """The samples of one phase of a daemon recording (default: the trajectory itself, without the
     move to the start and the settling), with robot time, measured q, qd and joint torque."""
-    mask = rec.phase_mask(phase)
-    if not mask.any():
+    first, stop, count = rec.phase_span(phase)
+    if not count:
         raise ValueError(f"recording {rec.path}: no samples in phase {phase!r}"
                          + (" (the file was cut short)" if rec.truncated else ""))
     missing = [s for s in IDENTIFICATION_SIGNALS if s not in rec.signals]
@@ -202,10 +202,9 @@ def recording_dataset(rec, phase: str = "execute") -> SampledData:
 
         warnings.warn(f"recording {rec.path}: {lost} samples were lost; timestamps keep the gaps visible",
                       stacklevel=2)
-    first, last = int(np.argmax(mask)), len(mask) - int(np.argmax(mask[::-1]))
-    if mask[first:last].all():  # the phase is one stretch (as the daemon records it): views, no copies
-        mask = slice(first, last)
-    return SampledData(rec.robot_time[mask], rec.signal("q")[mask], rec.signal("tau")[mask], rec.signal("qd")[mask],
+    # the phase is one stretch (as the daemon records it): views, no copies (of a mapped file: its pages)
+    pick = slice(first, stop) if stop - first == count else rec.phase_mask(phase)
+    return SampledData(rec.robot_time[pick], rec.signal("q")[pick], rec.signal("tau")[pick], rec.signal("qd")[pick],
                        trajectory=rec.meta.get("trajectory"))
 
 
@@ -234,7 +233,9 @@ def load_dataset(ref: str | Path, dof: int | None = None, drive_gains=None, mode
     elif suffix == ".mcap":
         from robodyn.recording import load_recording  # the daemon's loader is the one reader
 
-        data = recording_dataset(load_recording(path, signals=IDENTIFICATION_SIGNALS))
+        # decoded to unnamed temporary files and mapped: identification streams them page by page,
+        # so memory does not grow with the recording's length
+        data = recording_dataset(load_recording(path, signals=IDENTIFICATION_SIGNALS, on_disk=True))
         if drive_gains is not None:
             _gains_ignored(path, "the torque the daemon recorded (a UR driver's: its drive_gains times the current)")
     elif not path.exists():

@@ -9,6 +9,8 @@ For each recording the identifying process reports:
 
 * ``wall_s`` (from interpreter start to result, imports included), ``identify_s`` and
   ``identify_cpu_s`` (CPU time of all its threads: less inflated than wall time by other jobs);
+  with ``--format mcap``, ``load_s`` / ``load_cpu_s``, the part of those spent reading the
+  recording, and ``peak_anon_mb_after_load``, the peak working memory when it was read;
 * ``peak_rss_mb``: the kernel's peak resident set (ru_maxrss), which counts the pages of the
   memory-mapped recording it has read, so it grows with the file;
 * ``peak_anon_mb``: peak anonymous (working) memory, sampled every 5 ms from /proc/self/status;
@@ -128,9 +130,12 @@ cfg = IdentificationConfig(method="ols", friction="coulomb-viscous", rotor_inert
                            processing=ProcessingConfig(q_cutoff_hz=20.0, tau_cutoff_hz=20.0))
 t1 = time.perf_counter()
 c1 = time.process_time()
+load_s = load_cpu_s = None
 if fmt == "mcap":  # the user's path: the daemon's recording read by identify's loader (timed with the fit)
     from robodyn.identification.data import load_dataset
     data = load_dataset(d + "/recording.mcap")
+    load_s, load_cpu_s = time.perf_counter() - t1, time.process_time() - c1
+    peak_load = max(peak[0], anon_kb()) / 1024
 else:
     data = SampledData(np.load(d + "/t.npy", mmap_mode="r"), np.load(d + "/q.npy", mmap_mode="r"),
                        np.load(d + "/tau.npy", mmap_mode="r"))
@@ -154,6 +159,8 @@ with open("/proc/self/smaps") as fh:
 if len(sys.argv) > 5:
     json.dump(res["estimate"]["values"], open(sys.argv[5], "w"))
 print(json.dumps({"wall_s": t2 - t0, "identify_s": t2 - t1, "identify_cpu_s": c2 - c1,
+                  "load_s": load_s, "load_cpu_s": load_cpu_s,
+                  "peak_anon_mb_after_load": peak_load if fmt == "mcap" else None,
                   "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()),
                   "rows": res["estimate"]["rows"],
                   "base_parameters": res["base"]["count"], "cond": res["estimate"]["cond"],

@@ -3,13 +3,18 @@ complete chunk), and the one-line summaries `robodyn recordings` lists."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import struct
+import zlib
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from robodyn.wire import unpackb
+from robodyn.wire import decode_ndarray, unpackb
 
 from . import samples as P
 from .layout import EVENT_TOPIC, FORMAT, STATE_TOPIC, recording_id, summary_digest
@@ -31,6 +36,9 @@ class Recording:
     summary: dict | None = None
     truncated: bool = False  # no footer: the writer did not close the file
     read_error: str = ""  # why reading stopped early, if it did
+    # found as the samples were read (a recording read to disk), else None and found from the arrays:
+    seq_gaps: list | None = None  # gaps(), in sequence order
+    phase_stretches: dict | None = None  # phase code -> (first, stop, count), as phase_span gives
 
     @property
     def t(self) -> np.ndarray:
@@ -43,6 +51,8 @@ class Recording:
 
     def gaps(self) -> list[tuple[int, int]]:
         """(last sequence number before the gap, samples missing) for every hole in the sequence."""
+        if self.seq_gaps is not None:
+            return list(self.seq_gaps)
         if self.seq.size < 2:
             return []
         d = np.diff(self.seq.astype(np.int64))
@@ -73,6 +83,15 @@ class Recording:
         code = {v: k for k, v in P.PHASE_NAMES.items()}[name]
         return self.phase == code
 
+    def phase_span(self, name: str) -> tuple[int, int, int]:
+        """(first sample, one past the last, count) of phase ``name``, (0, 0, 0) when it has none:
+        its samples are one stretch when stop - first == count."""
+        if self.phase_stretches is not None:
+            return self.phase_stretches.get({v: k for k, v in P.PHASE_NAMES.items()}[name], (0, 0, 0))
+        mask = self.phase_mask(name)
+        count = int(np.count_nonzero(mask))
+        return (int(np.argmax(mask)), mask.shape[0] - int(np.argmax(mask[::-1])), count) if count else (0, 0, 0)
+
 
 def _signal_layout(meta: dict) -> list[tuple[str, int, str]]:
     driver = meta.get("driver") or {}
@@ -90,65 +109,115 @@ def _robodyn_metadata(rec, meta: dict, summary: dict | None) -> tuple[dict, dict
 
 
 class _SampleColumns:
-    """The samples of a recording as they are read, block by block, straight into one array per
-    signal kept (no list of whole-width blocks to concatenate: reading a 1 h Franka recording that
-    way held the file's samples three times over). Grows by half when a file holds more than
-    expected; ``arrays()`` trims the spare capacity."""
+    """The samples of a recording as they are read, batch by batch, straight into one array per
+    signal kept. Grows by half when a file holds more than expected; ``arrays()`` trims the spare."""
 
-    def __init__(self, layout: list[tuple[str, int, str]], keep: set | None, capacity: int):
-        self.n = 0
-        self.offsets, start = {}, 0
-        for name, w, _ in layout:
-            if keep is None or name in keep:
-                self.offsets[name] = (start, w)
-            start += w
-        cap = max(int(capacity), 1024)
-        self.seq = np.zeros(cap, np.uint64)
-        self.robot_time = np.zeros(cap)
-        self.host = np.zeros(cap, np.int64)
-        self.phase = np.zeros(cap, np.uint8)
-        self.values = {name: np.zeros((cap, w)) for name, (_, w) in self.offsets.items()}
+    def __init__(self, offsets: dict, capacity: int):
+        self.n, cap = 0, max(int(capacity), 1024)
+        self.seq, self.robot_time, self.host, self.phase = (np.zeros(cap, t) for t in _DiskColumns.DTYPES)
+        self.values = {name: np.zeros((cap, w)) for name, (_, w) in offsets.items()}
 
     def _grow(self, need: int) -> None:
         cap = max(need, self.seq.shape[0] + self.seq.shape[0] // 2)
 
-        def grown(a):
-            out = np.zeros((cap,) + a.shape[1:], a.dtype)
-            out[:self.n] = a[:self.n]
-            return out
-
+        grown = lambda a: np.concatenate([a[:self.n], np.zeros((cap - self.n,) + a.shape[1:], a.dtype)])  # noqa: E731
         self.seq, self.robot_time, self.host, self.phase = map(grown, (self.seq, self.robot_time, self.host,
                                                                         self.phase))
         self.values = {k: grown(v) for k, v in self.values.items()}
 
-    def add(self, block: dict) -> None:
-        k = int(np.shape(block["seq"])[0])
+    def add(self, seq, robot_time, host, phase, signals: dict) -> None:
+        k = int(seq.shape[0])
         if self.n + k > self.seq.shape[0]:
             self._grow(self.n + k)
-        sl = slice(self.n, self.n + k)
-        self.seq[sl] = block["seq"]
-        self.robot_time[sl] = block["robot_time"]
-        self.host[sl] = block["host_time_ns"]
-        self.phase[sl] = block["phase"]
-        values = block["values"]
-        for name, (start, w) in self.offsets.items():
-            self.values[name][sl] = values[:, start:start + w]
+        sl = slice(self.n, self.n + k)  # one batch of samples at a time
+        self.seq[sl], self.robot_time[sl], self.host[sl], self.phase[sl] = seq, robot_time, host, phase
+        for name, v in signals.items():
+            self.values[name][sl] = v
         self.n += k
 
     def arrays(self):
-        """(seq, robot_time, host_time_ns, phase, signals) of the samples read, in sequence order."""
+        """(seq, robot_time, host_time_ns, phase, signals, gaps, stretches) of the samples read, in
+        sequence order (gaps and stretches None: the arrays are at hand to find them)."""
         n = self.n
+        trimmed = lambda a: a[:n] if n >= 0.9 * a.shape[0] else a[:n].copy()  # noqa: E731 (a copy when much is spare)
+        arrays = [trimmed(a) for a in (self.seq, self.robot_time, self.host, self.phase)]
+        return (*_in_order(*arrays, {k: trimmed(v) for k, v in self.values.items()}), None, None)
 
-        def trimmed(a):  # a view when little capacity is spare, else a copy of the samples alone
-            return a[:n] if n >= 0.9 * a.shape[0] else a[:n].copy()
 
-        seq, robot_time, host, phase = map(trimmed, (self.seq, self.robot_time, self.host, self.phase))
-        signals = {k: trimmed(v) for k, v in self.values.items()}
-        if n > 1 and not bool(np.all(seq[1:] > seq[:-1])):  # blocks out of order: put the samples in order
-            order = np.argsort(seq, kind="stable")
-            seq, robot_time, host, phase = (a[order] for a in (seq, robot_time, host, phase))
-            signals = {k: v[order] for k, v in signals.items()}
-        return seq, robot_time, host, phase, signals
+def _in_order(seq, robot_time, host, phase, signals):
+    if seq.shape[0] > 1 and not bool(np.all(seq[1:] > seq[:-1])):  # blocks out of order: sort the samples
+        order = np.argsort(seq, kind="stable")
+        seq, robot_time, host, phase = (np.asarray(a)[order] for a in (seq, robot_time, host, phase))
+        signals = {k: np.asarray(v)[order] for k, v in signals.items()}
+    return seq, robot_time, host, phase, signals
+
+
+class _DiskColumns:
+    """The samples written, batch by batch, to unnamed temporary files mapped back read-only, so
+    memory is bounded whatever the recording's length (identification hands the maps' pages back
+    as it reads them: identification/mapped_pages.py). The files are made in a private directory
+    (0700) of the user's temporary directory, removed at once: nameless, nothing of them is left
+    on any exit, and their space is freed with the maps. Sequence gaps and each phase's stretch
+    are found batch by batch, without a whole-log pass."""
+
+    DTYPES = (np.uint64, np.float64, np.int64, np.uint8)  # seq, robot_time, host_time_ns, phase
+
+    def __init__(self, offsets: dict, directory: str | None):
+        import tempfile
+
+        self.widths = {name: w for name, (_, w) in offsets.items()}
+        self.dtypes = list(self.DTYPES) + [np.float64] * len(offsets)
+        self.n, self.last, self.ordered, self.gaps, self.stretches = 0, None, True, [], {}
+        self.where = tempfile.mkdtemp(prefix="robodyn-decoded-", dir=directory)  # mode 0700
+        try:  # 0600, and unlinked at once (O_TMPFILE where the file system has it)
+            self.files = [tempfile.TemporaryFile(dir=self.where) for _ in self.dtypes]
+        finally:
+            os.rmdir(self.where)
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+
+    def add(self, seq, robot_time, host, phase, signals: dict) -> None:
+        k = int(seq.shape[0])
+        if not k:  # nothing to write (a block may hold no sample)
+            return
+        seq, phase = np.asarray(seq, np.uint64), np.asarray(phase, np.uint8)
+        s = seq.astype(np.int64)
+        d = np.diff(s, prepend=s[0] - 1 if self.last is None else self.last)
+        self.ordered = self.ordered and bool(np.all(d > 0))
+        for i in np.flatnonzero(d > 1):
+            self.gaps.append((int(s[i - 1] if i else self.last), int(d[i] - 1)))
+        self.last = int(s[-1])
+        for code, count in enumerate(np.bincount(phase)):
+            if count:
+                hit = phase == code
+                first, stop = self.n + int(np.argmax(hit)), self.n + k - int(np.argmax(hit[::-1]))
+                was = self.stretches.get(code, (first, 0, 0))
+                self.stretches[code] = (was[0], stop, was[2] + int(count))
+        parts = [seq, robot_time, host, phase] + [signals[name] for name in self.widths]
+        try:
+            for f, a, dtype in zip(self.files, parts, self.dtypes):
+                f.write(memoryview(np.ascontiguousarray(a, dtype)).cast("B"))
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot write the decoded samples to a temporary file under "
+                                     f"{os.path.dirname(self.where)} ({exc.strerror}); set TMPDIR to a "
+                                     "directory with room") from None
+        self.n += k
+
+    def arrays(self):
+        """(seq, robot_time, host_time_ns, phase, signals, gaps, stretches), every array a read-only
+        map of its file; a file whose blocks came out of order is sorted in memory instead."""
+        shapes = [()] * 4 + [(w,) for w in self.widths.values()]
+        for f in self.files:
+            f.flush()
+        mapped = [np.memmap(f, dtype, "r", shape=(self.n,) + shape) if self.n else np.zeros((0,) + shape, dtype)
+                  for f, shape, dtype in zip(self.files, shapes, self.dtypes)]
+        self.close()
+        signals = dict(zip(self.widths, mapped[4:]))
+        if not self.ordered:
+            return (*_in_order(*mapped[:4], signals), None, None)
+        return (*mapped[:4], signals, self.gaps, self.stretches)
 
 
 def _expected_samples(fh) -> int:
@@ -156,9 +225,6 @@ def _expected_samples(fh) -> int:
     offsets (the footer, one summary-offset group, one metadata record: a few hundred bytes read,
     where reading the whole summary section parses one chunk index per block), or 0 for a file cut
     short or written without a summary."""
-    import io
-    import os
-
     from mcap.records import Footer, Metadata, MetadataIndex, SummaryOffset
     from mcap.opcode import Opcode
     from mcap.stream_reader import StreamReader
@@ -192,52 +258,307 @@ def _expected_samples(fh) -> int:
     return 0
 
 
-def load_recording(path: str | Path, signals: tuple[str, ...] | None = None) -> Recording:
+# ---------------------------------------------------------------------------- reading the MCAP file
+#
+# The file is read in large pieces, its records found by their lengths (mcap's StreamReader reads
+# each field with a call of its own), and the chunks decompressed, checked and decoded a batch at a
+# time. The checks are StreamReader's with validate_crcs (record size limit, data-section CRC,
+# every chunk's CRC): reading stops at the first record cut short or failing one, keeping every
+# complete chunk before it.
+
+MAGIC = b"\x89MCAP0\r\n"
+RECORD_LIMIT = 1 << 30
+READ_BYTES = 8 << 20
+BATCH_BYTES = 8 << 20  # decompressed bytes per batch of chunks
+OP_FOOTER, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_METADATA, OP_DATA_END = 2, 4, 5, 6, 12, 15
+_RECORD = struct.Struct("<BQ")  # opcode, length of the record's body
+_CHUNK = struct.Struct("<QQQII")  # start and end time, uncompressed size and CRC, compression name length
+_MESSAGE = struct.Struct("<HIQQ")  # channel, sequence, log time, publish time
+BLOCK_KEYS = ("seq", "robot_time", "host_time_ns", "phase", "values")
+
+
+class RecordError(ValueError):
+    """A record of the file is cut short or fails a check: reading stops before it."""
+
+
+def _top_records(fh, wanted: set):
+    """(opcode, body) of every record of an opcode in ``wanted`` up to the footer, in file order;
+    raises RecordError at the first record cut short or too large, or a data section whose CRC
+    does not match."""
+    buf, at, pos = fh.read(READ_BYTES), 0, 8  # at: the file offset of buf[0]
+    if buf[:8] != MAGIC:
+        raise RecordError("no MCAP magic at the start of the file")
+    crc, crc_end = 0, 0  # CRC of file bytes [0, crc_end), while the data section lasts
+    while True:
+        while True:  # until the record's header and body are in the buffer
+            length = _RECORD.unpack_from(buf, pos)[1] if pos + 9 <= len(buf) else None
+            if length is not None and length > RECORD_LIMIT:
+                raise RecordError(f"record at byte {at + pos} states {length} bytes, over the limit")
+            need = 9 if length is None else 9 + length
+            if pos + need <= len(buf):
+                break
+            more = fh.read(max(READ_BYTES, need - (len(buf) - pos)))
+            if not more:
+                raise RecordError(f"record at byte {at + pos} cut short: the file ends at byte {at + len(buf)}")
+            if crc_end is not None:
+                crc, crc_end = zlib.crc32(memoryview(buf)[crc_end - at:pos], crc), at + pos
+            buf, at, pos = buf[pos:] + more, at + pos, 0
+        op, pos = buf[pos], pos + 9 + length
+        if op == OP_DATA_END and crc_end is not None:
+            crc = zlib.crc32(memoryview(buf)[crc_end - at:pos - 9 - length], crc)
+            stated = struct.unpack_from("<I", buf, pos - length)[0] if length >= 4 else 0
+            if stated and stated != crc:
+                raise RecordError(f"data section CRC mismatch: stated {stated}, calculated {crc}")
+            crc_end = None
+        if op in wanted:
+            yield op, memoryview(buf)[pos - length:pos]
+        if op == OP_FOOTER:
+            return
+
+
+def _chunk(body) -> tuple:
+    """(compression, uncompressed size, uncompressed CRC, compressed bytes) of a chunk record."""
+    _, _, size, crc, name_length = _CHUNK.unpack_from(body)
+    start = _CHUNK.size + name_length
+    data_length = struct.unpack_from("<Q", body, start)[0] if len(body) >= start + 8 else len(body)
+    if len(body) < start + 8 + data_length:
+        raise RecordError("chunk record states more data than it holds")
+    return str(body[_CHUNK.size:start], "utf-8"), size, crc, body[start + 8:start + 8 + data_length]
+
+
+def _inflate(compression: str, size: int, data, zstd):
+    if compression == "zstd":
+        return zstd.decompress(data, max_output_size=size)
+    if compression == "lz4":
+        return __import__("lz4.frame").frame.decompress(data)
+    if compression:
+        raise RecordError(f"chunk compression {compression!r} is not supported")
+    return bytes(data)
+
+
+def _parsed(reader_class, body):
+    from mcap.data_stream import ReadDataStream
+
+    return reader_class.read(ReadDataStream(io.BytesIO(bytes(body))))
+
+
+def _block_arrays(block, offsets: dict) -> tuple:
+    """(seq, robot_time, host_time_ns, phase, values) of one decoded block, checked."""
+    if not isinstance(block, dict) or any(not isinstance(block.get(k), np.ndarray) for k in BLOCK_KEYS):
+        raise RecordError(f"state block without the arrays {list(BLOCK_KEYS)}")
+    arrays = tuple(block[k] for k in BLOCK_KEYS)
+    k = arrays[0].shape[0] if arrays[0].ndim == 1 else -1
+    values = arrays[4]
+    if any(a.shape != (k,) for a in arrays[:4]) or values.ndim != 2 or values.shape[0] != k \
+            or values.shape[1] < max((start + w for start, w in offsets.values()), default=0):
+        raise RecordError(f"state block of inconsistent shapes: {[a.shape for a in arrays]}")
+    return arrays
+
+
+def _joined(blocks: list, offsets: dict) -> tuple:
+    """("samples", seq, robot_time, host_time_ns, phase, {signal: values}) of consecutive blocks."""
+    cols = list(zip(*blocks))
+    return ("samples", *(np.concatenate(c) for c in cols[:4]),
+            {name: np.concatenate([v[:, start:start + w] for v in cols[4]]) for name, (start, w) in offsets.items()})
+
+
+class _BlockLayout:
+    """Where the arrays of a state block of one byte length sit in its msgpack bytes. A block whose
+    bytes outside the arrays' contents equal this one's parses to the same keys, dtypes and shapes
+    (msgpack states every length ahead of its bytes), so its arrays are read in place, without
+    decoding it: the decoder's own checks were made on the first block of that length."""
+
+    def __init__(self, data):
+        import msgpack
+
+        self.raw = bytes(data)
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, max_buffer_size=len(self.raw))
+        unpacker.feed(self.raw)
+        self.arrays, contents = {}, []
+        for _ in range(unpacker.read_map_header()):
+            key = unpacker.unpack()
+            if key not in BLOCK_KEYS:
+                unpacker.skip()
+                continue
+            fields = {}
+            for _ in range(unpacker.read_map_header()):
+                name = unpacker.unpack()
+                fields[name] = unpacker.unpack()
+                if name == "data" and isinstance(fields[name], bytes):
+                    contents.append((unpacker.tell() - len(fields[name]), unpacker.tell()))
+            a = decode_ndarray(fields, key)  # the wire format's checks (dtype allowed, size)
+            if fields.get("$nd") != 1 or key in self.arrays:
+                raise RecordError("state block of an unexpected layout")
+            self.arrays[key] = (contents[-1][0], a.dtype, a.size, a.shape)
+        if unpacker.tell() != len(self.raw) or set(self.arrays) != set(BLOCK_KEYS):
+            raise RecordError("state block of an unexpected layout")
+        edges = [0] + [e for pair in sorted(contents) for e in pair] + [len(self.raw)]
+        self.fixed = [(a, b) for a, b in zip(edges[::2], edges[1::2]) if b > a]
+
+    def read(self, data) -> tuple | None:
+        """The block's arrays (views of ``data``) in BLOCK_KEYS order, or None when its layout differs."""
+        if any(data[a:b] != self.raw[a:b] for a, b in self.fixed):
+            return None
+        return tuple(np.frombuffer(data, dtype, size, at).reshape(shape)
+                     for at, dtype, size, shape in map(self.arrays.__getitem__, BLOCK_KEYS))
+
+
+def _decoded_chunks(chunks, state: int | None, offsets: dict | None, layouts: dict):
+    """The items of a batch of chunks, decompressed and checked, in file order: consecutive state
+    blocks joined into one ("samples", ...) item, ("channel", record) and ("message", channel id,
+    bytes) for the rest; what stops it is raised after the items before it."""
+    import zstandard
+    from mcap.records import Channel
+
+    run, zstd = [], zstandard.ZstdDecompressor()
+    try:
+        for compression, size, crc, data in chunks:
+            data = _inflate(compression, size, data, zstd)
+            if crc and zlib.crc32(data) != crc:
+                raise RecordError(f"chunk CRC mismatch: stated {crc}, calculated {zlib.crc32(data)}")
+            view, pos = memoryview(data), 0
+            while pos < len(view):
+                op, length = _RECORD.unpack_from(view, pos) if pos + 9 <= len(view) else (0, len(view))
+                body, pos = view[pos + 9:pos + 9 + length], pos + 9 + length
+                if len(body) < length:
+                    raise RecordError("chunk ends inside a record")
+                if op == OP_MESSAGE and _MESSAGE.unpack_from(body)[0] == state and offsets is not None:
+                    message = body[_MESSAGE.size:]
+                    layout = layouts.get(len(message))
+                    arrays = None if layout is None else layout.read(message)
+                    if arrays is None:
+                        arrays = _block_arrays(unpackb(message, max_bytes=RECORD_LIMIT), offsets)
+                        with suppress(Exception):  # a layout not read in place: each such block is decoded
+                            layouts.setdefault(len(message), _BlockLayout(message))
+                    run.append(arrays)
+                elif op in (OP_CHANNEL, OP_MESSAGE):
+                    if run:
+                        yield _joined(run, offsets)
+                        run = []
+                    if op == OP_CHANNEL:
+                        channel = _parsed(Channel, body)
+                        state = channel.id if channel.topic == STATE_TOPIC else state
+                        yield "channel", channel
+                    else:
+                        yield "message", _MESSAGE.unpack_from(body)[0], body[_MESSAGE.size:]
+    except Exception:
+        if run:
+            yield _joined(run, offsets)
+        raise
+    if run:
+        yield _joined(run, offsets)
+
+
+class _Decoder:
+    """The records of one file in order: metadata, channels and events kept here, the samples
+    handed on as ("samples", seq, robot_time, host_time_ns, phase, signals) batches."""
+
+    def __init__(self, keep: set | None):
+        self.keep, self.meta, self.summary, self.footer = keep, {}, None, False
+        self.channels, self.events = {}, []  # channel id -> topic; the run's events
+        self.layouts: dict = {}  # byte length -> _BlockLayout
+
+    def offsets(self) -> dict:
+        found, start = {}, 0
+        for name, w, _ in _signal_layout(self.meta):
+            if self.keep is None or name in self.keep:
+                found[name] = (start, w)
+            start += w
+        return found
+
+    def _samples_of(self, items):
+        """The batches of samples among ``items``; channels and events are noted here."""
+        for item in items:
+            if item[0] == "samples":
+                yield item
+            elif item[0] == "channel":
+                self.channels[item[1].id] = item[1].topic
+            elif self.channels.get(item[1]) == STATE_TOPIC:
+                offsets = self.offsets()
+                yield _joined([_block_arrays(unpackb(item[2], max_bytes=RECORD_LIMIT), offsets)], offsets)
+            elif self.channels.get(item[1]) == EVENT_TOPIC:
+                self.events.append(json.loads(bytes(item[2])))
+
+    def samples(self, fh):
+        """Every batch of samples in file order; raises what stopped the reading, after the
+        samples of every complete chunk before it."""
+        from mcap.records import Channel, Metadata
+
+        batch, size, stopped = [], 0, None
+        records = _top_records(fh, {OP_METADATA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_FOOTER})
+        while True:
+            try:
+                op, body = next(records)
+                if op == OP_CHUNK:
+                    batch.append(_chunk(body))
+                    size += batch[-1][1]
+                    if size < BATCH_BYTES:
+                        continue
+            except StopIteration:
+                op = None
+            except Exception as exc:  # cut short or failing a check: the chunks before it count
+                stopped, op = exc, None
+            if batch:
+                state = next((i for i, t in self.channels.items() if t == STATE_TOPIC), None)
+                yield from self._samples_of(_decoded_chunks(batch, state, self.offsets() if self.meta else None,
+                                                            self.layouts))
+                batch, size = [], 0
+            if op is None:
+                break
+            if op == OP_METADATA:
+                self.meta, self.summary = _robodyn_metadata(_parsed(Metadata, body), self.meta, self.summary)
+            elif op == OP_CHANNEL:
+                yield from self._samples_of([("channel", _parsed(Channel, body))])
+            elif op == OP_MESSAGE:
+                yield from self._samples_of([("message", _MESSAGE.unpack_from(body)[0], body[_MESSAGE.size:])])
+            elif op == OP_FOOTER:
+                self.footer = True
+        if stopped is not None:
+            raise stopped
+
+
+def load_recording(path: str | Path, signals: tuple[str, ...] | None = None,
+                   on_disk: bool = False, temp_dir: str | None = None) -> Recording:
     """Read a recording, also one cut short by a crash (reads every complete chunk). ``signals``
     names the signals to keep (default: all); the others are skipped as the blocks are read, so
-    identification, which needs q, qd and tau, holds only those of a many-column driver."""
-    from mcap.records import Channel, Footer, Message, Metadata
-    from mcap.stream_reader import StreamReader
-
-    path = Path(path)
-    keep = None if signals is None else set(signals)
-    meta: dict = {}
-    summary = None
-    channels: dict[int, str] = {}
-    columns: _SampleColumns | None = None
-    events: list[dict] = []
-    footer = False
-    error = ""
+    identification, which needs q, qd and tau, holds only those of a many-column driver.
+    ``on_disk``: the arrays are read-only maps of unnamed temporary files (:class:`_DiskColumns`,
+    under ``temp_dir``, default the user's temporary directory), so a recording of any length is
+    read in bounded memory."""
+    path, columns, error = Path(path), None, ""
+    decoder = _Decoder(None if signals is None else set(signals))
     with open(path, "rb") as fh:
-        expected = _expected_samples(fh)
-        reader = StreamReader(fh, validate_crcs=True, record_size_limit=1 << 30)
+        expected = 0 if on_disk else _expected_samples(fh)
+        batches = decoder.samples(fh)
         try:
-            for rec in reader.records:
-                if isinstance(rec, Metadata):
-                    meta, summary = _robodyn_metadata(rec, meta, summary)
-                elif isinstance(rec, Channel):
-                    channels[rec.id] = rec.topic
-                elif isinstance(rec, Message):
-                    topic = channels.get(rec.channel_id)
-                    if topic == STATE_TOPIC:
-                        if columns is None:  # the metadata record comes first (writer.py)
-                            columns = _SampleColumns(_signal_layout(meta), keep, expected)
-                        columns.add(unpackb(rec.data, max_bytes=1 << 30))
-                    elif topic == EVENT_TOPIC:
-                        events.append(json.loads(rec.data))
-                elif isinstance(rec, Footer):
-                    footer = True
-        except Exception as exc:  # a torn last record after a crash: keep what was complete
-            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            while True:
+                try:
+                    found = next(batches)
+                except StopIteration:
+                    break
+                except Exception as exc:  # a torn last record after a crash: keep what was complete
+                    error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                    break
+                if columns is None:  # the metadata record comes first (writer.py)
+                    columns = (_DiskColumns(decoder.offsets(), temp_dir) if on_disk
+                               else _SampleColumns(decoder.offsets(), expected))
+                columns.add(*found[1:])
+        except BaseException:
+            if isinstance(columns, _DiskColumns):
+                columns.close()
+            raise
+        finally:
+            batches.close()
+    meta, footer = decoder.meta, decoder.footer
     if meta.get("format") != FORMAT:
+        if isinstance(columns, _DiskColumns):
+            columns.close()
         raise ValueError(f"{path}: not a robodyn recording (no '{FORMAT}' metadata{'; ' + error if error else ''})")
-    layout = _signal_layout(meta)
-    if columns is None:
-        columns = _SampleColumns(layout, keep, 0)
-    seq, robot_time, host, phase, arrays = columns.arrays()
-    units = {name: unit for name, _, unit in layout if name in arrays}
-    return Recording(str(path), meta, seq, robot_time, host, phase, arrays, units, events, summary,
-                     truncated=not footer, read_error=error if not footer else "")
+    seq, robot_time, host, phase, arrays, gaps, stretches = (columns or _SampleColumns(decoder.offsets(), 0)).arrays()
+    units = {name: unit for name, _, unit in _signal_layout(meta) if name in arrays}
+    return Recording(str(path), meta, seq, robot_time, host, phase, arrays, units, decoder.events, decoder.summary,
+                     truncated=not footer, read_error=error if not footer else "", seq_gaps=gaps,
+                     phase_stretches=stretches)
 
 
 def read_recording_info(path: str | Path) -> dict:
