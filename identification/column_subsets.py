@@ -6,6 +6,7 @@ friction residual and the held-out predictions reuse those rows too."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -21,6 +22,138 @@ def _column_key(prep: "PreparedData") -> tuple:
     """What a prepared fit's friction columns depend on besides the states: their kind and scales."""
     columns = prep.config.columns
     return (None if columns is None else repr(columns.to_dict()), len(prep.extra_names))
+
+
+@dataclass(frozen=True)
+class _UnionChunk:
+    """One chunk of a friction-column set's rows: the regressor on the union of the candidates'
+    base columns (joint-major (n, N, u), shared between sets whose states agree), the torque, the
+    set's own Coulomb signal where it differs from the one in W (else None) and its Stribeck
+    excess columns (N, n) (else None)."""
+
+    W: np.ndarray
+    tau: np.ndarray
+    coulomb: np.ndarray | None
+    extra: np.ndarray | None
+
+
+class SubsetRows:
+    """A candidate's rows, re-iterable as (joint-major rows (n, N, p), torque) chunks as
+    ``PreparedData.chunks`` are, held as columns ``take`` of shared union rows (indices past ``u``:
+    the set's Stribeck excess columns) with the set's own Coulomb signal in the columns
+    ``coulomb_at`` names: nothing is copied until read. IRLS reads each joint's reached columns
+    straight from the union rows (:meth:`joint_rows`), and a prediction needs no copy at all
+    (:meth:`predicted`)."""
+
+    def __init__(self, chunks: Sequence[_UnionChunk], take: np.ndarray, u: int, coulomb_at, dof: int):
+        self._chunks, self._take, self._u, self._dof = list(chunks), np.asarray(take, np.int64), u, dof
+        position = {int(k): i for i, k in enumerate(self._take)}
+        # (joint, candidate column) of each Coulomb column the candidate carries
+        self._coulomb = [(j, position[at]) for j, at in coulomb_at if at in position]
+
+    def _columns(self, c: _UnionChunk, j: int, columns: np.ndarray) -> np.ndarray:
+        """Joint j's rows on candidate columns ``columns`` (ascending), as one new array."""
+        idx = self._take[columns]
+        inside = idx < self._u
+        rows = np.zeros((c.tau.shape[0], columns.size))
+        rows[:, inside] = c.W[j].take(idx[inside], axis=1)
+        for k in np.flatnonzero(~inside):
+            if idx[k] - self._u == j:  # joint j's own excess column; the others' are zero in its rows
+                rows[:, k] = c.extra[:, j]
+        if c.coulomb is not None:
+            for jj, at in self._coulomb:
+                k = int(np.searchsorted(columns, at))
+                if jj == j and k < columns.size and columns[k] == at:
+                    rows[:, k] = c.coulomb[:, j]
+        return rows
+
+    def __call__(self):
+        everything = np.arange(self._take.size)
+        for c in self._chunks:
+            yield np.stack([self._columns(c, j, everything) for j in range(self._dof)]), c.tau
+
+    def joint_rows(self, reached):
+        """Per chunk, ([joint j's rows on its columns ``reached[j]``], torque)."""
+        for c in self._chunks:
+            yield [self._columns(c, j, np.asarray(cols, np.int64)) for j, cols in enumerate(reached)], c.tau
+
+    def torques(self) -> list[np.ndarray]:
+        return [c.tau for c in self._chunks]
+
+    def predicted(self, theta: np.ndarray) -> list[np.ndarray]:
+        """Per chunk, the candidate's torque (N, n) for parameters ``theta``: one product with the
+        union rows (theta scattered onto them), then the set's own Coulomb and excess columns."""
+        inside = self._take < self._u
+        spread = np.zeros(self._u)
+        spread[self._take[inside]] = theta[inside]
+        out = []
+        for c in self._chunks:
+            tau = (c.W @ spread).T.copy()
+            if c.coulomb is not None:
+                for j, at in self._coulomb:
+                    tau[:, j] += (c.coulomb[:, j] - c.W[j, :, self._take[at]]) * theta[at]
+            for k in np.flatnonzero(~inside):
+                j = int(self._take[k]) - self._u
+                tau[:, j] += c.extra[:, j] * theta[k]
+            out.append(tau)
+        return out
+
+
+def _normal_equations(rows, dof: int, params: int):
+    from .estimators import NormalEquations
+
+    ne = NormalEquations(dof, params)
+    for W, tau in rows:
+        ne.add(W, tau)
+    return ne
+
+
+def _with_own_friction_columns(union, chunks: Sequence[_UnionChunk], coulomb_at, extra_columns: int):
+    """The normal equations of a friction-column set from those of the union rows it shares: joint
+    j's Coulomb column and its Stribeck excess column are non-zero in joint j's rows only, so
+    replacing the one and appending the other changes joint j's sums in that row and column alone
+    (W_j^T c for the new column c, its square, its products with the torque and its sum): a pass of
+    a few matrix-vector products instead of a Gram matrix over copied rows."""
+    from .estimators import NormalEquations
+
+    replaced = any(c.coulomb is not None for c in chunks)
+    if not replaced and not extra_columns:
+        return union
+    u = union.params
+    p = u + extra_columns
+    ne = NormalEquations(union.dof, p)
+    ne.A[:, :u, :u] = union.A
+    ne.b[:, :u] = union.b
+    ne.column_sums[:, :u] = union.column_sums
+    ne.c[:] = union.c
+    ne.rows[:] = union.rows
+    ne.torque_sums[:] = union.torque_sums
+    at_of = dict(coulomb_at)
+    for j in range(union.dof):
+        new = []  # (column index, its values in joint j's rows, chunk by chunk)
+        if replaced and j in at_of:
+            new.append((at_of[j], [c.W[j, :, at_of[j]] if c.coulomb is None else c.coulomb[:, j] for c in chunks]))
+        if extra_columns:
+            new.append((u + j, [c.extra[:, j] for c in chunks]))
+        if not new:
+            continue
+        for k, values in new:
+            ne.A[j, k, :] = 0.0
+            ne.b[j, k] = ne.column_sums[j, k] = 0.0
+        for m, c in enumerate(chunks):
+            Wj = c.W[j]
+            for k, values in new:
+                x = values[m]
+                row = np.zeros(p)
+                row[:u] = Wj.T @ x
+                for k2, values2 in new:  # the new columns against each other (W's own is stale there)
+                    row[k2] = float(values2[m] @ x)
+                ne.A[j, k, :] += row
+                ne.b[j, k] += float(x @ c.tau[:, j])
+                ne.column_sums[j, k] += float(x.sum())
+        for k, _ in new:
+            ne.A[j, :, k] = ne.A[j, k, :]
+    return ne
 
 
 def prepare_column_subsets(model: RobotModel, datasets: Sequence[SampledData],
@@ -42,9 +175,8 @@ def prepare_column_subsets(model: RobotModel, datasets: Sequence[SampledData],
     ``shared`` (a dict kept by the caller for calls on the same ``datasets``) keeps the regressor
     for later calls whose configs come later (model selection fits the sigmoid and Stribeck
     candidates after the Coulomb-viscous one whose residual chooses their scales)."""
-    from .estimators import NormalEquations, accumulate, enough_samples
+    from .estimators import accumulate, enough_samples
     from .regressor import joint_major_regressor_columns
-    from .streaming import with_friction_extra
 
     preps = [prepare(model, datasets, c, processed=processed) for c in configs]
     widest = max(preps, key=lambda p: len(p.base.standard_names))
@@ -82,14 +214,15 @@ def prepare_column_subsets(model: RobotModel, datasets: Sequence[SampledData],
 
     cache_key = (widest.config.processing.processing_key(), spec, tuple(union.tolist()), chunk)
     if shared is not None and cache_key in shared:
-        first, first_pieces, reference = shared[cache_key]
+        first, first_pieces, reference, union_gram = shared[cache_key]
     else:
         first = keys[0]
         first_pieces = pieces[first]
         reference = [(d, s, min(d.count, s + chunk), evaluate(d, s, min(d.count, s + chunk)))
                      for d in first_pieces for s in range(0, d.count, chunk)]
+        union_gram = _normal_equations([(W, d.tau[s:e]) for d, s, e, W in reference], dof, union.size)
         if shared is not None:
-            shared[cache_key] = (first, first_pieces, reference)
+            shared[cache_key] = (first, first_pieces, reference, union_gram)
 
     def coulomb_columns_hold() -> bool:
         for d, s, e, W in reference:
@@ -102,46 +235,30 @@ def prepare_column_subsets(model: RobotModel, datasets: Sequence[SampledData],
         return True
 
     shareable = coulomb_columns_hold()
-    rows: dict = {}  # friction-column set -> [(rows on union + its extra columns, torque)]
+    sets: dict = {}  # friction-column set -> (its rows over the union, their normal equations)
     for key, own in pieces.items():
-        if key != first and not (shareable and len(own) == len(first_pieces)
-                                 and all(same_states(a, b) for a, b in zip(own, first_pieces))):
-            reuse = None
-        else:
-            reuse = iter(reference)
-        kept = []
+        reuse = key == first or (shareable and len(own) == len(first_pieces)
+                                 and all(same_states(a, b) for a, b in zip(own, first_pieces)))
+        reused = iter(reference)
+        chunks = []
         for d in own:
-            fc = coulomb_of(d) if reuse is not None and key != first else None
+            # a set whose states are the first set's shares its rows and sums: only its own Coulomb
+            # signal (parallel filtering) and Stribeck columns differ, and they are applied on use
+            fc = coulomb_of(d) if reuse and key != first and coulomb_at else None
             for s in range(0, d.count, chunk):
                 e = min(d.count, s + chunk)
-                W = evaluate(d, s, e) if reuse is None else next(reuse)[3]
-                extra = None if d.friction_extra is None else d.friction_extra[s:e]
-                if reuse is not None and fc is not None:
-                    # the rigid-body columns shared, this set's Coulomb signal, in one copy (with
-                    # the extra columns appended the rows are a new array already)
-                    W = W.copy() if extra is None else with_friction_extra(W, extra)
-                    for j, at in coulomb_at:
-                        W[j, :, at] = fc[s:e, j]
-                else:
-                    W = with_friction_extra(W, extra)
-                kept.append((W, d.tau[s:e]))
-        rows[key] = kept
-    grams = {}
-    for key, kept in rows.items():
-        gram = NormalEquations(dof, union.size + key[1])
-        for W, tau in kept:
-            gram.add(W, tau)
-        grams[key] = gram
+                W = next(reused)[3] if reuse else evaluate(d, s, e)
+                chunks.append(_UnionChunk(W, d.tau[s:e], None if fc is None else fc[s:e],
+                                          None if d.friction_extra is None else d.friction_extra[s:e]))
+        base = union_gram if reuse else _normal_equations([(c.W, c.tau) for c in chunks], dof, union.size)
+        sets[key] = (chunks, _with_own_friction_columns(base, chunks, coulomb_at, key[1]))
     out = []
     for prep, key, columns in zip(preps, keys, wanted):
         take = np.concatenate([np.searchsorted(union, columns), union.size + np.arange(key[1])])
-        # take along the last axis writes a C-ordered copy in one pass; W[:, :, take] makes a strided
-        # one that then needs a second copy (60 ms against 4 ms for 7 joints x 3793 samples x 79
-        # columns, measured on a loaded 2-core host)
-        kept = [(W.take(take, axis=2), tau) for W, tau in rows[key]]
-        prep.chunks = (lambda kept=kept: iter(kept))
+        chunks, gram = sets[key]
+        prep.chunks = SubsetRows(chunks, take, union.size, coulomb_at, dof)
         prep.steps = sources[key].steps
-        out.append((prep, enough_samples(grams[key].subset(take))))
+        out.append((prep, enough_samples(gram.subset(take))))
     return out
 
 
@@ -159,14 +276,20 @@ def residual_on_rows(prep, theta: np.ndarray, fit: Sequence[SampledData], proces
     if prep.stacked is not None or prep.config.friction != "coulomb-viscous" or prep.extra_names:
         return None
     pieces = [p.data for raw in fit for p in processed.pieces(raw, prep.config.processing, columns=FrictionColumns())]
-    rows = list(prep.chunks())
-    count = sum(tau.shape[0] for _, tau in rows)
+    if isinstance(prep.chunks, SubsetRows):  # no copy of the rows: one product with the shared ones
+        torques = prep.chunks.torques()
+        predicted = prep.chunks.predicted(theta)
+    else:
+        rows = list(prep.chunks())
+        torques = [tau for _, tau in rows]
+        predicted = [_predict(W, theta, tau.shape[1]) for W, tau in rows]
+    count = sum(tau.shape[0] for tau in torques)
     if count > SCALE_SAMPLES or count != sum(d.count for d in pieces):
         return None
-    tau = np.concatenate([tau for _, tau in rows])
+    tau = np.concatenate(torques)
     if not np.array_equal(tau, np.concatenate([d.tau for d in pieces])):
         return None
-    predicted = np.concatenate([_predict(W, theta, tau.shape[1]) for W, _ in rows])
+    predicted = np.concatenate(predicted)
     return np.concatenate([d.qd for d in pieces]), tau - predicted
 
 

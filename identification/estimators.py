@@ -380,13 +380,19 @@ def irls(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]], dof: int
 
     # each joint's rows on its reached columns only, contiguous, kept for every iteration: the
     # residual and the down-dating below read a fraction of the zero-padded rows. They stay in their
-    # chunks: the sums below are then taken in the same order however the iteration is written
-    compact = []
-    for W, tau in chunks():
-        N = tau.shape[0]
-        if W.ndim == 2:
-            W = W.reshape(N, dof, W.shape[1]).transpose(1, 0, 2)
-        compact.append(([W[j].take(cols, axis=1) for j, cols in enumerate(reached)], tau))
+    # chunks: the sums below are then taken in the same order however the iteration is written.
+    # A source that can hand out those rows without forming its full ones (``joint_rows``: model
+    # selection's column subsets of one shared regressor) does so.
+    joint_rows = getattr(chunks, "joint_rows", None)
+    if joint_rows is not None:
+        compact = list(joint_rows(reached))
+    else:
+        compact = []
+        for W, tau in chunks():
+            N = tau.shape[0]
+            if W.ndim == 2:
+                W = W.reshape(N, dof, W.shape[1]).transpose(1, 0, 2)
+            compact.append(([W[j].take(cols, axis=1) for j, cols in enumerate(reached)], tau))
     total = sum(tau.shape[0] for _, tau in compact)
 
     def reweighted(theta: np.ndarray):
