@@ -118,6 +118,7 @@ def torque_metrics(measured: np.ndarray, predicted: np.ndarray, joint_names: Seq
 
 
 SCALE_SAMPLES = 200_000  # processed samples used to choose friction scales
+ROWS_KEPT_BYTES = 256 * 2**20  # regressor rows a ProcessedCache keeps for candidates predicting the same samples
 
 
 class ProcessedCache:
@@ -128,6 +129,25 @@ class ProcessedCache:
 
     def __init__(self):
         self._store: dict = {}
+        self._rows: dict = {}
+
+    def rows(self, model: RobotModel, d: SampledData, spec: ColumnSpec, s: int, e: int) -> np.ndarray:
+        """Sample-major regressor rows of ``d[s:e]`` with sgn(qd) in the Coulomb columns, evaluated
+        once for every candidate that predicts the same samples with the same columns (model
+        selection's friction candidates differ only in their Coulomb signal and Stribeck columns:
+        :func:`_predict_many` applies those). Keyed by the samples' times and checked on the states."""
+        key = (spec, d.count, float(d.t[0]), float(d.t[-1]), s, e)
+        hit = self._rows.get(key)
+        if hit is not None and all(np.array_equal(a, b) for a, b in zip(hit[0], (d.q[s:e], d.qd[s:e], d.qdd[s:e]))):
+            return hit[1]
+        piece = d.select(slice(s, e))
+        rows = regressor(model, piece.q, piece.qd, piece.qdd, spec)
+        # the oldest go first beyond a budget: selection predicts one fold's samples for every
+        # candidate, then the next fold's, so only the latest few pieces are read again
+        while self._rows and sum(r.nbytes for _, r in self._rows.values()) + rows.nbytes > ROWS_KEPT_BYTES:
+            del self._rows[next(iter(self._rows))]
+        self._rows[key] = ((piece.q, piece.qd, piece.qdd), rows)
+        return rows
 
     def pieces(self, raw: SampledData, processing: ProcessingConfig, *, purpose: str = "fit",
                columns: FrictionColumns | None = None) -> list:
@@ -418,7 +438,7 @@ def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.nd
                 grid[i - 1] = grid[i] = True
                 d = d.select(grid)
         at_raw, on_grid = [], []
-        for theta, pred in zip(thetas, _predict_many(model, base, thetas, d, chunk, bases)):
+        for theta, pred in zip(thetas, _predict_many(model, base, thetas, d, chunk, bases, processed)):
             if d.tau_friction is not None:
                 pred = pred + d.tau_friction
             on_grid.append(pred)
@@ -434,20 +454,35 @@ def compare_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.nd
 
 
 def _predict_many(model: RobotModel, base: BaseParameters, thetas: Sequence[np.ndarray], d: SampledData,
-                  chunk: int, bases: Sequence[BaseParameters] | None = None) -> list[np.ndarray]:
+                  chunk: int, bases: Sequence[BaseParameters] | None = None,
+                  processed: ProcessedCache | None = None) -> list[np.ndarray]:
     """predict_processed for several parameter vectors, the regressor evaluated once. ``bases``
     (one per vector, default ``base``) may be base parameters of fewer standard columns than
-    ``base``'s (rotor inertia off): each vector is placed in ``base``'s columns by name."""
+    ``base``'s (rotor inertia off): each vector is placed in ``base``'s columns by name. With
+    ``processed``, the rows come from its store (shared with other candidates predicting the same
+    samples) with sgn(qd) in the Coulomb columns, and the data's own Coulomb signal is applied as
+    the difference it makes: joint j's Coulomb column is non-zero in joint j's rows only."""
     full = np.zeros((len(base.standard_names), len(thetas)))
     index = {name: k for k, name in enumerate(base.standard_names)}
     for k, (theta, own) in enumerate(zip(thetas, bases or [base] * len(thetas))):
         at = base.independent if own is base else [index[own.standard_names[i]] for i in own.independent]
         full[at, k] = theta[: own.count]
     out = np.empty((len(thetas), d.count, model.dof))
+    fc = coulomb_signal(d, base.spec)
+    names = list(base.standard_names)
+    coulomb_at = [(j, names.index(f"FC{j + 1}")) for j in range(model.dof) if f"FC{j + 1}" in names]
     for s in range(0, d.count, chunk):
         e = min(d.count, s + chunk)
-        rows = base_rows(model, d.select(slice(s, e)), base.spec) @ full  # (N*n, k)
-        out[:, s:e] = rows.T.reshape(len(thetas), e - s, model.dof)
+        if processed is None:
+            rows = base_rows(model, d.select(slice(s, e)), base.spec) @ full  # (N*n, k)
+            out[:, s:e] = rows.T.reshape(len(thetas), e - s, model.dof)
+            continue
+        W = processed.rows(model, d, base.spec, s, e)
+        out[:, s:e] = (W @ full).T.reshape(len(thetas), e - s, model.dof)
+        if fc is not None:
+            W3 = W.reshape(e - s, model.dof, -1)
+            for j, at in coulomb_at:
+                out[:, s:e, j] += np.outer(full[at], fc[s:e, j] - W3[:, j, at])
     for k, (theta, own) in enumerate(zip(thetas, bases or [base] * len(thetas))):
         if theta.shape[0] > own.count:
             if d.friction_extra is None:
