@@ -34,7 +34,10 @@ class EstimatorSpec:
     description: str  # one line, for help texts and comparison tables
     function: Union[str, Callable]
     passes: bool = False
-    selectable: bool = True  # `identify --select` fits and scores it as a candidate
+    selectable: bool = True  # `identify --select` may fit, score and choose it (with --method NAME, its reference)
+    # `identify --select` fits it on every fold without being asked (a selectable estimator that is
+    # not a candidate is fitted when it is the reference, `--select --method NAME`)
+    candidate: bool = True
     # the prediction intervals refit it on each cross-validation block (intervals.out_of_fold_refits)
     refit_for_intervals: bool = True
 
@@ -71,6 +74,10 @@ def estimator_names() -> tuple[str, ...]:
 
 def selectable_estimators() -> tuple[str, ...]:
     return tuple(n for n, s in ESTIMATORS.items() if s.selectable)
+
+
+def candidate_estimators() -> tuple[str, ...]:
+    return tuple(n for n, s in ESTIMATORS.items() if s.selectable and s.candidate)
 
 
 class _LiveNames(Sequence):
@@ -117,8 +124,10 @@ _OTHER_METHODS = tuple(_OTHER_DESCRIPTIONS)
 
 # the pipeline's estimators (robodyn.identification.estimators), in table order
 LEAST_SQUARES = _LiveNames(estimator_names)
-# the candidates `identify --select` considers
+# what `identify --select` may choose (and take as its reference with --method), and what it fits
+# on every fold without being asked
 SELECTABLE = _LiveNames(selectable_estimators)
+CANDIDATES = _LiveNames(candidate_estimators)
 METHODS = _LiveNames(lambda: estimator_names() + METAHEURISTICS + OTHER + ("stepwise",))
 # stepwise reads its own flexible-joint recordings: it has no place in a rigid-body comparison
 COMPARABLE = _LiveNames(lambda: tuple(m for m in METHODS if m != "stepwise"))
@@ -145,7 +154,12 @@ DESCRIPTIONS = _Descriptions()
 for _spec in (
     EstimatorSpec("ols", "ordinary least squares", "robodyn.identification.estimators:ols"),
     EstimatorSpec("wls", "weighted least squares (Gautier)", "robodyn.identification.estimators:wls"),
-    EstimatorSpec("irls", "Huber-reweighted least squares", "robodyn.identification.estimators:irls", passes=True),
+    # not a --select candidate unless asked for: it passes over the data once per reweighting (30 fits
+    # of 10-20 passes each was a third of --select's time), and on no split of the real logs of
+    # bench/realdata was it the best candidate or did leaving it out change the choice
+    # (bench/realdata/select_candidates.py)
+    EstimatorSpec("irls", "Huber-reweighted least squares", "robodyn.identification.estimators:irls", passes=True,
+                  candidate=False),
     EstimatorSpec("ridge", "ridge, strength by generalised cross-validation", "robodyn.identification.estimators:ridge"),
     EstimatorSpec("tls", "total least squares", "robodyn.identification.estimators:tls"),
 ):

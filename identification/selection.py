@@ -19,8 +19,8 @@ fold is the sum over joints of the per-joint RMSE against the measured torque (N
 Table 4 figure).
 
 Candidates: friction model (viscous + Coulomb + offset, smooth Coulomb ``sigmoid`` = tanh, Stribeck)
-x rotor inertia (with / without) x estimator (every selectable one of the estimator table,
-names.ESTIMATORS: OLS, WLS = per-joint weighting, IRLS, ridge, TLS),
+x rotor inertia (with / without) x estimator (the candidates of the estimator table,
+names.ESTIMATORS: OLS, WLS = per-joint weighting, ridge, TLS; IRLS when it is the reference),
 optionally x cut-off factors around the automatic one. Each candidate gets the mean, the spread
 (standard deviation over folds) and the standard error (std / sqrt(folds)) of its fold scores.
 
@@ -43,7 +43,7 @@ import numpy as np
 from robodyn.robot.model import RobotModel
 
 from .estimators import accumulate, estimate
-from .names import SELECTABLE
+from .names import CANDIDATES, SELECTABLE
 from .friction import choose_friction_scales
 from .column_subsets import prepare_column_subsets, residual_on_rows, shared_predictions
 from .pipeline import (IdentificationConfig, IdentificationResult, ProcessedCache, friction_residual, identify,
@@ -54,8 +54,8 @@ from .signals import SampledData
 FRICTIONS = ("coulomb-viscous", "sigmoid", "stribeck")
 ROTOR_INERTIA = (True, False)
 CUTOFF_FACTORS = (1.0,)
-# the estimators the table (names.ESTIMATORS) marks selectable, read at each call
-METHODS = SELECTABLE
+# the estimators the table (names.ESTIMATORS) marks as --select's candidates, read at each call
+METHODS = CANDIDATES
 FOLDS = 5
 MIN_BLOCK = 200  # samples: a held-out block shorter than this says little and filters badly
 MIN_PIECE = 50  # samples: processing refuses shorter pieces (processing.process_windows)
@@ -101,10 +101,14 @@ def consistent_fit_available() -> bool:
     return importlib.util.find_spec("cvxpy") is not None
 
 
-def candidate_methods() -> list[str]:
-    """What ``--select`` fits on every fold: every selectable estimator of the table (read at each
-    call) and, when the sdp extra is installed, the physically consistent fit."""
-    return list(METHODS) + ([CONSISTENT] if consistent_fit_available() else [])
+def candidate_methods(reference: str | None = None) -> list[str]:
+    """What ``--select`` fits on every fold: the estimator table's candidates (read at each call),
+    the ``reference`` estimator when it is selectable but not among them (``--select --method
+    irls``), and, when the sdp extra is installed, the physically consistent fit."""
+    methods = list(METHODS)
+    if reference is not None and reference in SELECTABLE and reference not in methods:
+        methods.append(reference)
+    return methods + ([CONSISTENT] if consistent_fit_available() else [])
 
 
 def _candidate_thetas(model: RobotModel, prep, statistics, methods: Sequence[str]) -> list:
@@ -369,11 +373,12 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
            progress: Callable[[str, float], None] | None = None) -> IdentificationResult:
     """The candidate chosen by blocked cross-validation and the one-standard-error rule, refitted
     on all of ``datasets``; the result's ``selection`` entry holds every candidate's fold scores.
-    ``methods`` default: every selectable estimator, and the physically consistent fit (with the
-    Coulomb-viscous friction, whose columns are standard parameters) when the sdp extra is there."""
+    ``methods`` default: :func:`candidate_methods` (the table's candidates, the config's estimator,
+    and the physically consistent fit, with the Coulomb-viscous friction whose columns are standard
+    parameters, when the sdp extra is there)."""
     report = progress or (lambda stage, fraction: None)
     if methods is None:
-        methods = candidate_methods()
+        methods = candidate_methods(config.method)
     if config.friction_model is not None:
         raise ValueError("select: a subtracted friction model fixes the friction; selection chooses it (drop "
                          "--friction-model, or identify without --select)")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from robodyn.errors import UserError
 from robodyn.json_values import document_text
-from robodyn.identification.names import DESCRIPTIONS, LEAST_SQUARES, METHODS, SELECTABLE
+from robodyn.identification.names import CANDIDATES, DESCRIPTIONS, LEAST_SQUARES, METHODS, SELECTABLE
 from robodyn.papers import cite
 
 from . import progress as bars
@@ -169,7 +169,8 @@ def add_identify_arguments(p, default_method: str | None = None) -> None:
     add_model_arguments(p)
     p.add_argument("--select", action="store_true",
                    help="choose friction model (Coulomb-viscous, smooth Coulomb tanh, Stribeck), rotor inertia and "
-                        f"least-squares estimator ({', '.join(SELECTABLE)}) by blocked cross-validation: --folds "
+                        f"least-squares estimator ({', '.join(CANDIDATES)}, and the one --method names, one of "
+                        f"{', '.join(SELECTABLE)}) by blocked cross-validation: --folds "
                         "blocks (by phase of the period when the excitation repeats, else contiguous), each --holdout recording one more fold; the default is kept unless a "
                         "candidate beats it by more than one standard error (then the simplest within one standard "
                         "error of the best); prints every candidate's mean +- spread")

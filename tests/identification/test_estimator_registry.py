@@ -74,7 +74,9 @@ def _places(name: str) -> dict[str, bool]:
         "identify --method choices": name in method.choices,
         "identify --method help": f"{name}: {spec.description}" in method.help,
         "submit-identify --method choices": name in submit.choices,
-        "--select candidates": (name in selection.candidate_methods()) == spec.selectable,
+        "--select candidates": (name in selection.candidate_methods()) == (spec.selectable and spec.candidate),
+        # a selectable estimator that is not a candidate is fitted when it is --select's reference
+        "--select reference": (name in selection.candidate_methods(name)) == spec.selectable,
         "--select help": (name in _option(identify_parser, "--select").help) == spec.selectable,
         "daemon job config check": _daemon_job_check()({"method": name}) is None,
         "interval refits": (_config_of(name, IdentificationConfig(method=name), 1) is not None)
@@ -129,8 +131,30 @@ def test_an_estimator_missing_from_a_reader_is_caught(toy_estimator, monkeypatch
     """The reachability check itself fails when a reader keeps its own list."""
     from robodyn.identification import selection
 
-    monkeypatch.setattr(selection, "candidate_methods", lambda: ["ols", "wls", "irls", "ridge", "tls"])
-    assert _places(toy_estimator)["--select candidates"] is False
+    monkeypatch.setattr(selection, "candidate_methods", lambda reference=None: ["ols", "wls", "ridge", "tls"])
+    places = _places(toy_estimator)
+    assert places["--select candidates"] is False and places["--select reference"] is False
+
+
+def test_an_estimator_that_is_no_candidate_is_fitted_on_every_fold_when_it_is_the_reference():
+    """IRLS is selectable but not a default candidate: `--select --method irls` scores it (as the
+    reference, on every fold), plain `--select` does not fit it."""
+    from robodyn.identification import selection
+    from robodyn.identification.realistic_logs import realistic_log
+    from robodyn.identification.processing import ProcessingConfig
+    from robodyn.robot.loader import load_model
+
+    assert not ESTIMATORS["irls"].candidate and ESTIMATORS["irls"].selectable
+    model, data = load_model("ur5e"), realistic_log("ur", 2, duration=4.0).data
+    fixed = ProcessingConfig(cutoff_hz=8.0)
+    options = dict(folds=3, frictions=("coulomb-viscous",), rotor_inertia=(True,))
+    plain = selection.select(model, [data], IdentificationConfig(processing=fixed), **options).selection
+    asked = selection.select(model, [data], IdentificationConfig(method="irls", processing=fixed), **options).selection
+    assert "irls" not in {c["method"] for c in plain["candidates"]}
+    irls = [c for c in asked["candidates"] if c["method"] == "irls"]
+    assert len(irls) == 1 and len(irls[0]["fold_scores"]) == 3 and irls[0]["mean"] is not None
+    # the reference is what identify --method irls fits: IRLS or the consistent fit, as validated
+    assert asked["reference"]["method"] in ("irls", "consistent")
 
 
 def test_registration_refuses_a_taken_or_malformed_name():
