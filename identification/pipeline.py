@@ -156,7 +156,16 @@ class ProcessedCache:
                processing.processing_key())
         hit = self._store.get(key)
         if hit is None or hit[0] is not raw:  # the recording kept with its pieces: an id is not reused
-            hit = (raw, list(process_windows(raw, processing, purpose=purpose, columns=columns)))
+            if purpose == "predict" and columns is not None:
+                # a prediction's friction signals are the sharp functions of the processed velocity
+                # (processing.process_windows): every column set's pieces are the plain ones with
+                # their own Coulomb and Stribeck signals, not another pass of the filters
+                pieces = [dataclasses.replace(p, data=dataclasses.replace(
+                    p.data, coulomb=columns.coulomb(p.data.qd), friction_extra=columns.extra(p.data.qd)))
+                    for p in self.pieces(raw, processing, purpose=purpose)]
+            else:
+                pieces = list(process_windows(raw, processing, purpose=purpose, columns=columns))
+            hit = (raw, pieces)
             self._store[key] = hit
         return hit[1]
 

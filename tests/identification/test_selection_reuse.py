@@ -307,3 +307,28 @@ def test_select_scores_smooth_and_stribeck_candidates_as_preparing_them_alone_wo
             # carries that rounding into the scores at about 1e-8 relative here
             for m in methods:
                 np.testing.assert_allclose(table[(friction, rotor, m)], reference[m], rtol=1e-6)
+
+
+@pytest.mark.parametrize("processing", [CUTOFF, ProcessingConfig(cutoff_hz=8.0, decimation=2, rloess_span=0.05)],
+                         ids=["lowpass", "antialias-rloess"])
+def test_a_prediction_of_any_friction_columns_is_the_plain_processing_with_its_own_sharp_signals(plant, processing):
+    """ProcessedCache derives a column set's prediction pieces from the plain ones (its Coulomb and
+    Stribeck signals are sharp functions of the processed velocity): the same arrays, to the bit,
+    as processing the recording for that set."""
+    from robodyn.identification.friction import FrictionColumns
+    from robodyn.identification.processing import process_windows
+
+    _, data = plant
+    cache = ProcessedCache()
+    for columns in (FrictionColumns("sigmoid", np.linspace(0.01, 0.06, 6)),
+                    FrictionColumns("stribeck", np.linspace(0.02, 0.2, 6)), FrictionColumns("coulomb-viscous")):
+        derived = cache.pieces(data, processing, purpose="predict", columns=columns)
+        anew = list(process_windows(data, processing, purpose="predict", columns=columns))
+        assert len(derived) == len(anew)
+        for a, b in zip(derived, anew):
+            for name in ("t", "q", "qd", "qdd", "tau", "coulomb", "friction_extra", "tau_friction"):
+                x, y = getattr(a.data, name), getattr(b.data, name)
+                assert (x is None) == (y is None), name
+                assert x is None or np.array_equal(x, y), name
+            assert a.steps == b.steps and a.spans == b.spans
+        assert derived[0].data.coulomb is not None
