@@ -156,18 +156,46 @@ class ProcessedCache:
                processing.processing_key())
         hit = self._store.get(key)
         if hit is None or hit[0] is not raw:  # the recording kept with its pieces: an id is not reused
-            if purpose == "predict" and columns is not None:
+            plain = None if columns is None else self.pieces(raw, processing, purpose=purpose)
+            if plain is not None and purpose == "predict":
                 # a prediction's friction signals are the sharp functions of the processed velocity
                 # (processing.process_windows): every column set's pieces are the plain ones with
                 # their own Coulomb and Stribeck signals, not another pass of the filters
                 pieces = [dataclasses.replace(p, data=dataclasses.replace(
                     p.data, coulomb=columns.coulomb(p.data.qd), friction_extra=columns.extra(p.data.qd)))
-                    for p in self.pieces(raw, processing, purpose=purpose)]
+                    for p in plain]
+            elif plain is not None and all(p.friction_source is not None for p in plain):
+                # a fit's are filtered as its torque was: only they are filtered again
+                pieces = _with_friction_signals(plain, columns)
             else:
                 pieces = list(process_windows(raw, processing, purpose=purpose, columns=columns))
             hit = (raw, pieces)
             self._store[key] = hit
         return hit[1]
+
+
+_FRICTION_SIGNALS = ("coulomb", "friction_extra")
+
+
+def _with_friction_signals(plain: list, columns: FrictionColumns) -> list:
+    """Fit pieces of another friction-column set from the plain ones: the states and the torque are
+    the same, the Coulomb and Stribeck signals its own (processing.friction_signals), and the steps
+    name the signals filtered beside the torque as processing would."""
+    from .processing import friction_signals
+
+    beside = {"coulomb"} | ({"friction_extra"} if columns.kind == "stribeck" else set())
+    steps = [dict(step) for step in plain[0].steps]
+    for step in steps:
+        if step.get("step") == "lowpass_tau":
+            step["parallel"] = sorted({k for k in step["parallel"] if k not in _FRICTION_SIGNALS} | beside)
+        elif step.get("step") == "rloess":
+            step["signals"] = ["qdd"] + sorted({k for k in step["signals"][1:] if k not in _FRICTION_SIGNALS} | beside)
+    out = []
+    for piece in plain:
+        signals = friction_signals(piece, columns)
+        out.append(dataclasses.replace(piece, steps=steps, data=dataclasses.replace(
+            piece.data, coulomb=signals["coulomb"], friction_extra=signals["friction_extra"])))
+    return out
 
 
 def _pieces(raw: SampledData, processing: ProcessingConfig, friction, columns, purpose: str = "fit",

@@ -159,6 +159,10 @@ class ProcessedData:
     # the (first, last) processed time of each stretch in ``data``: measured samples inside these
     # spans are comparable with predictions (the grid may be a resampled one)
     spans: list[tuple[float, float]] = field(default_factory=list)
+    # a fit piece's friction signals' source: (the velocity they are functions of, over the whole
+    # filtered window; the rate; which of the window's samples ``data`` kept), so that another column
+    # set's signals are filtered alone (:func:`friction_signals`) instead of the whole piece again
+    friction_source: tuple | None = None
 
 
 def _filter_pad(rate: float, cutoff: float | None, n: int) -> int:
@@ -207,9 +211,44 @@ def _resample_to(data: SampledData, t_new: np.ndarray) -> SampledData:
     return SampledData(t_new, q, lin(data.tau), lin(data.qd), None, trajectory=data.trajectory)
 
 
+def _torque_side_filters(cfg: ProcessingConfig, rate: float, n: int) -> list:
+    """The filters every torque-side signal goes through, in order (parallel filtering): the torque
+    low-pass, the decimation's anti-alias filter, the robust LOESS; (name, function) pairs."""
+    order = cfg.filter_order
+    out = []
+    if cfg.cutoff("tau"):
+        out.append(("lowpass_tau", lambda v: _lowpass_padded(v, cfg.cutoff("tau"), rate, order)))
+    if cfg.decimation > 1:
+        f = cfg.decimation
+        if n < 30 * f:
+            raise ValueError(f"decimation: a stretch of {n} samples is too short to decimate by {f}")
+        sos = scipy.signal.butter(8, 2.0 * DECIMATION_PASSBAND / f, output="sos")
+        pad = _filter_pad(rate, DECIMATION_PASSBAND * rate / f, n)
+        out.append(("antialias", lambda v: scipy.signal.sosfiltfilt(sos, v, axis=0, padlen=pad)))
+    if cfg.rloess_span:
+        out.append(("rloess", lambda v: rloess(v, cfg.rloess_span, cfg.rloess_iterations)))
+    return out
+
+
+def friction_signals(piece: ProcessedData, columns) -> dict:
+    """A fit piece's Coulomb and Stribeck signals for friction columns ``columns``, filtered as its
+    torque was (:func:`_torque_side_filters` over the same window, the same samples kept): what
+    processing the recording again for those columns would give them, without filtering the states
+    and the torque again. KeyError when the piece has no source (a prediction, period averaging)."""
+    qd, rate, kept = piece.friction_source
+    raw = {"coulomb": columns.coulomb(qd)}
+    extra = columns.extra(qd)
+    if extra is not None:
+        raw["friction_extra"] = extra
+    for _, apply in _torque_side_filters(piece.config, rate, qd.shape[0]):
+        raw = {k: apply(v) for k, v in raw.items()}
+    return {"coulomb": raw["coulomb"][kept], "friction_extra": raw["friction_extra"][kept] if extra is not None else None}
+
+
 def _filter_piece(piece: SampledData, cfg: ProcessingConfig, rate: float, friction, purpose: str,
-                  steps: list | None, columns=None) -> SampledData:
-    """Low-pass, differentiate and (for a fit) filter the torque side of one uniform piece, at full rate."""
+                  steps: list | None, columns=None, velocity: list | None = None) -> SampledData:
+    """Low-pass, differentiate and (for a fit) filter the torque side of one uniform piece, at full
+    rate. ``velocity``, when given, receives the velocity the friction signals are functions of."""
     dt = 1.0 / rate
     order = cfg.filter_order
     q, tau, qd = piece.q, piece.tau, piece.qd
@@ -252,27 +291,23 @@ def _filter_piece(piece: SampledData, cfg: ProcessingConfig, rate: float, fricti
         torque_side["coulomb"] = coulomb
         if extra is not None:
             torque_side["friction_extra"] = extra
-    if cfg.cutoff("tau"):
-        torque_side = {k: _lowpass_padded(v, cfg.cutoff("tau"), rate, order) for k, v in torque_side.items()}
-        log({"step": "lowpass_tau", "cutoff_hz": cfg.cutoff("tau"), "order": order,
-             "parallel": sorted(k for k in torque_side if k != "tau")})
-    if cfg.decimation > 1:
-        # the anti-alias filter belongs to the processing (prediction sees it too); only keeping
-        # every f-th sample is a fit-time step
-        f = cfg.decimation
-        if q.shape[0] < 30 * f:
-            raise ValueError(f"decimation: a stretch of {q.shape[0]} samples is too short to decimate by {f}")
-        sos = scipy.signal.butter(8, 2.0 * DECIMATION_PASSBAND / f, output="sos")
-        pad = _filter_pad(rate, DECIMATION_PASSBAND * rate / f, q.shape[0])
-        smooth = lambda a: scipy.signal.sosfiltfilt(sos, a, axis=0, padlen=pad)  # noqa: E731
-        q, qd, qdd = smooth(q), smooth(qd), smooth(qdd)
-        torque_side = {k: smooth(v) for k, v in torque_side.items()}
-        log({"step": "antialias", "cutoff_hz": DECIMATION_PASSBAND * rate / f, "order": 8, "for_decimation": f})
-    if cfg.rloess_span:
-        qdd = rloess(qdd, cfg.rloess_span, cfg.rloess_iterations)
-        torque_side = {k: rloess(v, cfg.rloess_span, cfg.rloess_iterations) for k, v in torque_side.items()}
-        log({"step": "rloess", "span": cfg.rloess_span, "iterations": cfg.rloess_iterations,
-             "signals": ["qdd"] + sorted(torque_side)})
+        if velocity is not None:
+            velocity.append(qd)
+    # the anti-alias filter belongs to the processing (prediction sees it too); only keeping every
+    # f-th sample is a fit-time step. The states go through it and the LOESS (qdd) with the torque side.
+    for name, apply in _torque_side_filters(cfg, rate, q.shape[0]):
+        torque_side = {k: apply(v) for k, v in torque_side.items()}
+        if name == "lowpass_tau":
+            log({"step": "lowpass_tau", "cutoff_hz": cfg.cutoff("tau"), "order": order,
+                 "parallel": sorted(k for k in torque_side if k != "tau")})
+        elif name == "antialias":
+            q, qd, qdd = apply(q), apply(qd), apply(qdd)
+            log({"step": "antialias", "cutoff_hz": DECIMATION_PASSBAND * rate / cfg.decimation, "order": 8,
+                 "for_decimation": cfg.decimation})
+        else:
+            qdd = apply(qdd)
+            log({"step": "rloess", "span": cfg.rloess_span, "iterations": cfg.rloess_iterations,
+                 "signals": ["qdd"] + sorted(torque_side)})
     if fit:
         tau_friction = torque_side.get("tau_friction")
         coulomb, extra = torque_side["coulomb"], torque_side.get("friction_extra")
@@ -375,11 +410,11 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
             if resample:
                 piece = _resample_to(piece, _grid(piece.t[0], piece.t[-1], rate, anchor))
             piece_steps = [] if first else None
-            done = _filter_piece(piece, cfg, rate, friction, purpose, piece_steps, columns)
-            keep = (done.t >= b0 - 1e-9) & (done.t < b1 - 1e-9)
+            velocity: list = []
+            done = _filter_piece(piece, cfg, rate, friction, purpose, piece_steps, columns, velocity)
+            keep = np.flatnonzero((done.t >= b0 - 1e-9) & (done.t < b1 - 1e-9))
             if f > 1:
-                idx = np.flatnonzero(keep)
-                keep = idx[np.round((done.t[idx] - anchor) * rate).astype(np.int64) % f == 0]
+                keep = keep[np.round((done.t[keep] - anchor) * rate).astype(np.int64) % f == 0]
             out = done.select(keep)
             if out.count == 0:
                 continue
@@ -388,6 +423,7 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
                 mask = moving_mask(out.qd, cfg.min_velocity)
                 fit_steps.append({"step": "drop_slow_samples", "min_velocity": cfg.min_velocity})
                 out = out.select(mask)
+                keep = keep[mask]
             if first:
                 steps += piece_steps
                 if trim:
@@ -396,7 +432,8 @@ def process_windows(raw: SampledData, config: ProcessingConfig, window: int = 20
                     steps.append({"step": "decimate", "factor": f, "rate_hz": rate / f})
                 steps += fit_steps
                 first = False
-            yield ProcessedData(out, cfg, steps, [(float(b0), float(min(b1, t_hi)))] if out.count else [])
+            yield ProcessedData(out, cfg, steps, [(float(b0), float(min(b1, t_hi)))] if out.count else [],
+                                (velocity[0], rate, keep) if velocity else None)
 
 
 def _process_whole_periodic(raw: SampledData, cfg: ProcessingConfig, friction, steps: list,

@@ -309,26 +309,31 @@ def test_select_scores_smooth_and_stribeck_candidates_as_preparing_them_alone_wo
                 np.testing.assert_allclose(table[(friction, rotor, m)], reference[m], rtol=1e-6)
 
 
-@pytest.mark.parametrize("processing", [CUTOFF, ProcessingConfig(cutoff_hz=8.0, decimation=2, rloess_span=0.05)],
-                         ids=["lowpass", "antialias-rloess"])
-def test_a_prediction_of_any_friction_columns_is_the_plain_processing_with_its_own_sharp_signals(plant, processing):
-    """ProcessedCache derives a column set's prediction pieces from the plain ones (its Coulomb and
-    Stribeck signals are sharp functions of the processed velocity): the same arrays, to the bit,
-    as processing the recording for that set."""
+@pytest.mark.parametrize("purpose", ["fit", "predict"])
+@pytest.mark.parametrize("processing", [CUTOFF, ProcessingConfig(cutoff_hz=8.0, decimation=2, rloess_span=0.05),
+                                        ProcessingConfig(cutoff_hz=8.0, min_velocity=0.02)],
+                         ids=["lowpass", "antialias-rloess", "slow-samples-dropped"])
+def test_any_friction_columns_are_the_plain_processing_with_their_own_signals(plant, fold, processing, purpose):
+    """ProcessedCache derives a column set's pieces from the plain ones: for a prediction its
+    Coulomb and Stribeck signals are sharp functions of the processed velocity, for a fit they are
+    filtered alone as the torque was, over the same windows, the same samples kept. The same
+    arrays and steps, to the bit, as processing the recording for that set, on a whole recording and
+    on a fold's fit recording with a gap (two pieces)."""
     from robodyn.identification.friction import FrictionColumns
     from robodyn.identification.processing import process_windows
 
-    _, data = plant
-    cache = ProcessedCache()
-    for columns in (FrictionColumns("sigmoid", np.linspace(0.01, 0.06, 6)),
-                    FrictionColumns("stribeck", np.linspace(0.02, 0.2, 6)), FrictionColumns("coulomb-viscous")):
-        derived = cache.pieces(data, processing, purpose="predict", columns=columns)
-        anew = list(process_windows(data, processing, purpose="predict", columns=columns))
-        assert len(derived) == len(anew)
-        for a, b in zip(derived, anew):
-            for name in ("t", "q", "qd", "qdd", "tau", "coulomb", "friction_extra", "tau_friction"):
-                x, y = getattr(a.data, name), getattr(b.data, name)
-                assert (x is None) == (y is None), name
-                assert x is None or np.array_equal(x, y), name
-            assert a.steps == b.steps and a.spans == b.spans
-        assert derived[0].data.coulomb is not None
+    _, whole = plant
+    for data in (whole, fold[0][0]):
+        cache = ProcessedCache()
+        for columns in (FrictionColumns("sigmoid", np.linspace(0.01, 0.06, 6)),
+                        FrictionColumns("stribeck", np.linspace(0.02, 0.2, 6)), FrictionColumns("coulomb-viscous")):
+            derived = cache.pieces(data, processing, purpose=purpose, columns=columns)
+            anew = list(process_windows(data, processing, purpose=purpose, columns=columns))
+            assert len(derived) == len(anew) == (1 if data is whole else 2)
+            for a, b in zip(derived, anew):
+                for name in ("t", "q", "qd", "qdd", "tau", "coulomb", "friction_extra", "tau_friction"):
+                    x, y = getattr(a.data, name), getattr(b.data, name)
+                    assert (x is None) == (y is None), name
+                    assert x is None or np.array_equal(x, y), name
+                assert a.steps == b.steps and a.spans == b.spans
+            assert derived[0].data.coulomb is not None
