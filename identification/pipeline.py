@@ -32,6 +32,7 @@ from .result import RESULT_FORMAT, RESULT_VERSION, read_document  # noqa: F401  
 from .result import IdentificationResult, as_result
 from .signals import SampledData
 from .streaming import RegressorChunks, coulomb_signal
+from .processed_cache import ProcessedCache  # noqa: F401  (re-exported)
 
 def load_result(path) -> dict:
     """The JSON document of a result file (format and version checked), for callers that keep the
@@ -118,86 +119,6 @@ def torque_metrics(measured: np.ndarray, predicted: np.ndarray, joint_names: Seq
 
 
 SCALE_SAMPLES = 200_000  # processed samples used to choose friction scales
-ROWS_KEPT_BYTES = 256 * 2**20  # regressor rows a ProcessedCache keeps for candidates predicting the same samples
-
-
-class ProcessedCache:
-    """Processed pieces of recordings, kept for reuse within one model selection: candidates that
-    process the same recording the same way (same processing, friction columns and purpose; no
-    subtracted friction model) share one pass instead of filtering it again. Holds the recordings
-    processed whole in memory, so it lives only as long as the selection that made it."""
-
-    def __init__(self):
-        self._store: dict = {}
-        self._rows: dict = {}
-
-    def rows(self, model: RobotModel, d: SampledData, spec: ColumnSpec, s: int, e: int) -> np.ndarray:
-        """Sample-major regressor rows of ``d[s:e]`` with sgn(qd) in the Coulomb columns, evaluated
-        once for every candidate that predicts the same samples with the same columns (model
-        selection's friction candidates differ only in their Coulomb signal and Stribeck columns:
-        :func:`_predict_many` applies those). Keyed by the samples' times and checked on the states."""
-        key = (spec, d.count, float(d.t[0]), float(d.t[-1]), s, e)
-        hit = self._rows.get(key)
-        if hit is not None and all(np.array_equal(a, b) for a, b in zip(hit[0], (d.q[s:e], d.qd[s:e], d.qdd[s:e]))):
-            return hit[1]
-        piece = d.select(slice(s, e))
-        rows = regressor(model, piece.q, piece.qd, piece.qdd, spec)
-        # the oldest go first beyond a budget: selection predicts one fold's samples for every
-        # candidate, then the next fold's, so only the latest few pieces are read again
-        while self._rows and sum(r.nbytes for _, r in self._rows.values()) + rows.nbytes > ROWS_KEPT_BYTES:
-            del self._rows[next(iter(self._rows))]
-        self._rows[key] = ((piece.q, piece.qd, piece.qdd), rows)
-        return rows
-
-    def pieces(self, raw: SampledData, processing: ProcessingConfig, *, purpose: str = "fit",
-               columns: FrictionColumns | None = None) -> list:
-        scale = None if columns is None or columns.scale is None else tuple(np.asarray(columns.scale).tolist())
-        key = (id(raw), purpose, None if columns is None else (columns.kind, scale),
-               processing.processing_key())
-        hit = self._store.get(key)
-        if hit is None or hit[0] is not raw:  # the recording kept with its pieces: an id is not reused
-            plain = None if columns is None else self.pieces(raw, processing, purpose=purpose)
-            if plain is not None and purpose == "predict":
-                # a prediction's friction signals are the sharp functions of the processed velocity
-                # (processing.process_windows): every column set's pieces are the plain ones with
-                # their own Coulomb and Stribeck signals, not another pass of the filters
-                pieces = [dataclasses.replace(p, data=dataclasses.replace(
-                    p.data, coulomb=columns.coulomb(p.data.qd), friction_extra=columns.extra(p.data.qd)))
-                    for p in plain]
-            elif plain is not None and all(p.friction_source is not None for p in plain):
-                # a fit's are filtered as its torque was: only they are filtered again
-                pieces = _with_friction_signals(plain, columns)
-            else:
-                pieces = list(process_windows(raw, processing, purpose=purpose, columns=columns))
-            hit = (raw, pieces)
-            self._store[key] = hit
-        return hit[1]
-
-
-_FRICTION_SIGNALS = ("coulomb", "friction_extra")
-
-
-def _with_friction_signals(plain: list, columns: FrictionColumns) -> list:
-    """Fit pieces of another friction-column set from the plain ones: the states and the torque are
-    the same, the Coulomb and Stribeck signals its own (processing.friction_signals), and the steps
-    name the signals filtered beside the torque as processing would."""
-    from .processing import friction_signals
-
-    beside = {"coulomb"} | ({"friction_extra"} if columns.kind == "stribeck" else set())
-    steps = [dict(step) for step in plain[0].steps]
-    for step in steps:
-        if step.get("step") == "lowpass_tau":
-            step["parallel"] = sorted({k for k in step["parallel"] if k not in _FRICTION_SIGNALS} | beside)
-        elif step.get("step") == "rloess":
-            step["signals"] = ["qdd"] + sorted({k for k in step["signals"][1:] if k not in _FRICTION_SIGNALS} | beside)
-    out = []
-    for piece in plain:
-        signals = friction_signals(piece, columns)
-        out.append(dataclasses.replace(piece, steps=steps, data=dataclasses.replace(
-            piece.data, coulomb=signals["coulomb"], friction_extra=signals["friction_extra"])))
-    return out
-
-
 def _pieces(raw: SampledData, processing: ProcessingConfig, friction, columns, purpose: str = "fit",
             processed: ProcessedCache | None = None):
     if processed is not None and friction is None:
