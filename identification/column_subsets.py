@@ -210,7 +210,9 @@ def prepare_column_subsets(model: RobotModel, datasets: Sequence[SampledData],
         return np.sign(d.qd) if fc is None else fc
 
     def same_states(a: SampledData, b: SampledData) -> bool:
-        return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("t", "q", "qd", "qdd", "tau"))
+        # pieces derived from the same processing share their state arrays (processed_cache.py)
+        return all(getattr(a, f) is getattr(b, f) or np.array_equal(getattr(a, f), getattr(b, f))
+                   for f in ("t", "q", "qd", "qdd", "tau"))
 
     cache_key = (widest.config.processing.processing_key(), spec, tuple(union.tolist()), chunk)
     if shared is not None and cache_key in shared:

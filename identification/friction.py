@@ -10,6 +10,7 @@ Nelder-Mead on J = sum (tau_f - F(v))^2 (Ni et al. 2024 eq. 6).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -103,30 +104,50 @@ def choose_friction_scales(kind: str, qd: np.ndarray, residual: np.ndarray, grid
     scales = np.empty(qd.shape[1])
     grid = np.asarray(grid, float)
     for j in range(qd.shape[1]):
-        v, r = qd[:, j], residual[:, j]
-        # the Coulomb-viscous columns may readjust; the candidate column carries the shape. Every
-        # candidate shares them, so they are projected out once (an orthonormal basis of their span,
-        # rank-truncated as lstsq truncates: a joint moving one way only makes sgn(qd) the ones
-        # column) and each candidate's least squares is the one column left: its residual sum of
-        # squares |r'|^2 - (h'.r')^2 / |h'|^2, with r' and h' the residual and the shape off that span
-        refit = np.column_stack([np.sign(v), v, np.ones_like(v)])
-        U, sv, _ = np.linalg.svd(refit, full_matrices=False)
-        U = U[:, sv > sv[0] * np.finfo(float).eps * max(refit.shape)] if sv[0] > 0 else U[:, :0]
-        shapes = np.tanh(v[:, None] / grid) if kind == "sigmoid" else \
-            np.sign(v)[:, None] * np.exp(-np.square(v[:, None] / grid))
+        U, h_off, norms, adds = _shape_basis(kind, qd[:, j], grid)
+        r = residual[:, j]
         r_off = r - U @ (U.T @ r)
-        h_off = shapes - U @ (U.T @ shapes)
         explained = np.square(h_off.T @ r_off)
-        norms = np.einsum("ng,ng->g", h_off, h_off)
-        # a shape within rounding of that span (tanh(qd / vt) = sgn(qd) to the last bit on a joint
-        # that is always fast) adds nothing, as lstsq's cut-off of its singular values decides: what
-        # is left of it is rounding, and projecting on it would fit noise
-        largest = np.maximum(sv[0], np.sqrt(np.einsum("ng,ng->g", shapes, shapes)))
-        adds = norms > np.square(np.finfo(float).eps * max(refit.shape[0], 4) * largest)
         with np.errstate(divide="ignore", invalid="ignore"):
             rss = float(r_off @ r_off) - np.where(adds, explained / norms, 0.0)
         scales[j] = grid[int(np.argmin(rss))]  # the first of equals, as the loop over the grid kept
     return scales
+
+
+_SHAPE_BASES: dict = {}  # the latest few joints' shape bases, by content of (kind, velocity, grid)
+_SHAPE_BASES_KEPT = 32
+
+
+def _shape_basis(kind: str, v: np.ndarray, grid: np.ndarray) -> tuple:
+    """What the scale search needs of one joint's velocity alone (not of the residual): model
+    selection asks it for both rotor-inertia settings of a fold, whose residuals differ and whose
+    velocities do not. The Coulomb-viscous columns may readjust; the candidate column carries the
+    shape. Every candidate shares them, so they are projected out once (an orthonormal basis U of
+    their span, rank-truncated as lstsq truncates: a joint moving one way only makes sgn(qd) the
+    ones column) and each candidate's least squares is the one column left: its residual sum of
+    squares |r'|^2 - (h'.r')^2 / |h'|^2, with r' and h' the residual and the shape off that span.
+    Returns U, the shapes off the span h', their squared norms and which of them add anything."""
+    v = np.ascontiguousarray(v, dtype=float)
+    key = (kind, hashlib.blake2b(v.tobytes(), digest_size=16).digest(), v.shape[0], grid.tobytes())
+    hit = _SHAPE_BASES.get(key)
+    if hit is not None:
+        return hit
+    refit = np.column_stack([np.sign(v), v, np.ones_like(v)])
+    U, sv, _ = np.linalg.svd(refit, full_matrices=False)
+    U = U[:, sv > sv[0] * np.finfo(float).eps * max(refit.shape)] if sv[0] > 0 else U[:, :0]
+    shapes = np.tanh(v[:, None] / grid) if kind == "sigmoid" else \
+        np.sign(v)[:, None] * np.exp(-np.square(v[:, None] / grid))
+    h_off = shapes - U @ (U.T @ shapes)
+    norms = np.einsum("ng,ng->g", h_off, h_off)
+    # a shape within rounding of that span (tanh(qd / vt) = sgn(qd) to the last bit on a joint that
+    # is always fast) adds nothing, as lstsq's cut-off of its singular values decides: what is left
+    # of it is rounding, and projecting on it would fit noise
+    largest = np.maximum(sv[0], np.sqrt(np.einsum("ng,ng->g", shapes, shapes)))
+    adds = norms > np.square(np.finfo(float).eps * max(refit.shape[0], 4) * largest)
+    if len(_SHAPE_BASES) >= _SHAPE_BASES_KEPT:
+        _SHAPE_BASES.pop(next(iter(_SHAPE_BASES)))
+    _SHAPE_BASES[key] = (U, h_off, norms, adds)
+    return _SHAPE_BASES[key]
 
 
 # --------------------------------------------------------------------------- experiment
