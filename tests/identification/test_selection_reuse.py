@@ -253,7 +253,7 @@ def test_friction_scales_are_the_least_squares_choice_over_the_grid():
                 shape = np.tanh(qd / true) if kind == "sigmoid" else np.sign(qd) * np.exp(-np.square(qd / true))
                 residual = 0.4 * shape + 0.1 * qd + 0.05 * rng.standard_normal((N, 5))
                 residual[:, 4] = 0.05 * rng.standard_normal(N)  # nothing for a shape to explain
-                expected = []
+                chosen = choose_friction_scales(kind, qd.copy(), residual).tolist()
                 for j in range(5):
                     v, r = qd[:, j], residual[:, j]
                     rss = []
@@ -262,8 +262,9 @@ def test_friction_scales_are_the_least_squares_choice_over_the_grid():
                         X = np.column_stack([column, np.sign(v), v, np.ones_like(v)])
                         coef = np.linalg.lstsq(X, r, rcond=None)[0]
                         rss.append(float(np.sum(np.square(r - X @ coef))))
-                    expected.append(SCALE_GRID[int(np.argmin(rss))])
-                assert choose_friction_scales(kind, qd.copy(), residual).tolist() == expected
+                    # the least, or a scale tied with it to rounding (24 samples can make two equal)
+                    best = min(rss)
+                    assert rss[SCALE_GRID.index(chosen[j])] <= best * (1 + 1e-12), (kind, trial, j, chosen[j], rss)
 
 
 def test_the_friction_residual_from_the_candidates_rows_is_the_one_evaluated_anew(plant, fold):
