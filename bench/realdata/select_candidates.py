@@ -134,6 +134,13 @@ def main(argv=None) -> int:
            "selectable": estimators, "table_candidates": list(CANDIDATES),
            "score": "sum over joints of the per-joint RMSE against the raw measured torque on the held-out data",
            "splits": rows, "leave_one_robot_out": leave_one_robot_out(rows, estimators),
+           "per_estimator": {e: {"best_on_splits": sum(r["roles"][e]["best"] for r in rows),
+                                 "choice_changes_without_it_on_splits":
+                                     sum(r["roles"][e]["choice_changes_without_it"] for r in rows)}
+                             for e in estimators},
+           "held_out_same_on_splits": sum(r["all"]["held_out_rmse_sum"] == r["table"]["held_out_rmse_sum"]
+                                          for r in rows),
+           "split_count": len(rows),
            "load_average_start": load_start, "load_average_end": os.getloadavg()}
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     print(json.dumps(doc["leave_one_robot_out"], indent=1))
