@@ -83,8 +83,13 @@ SOURCES: dict[str, Source] = {
                            "python bench/identify/run.py --hours 1,4,24 --robots panda --data-dir DIR --out {out}", None,
                            "writes 10 GB of recordings first (about 10 minutes), then about 4 minutes"),
     "identify_mcap": Source("bench/identify/result_mcap.json",
-                            "python bench/identify/run.py --hours 1 --robots panda --format mcap --data-dir DIR --out {out}",
-                            None, "writes a 1 h recording and its MCAP copy first (minutes)"),
+                            "python bench/identify/run.py --hours 1,4 --robots panda --format mcap --data-dir DIR "
+                            "--out {out}",
+                            None, "writes 1 h and 4 h recordings and their MCAP copies first (minutes)"),
+    "identify_mcap_before": Source("bench/identify/result_mcap_hours_before.json",
+                                   "python bench/identify/run.py --hours 1,4 --robots panda --format mcap --data-dir DIR "
+                                   "--out {out} (at commit f99e3a8, before the loader decoded to mapped files)",
+                                   None, "the record of the loader before; minutes"),
     "identify_mcap_quarter": Source("bench/identify/result_mcap_quarter.json",
                                     "python bench/identify/run.py --hours 0.25 --robots panda --format mcap --data-dir DIR "
                                     "--out {out}", None, "writes a quarter-hour recording and its MCAP copy first"),
