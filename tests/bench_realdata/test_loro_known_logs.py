@@ -89,7 +89,10 @@ def test_a_known_log_is_read_by_the_peers_loader_and_its_couplings_reach_every_f
         assert "error" not in split[column], column
     assert split["default"]["vs_plain"] == 0.5 and split["selected"]["within_one_fold_standard_error"] is True
 
-    # default, cut-off 10 Hz, without rotor inertia, --select, ceiling: each with the log's coupling
+    # the untimed first default fit, then default, cut-off 10 Hz, without rotor inertia, --select,
+    # ceiling: each with the log's coupling
+    assert fits[0][2] == fits[1][2] and fits[0][3] is False  # the untimed one is the default
+    fits = fits[1:]
     assert [c.motor_couplings for _, _, c, _ in fits] == [((0.0, 1.0),)] * 5
     assert [c.processing.cutoff_hz == 10.0 for _, _, c, _ in fits] == [False, True, False, False, False]
     assert [c.rotor_inertia for _, _, c, _ in fits] == [True, True, False, True, True]
