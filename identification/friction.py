@@ -93,18 +93,21 @@ class FrictionColumns:
         return cls(d["kind"], d.get("scale"))
 
 
-def choose_friction_scales(kind: str, qd: np.ndarray, residual: np.ndarray, grid=SCALE_GRID) -> np.ndarray:
+def choose_friction_scales(kind: str, qd: np.ndarray, residual: np.ndarray, grid=SCALE_GRID,
+                           shapes: dict | None = None) -> np.ndarray:
     """Per joint, the velocity scale from ``grid`` whose friction shape best explains what a
     Coulomb-viscous fit left unexplained (``residual``, the same samples as ``qd``): for each
     candidate, that joint's friction columns are refitted to residual + its Coulomb-viscous part by
     least squares, and the scale with the smallest residual wins. Cheap and only a choice of shape:
-    the final coefficients come from the full identification with the chosen scales."""
+    the final coefficients come from the full identification with the chosen scales. ``shapes``, a
+    dict the caller keeps while it asks again for the same velocities (model selection, for both
+    rotor-inertia settings of a fold), keeps what depends on the velocities alone."""
     if kind not in ("sigmoid", "stribeck"):
         raise ValueError(f"friction scales: only sigmoid and stribeck have one, not {kind!r}")
     scales = np.empty(qd.shape[1])
     grid = np.asarray(grid, float)
     for j in range(qd.shape[1]):
-        U, h_off, norms, adds = _shape_basis(kind, qd[:, j], grid)
+        U, h_off, norms, adds = _shape_basis(kind, qd[:, j], grid, {} if shapes is None else shapes)
         r = residual[:, j]
         r_off = r - U @ (U.T @ r)
         explained = np.square(h_off.T @ r_off)
@@ -114,14 +117,10 @@ def choose_friction_scales(kind: str, qd: np.ndarray, residual: np.ndarray, grid
     return scales
 
 
-_SHAPE_BASES: dict = {}  # the latest few joints' shape bases, by content of (kind, velocity, grid)
-_SHAPE_BASES_KEPT = 32
-
-
-def _shape_basis(kind: str, v: np.ndarray, grid: np.ndarray) -> tuple:
-    """What the scale search needs of one joint's velocity alone (not of the residual): model
-    selection asks it for both rotor-inertia settings of a fold, whose residuals differ and whose
-    velocities do not. The Coulomb-viscous columns may readjust; the candidate column carries the
+def _shape_basis(kind: str, v: np.ndarray, grid: np.ndarray, kept: dict) -> tuple:
+    """What the scale search needs of one joint's velocity alone (not of the residual), kept in
+    ``kept`` by content: model selection asks it for both rotor-inertia settings of a fold, whose
+    residuals differ and whose velocities do not. The Coulomb-viscous columns may readjust; the candidate column carries the
     shape. Every candidate shares them, so they are projected out once (an orthonormal basis U of
     their span, rank-truncated as lstsq truncates: a joint moving one way only makes sgn(qd) the
     ones column) and each candidate's least squares is the one column left: its residual sum of
@@ -129,7 +128,7 @@ def _shape_basis(kind: str, v: np.ndarray, grid: np.ndarray) -> tuple:
     Returns U, the shapes off the span h', their squared norms and which of them add anything."""
     v = np.ascontiguousarray(v, dtype=float)
     key = (kind, hashlib.blake2b(v.tobytes(), digest_size=16).digest(), v.shape[0], grid.tobytes())
-    hit = _SHAPE_BASES.get(key)
+    hit = kept.get(key)
     if hit is not None:
         return hit
     refit = np.column_stack([np.sign(v), v, np.ones_like(v)])
@@ -144,10 +143,8 @@ def _shape_basis(kind: str, v: np.ndarray, grid: np.ndarray) -> tuple:
     # of it is rounding, and projecting on it would fit noise
     largest = np.maximum(sv[0], np.sqrt(np.einsum("ng,ng->g", shapes, shapes)))
     adds = norms > np.square(np.finfo(float).eps * max(refit.shape[0], 4) * largest)
-    if len(_SHAPE_BASES) >= _SHAPE_BASES_KEPT:
-        _SHAPE_BASES.pop(next(iter(_SHAPE_BASES)))
-    _SHAPE_BASES[key] = (U, h_off, norms, adds)
-    return _SHAPE_BASES[key]
+    kept[key] = (U, h_off, norms, adds)
+    return kept[key]
 
 
 # --------------------------------------------------------------------------- experiment

@@ -429,6 +429,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         fit_processing = ProcessedCache()
         fit_regressors: dict = {}  # the fold's regressor, shared by every candidate's columns
         residuals: dict = {}
+        shapes: dict = {}  # the friction scale search's velocity-only part, for this fold's candidates
         plain_fits: dict = {}  # (rotor, cutoff) -> (prepared data, OLS theta) of the Coulomb-viscous candidate
         for friction, cutoff in groups:
             # the rotor-inertia candidates of one friction and cut-off: their columns are subsets of
@@ -460,7 +461,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                                                              fitted=None if plain is None else (plain[0].base, plain[1]))
                             residuals[(rotor, cutoff)] = residual
                         trial = dataclasses.replace(trial, friction_scales=choose_friction_scales(
-                            friction, *residuals[(rotor, cutoff)]).tolist())
+                            friction, *residuals[(rotor, cutoff)], shapes=shapes).tolist())
                 except ValueError as exc:
                     for m in live:
                         rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
@@ -511,6 +512,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                 for (rotor, prep, m, _), score in zip(flat, scores):
                     rows[(friction, rotor, cutoff, m)]["fold_scores"].append(score["rmse_sum"])
                     rows[(friction, rotor, cutoff, m)]["parameters"] = prep.params
+    held_out_processing = None  # its processed recordings and rows are not needed by the refit
     candidates: list[dict] = []
     for row in rows.values():
         if row["error"] is None and len(row["fold_scores"]) == len(plan):

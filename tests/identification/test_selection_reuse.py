@@ -240,6 +240,7 @@ def test_friction_scales_are_the_least_squares_choice_over_the_grid():
     from robodyn.identification.friction import SCALE_GRID, choose_friction_scales
 
     rng = np.random.default_rng(3)
+    shapes: dict = {}
     for kind in ("sigmoid", "stribeck"):
         for trial in range(12):
             N = 1500 if trial < 6 else 24  # few samples: a direction wrongly projected out matters
@@ -253,7 +254,7 @@ def test_friction_scales_are_the_least_squares_choice_over_the_grid():
                 shape = np.tanh(qd / true) if kind == "sigmoid" else np.sign(qd) * np.exp(-np.square(qd / true))
                 residual = 0.4 * shape + 0.1 * qd + 0.05 * rng.standard_normal((N, 5))
                 residual[:, 4] = 0.05 * rng.standard_normal(N)  # nothing for a shape to explain
-                chosen = choose_friction_scales(kind, qd.copy(), residual).tolist()
+                chosen = choose_friction_scales(kind, qd.copy(), residual, shapes=shapes).tolist()
                 for j in range(5):
                     v, r = qd[:, j], residual[:, j]
                     rss = []
