@@ -154,11 +154,11 @@ def _in_order(seq, robot_time, host, phase, signals):
 
 class _DiskColumns:
     """The samples written, batch by batch, to unnamed temporary files mapped back read-only, so
-    memory is bounded whatever the recording's length, unless TMPDIR is a tmpfs (identification hands the maps' pages back
-    as it reads them: identification/mapped_pages.py). The files are made in a private directory
-    (0700) of the user's temporary directory, removed at once: nameless, nothing of them is left
-    on any exit, and their space is freed with the maps. Sequence gaps and each phase's stretch
-    are found batch by batch, without a whole-log pass."""
+    memory is bounded whatever the recording's length unless TMPDIR is a tmpfs (identification hands
+    the maps' pages back as it reads them: identification/mapped_pages.py). The files are made in a
+    private directory (0700) of the user's temporary directory, removed at once: nameless, nothing of
+    them is left on any exit, and their space is freed with the maps. Sequence gaps and each phase's
+    stretch are found batch by batch, without a whole-log pass."""
 
     DTYPES = (np.uint64, np.float64, np.int64, np.uint8)  # seq, robot_time, host_time_ns, phase
 
