@@ -102,13 +102,19 @@ def leave_one_robot_out(rows: list[dict], variants) -> list[dict]:
     return out
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def corpus_arguments(description: str, out: str, argv=None) -> argparse.Namespace:
+    """--dir, --corpus-only and --out (default ``out`` beside this file), as the scripts that run
+    over every split of loro.py's table take them."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--dir", type=Path, default=fetch.DEFAULT_CACHE, help="the cache fetch.py filled")
     p.add_argument("--corpus-only", action="store_true", help="leave the three logs the defaults were first "
                                                               "checked on out")
-    p.add_argument("--out", type=Path, default=Path(__file__).with_name("loro_choice.json"))
-    args = p.parse_args(argv)
+    p.add_argument("--out", type=Path, default=Path(__file__).with_name(out))
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = corpus_arguments(__doc__.split("\n\n")[0], "loro_choice.json", argv)
     rows = []
     load_start = os.getloadavg()
     with warnings.catch_warnings():

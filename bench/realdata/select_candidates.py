@@ -24,7 +24,6 @@ says what that choice does on A (its choice, and so its held-out score, the same
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -35,9 +34,8 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as robodyn/cli.py sets it
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fetch  # noqa: E402
 import loro  # noqa: E402
-from loro_choice import splits  # noqa: E402
+from loro_choice import corpus_arguments, splits  # noqa: E402
 
 KEY = ("friction", "rotor_inertia", "method", "cutoff_hz")
 
@@ -107,12 +105,7 @@ def main(argv=None) -> int:
     from robodyn.identification.names import CANDIDATES, SELECTABLE
     from robodyn.identification.selection import CONSISTENT, consistent_fit_available
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--dir", type=Path, default=fetch.DEFAULT_CACHE, help="the cache fetch.py filled")
-    p.add_argument("--corpus-only", action="store_true", help="leave the three logs the defaults were first "
-                                                              "checked on out")
-    p.add_argument("--out", type=Path, default=Path(__file__).with_name("select_candidates.json"))
-    args = p.parse_args(argv)
+    args = corpus_arguments(__doc__.split("\n\n")[0], "select_candidates.json", argv)
     every = list(SELECTABLE) + ([CONSISTENT] if consistent_fit_available() else [])
     estimators = list(SELECTABLE)
     rows = []
