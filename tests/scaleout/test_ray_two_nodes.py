@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -186,7 +187,13 @@ def test_a_node_killed_mid_batch_has_its_tasks_retried_on_the_other(two_nodes, r
     # (the kill can land between the two on a busy host) may be among the retried too
     assert lost <= retried, (lost, retried)
     # each retried job's second attempt ran on the head node, and no job ran on the dead node after it died
-    head = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
-    assert len(head) == 1 and two_nodes.second_id not in head
-    assert all(node in head for job, attempt, node in seen if attempt == 2)
+    head = two_nodes.cluster.head_node.node_id
+    assert all(node == head for job, attempt, node in seen if attempt == 2)
+    # the GCS declares the node dead only after its missed health checks (HEALTH), which on a busy
+    # host can come after the batch's retries have finished: the ledger's retry never waited for it
+    for _ in range(480):  # bounded: polls 0.25 s apart
+        if {n["NodeID"] for n in ray.nodes() if n["Alive"]} == {head}:
+            break
+        time.sleep(0.25)
+    assert {n["NodeID"] for n in ray.nodes() if n["Alive"]} == {head}
     assert sorted(job for job, attempt, _ in seen if attempt == 2) == sorted(retried)
