@@ -108,12 +108,32 @@ def _normal_equations(rows, dof: int, params: int):
     return ne
 
 
+def _union_normal_equations(model: RobotModel, reference, spec, union: np.ndarray):
+    """The normal equations of the union rows ``reference`` holds ((data, start, stop, rows) per
+    chunk), from the states in one fused pass per chunk (regressor.gram_blocks: each joint's
+    products over the columns its row reaches only) instead of a Gram matrix over the stored rows,
+    whose other columns are structurally zero in that joint's rows."""
+    from .estimators import NormalEquations
+    from .regressor import gram_blocks
+
+    G, plan, samples = None, None, 0
+    for d, s, e, _ in reference:
+        fc = coulomb_signal(d, spec)
+        plan, G = gram_blocks(model, d.q[s:e], d.qd[s:e], d.qdd[s:e], d.tau[s:e], spec, union,
+                              coulomb=None if fc is None else fc[s:e], G=G)
+        samples += e - s
+    ne = NormalEquations(model.dof, union.size)
+    if plan is not None:
+        ne.add_gram(plan.columns, G, samples)
+    return ne
+
+
 def _with_own_friction_columns(union, chunks: Sequence[_UnionChunk], coulomb_at, extra_columns: int):
     """The normal equations of a friction-column set from those of the union rows it shares: joint
     j's Coulomb column and its Stribeck excess column are non-zero in joint j's rows only, so
     replacing the one and appending the other changes joint j's sums in that row and column alone
-    (W_j^T c for the new column c, its square, its products with the torque and its sum): a pass of
-    a few matrix-vector products instead of a Gram matrix over copied rows."""
+    (W_j^T X for the new columns X, their Gram matrix, their products with the torque and their
+    sums): a few matrix products instead of a Gram matrix over copied rows."""
     from .estimators import NormalEquations
 
     replaced = any(c.coulomb is not None for c in chunks)
@@ -130,29 +150,25 @@ def _with_own_friction_columns(union, chunks: Sequence[_UnionChunk], coulomb_at,
     ne.torque_sums[:] = union.torque_sums
     at_of = dict(coulomb_at)
     for j in range(union.dof):
-        new = []  # (column index, its values in joint j's rows, chunk by chunk)
-        if replaced and j in at_of:
-            new.append((at_of[j], [c.W[j, :, at_of[j]] if c.coulomb is None else c.coulomb[:, j] for c in chunks]))
-        if extra_columns:
-            new.append((u + j, [c.extra[:, j] for c in chunks]))
+        new = ([at_of[j]] if replaced and j in at_of else []) + ([u + j] if extra_columns else [])
         if not new:
             continue
-        for k, values in new:
-            ne.A[j, k, :] = 0.0
-            ne.b[j, k] = ne.column_sums[j, k] = 0.0
-        for m, c in enumerate(chunks):
-            Wj = c.W[j]
-            for k, values in new:
-                x = values[m]
-                row = np.zeros(p)
-                row[:u] = Wj.T @ x
-                for k2, values2 in new:  # the new columns against each other (W's own is stale there)
-                    row[k2] = float(values2[m] @ x)
-                ne.A[j, k, :] += row
-                ne.b[j, k] += float(x @ c.tau[:, j])
-                ne.column_sums[j, k] += float(x.sum())
-        for k, _ in new:
-            ne.A[j, :, k] = ne.A[j, k, :]
+        A = ne.A[j]
+        A[new, :] = 0.0
+        ne.b[j, new] = ne.column_sums[j, new] = 0.0
+        for c in chunks:
+            X = np.empty((c.tau.shape[0], len(new)))  # the new columns' values in joint j's rows
+            if replaced and j in at_of:
+                X[:, 0] = c.W[j, :, at_of[j]] if c.coulomb is None else c.coulomb[:, j]
+            if extra_columns:
+                X[:, -1] = c.extra[:, j]
+            block = np.zeros((len(new), p))
+            block[:, :u] = X.T @ c.W[j]
+            block[:, new] = X.T @ X  # the new columns against each other (W's own column is stale there)
+            A[new, :] += block
+            ne.b[j, new] += X.T @ c.tau[:, j]
+            ne.column_sums[j, new] += X.sum(axis=0)
+        A[:, new] = A[new, :].T
     return ne
 
 
@@ -214,29 +230,32 @@ def prepare_column_subsets(model: RobotModel, datasets: Sequence[SampledData],
         return all(getattr(a, f) is getattr(b, f) or np.array_equal(getattr(a, f), getattr(b, f))
                    for f in ("t", "q", "qd", "qdd", "tau"))
 
+    def coulomb_columns_hold(reference) -> bool:
+        if not coulomb_at:
+            return True
+        joints, columns = [j for j, _ in coulomb_at], [at for _, at in coulomb_at]
+        for d, s, e, W in reference:
+            fc = coulomb_of(d)[s:e]
+            got = W[:, :, columns]  # every Coulomb column in one gather: each row's cache line read once
+            expected = np.zeros_like(got)
+            for k, j in enumerate(joints):
+                expected[j, :, k] = fc[:, j]
+            if not np.array_equal(got, expected):
+                return False
+        return True
+
     cache_key = (widest.config.processing.processing_key(), spec, tuple(union.tolist()), chunk)
     if shared is not None and cache_key in shared:
-        first, first_pieces, reference, union_gram = shared[cache_key]
+        first, first_pieces, reference, union_gram, shareable = shared[cache_key]
     else:
         first = keys[0]
         first_pieces = pieces[first]
         reference = [(d, s, min(d.count, s + chunk), evaluate(d, s, min(d.count, s + chunk)))
                      for d in first_pieces for s in range(0, d.count, chunk)]
-        union_gram = _normal_equations([(W, d.tau[s:e]) for d, s, e, W in reference], dof, union.size)
+        union_gram = _union_normal_equations(model, reference, spec, union)
+        shareable = coulomb_columns_hold(reference)  # checked once per regressor, on its own rows
         if shared is not None:
-            shared[cache_key] = (first, first_pieces, reference, union_gram)
-
-    def coulomb_columns_hold() -> bool:
-        for d, s, e, W in reference:
-            fc = coulomb_of(d)[s:e]
-            for j, at in coulomb_at:
-                expected = np.zeros((dof, e - s))
-                expected[j] = fc[:, j]
-                if not np.array_equal(W[:, :, at], expected):
-                    return False
-        return True
-
-    shareable = coulomb_columns_hold()
+            shared[cache_key] = (first, first_pieces, reference, union_gram, shareable)
     sets: dict = {}  # friction-column set -> (its rows over the union, their normal equations)
     for key, own in pieces.items():
         reuse = key == first or (shareable and len(own) == len(first_pieces)

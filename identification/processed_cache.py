@@ -47,6 +47,12 @@ class ProcessedCache:
         self._rows[key] = ((piece.q, piece.qd, piece.qdd), rows)
         return rows
 
+    def forget_rows(self) -> None:
+        """Drop the kept regressor rows: model selection predicts one fold's held-out samples in no
+        other fold, and memory freed before the next fold's rows are made is reused at once (fresh
+        memory costs a first touch of every page)."""
+        self._rows.clear()
+
     def pieces(self, raw: SampledData, processing: ProcessingConfig, *, purpose: str = "fit",
                columns: FrictionColumns | None = None) -> list:
         scale = None if columns is None or columns.scale is None else tuple(np.asarray(columns.scale).tolist())

@@ -145,8 +145,11 @@ def test_select_scores_every_candidate_as_fitting_and_scoring_it_alone_would(pla
         trial = dataclasses.replace(config, rotor_inertia=rotor, recording_weights="equal")
         reference = _scored_alone(model, data, trial, plan, methods, tolerance=1e-6)
         for m in methods:
-            # IRLS stops at a tolerance of 1e-6 on the fitted torque: its score moves below that
-            np.testing.assert_allclose(table[(rotor, m)], reference[m], rtol=1e-6 if m == "irls" else 1e-9)
+            # IRLS stops at a tolerance of 1e-6 on the fitted torque: its score moves below that. The
+            # direct fits agree to rounding: select sums the fold's Gram matrix in the fused kernel's
+            # order, the loop over the stored rows, and this 4 s fit's equilibrated normal equations
+            # have a condition number near 7e7 (times the 2.2e-16 of a double: 1.6e-8)
+            np.testing.assert_allclose(table[(rotor, m)], reference[m], rtol=1e-6 if m == "irls" else 1e-7)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cvxpy") is None, reason="the physically consistent fit needs the sdp extra (cvxpy)")

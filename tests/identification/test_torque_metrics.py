@@ -48,3 +48,24 @@ def test_streaming_and_normal_equation_metrics_equal_the_direct_formulas():
         assert np.isclose(got["relative_error_total"], np.sqrt((error**2).sum() / (measured**2).sum()), rtol=1e-9)
         assert np.allclose(got["correlation"], correlation, rtol=1e-9)
         assert got["samples"] == n and got["joints"] == ["a", "b", "c"]
+
+
+def test_strided_inputs_are_summed_as_contiguous_ones_and_a_shape_mismatch_is_one_line():
+    """The one-pass sums read any layout (a transposed or column-sliced array) as its values, and
+    equal numpy's axis-0 sums of the row-major arrays (row by row) to the bit; arrays of different
+    shapes are refused."""
+    import pytest
+
+    rng = np.random.default_rng(2)
+    measured = rng.normal(size=(4, 500)).T  # Fortran-ordered
+    predicted = rng.normal(size=(500, 8))[:, ::2]  # strided columns
+    metrics = TorqueMetrics(4)
+    metrics.add(measured, predicted)
+    measured, predicted = np.ascontiguousarray(measured), np.ascontiguousarray(predicted)
+    e = measured - predicted
+    expected = {"m": measured.sum(0), "p": predicted.sum(0), "mm": (measured * measured).sum(0),
+                "pp": (predicted * predicted).sum(0), "mp": (measured * predicted).sum(0), "ee": (e * e).sum(0)}
+    for key, value in expected.items():
+        np.testing.assert_array_equal(metrics.sums[key], value)
+    with pytest.raises(ValueError, match=r"measured \(500, 4\) and predicted \(500, 3\)"):
+        metrics.add(measured, predicted[:, :3])
