@@ -16,6 +16,7 @@ pi_b = pi_1 + beta pi_2 = P pi, and W pi = W_b pi_b with W_b = W[:, independent]
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,11 +46,14 @@ class BaseParameters:
 
     @property
     def names(self) -> list[str]:
-        out = []
-        for k, idx in enumerate(self.independent):
-            grouped = self.beta.shape[1] > 0 and np.any(self.beta[k] != 0.0)
-            out.append(self.standard_names[idx] + ("R" if grouped else ""))
-        return out
+        return list(self._names)
+
+    @functools.cached_property
+    def _names(self) -> tuple[str, ...]:
+        # made once: model selection asks every candidate's estimate for them (a frozen dataclass's
+        # fields never change, so neither do these)
+        grouped = np.any(self.beta != 0.0, axis=1) if self.beta.shape[1] > 0 else np.zeros(self.count, bool)
+        return tuple(self.standard_names[idx] + ("R" if g else "") for idx, g in zip(self.independent, grouped))
 
     @property
     def projection(self) -> np.ndarray:

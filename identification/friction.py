@@ -134,9 +134,18 @@ def _shape_basis(kind: str, v: np.ndarray, grid: np.ndarray, kept: dict) -> tupl
     refit = np.column_stack([np.sign(v), v, np.ones_like(v)])
     U, sv, _ = np.linalg.svd(refit, full_matrices=False)
     U = U[:, sv > sv[0] * np.finfo(float).eps * max(refit.shape)] if sv[0] > 0 else U[:, :0]
-    shapes = np.tanh(v[:, None] / grid) if kind == "sigmoid" else \
-        np.sign(v)[:, None] * np.exp(-np.square(v[:, None] / grid))
-    h_off = shapes - U @ (U.T @ shapes)
+    # tanh(v / vt) or sgn(v) exp(-(v / vs)^2), computed in place: each (samples, grid) temporary of
+    # a long fold is fresh memory whose first touch cost more than the arithmetic
+    shapes = np.divide(v[:, None], grid)
+    if kind == "sigmoid":
+        np.tanh(shapes, out=shapes)
+    else:
+        np.square(shapes, out=shapes)
+        np.negative(shapes, out=shapes)
+        np.exp(shapes, out=shapes)
+        np.multiply(np.sign(v)[:, None], shapes, out=shapes)
+    h_off = U @ (U.T @ shapes)
+    np.subtract(shapes, h_off, out=h_off)
     norms = np.einsum("ng,ng->g", h_off, h_off)
     # a shape within rounding of that span (tanh(qd / vt) = sgn(qd) to the last bit on a joint that
     # is always fast) adds nothing, as lstsq's cut-off of its singular values decides: what is left

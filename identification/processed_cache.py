@@ -65,9 +65,8 @@ class ProcessedCache:
                 # a prediction's friction signals are the sharp functions of the processed velocity
                 # (processing.process_windows): every column set's pieces are the plain ones with
                 # their own Coulomb and Stribeck signals, not another pass of the filters
-                pieces = [dataclasses.replace(p, data=dataclasses.replace(
-                    p.data, coulomb=columns.coulomb(p.data.qd), friction_extra=columns.extra(p.data.qd)))
-                    for p in plain]
+                pieces = [dataclasses.replace(p, data=p.data.with_friction_signals(
+                    columns.coulomb(p.data.qd), columns.extra(p.data.qd))) for p in plain]
             elif plain is not None and all(p.friction_source is not None for p in plain):
                 # a fit's are filtered as its torque was: only they are filtered again
                 pieces = _with_friction_signals(plain, columns)
@@ -95,6 +94,6 @@ def _with_friction_signals(plain: list, columns: FrictionColumns) -> list:
     out = []
     for piece in plain:
         signals = friction_signals(piece, columns)
-        out.append(dataclasses.replace(piece, steps=steps, data=dataclasses.replace(
-            piece.data, coulomb=signals["coulomb"], friction_extra=signals["friction_extra"])))
+        out.append(dataclasses.replace(piece, steps=steps, data=piece.data.with_friction_signals(
+            signals["coulomb"], signals["friction_extra"])))
     return out

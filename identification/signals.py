@@ -75,6 +75,24 @@ class SampledData:
     def dof(self) -> int:
         return int(self.q.shape[1])
 
+    def with_friction_signals(self, coulomb, friction_extra) -> "SampledData":
+        """These samples with other Coulomb and Stribeck signals (another friction-column set's):
+        only the new signals are checked; the rest was checked when this was made."""
+        out = object.__new__(SampledData)
+        out.__dict__.update(self.__dict__)
+        out.__dict__.update(coulomb=None, friction_extra=None)
+        for name, arr in (("coulomb", coulomb), ("friction_extra", friction_extra)):
+            if arr is None:
+                continue
+            arr = np.asarray(arr, float)
+            if arr.shape != self.q.shape:
+                raise ValueError(f"{name}: expected shape {self.q.shape} to match q, got {arr.shape}")
+            row = _first_nonfinite_row(arr, CHUNK_SAMPLES)
+            if row is not None:
+                raise ValueError(f"{name}: NaN or infinite value at sample {row} (t={self.t[row]:.6g} s)")
+            out.__dict__[name] = arr
+        return out
+
     def select(self, mask) -> "SampledData":
         """The samples picked by a boolean mask, a slice or indices. Picking in order (a mask, a
         forward slice, increasing indices) from checked data keeps it valid, so it is not checked

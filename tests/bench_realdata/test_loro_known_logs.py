@@ -90,15 +90,22 @@ def test_a_known_log_is_read_by_the_peers_loader_and_its_couplings_reach_every_f
     assert split["default"]["vs_plain"] == 0.5 and split["selected"]["within_one_fold_standard_error"] is True
 
     # the untimed first default fit, then default, cut-off 10 Hz, without rotor inertia, --select,
-    # ceiling: each with the log's coupling
+    # the default and --select timed again in turn (TIMING_RUNS in all), the ceiling: each with the
+    # log's coupling
     assert fits[0][2] == fits[1][2] and fits[0][3] is False  # the untimed one is the default
     fits = fits[1:]
-    assert [c.motor_couplings for _, _, c, _ in fits] == [((0.0, 1.0),)] * 5
-    assert [c.processing.cutoff_hz == 10.0 for _, _, c, _ in fits] == [False, True, False, False, False]
-    assert [c.rotor_inertia for _, _, c, _ in fits] == [True, True, False, True, True]
-    assert [s for *_, s in fits] == [False, False, False, True, False]
-    assert all(f is log["fit"] and h is log["held"] for f, h, _, _ in fits[:4])
-    assert fits[4][0] is log["held"] and fits[4][1] is log["held"]  # the ceiling fits the held-out part
+    again = 2 * (loro.TIMING_RUNS - 1)
+    assert [c.motor_couplings for _, _, c, _ in fits] == [((0.0, 1.0),)] * (5 + again)
+    assert [c.processing.cutoff_hz == 10.0 for _, _, c, _ in fits] == [False, True] + [False] * (3 + again)
+    assert [c.rotor_inertia for _, _, c, _ in fits] == [True, True, False] + [True] * (2 + again)
+    assert [s for *_, s in fits] == [False, False, False, True] + [False, True] * (loro.TIMING_RUNS - 1) + [False]
+    assert all(f is log["fit"] and h is log["held"] for f, h, _, _ in fits[:-1])
+    assert fits[-1][0] is log["held"] and fits[-1][1] is log["held"]  # the ceiling fits the held-out part
+    for column in ("default", "selected"):  # the medians of the runs, each run listed
+        runs = split[column]["runs"]
+        assert len(runs) == loro.TIMING_RUNS
+        assert split[column]["seconds"] == sorted(r["seconds"] for r in runs)[loro.TIMING_RUNS // 2]
+        assert split[column]["cpu_seconds"] == sorted(r["cpu_seconds"] for r in runs)[loro.TIMING_RUNS // 2]
     # the plain script and its ceiling, both with the coupling
     assert [(f is log["fit"], h is log["held"], c) for f, h, c in plains] == [(True, True, ((0.0, 1.0),)),
                                                                                (False, True, ((0.0, 1.0),))]
