@@ -45,8 +45,11 @@ class SubsetRows:
     straight from the union rows (:meth:`joint_rows`), and a prediction needs no copy at all
     (:meth:`predicted`)."""
 
-    def __init__(self, chunks: Sequence[_UnionChunk], take: np.ndarray, u: int, coulomb_at, dof: int):
+    def __init__(self, chunks: Sequence[_UnionChunk], take: np.ndarray, u: int, coulomb_at, dof: int,
+                 starts: Sequence[int] | None = None):
         self._chunks, self._take, self._u, self._dof = list(chunks), np.asarray(take, np.int64), u, dof
+        # per joint, the first union column its rows can reach (the earlier ones are structurally zero)
+        self._starts = [0] * dof if starts is None else [int(k) for k in starts]
         position = {int(k): i for i, k in enumerate(self._take)}
         # (joint, candidate column) of each Coulomb column the candidate carries
         self._coulomb = [(j, position[at]) for j, at in coulomb_at if at in position]
@@ -88,7 +91,9 @@ class SubsetRows:
         spread[self._take[inside]] = theta[inside]
         out = []
         for c in self._chunks:
-            tau = (c.W @ spread).T.copy()
+            tau = np.empty((c.tau.shape[0], self._dof))
+            for j, start in enumerate(self._starts):  # each joint's reachable columns only
+                tau[:, j] = c.W[j, :, start:] @ spread[start:]
             if c.coulomb is not None:
                 for j, at in self._coulomb:
                     tau[:, j] += (c.coulomb[:, j] - c.W[j, :, self._take[at]]) * theta[at]
@@ -128,7 +133,18 @@ def _union_normal_equations(model: RobotModel, reference, spec, union: np.ndarra
     return ne
 
 
-def _with_own_friction_columns(union, chunks: Sequence[_UnionChunk], coulomb_at, extra_columns: int):
+def _reach_starts(model: RobotModel, spec, union: np.ndarray) -> list[int]:
+    """Per joint, the first of the ``union`` columns its regressor row can reach
+    (regressor.structural_rows): a link's columns reach the joints up to its own, so each joint's
+    rows are zero before this column, and products with them can skip that part of every row."""
+    from .regressor import structural_rows
+
+    reach = structural_rows(model, spec)[:, union]
+    return [int(np.argmax(r)) if r.any() else union.size for r in reach]
+
+
+def _with_own_friction_columns(union, chunks: Sequence[_UnionChunk], coulomb_at, extra_columns: int,
+                               starts: Sequence[int] | None = None):
     """The normal equations of a friction-column set from those of the union rows it shares: joint
     j's Coulomb column and its Stribeck excess column are non-zero in joint j's rows only, so
     replacing the one and appending the other changes joint j's sums in that row and column alone
@@ -163,7 +179,8 @@ def _with_own_friction_columns(union, chunks: Sequence[_UnionChunk], coulomb_at,
             if extra_columns:
                 X[:, -1] = c.extra[:, j]
             block = np.zeros((len(new), p))
-            block[:, :u] = X.T @ c.W[j]
+            start = 0 if starts is None else starts[j]  # the columns before are zero in joint j's rows
+            block[:, start:u] = X.T @ c.W[j, :, start:]
             block[:, new] = X.T @ X  # the new columns against each other (W's own column is stale there)
             A[new, :] += block
             ne.b[j, new] += X.T @ c.tau[:, j]
@@ -210,6 +227,7 @@ def prepare_column_subsets(model: RobotModel, datasets: Sequence[SampledData],
     # the Coulomb columns among the union: (joint, position), joint j's FC_j
     names = [widest.base.standard_names[k] for k in union]
     coulomb_at = [(j, names.index(f"FC{j + 1}")) for j in range(dof) if f"FC{j + 1}" in names]
+    starts = _reach_starts(model, spec, union)
     keys = [_column_key(p) for p in preps]
     sources = {}
     for key, prep in zip(keys, preps):
@@ -272,12 +290,12 @@ def prepare_column_subsets(model: RobotModel, datasets: Sequence[SampledData],
                 chunks.append(_UnionChunk(W, d.tau[s:e], None if fc is None else fc[s:e],
                                           None if d.friction_extra is None else d.friction_extra[s:e]))
         base = union_gram if reuse else _normal_equations([(c.W, c.tau) for c in chunks], dof, union.size)
-        sets[key] = (chunks, _with_own_friction_columns(base, chunks, coulomb_at, key[1]))
+        sets[key] = (chunks, _with_own_friction_columns(base, chunks, coulomb_at, key[1], starts))
     out = []
     for prep, key, columns in zip(preps, keys, wanted):
         take = np.concatenate([np.searchsorted(union, columns), union.size + np.arange(key[1])])
         chunks, gram = sets[key]
-        prep.chunks = SubsetRows(chunks, take, union.size, coulomb_at, dof)
+        prep.chunks = SubsetRows(chunks, take, union.size, coulomb_at, dof, starts)
         prep.steps = sources[key].steps
         out.append((prep, enough_samples(gram.subset(take))))
     return out
