@@ -172,7 +172,7 @@ def identify_consistent(ne: NormalEquations, base: BaseParameters, dof: int, *, 
     N = float(ne.rows.max())
     A, b, c = ne.total()
     H, g, c = A / N, b / N, c / N
-    estimate = ols(ne)
+    estimate = ols(ne, condition=False)  # its fit and residual are read, not its conditioning
     j_ols = float(c - 2 * g @ estimate.theta + estimate.theta @ H @ estimate.theta)
     # J(theta) - J_ols = ||L^T (theta - theta_ols)||^2 with H = L L^T: a numerically kind SOC form
     L = np.linalg.cholesky(H + 1e-14 * np.trace(H) / H.shape[0] * np.eye(H.shape[0]))

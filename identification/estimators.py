@@ -247,9 +247,11 @@ def _solve(A: np.ndarray, b: np.ndarray, names=None,
     return xs / d, inv_s / np.outer(d, d), rank, cond, None
 
 
-def ols(ne: NormalEquations, names=None) -> Estimate:
+def ols(ne: NormalEquations, names=None, condition: bool = True) -> Estimate:
+    """Ordinary least squares. ``condition=False`` leaves cond(W) out (NaN): model selection's
+    candidates, whose conditioning nobody reads, skip its eigendecomposition."""
     A, b, cc = ne.total()
-    theta, inv, rank, cond, note = _solve(A, b, names)
+    theta, inv, rank, cond, note = _solve(A, b, names, condition)
     rows = int(ne.rows.sum())
     rss = ne.joint_rss(theta)
     dof_res = max(rows - ne.params, 1)
@@ -259,17 +261,17 @@ def ols(ne: NormalEquations, names=None) -> Estimate:
                     float(np.sqrt(rss.sum() / cc)) if cc > 0 else 0.0, notes=[note] if note else [])
 
 
-def wls(ne: NormalEquations, names=None) -> Estimate:
+def wls(ne: NormalEquations, names=None, condition: bool = True) -> Estimate:
     """Gautier's weighted least squares: each joint's rows weighted by 1/sigma_j^2, with sigma_j
     from that joint's OLS residuals (sigma_j^2 = RSS_j / (r_j - p/n))."""
-    first = ols(ne, names)
+    first = ols(ne, names, condition=False)  # only its residuals are read
     rss = ne.joint_rss(first.theta)
     sigma2 = rss / np.maximum(ne.rows - ne.params / ne.dof, 1)
     if np.any(sigma2 <= 0):
         sigma2 = np.maximum(sigma2, 1e-30)
     w = 1.0 / sigma2
     A, b, _ = ne.total(w)
-    theta, inv, rank, cond, note = _solve(A, b, names)
+    theta, inv, rank, cond, note = _solve(A, b, names, condition)
     rss2 = ne.joint_rss(theta)
     cc = float(ne.c.sum())
     est = Estimate("wls", theta, inv, np.sqrt(rss2 / np.maximum(ne.rows - ne.params / ne.dof, 1)), rank, cond,
@@ -281,7 +283,7 @@ def wls(ne: NormalEquations, names=None) -> Estimate:
 RIDGE_GRID = np.logspace(-10, -1, 28)  # ridge strengths tried, relative to the scaled normal matrix
 
 
-def ridge(ne: NormalEquations, names=None) -> Estimate:
+def ridge(ne: NormalEquations, names=None, condition: bool = True) -> Estimate:
     """Ridge regression (Tikhonov) on unit-scaled columns: theta = D^-1 (As + lam I)^-1 bs, where
     As = D^-1 A D^-1 with D the column norms. The strength lam is chosen by generalised
     cross-validation, GCV(lam) = RSS / (rows - tr H)^2 with tr H = tr(As (As + lam I)^-1), all from
@@ -307,8 +309,8 @@ def ridge(ne: NormalEquations, names=None) -> Estimate:
             best = (gcv, lam, theta, trace)
     _, lam, theta, trace = best
     rank = int(np.sum(evals > evals.max() * 1e-12))
-    eig = np.linalg.eigvalsh(A)
-    cond = float(np.sqrt(eig.max() / max(eig.min(), 1e-300)))
+    eig = np.linalg.eigvalsh(A) if condition else None
+    cond = float(np.sqrt(eig.max() / max(eig.min(), 1e-300))) if condition else float("nan")
     rss_j = ne.joint_rss(theta)
     sigma2 = float(rss_j.sum()) / max(rows - trace, 1.0)
     inv_s = (evecs / (evals + lam)) @ evecs.T
@@ -320,7 +322,7 @@ def ridge(ne: NormalEquations, names=None) -> Estimate:
     return est
 
 
-def tls(ne: NormalEquations, names=None) -> Estimate:
+def tls(ne: NormalEquations, names=None, condition: bool = True) -> Estimate:
     """Total least squares: errors in the regressor as well as the torque. Columns and torque are
     scaled to unit norm (TLS is not unit-free), and theta comes from the right singular vector of
     the smallest singular value of [W tau], i.e. the eigenvector of the smallest eigenvalue of its
@@ -340,7 +342,7 @@ def tls(ne: NormalEquations, names=None) -> Estimate:
         raise ValueError("tls: the torque is (numerically) independent of the regressor's smallest direction; "
                          "total least squares has no solution on these data")
     theta = -(v[:p] / v[p]) * s_tau / d
-    ref = ols(ne, names)  # rank, conditioning and the covariance's shape are those of the data
+    ref = ols(ne, names, condition)  # rank, conditioning and the covariance's shape are those of the data
     rss_j = ne.joint_rss(theta)
     est = Estimate("tls", theta, ref.covariance, np.sqrt(rss_j / np.maximum(ne.rows - p / ne.dof, 1)), ref.rank,
                    ref.cond, rows, float(np.sqrt(rss_j.sum() / cc)) if cc > 0 else 0.0)
@@ -503,10 +505,11 @@ def enough_samples(ne: NormalEquations) -> NormalEquations:
 
 def estimate(method: str, chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]], dof: int, params: int,
              names=None, statistics: NormalEquations | None = None,
-             tolerance: float | None = None) -> tuple[Estimate, NormalEquations]:
+             tolerance: float | None = None, condition: bool = True) -> tuple[Estimate, NormalEquations]:
     """Run one estimator of the table (names.ESTIMATORS); returns the estimate and the (unweighted)
     normal equations of the data. ``tolerance``, when given, is the convergence tolerance of an
-    iterative estimator that takes one (``tol``); the others ignore it."""
+    iterative estimator that takes one (``tol``); the others ignore it. ``condition=False``: an
+    estimator that takes it leaves cond(W) out (NaN), for fits whose estimate alone is read."""
     spec = ESTIMATORS.get(method)
     if spec is None:
         raise ValueError(f"method: unknown estimator {method!r}; expected one of {list(ESTIMATORS)}")
@@ -517,6 +520,8 @@ def estimate(method: str, chunks: Callable[[], Iterator[tuple[np.ndarray, np.nda
         if tolerance is not None and "tol" in inspect.signature(function).parameters:
             options["tol"] = tolerance
         return function(chunks, dof, params, names, statistics=ne, **options), ne
+    if not condition and "condition" in inspect.signature(function).parameters:
+        return function(ne, names, condition=False), ne
     return function(ne, names), ne
 
 

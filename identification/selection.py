@@ -549,7 +549,7 @@ def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Seq
                             raise ValueError(theta)
                     else:
                         theta = estimate(m, prep.chunks, model.dof, prep.params, prep.names, statistics=statistics,
-                                         tolerance=CANDIDATE_TOLERANCE)[0].theta
+                                         tolerance=CANDIDATE_TOLERANCE, condition=False)[0].theta
                     thetas.append((m, theta))
                 except ValueError as exc:
                     rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]

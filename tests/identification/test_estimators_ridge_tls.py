@@ -52,3 +52,24 @@ def test_unknown_estimator_names_the_choices():
 
     with pytest.raises(ValueError, match="ridge"):
         estimate("lasso", lambda: iter(()), 1, 1)
+
+
+def test_leaving_the_conditioning_out_changes_nothing_else():
+    """estimate(..., condition=False), as model selection's candidates call it: the same estimate
+    to the bit, with cond NaN; the default still reports cond(W) from the normal matrix."""
+    from robodyn.identification.estimators import estimate
+
+    rng = np.random.default_rng(5)
+    W = rng.normal(size=(3, 600, 6)) * np.array([1.0, 5.0, 0.2, 1.0, 3.0, 1.0])
+    tau = np.einsum("jnp,p->nj", W, rng.normal(size=6)) + 0.1 * rng.normal(size=(600, 3))
+    ne = NormalEquations(3, 6)
+    ne.add(W, tau)
+    A = ne.A.sum(0)
+    for method in ("ols", "wls", "ridge", "tls"):
+        full, _ = estimate(method, None, 3, 6, statistics=ne)
+        lean, _ = estimate(method, None, 3, 6, statistics=ne, condition=False)
+        np.testing.assert_array_equal(lean.theta, full.theta)
+        assert np.isnan(lean.cond) and np.isfinite(full.cond), method
+        if method != "wls":  # WLS reports the weighted matrix's
+            eig = np.linalg.eigvalsh(A)
+            assert np.isclose(full.cond, np.sqrt(eig.max() / eig.min()), rtol=1e-9), method
