@@ -14,7 +14,7 @@ from robodyn.robot.model import RobotModel
 from .friction import FrictionColumns
 from .processing import ProcessingConfig, friction_signals, process_windows
 from .regressor import ColumnSpec, regressor
-from .signals import SampledData
+from .signals import SampledData, first_nonfinite_row
 
 ROWS_KEPT_BYTES = 256 * 2**20  # regressor rows a ProcessedCache keeps for candidates predicting the same samples
 
@@ -65,8 +65,8 @@ class ProcessedCache:
                 # a prediction's friction signals are the sharp functions of the processed velocity
                 # (processing.process_windows): every column set's pieces are the plain ones with
                 # their own Coulomb and Stribeck signals, not another pass of the filters
-                pieces = [dataclasses.replace(p, data=p.data.with_friction_signals(
-                    columns.coulomb(p.data.qd), columns.extra(p.data.qd))) for p in plain]
+                pieces = [dataclasses.replace(p, data=replace_friction_signals(
+                    p.data, columns.coulomb(p.data.qd), columns.extra(p.data.qd))) for p in plain]
             elif plain is not None and all(p.friction_source is not None for p in plain):
                 # a fit's are filtered as its torque was: only they are filtered again
                 pieces = _with_friction_signals(plain, columns)
@@ -78,6 +78,25 @@ class ProcessedCache:
 
 
 _FRICTION_SIGNALS = ("coulomb", "friction_extra")
+
+
+def replace_friction_signals(data: SampledData, coulomb, friction_extra) -> SampledData:
+    """``data``'s samples with other Coulomb and Stribeck signals (another friction-column set's):
+    only the new signals are checked; the rest was checked when ``data`` was made."""
+    out = object.__new__(SampledData)
+    out.__dict__.update(data.__dict__)
+    out.__dict__.update(coulomb=None, friction_extra=None)
+    for name, arr in (("coulomb", coulomb), ("friction_extra", friction_extra)):
+        if arr is None:
+            continue
+        arr = np.asarray(arr, float)
+        if arr.shape != data.q.shape:
+            raise ValueError(f"{name}: expected shape {data.q.shape} to match q, got {arr.shape}")
+        row = first_nonfinite_row(arr)
+        if row is not None:
+            raise ValueError(f"{name}: NaN or infinite value at sample {row} (t={data.t[row]:.6g} s)")
+        out.__dict__[name] = arr
+    return out
 
 
 def _with_friction_signals(plain: list, columns: FrictionColumns) -> list:
@@ -94,6 +113,6 @@ def _with_friction_signals(plain: list, columns: FrictionColumns) -> list:
     out = []
     for piece in plain:
         signals = friction_signals(piece, columns)
-        out.append(dataclasses.replace(piece, steps=steps, data=piece.data.with_friction_signals(
-            signals["coulomb"], signals["friction_extra"])))
+        out.append(dataclasses.replace(piece, steps=steps, data=replace_friction_signals(
+            piece.data, signals["coulomb"], signals["friction_extra"])))
     return out

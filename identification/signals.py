@@ -55,11 +55,11 @@ class SampledData:
                 raise ValueError(f"{name}: expected shape ({N}, joints) to match t, got {arr.shape}")
             if arr.shape[1] != self.q.shape[1]:
                 raise ValueError(f"{name}: has {arr.shape[1]} joints but q has {self.q.shape[1]}")
-            row = _first_nonfinite_row(arr, CHUNK_SAMPLES)
+            row = first_nonfinite_row(arr, CHUNK_SAMPLES)
             if row is not None:
                 raise ValueError(f"{name}: NaN or infinite value at sample {row} (t={self.t[row]:.6g} s); "
                                  "drop or repair those rows before identification")
-        if _first_nonfinite_row(self.t, CHUNK_SAMPLES) is not None:
+        if first_nonfinite_row(self.t, CHUNK_SAMPLES) is not None:
             raise ValueError("t: NaN or infinite timestamps")
         for s, dt in _intervals(self.t, CHUNK_SAMPLES):
             if np.any(dt <= 0):
@@ -74,24 +74,6 @@ class SampledData:
     @property
     def dof(self) -> int:
         return int(self.q.shape[1])
-
-    def with_friction_signals(self, coulomb, friction_extra) -> "SampledData":
-        """These samples with other Coulomb and Stribeck signals (another friction-column set's):
-        only the new signals are checked; the rest was checked when this was made."""
-        out = object.__new__(SampledData)
-        out.__dict__.update(self.__dict__)
-        out.__dict__.update(coulomb=None, friction_extra=None)
-        for name, arr in (("coulomb", coulomb), ("friction_extra", friction_extra)):
-            if arr is None:
-                continue
-            arr = np.asarray(arr, float)
-            if arr.shape != self.q.shape:
-                raise ValueError(f"{name}: expected shape {self.q.shape} to match q, got {arr.shape}")
-            row = _first_nonfinite_row(arr, CHUNK_SAMPLES)
-            if row is not None:
-                raise ValueError(f"{name}: NaN or infinite value at sample {row} (t={self.t[row]:.6g} s)")
-            out.__dict__[name] = arr
-        return out
 
     def select(self, mask) -> "SampledData":
         """The samples picked by a boolean mask, a slice or indices. Picking in order (a mask, a
@@ -123,7 +105,7 @@ def _intervals(t: np.ndarray, chunk: int = CHUNK_SAMPLES):
         release_rows_before((t,), s + chunk)  # a mapped log's pages read here: not kept resident
 
 
-def _first_nonfinite_row(arr: np.ndarray, chunk: int = CHUNK_SAMPLES) -> int | None:
+def first_nonfinite_row(arr: np.ndarray, chunk: int = CHUNK_SAMPLES) -> int | None:
     """The first row of ``arr`` holding NaN or an infinity, or None, read chunk by chunk."""
     rows = max(1, chunk // max(1, int(np.prod(arr.shape[1:]))))
     for s in range(0, arr.shape[0], rows):

@@ -206,25 +206,25 @@ def test_experiment_run_is_one_validated_sequence_and_extraction_finds_every_swe
 
 
 def test_other_friction_signals_keep_the_samples_and_are_checked_alone():
-    """SampledData.with_friction_signals: the states and torque are the same arrays, the new Coulomb
+    """processed_cache.replace_friction_signals: the states and torque are the same arrays, the new Coulomb
     and Stribeck signals replace the old ones (None clears them), and a wrong shape or a NaN in a new
     signal is one line naming it."""
     import pytest
 
-    from robodyn.identification.signals import SampledData
+    from robodyn.identification.processed_cache import replace_friction_signals
 
     rng = np.random.default_rng(0)
     t = np.arange(50) * 0.01
     q, tau, qd = rng.normal(size=(50, 3)), rng.normal(size=(50, 3)), rng.normal(size=(50, 3))
     data = SampledData(t, q, tau, qd, qd, coulomb=np.sign(qd), friction_extra=np.ones((50, 3)))
     coulomb = np.tanh(qd / 0.1)
-    other = data.with_friction_signals(coulomb, None)
+    other = replace_friction_signals(data, coulomb, None)
     assert all(getattr(other, k) is getattr(data, k) for k in ("t", "q", "tau", "qd", "qdd", "trajectory"))
     np.testing.assert_array_equal(other.coulomb, coulomb)
     assert other.friction_extra is None and data.friction_extra is not None  # the original is untouched
     with pytest.raises(ValueError, match=r"^coulomb: expected shape \(50, 3\) to match q, got \(49, 3\)$"):
-        data.with_friction_signals(coulomb[1:], None)
+        replace_friction_signals(data, coulomb[1:], None)
     bad = np.ones((50, 3))
     bad[7, 2] = np.nan
     with pytest.raises(ValueError, match=r"^friction_extra: NaN or infinite value at sample 7 "):
-        data.with_friction_signals(coulomb, bad)
+        replace_friction_signals(data, coulomb, bad)
