@@ -46,10 +46,10 @@ class SubsetRows:
     (:meth:`predicted`)."""
 
     def __init__(self, chunks: Sequence[_UnionChunk], take: np.ndarray, u: int, coulomb_at, dof: int,
-                 starts: Sequence[int] | None = None):
+                 starts: Sequence[int]):
         self._chunks, self._take, self._u, self._dof = list(chunks), np.asarray(take, np.int64), u, dof
         # per joint, the first union column its rows can reach (the earlier ones are structurally zero)
-        self._starts = [0] * dof if starts is None else [int(k) for k in starts]
+        self._starts = [int(k) for k in starts]
         position = {int(k): i for i, k in enumerate(self._take)}
         # (joint, candidate column) of each Coulomb column the candidate carries
         self._coulomb = [(j, position[at]) for j, at in coulomb_at if at in position]
@@ -144,7 +144,7 @@ def _reach_starts(model: RobotModel, spec, union: np.ndarray) -> list[int]:
 
 
 def _with_own_friction_columns(union, chunks: Sequence[_UnionChunk], coulomb_at, extra_columns: int,
-                               starts: Sequence[int] | None = None):
+                               starts: Sequence[int]):
     """The normal equations of a friction-column set from those of the union rows it shares: joint
     j's Coulomb column and its Stribeck excess column are non-zero in joint j's rows only, so
     replacing the one and appending the other changes joint j's sums in that row and column alone
@@ -179,8 +179,8 @@ def _with_own_friction_columns(union, chunks: Sequence[_UnionChunk], coulomb_at,
             if extra_columns:
                 X[:, -1] = c.extra[:, j]
             block = np.zeros((len(new), p))
-            start = 0 if starts is None else starts[j]  # the columns before are zero in joint j's rows
-            block[:, start:u] = X.T @ c.W[j, :, start:]
+            # the columns before starts[j] are zero in joint j's rows
+            block[:, starts[j]:u] = X.T @ c.W[j, :, starts[j]:]
             block[:, new] = X.T @ X  # the new columns against each other (W's own column is stale there)
             A[new, :] += block
             ne.b[j, new] += X.T @ c.tau[:, j]

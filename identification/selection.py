@@ -35,6 +35,7 @@ recording stays held out). The result carries the whole table and the rule that 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -420,11 +421,10 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     # The sigmoid and Stribeck scales are chosen per rotor-inertia setting (from that setting's
     # Coulomb-viscous residual), so those candidates' columns differ and each has its own pass.
     held_out_processing = ProcessedCache()
-    done = [0]
+    steps = itertools.count(1)
 
     def progress(stage: str) -> None:
-        done[0] += 1
-        report(stage, done[0] / (total + 1))
+        report(stage, next(steps) / (total + 1))
 
     for fold in plan:
         _score_fold(model, datasets, holdout, fold, config, groups, methods, rows, weights, choice, cutoffs,
