@@ -19,7 +19,7 @@ The interval of joint j at a sample is  prediction +- sqrt(z^2 * (phi_j w_j' C w
   directions the data determined least: extrapolation.
 
 The blocks are motion the fit never saw: a periodic excitation run for several periods is cut by
-phase (block k is the k-th stretch of every period, :func:`.selection.repeat_folds`), since a
+phase (block k is the k-th stretch of every period, :func:`.folds.repeat_folds`), since a
 contiguous block of it is seen again one period later, and its "out-of-fold" residual is then an
 in-sample residual in disguise (measured on the UR-like plant with contiguous blocks: residuals
 of the identification data 0.83-0.98 times the out-of-fold spread, of another trajectory 1.1-2.6
@@ -219,7 +219,7 @@ def out_of_fold_refits(model: RobotModel, result: IdentificationResult | dict, d
     import dataclasses
 
     from .pipeline import compare_many, identify
-    from .selection import cross_validation_folds, fit_recordings, held_out_masks
+    from .folds import cross_validation_folds, fit_recordings, held_out_masks
 
     result = as_result(result)
     config = _config_of(result.method, result.config, len(datasets))

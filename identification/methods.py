@@ -202,7 +202,7 @@ def identification_result(model: RobotModel, datasets: Sequence[SampledData], co
 
     details, summary = {}, ""
     if select:
-        from .selection import FOLDS
+        from .folds import FOLDS
         from .selection import select as select_model
 
         result = select_model(model, datasets, config, folds=folds or FOLDS, holdout=list(holdout),

@@ -38,14 +38,14 @@ the per-joint RMSE against the simulated measured torque; noise floor 2 x NOISE 
 import numpy as np
 import pytest
 
-from robodyn.identification import selection
+from robodyn.identification import folds, selection
 from robodyn.identification.pipeline import IdentificationConfig, validate
 from robodyn.identification.signals import SampledData, repeat_period
 from robodyn.robot.dynamics import inverse_dynamics
 from robodyn.robot.loader import load_model
 
 RATE = 400.0  # Hz
-PERIOD = 4.0  # s: 1600 samples, a phase block of 266 (>= selection.MIN_BLOCK)
+PERIOD = 4.0  # s: 1600 samples, a phase block of 266 (>= folds.MIN_BLOCK)
 PERIODS = FOLDS = 6  # phase blocks centred on phases 1/4 and 3/4, where joint 1 reverses
 SPOT = 1.70  # rad: joint 1's stiff spot starts here (the excitation's top reversal is at 1.84)
 DELTA = 0.8  # N·m: its Stribeck bump
@@ -108,7 +108,7 @@ def chosen():
     for name in ("library", "contiguous"):
         with pytest.MonkeyPatch.context() as patch:
             if name == "contiguous":
-                patch.setattr(selection, "repeat_folds", lambda *args, **kwargs: None)
+                patch.setattr(folds, "repeat_folds", lambda *args, **kwargs: None)
             result = selection.select(model, [data], IdentificationConfig(), folds=FOLDS, **CANDIDATES)
         scores = {c["friction"]: c for c in result.selection["candidates"]}
         out[name] = {"selection": result.selection, "scores": scores,

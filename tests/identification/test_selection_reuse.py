@@ -33,8 +33,8 @@ from robodyn.identification.column_subsets import prepare_column_subsets
 from robodyn.identification.pipeline import IdentificationConfig, ProcessedCache, prepare, validate_many
 from robodyn.identification.processing import ProcessingConfig
 from robodyn.identification.realistic_logs import realistic_log
-from robodyn.identification.selection import (blocked_folds, cross_validation_folds, fit_recordings, held_out_masks,
-                                              select)
+from robodyn.identification.folds import blocked_folds, cross_validation_folds, fit_recordings, held_out_masks
+from robodyn.identification.selection import select
 from robodyn.robot.loader import load_model
 
 CUTOFF = ProcessingConfig(cutoff_hz=8.0)

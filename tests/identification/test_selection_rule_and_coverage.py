@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from robodyn.identification.coverage import coverage_of, extrapolation_warnings
-from robodyn.identification.selection import blocked_folds, fold_summary, one_standard_error_choice, repeat_folds
+from robodyn.identification.folds import blocked_folds, repeat_folds
+from robodyn.identification.selection import fold_summary, one_standard_error_choice
 from robodyn.identification.signals import SampledData, repeat_period
 
 
