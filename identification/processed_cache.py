@@ -6,6 +6,7 @@ samples share one regressor evaluation."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 
@@ -23,11 +24,23 @@ class ProcessedCache:
     """Processed pieces of recordings, kept for reuse within one model selection: candidates that
     process the same recording the same way (same processing, friction columns and purpose; no
     subtracted friction model) share one pass instead of filtering it again. Holds the recordings
-    processed whole in memory, so it lives only as long as the selection that made it."""
+    processed whole in memory, so it lives only as long as the selection that made it. Safe to share
+    between threads (folds scored at once): one lock guards the store, and a piece missing is
+    processed under it, once."""
 
     def __init__(self):
         self._store: dict = {}
         self._rows: dict = {}
+        self._lock = threading.RLock()
+
+    def sharing_pieces(self) -> "ProcessedCache":
+        """A cache over the same processed pieces with regressor rows of its own: a fold of model
+        selection predicts samples no other fold predicts, so its rows go when it ends (memory freed
+        before the next fold's rows are made is reused at once; fresh memory costs a first touch of
+        every page), and folds scored at once do not evict each other's."""
+        view = ProcessedCache()
+        view._store, view._lock = self._store, self._lock
+        return view
 
     def rows(self, model: RobotModel, d: SampledData, spec: ColumnSpec, s: int, e: int) -> np.ndarray:
         """Sample-major regressor rows of ``d[s:e]`` with sgn(qd) in the Coulomb columns, evaluated
@@ -35,29 +48,29 @@ class ProcessedCache:
         selection's friction candidates differ only in their Coulomb signal and Stribeck columns:
         :func:`_predict_many` applies those). Keyed by the samples' times and checked on the states."""
         key = (spec, d.count, float(d.t[0]), float(d.t[-1]), s, e)
-        hit = self._rows.get(key)
+        with self._lock:
+            hit = self._rows.get(key)
         if hit is not None and all(np.array_equal(a, b) for a, b in zip(hit[0], (d.q[s:e], d.qd[s:e], d.qdd[s:e]))):
             return hit[1]
         piece = d.select(slice(s, e))
         rows = regressor(model, piece.q, piece.qd, piece.qdd, spec)
         # the oldest go first beyond a budget: selection predicts one fold's samples for every
         # candidate, then the next fold's, so only the latest few pieces are read again
-        while self._rows and sum(r.nbytes for _, r in self._rows.values()) + rows.nbytes > ROWS_KEPT_BYTES:
-            del self._rows[next(iter(self._rows))]
-        self._rows[key] = ((piece.q, piece.qd, piece.qdd), rows)
+        with self._lock:
+            while self._rows and sum(r.nbytes for _, r in self._rows.values()) + rows.nbytes > ROWS_KEPT_BYTES:
+                del self._rows[next(iter(self._rows))]
+            self._rows[key] = ((piece.q, piece.qd, piece.qdd), rows)
         return rows
-
-    def forget_rows(self) -> None:
-        """Drop the kept regressor rows: model selection predicts one fold's held-out samples in no
-        other fold, and memory freed before the next fold's rows are made is reused at once (fresh
-        memory costs a first touch of every page)."""
-        self._rows.clear()
 
     def pieces(self, raw: SampledData, processing: ProcessingConfig, *, purpose: str = "fit",
                columns: FrictionColumns | None = None) -> list:
         scale = None if columns is None or columns.scale is None else tuple(np.asarray(columns.scale).tolist())
         key = (id(raw), purpose, None if columns is None else (columns.kind, scale),
                processing.processing_key())
+        with self._lock:
+            return self._pieces(raw, processing, purpose, columns, key)
+
+    def _pieces(self, raw: SampledData, processing: ProcessingConfig, purpose: str, columns, key) -> list:
         hit = self._store.get(key)
         if hit is None or hit[0] is not raw:  # the recording kept with its pieces: an id is not reused
             plain = None if columns is None else self.pieces(raw, processing, purpose=purpose)

@@ -36,6 +36,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 import numpy as np
@@ -233,16 +236,40 @@ def one_standard_error_choice(candidates: Sequence[dict], reference: int | None)
                     f"parameters, mean {candidates[chosen]['mean']:.4g})")
 
 
+FOLD_MEMORY_BYTES = 1 << 30  # what the folds scored at once may hold together
+
+
+def fold_workers(folds: int, samples: int, dof: int) -> int:
+    """How many folds :func:`select` scores at once, each in its own thread: one per processor this
+    process may use, at most one per fold, and no more than fit in :data:`FOLD_MEMORY_BYTES` (a fold
+    keeps the regressor rows of its fit samples, about ``samples`` x ``dof`` rows of 16 ``dof``
+    columns, and its held-out rows beside them). Most of a fold's time is in filters, BLAS and
+    compiled kernels that release the GIL. One unless Numba's threading layer takes parallel
+    kernels launched from two threads at once (OpenMP and TBB do; its fallback, workqueue, aborts)."""
+    import numba
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run yet: the layer is not chosen
+        return 1
+    if layer not in ("omp", "tbb"):
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    per_fold = 2 * samples * dof * 16 * dof * 8
+    return max(1, min(cpus, folds, FOLD_MEMORY_BYTES // max(per_fold, 1)))
+
+
 def select(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, *,
            folds: int = FOLDS, holdout: Sequence[SampledData] = (), frictions: Sequence[str] = FRICTIONS,
            rotor_inertia: Sequence[bool] = ROTOR_INERTIA, cutoff_factors: Sequence[float] = CUTOFF_FACTORS,
            methods: Sequence[str] | None = None, sources: Sequence[str] = (),
-           progress: Callable[[str, float], None] | None = None) -> IdentificationResult:
+           progress: Callable[[str, float], None] | None = None, workers: int | None = None) -> IdentificationResult:
     """The candidate chosen by blocked cross-validation and the one-standard-error rule, refitted
     on all of ``datasets``; the result's ``selection`` entry holds every candidate's fold scores.
     ``methods`` default: :func:`candidate_methods` (the table's candidates, the config's estimator,
     and the physically consistent fit, with the Coulomb-viscous friction whose columns are standard
-    parameters, when the sdp extra is there)."""
+    parameters, when the sdp extra is there). ``workers``: folds scored at once, in threads
+    (default :func:`fold_workers`); the table is the same for any number."""
     report = progress or (lambda stage, fraction: None)
     if methods is None:
         methods = candidate_methods(config.method)
@@ -288,15 +315,43 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     # Coulomb-viscous residual), so those candidates' columns differ and each has its own pass.
     held_out_processing = ProcessedCache()
     steps = itertools.count(1)
+    reporting = threading.Lock()  # folds scored at once report from their own threads
 
     def progress(stage: str) -> None:
-        report(stage, next(steps) / (total + 1))
+        with reporting:
+            report(stage, next(steps) / (total + 1))
 
-    for fold in plan:
-        _score_fold(model, datasets, holdout, fold, config, groups, methods, rows, weights, choice, cutoffs,
-                    held_out_processing, progress)
-        held_out_processing.forget_rows()
-    held_out_processing = None  # its processed recordings and rows are not needed by the refit
+    def score(fold: Fold, kernel_threads: int | None = None) -> dict:
+        if kernel_threads is not None:
+            # folds scored at once are the parallelism: a compiled kernel's own threads would only
+            # oversubscribe the processors (Numba's thread count is per calling thread)
+            import numba
+
+            numba.set_num_threads(kernel_threads)
+        return _score_fold(model, datasets, holdout, fold, config, groups, methods, rows, weights, choice, cutoffs,
+                           held_out_processing, progress)
+
+    workers = fold_workers(len(plan), sum(d.count for d in datasets), model.dof) if workers is None else int(workers)
+    if workers > 1:
+        pool = ThreadPoolExecutor(min(workers, len(plan)), thread_name_prefix="robodyn-fold")
+        try:
+            outcomes = [f.result() for f in [pool.submit(score, fold, 1) for fold in plan]]
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    else:
+        outcomes = [score(fold) for fold in plan]
+    # in the folds' order, whichever thread scored them: a candidate's first failure is the one told
+    for outcome in outcomes:
+        for key, (score_or_error, parameters) in outcome.items():
+            row = rows[key]
+            if row["error"] is not None:
+                continue
+            if isinstance(score_or_error, str):
+                row["error"] = score_or_error
+            else:
+                row["fold_scores"].append(score_or_error)
+                row["parameters"] = parameters
+    held_out_processing = outcomes = None  # not needed by the refit
     candidates: list[dict] = []
     for row in rows.values():
         if row["error"] is None and len(row["fold_scores"]) == len(plan):
@@ -335,19 +390,28 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
 def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Sequence[SampledData], fold: Fold,
                 config: IdentificationConfig, groups: dict, methods: Sequence[str], rows: dict, weights, choice,
                 cutoffs: Sequence[float], held_out_processing: ProcessedCache,
-                progress: Callable[[str], None]) -> None:
-    """Every candidate of ``groups`` fitted on ``fold``'s fit samples and scored on its held-out
-    ones, into ``rows`` (see :func:`select`). Its own function so that the fold's data (processed
-    pieces, the shared regressor rows) are freed when it returns, before the next fold's are
-    made: memory just freed is reused at once, where fresh memory costs the kernel a first touch
-    of every page (measured on the TX40 fold's 63 MB of rows: 7 ms reused, 50 to 170 ms fresh on
-    a virtual machine)."""
+                progress: Callable[[str], None]) -> dict:
+    """Every candidate of ``groups`` (the keys of ``rows``, which it only reads) fitted on
+    ``fold``'s fit samples and scored on its held-out ones (see :func:`select`): per candidate key,
+    (score, parameters) or (the one-line error, None). A fold depends on no other, so folds may be
+    scored at once in threads; ``held_out_processing`` is the one cache they share (its processed
+    recordings; each fold keeps its own regressor rows). Its own function so that the fold's data
+    (processed pieces, the shared regressor rows) are freed when it returns, before the next fold's
+    are made: memory just freed is reused at once, where fresh memory costs the kernel a first
+    touch of every page (measured on the TX40 fold's 63 MB of rows: 7 ms reused, 50 to 170 ms
+    fresh on a virtual machine)."""
+    outcome: dict = {}
+
+    def failed(keys, exc) -> None:
+        outcome.update({key: (" ".join(str(exc).split())[:200], None) for key in keys})
+
     fitted, fit = fit_recordings(datasets, fold.fit)
     if fold.held_out_recording is not None:
         held, keep = [holdout[fold.held_out_recording]], None
     else:
         held, keep = held_out_masks(datasets, fold.held_out)
     fit_processing = ProcessedCache()
+    held_out_processing = held_out_processing.sharing_pieces()
     fit_regressors: dict = {}  # the fold's regressor, shared by every candidate's columns
     residuals: dict = {}
     shapes: dict = {}  # the friction scale search's velocity-only part, for this fold's candidates
@@ -359,8 +423,7 @@ def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Seq
         trials = []
         for rotor in groups[(friction, cutoff)]:
             progress(f"candidates: friction {friction}, rotor inertia {'on' if rotor else 'off'}, {fold.name}")
-            live = [m for m in methods if (friction, rotor, cutoff, m) in rows
-                    and rows[(friction, rotor, cutoff, m)]["error"] is None]
+            live = [m for m in methods if (friction, rotor, cutoff, m) in rows]
             if not live:
                 continue
             trial = dataclasses.replace(config, friction=friction, rotor_inertia=rotor, friction_scales=None,
@@ -382,8 +445,7 @@ def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Seq
                     trial = dataclasses.replace(trial, friction_scales=choose_friction_scales(
                         friction, *residuals[(rotor, cutoff)], shapes=shapes).tolist())
             except ValueError as exc:
-                for m in live:
-                    rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
+                failed([(friction, rotor, cutoff, m) for m in live], exc)
                 continue
             trials.append((rotor, live, trial))
         if not trials:
@@ -399,8 +461,7 @@ def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Seq
                     prepared.append((prep, accumulate(prep.chunks, model.dof, prep.params)))
                 except ValueError as exc:
                     prepared.append(None)
-                    for m in live:
-                        rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
+                    failed([(friction, rotor, cutoff, m) for m in live], exc)
         fitted_thetas = []  # (rotor, prep, [(method, theta)])
         for (rotor, live, _), done in zip(trials, prepared):
             if done is None:
@@ -418,7 +479,7 @@ def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Seq
                                          tolerance=CANDIDATE_TOLERANCE, condition=False)[0].theta
                     thetas.append((m, theta))
                 except ValueError as exc:
-                    rows[(friction, rotor, cutoff, m)]["error"] = " ".join(str(exc).split())[:200]
+                    failed([(friction, rotor, cutoff, m)], exc)
             if friction == "coulomb-viscous":  # the fit friction_residual would make, already made
                 plain_fits.update({(rotor, cutoff): (prep, th) for m, th in thetas if m == "ols"})
             if thetas:
@@ -428,9 +489,9 @@ def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Seq
             flat = [(rotor, prep, m, th) for rotor, prep, thetas in part for m, th in thetas]
             scores = validate_many(model, widest, [th for *_, th in flat], held, keep,
                                    processed=held_out_processing, bases=[prep.base for _, prep, _, _ in flat])
-            for (rotor, prep, m, _), score in zip(flat, scores):
-                rows[(friction, rotor, cutoff, m)]["fold_scores"].append(score["rmse_sum"])
-                rows[(friction, rotor, cutoff, m)]["parameters"] = prep.params
+            outcome.update({(friction, rotor, cutoff, m): (score["rmse_sum"], prep.params)
+                            for (rotor, prep, m, _), score in zip(flat, scores)})
+    return outcome
 
 
 def _consistent_refit(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig,

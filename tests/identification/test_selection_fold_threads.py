@@ -1,0 +1,125 @@
+"""Folds scored at once, in threads, give the table scored one fold at a time.
+
+Data: the UR-like realistic plant (identification/realistic_logs.py: a simulated plant unlike the
+model -- inertial parameters off, Stribeck friction with position ripple, an elastic shoulder,
+drive gains off, quantised noisy currents), 4 s of one excitation. Checked:
+
+- select's whole candidate table (every fold score, parameter count and error) and its choice are
+  the same to the bit with one worker and with three, for every friction model (no fold reads
+  another's work; the shared cache of processed held-out recordings gives each the same pieces);
+- the outcomes are merged in the folds' order whichever thread finishes first: fold scores in
+  fold order, and a candidate's first failure in fold order is the one told;
+- how many folds run at once: one under a Numba threading layer that aborts on concurrent kernel
+  launches, at most one per processor and per fold, and no more than the memory budget holds;
+- ProcessedCache.sharing_pieces shares the processed pieces and keeps regressor rows of its own.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+from robodyn.identification import selection
+from robodyn.identification.pipeline import IdentificationConfig, ProcessedCache
+from robodyn.identification.processing import ProcessingConfig
+from robodyn.identification.realistic_logs import realistic_log
+from robodyn.robot.loader import load_model
+
+CONFIG = IdentificationConfig(processing=ProcessingConfig(cutoff_hz=8.0))
+CANDIDATES = dict(folds=3, frictions=("coulomb-viscous", "sigmoid", "stribeck"), rotor_inertia=(True, False),
+                  methods=("ols", "wls"))
+
+
+@pytest.fixture(scope="module")
+def plant():
+    return load_model("ur5e"), realistic_log("ur", 2, duration=4.0).data
+
+
+def _table(result) -> list:
+    return [(c["friction"], c["rotor_inertia"], c["method"], c["fold_scores"], c["parameters"], c["error"])
+            for c in result.selection["candidates"]]
+
+
+def test_folds_scored_at_once_give_the_table_scored_one_at_a_time(plant):
+    model, data = plant
+    alone = selection.select(model, [data], CONFIG, workers=1, **CANDIDATES)
+    together = selection.select(model, [data], CONFIG, workers=3, **CANDIDATES)
+    assert _table(together) == _table(alone)
+    assert together.selection["chosen"] == alone.selection["chosen"]
+    np.testing.assert_array_equal(together.values, alone.values)
+    assert len(alone.selection["candidates"]) == 12 and all(len(c["fold_scores"]) == 3
+                                                             for c in alone.selection["candidates"])
+
+
+def test_outcomes_are_merged_in_fold_order_whichever_thread_finishes_first(plant, monkeypatch):
+    """The first fold waits until the last has finished (bounded), and every fold reports one
+    candidate failed with its own fold's name: the table tells the first fold's failure and keeps
+    every other candidate's scores in fold order."""
+    model, data = plant
+    score_fold = selection._score_fold
+    last_done = threading.Event()
+    finished: list = []
+    victim = ("sigmoid", False, 8.0, "wls")
+
+    def ordered(model, datasets, holdout, fold, *args):
+        if fold.name.startswith("block 1") or fold.name.startswith("phase 1"):
+            assert last_done.wait(120), "the last fold never finished while the first waited"
+        outcome = score_fold(model, datasets, holdout, fold, *args)
+        finished.append(fold.name)
+        if fold.name.startswith("block 3") or fold.name.startswith("phase 3"):
+            last_done.set()
+        assert victim in outcome
+        outcome[victim] = (f"failed in {fold.name}", None)
+        return outcome
+
+    alone = selection.select(model, [data], CONFIG, workers=1, **CANDIDATES)
+    monkeypatch.setattr(selection, "_score_fold", ordered)
+    together = selection.select(model, [data], CONFIG, workers=3, **CANDIDATES)
+    plan = [f["name"] for f in together.selection["folds"]]
+    assert finished[0] != plan[0] and finished[-1] == plan[0]  # the first fold finished last
+    rows = {(c["friction"], c["rotor_inertia"], c["cutoff_hz"], c["method"]): c
+            for c in together.selection["candidates"]}
+    assert rows[victim]["error"] == f"failed in {plan[0]}" and rows[victim]["mean"] is None
+    before = {(c["friction"], c["rotor_inertia"], c["cutoff_hz"], c["method"]): c["fold_scores"]
+              for c in alone.selection["candidates"]}
+    for key, row in rows.items():
+        if key != victim:
+            assert row["fold_scores"] == before[key], key
+
+
+def test_fold_workers_follow_the_threading_layer_the_processors_and_the_memory(monkeypatch):
+    import numba
+
+    monkeypatch.setattr(selection.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setattr(numba, "threading_layer", lambda: "workqueue")
+    assert selection.fold_workers(5, 1000, 6) == 1  # concurrent launches abort under workqueue
+
+    def not_chosen():
+        raise ValueError("no threading layer yet")
+
+    monkeypatch.setattr(numba, "threading_layer", not_chosen)
+    assert selection.fold_workers(5, 1000, 6) == 1
+    monkeypatch.setattr(numba, "threading_layer", lambda: "omp")
+    assert selection.fold_workers(5, 1000, 6) == 5  # one per fold
+    assert selection.fold_workers(12, 1000, 6) == 8  # one per processor
+    per_fold = 2 * 27_000 * 6 * 16 * 6 * 8  # the TX40's identification part: 249 MB a fold
+    assert selection.fold_workers(5, 27_000, 6) == selection.FOLD_MEMORY_BYTES // per_fold == 4
+    assert selection.fold_workers(5, 3_600_000, 7) == 1  # an hour at 1 kHz: one fold at a time
+    monkeypatch.setattr(selection.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert selection.fold_workers(5, 1000, 6) == 1
+
+
+def test_a_cache_sharing_pieces_keeps_rows_of_its_own(plant):
+    model, data = plant
+    shared = ProcessedCache()
+    view = shared.sharing_pieces()
+    pieces = view.pieces(data, CONFIG.processing, purpose="predict")
+    assert shared.pieces(data, CONFIG.processing, purpose="predict") is pieces  # processed once
+    from robodyn.identification.pipeline import prepare
+
+    spec = prepare(model, [data], CONFIG).base.spec
+    d = pieces[0].data
+    rows = view.rows(model, d, spec, 0, 100)
+    assert view.rows(model, d, spec, 0, 100) is rows  # kept for the view's own candidates
+    assert shared.rows(model, d, spec, 0, 100) is not rows  # not in the cache it shares pieces with
+    np.testing.assert_array_equal(shared.rows(model, d, spec, 0, 100), rows)
