@@ -53,6 +53,7 @@ from .column_subsets import prepare_column_subsets, residual_on_rows, shared_pre
 from .pipeline import (IdentificationConfig, IdentificationResult, ProcessedCache, friction_residual, identify,
                        prepare, validate_many)
 from .processing import cutoff_needed, resolve_processing
+from .regressor import parameter_names
 from .signals import SampledData
 
 FRICTIONS = ("coulomb-viscous", "sigmoid", "stribeck")
@@ -237,13 +238,26 @@ def one_standard_error_choice(candidates: Sequence[dict], reference: int | None)
 
 
 FOLD_MEMORY_BYTES = 1 << 30  # what the folds scored at once may hold together
+MEMORY_SHARE = 0.5  # of the memory available, the most one fold may need before select refuses
 
 
-def fold_workers(folds: int, samples: int, dof: int) -> int:
+def fold_memory(model: RobotModel, config: IdentificationConfig, plan: Sequence[Fold]) -> tuple[int, str]:
+    """(bytes, how they were counted) a fold of ``plan`` keeps at most: the regressor rows of its
+    fit samples (one row per joint and sample, a column per standard parameter of the widest
+    candidate, with rotor inertia and a Stribeck column per joint), which its candidates share and
+    read. Decimation, when fixed, keeps one sample in so many."""
+    widest = dataclasses.replace(config, rotor_inertia=True, friction="coulomb-viscous", friction_model=None)
+    columns = len(parameter_names(model, widest.spec)) + model.dof
+    decimation = config.processing.decimation if isinstance(config.processing.decimation, int) else 1
+    samples = max(sum(e - s for _, s, e in fold.fit) for fold in plan) // max(decimation, 1)
+    return (samples * model.dof * columns * 8,
+            f"{samples} fit samples x {model.dof} joints x {columns} columns x 8 bytes")
+
+
+def fold_workers(folds: int, fold_bytes: int) -> int:
     """How many folds :func:`select` scores at once, each in its own thread: one per processor this
-    process may use, at most one per fold, and no more than fit in :data:`FOLD_MEMORY_BYTES` (a fold
-    keeps the regressor rows of its fit samples, about ``samples`` x ``dof`` rows of 16 ``dof``
-    columns, and its held-out rows beside them). Most of a fold's time is in filters, BLAS and
+    process may use, at most one per fold, and no more than fit in :data:`FOLD_MEMORY_BYTES` at
+    ``fold_bytes`` each (:func:`fold_memory`). Most of a fold's time is in filters, BLAS and
     compiled kernels that release the GIL. One unless Numba's threading layer takes parallel
     kernels launched from two threads at once (OpenMP and TBB do; its fallback, workqueue, aborts)."""
     import numba
@@ -255,8 +269,19 @@ def fold_workers(folds: int, samples: int, dof: int) -> int:
     if layer not in ("omp", "tbb"):
         return 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    per_fold = 2 * samples * dof * 16 * dof * 8
-    return max(1, min(cpus, folds, FOLD_MEMORY_BYTES // max(per_fold, 1)))
+    return max(1, min(cpus, folds, FOLD_MEMORY_BYTES // max(int(fold_bytes), 1)))
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the kernel says are available (MemAvailable), None where it does not say."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
 
 
 def select(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, *,
@@ -277,6 +302,12 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         raise ValueError("select: a subtracted friction model fixes the friction; selection chooses it (drop "
                          "--friction-model, or identify without --select)")
     plan, cross_validation = cross_validation_folds(datasets, folds, len(holdout))
+    fold_bytes, counted = fold_memory(model, config, plan)
+    available = available_memory()
+    if available is not None and fold_bytes > MEMORY_SHARE * available:
+        raise ValueError(f"select: a fold keeps its fit samples' regressor rows, {fold_bytes / 2**30:.1f} GiB here "
+                         f"({counted}), over {MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB of memory "
+                         "available; select on a shorter part of the recording, or identify without --select")
     # the reference is what the default would fit: its cut-off and its choice between the config's
     # estimator and the consistent fit (validated_choice), so selection starts from the default and
     # keeps it unless a candidate beats it by more than a standard error
@@ -331,7 +362,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         return _score_fold(model, datasets, holdout, fold, config, groups, methods, rows, weights, choice, cutoffs,
                            held_out_processing, progress)
 
-    workers = fold_workers(len(plan), sum(d.count for d in datasets), model.dof) if workers is None else int(workers)
+    workers = fold_workers(len(plan), fold_bytes) if workers is None else int(workers)
     if workers > 1:
         pool = ThreadPoolExecutor(min(workers, len(plan)), thread_name_prefix="robodyn-fold")
         try:

@@ -10,7 +10,9 @@ drive gains off, quantised noisy currents), 4 s of one excitation. Checked:
 - the outcomes are merged in the folds' order whichever thread finishes first: fold scores in
   fold order, and a candidate's first failure in fold order is the one told;
 - how many folds run at once: one under a Numba threading layer that aborts on concurrent kernel
-  launches, at most one per processor and per fold, and no more than the memory budget holds;
+  launches, at most one per processor and per fold, and no more than the memory budget holds; what
+  a fold keeps (its fit samples' rows of the widest candidate's columns), and select's one-line
+  refusal when that is over half the memory available;
 - ProcessedCache.sharing_pieces shares the processed pieces and keeps regressor rows of its own.
 """
 
@@ -92,21 +94,55 @@ def test_fold_workers_follow_the_threading_layer_the_processors_and_the_memory(m
 
     monkeypatch.setattr(selection.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     monkeypatch.setattr(numba, "threading_layer", lambda: "workqueue")
-    assert selection.fold_workers(5, 1000, 6) == 1  # concurrent launches abort under workqueue
+    assert selection.fold_workers(5, 1 << 20) == 1  # concurrent launches abort under workqueue
 
     def not_chosen():
         raise ValueError("no threading layer yet")
 
     monkeypatch.setattr(numba, "threading_layer", not_chosen)
-    assert selection.fold_workers(5, 1000, 6) == 1
+    assert selection.fold_workers(5, 1 << 20) == 1
     monkeypatch.setattr(numba, "threading_layer", lambda: "omp")
-    assert selection.fold_workers(5, 1000, 6) == 5  # one per fold
-    assert selection.fold_workers(12, 1000, 6) == 8  # one per processor
-    per_fold = 2 * 27_000 * 6 * 16 * 6 * 8  # the TX40's identification part: 249 MB a fold
-    assert selection.fold_workers(5, 27_000, 6) == selection.FOLD_MEMORY_BYTES // per_fold == 4
-    assert selection.fold_workers(5, 3_600_000, 7) == 1  # an hour at 1 kHz: one fold at a time
+    assert selection.fold_workers(5, 1 << 20) == 5  # one per fold
+    assert selection.fold_workers(12, 1 << 20) == 8  # one per processor
+    assert selection.fold_workers(5, selection.FOLD_MEMORY_BYTES // 3) == 3  # what the budget holds
+    assert selection.fold_workers(5, 2 * selection.FOLD_MEMORY_BYTES) == 1  # always at least one
     monkeypatch.setattr(selection.os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert selection.fold_workers(5, 1000, 6) == 1
+    assert selection.fold_workers(5, 1 << 20) == 1
+
+
+def test_a_fold_memory_counts_the_largest_fit_of_the_widest_columns(plant):
+    """The UR5e (6 joints): 10 inertial + rotor + 3 friction columns per joint, and a Stribeck
+    column each: 90 columns; 3 contiguous folds over 400 samples hold out 133, 134 and 133, so the
+    largest fit is 267 samples."""
+    model, data = plant
+    from robodyn.identification.folds import blocked_folds
+
+    plan = blocked_folds([400], 3, min_block=100)
+    bytes_, counted = selection.fold_memory(model, CONFIG, plan)
+    assert bytes_ == 267 * 6 * 90 * 8 and counted.startswith("267 fit samples x 6 joints x 90 columns")
+    decimated = IdentificationConfig(processing=ProcessingConfig(cutoff_hz=8.0, decimation=2))
+    assert selection.fold_memory(model, decimated, plan)[0] == 133 * 6 * 90 * 8
+
+
+def test_select_refuses_in_one_line_what_would_not_fit_in_memory(plant, monkeypatch):
+    model, data = plant
+    monkeypatch.setattr(selection, "available_memory", lambda: 1 << 20)
+    with pytest.raises(ValueError) as refused:
+        selection.select(model, [data], CONFIG, **CANDIDATES)
+    text = str(refused.value)
+    assert "\n" not in text and text.startswith("select: a fold keeps") and "of the 0.0 GiB of memory available" in text
+    assert "fit samples x 6 joints x 90 columns" in text
+    monkeypatch.setattr(selection, "available_memory", lambda: None)  # not known: no refusal
+    assert selection.select(model, [data], CONFIG, **CANDIDATES).selection["chosen"]
+
+
+def test_available_memory_is_what_the_kernel_says():
+    got = selection.available_memory()
+    if got is None:
+        pytest.skip("no /proc/meminfo here")
+    with open("/proc/meminfo") as f:
+        total = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
+    assert 0 < got <= total
 
 
 def test_a_cache_sharing_pieces_keeps_rows_of_its_own(plant):
