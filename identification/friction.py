@@ -125,15 +125,21 @@ def _shape_basis(kind: str, v: np.ndarray, grid: np.ndarray, kept: dict) -> tupl
     their span, rank-truncated as lstsq truncates: a joint moving one way only makes sgn(qd) the
     ones column) and each candidate's least squares is the one column left: its residual sum of
     squares |r'|^2 - (h'.r')^2 / |h'|^2, with r' and h' the residual and the shape off that span.
-    Returns U, the shapes off the span h', their squared norms and which of them add anything."""
+    Returns U, the shapes off the span h', their squared norms and which of them add anything. The
+    span depends on the velocity alone, so the sigmoid and Stribeck searches of one velocity share it."""
     v = np.ascontiguousarray(v, dtype=float)
-    key = (kind, hashlib.blake2b(v.tobytes(), digest_size=16).digest(), v.shape[0], grid.tobytes())
+    content = (hashlib.blake2b(v.tobytes(), digest_size=16).digest(), v.shape[0])
+    key = (kind, *content, grid.tobytes())
     hit = kept.get(key)
     if hit is not None:
         return hit
-    refit = np.column_stack([np.sign(v), v, np.ones_like(v)])
-    U, sv, _ = np.linalg.svd(refit, full_matrices=False)
-    U = U[:, sv > sv[0] * np.finfo(float).eps * max(refit.shape)] if sv[0] > 0 else U[:, :0]
+    span = kept.get(("span", *content))
+    if span is None:
+        refit = np.column_stack([np.sign(v), v, np.ones_like(v)])
+        U, sv, _ = np.linalg.svd(refit, full_matrices=False)
+        U = U[:, sv > sv[0] * np.finfo(float).eps * max(refit.shape)] if sv[0] > 0 else U[:, :0]
+        span = kept[("span", *content)] = (U, sv, refit.shape)
+    U, sv, refit_shape = span
     # tanh(v / vt) or sgn(v) exp(-(v / vs)^2), computed in place: each (samples, grid) temporary of
     # a long fold is fresh memory whose first touch cost more than the arithmetic
     shapes = np.divide(v[:, None], grid)
@@ -151,7 +157,7 @@ def _shape_basis(kind: str, v: np.ndarray, grid: np.ndarray, kept: dict) -> tupl
     # is always fast) adds nothing, as lstsq's cut-off of its singular values decides: what is left
     # of it is rounding, and projecting on it would fit noise
     largest = np.maximum(sv[0], np.sqrt(np.einsum("ng,ng->g", shapes, shapes)))
-    adds = norms > np.square(np.finfo(float).eps * max(refit.shape[0], 4) * largest)
+    adds = norms > np.square(np.finfo(float).eps * max(refit_shape[0], 4) * largest)
     kept[key] = (U, h_off, norms, adds)
     return kept[key]
 

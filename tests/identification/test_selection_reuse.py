@@ -244,14 +244,15 @@ def test_friction_scales_are_the_least_squares_choice_over_the_grid():
 
     rng = np.random.default_rng(3)
     shapes: dict = {}
-    for kind in ("sigmoid", "stribeck"):
-        for trial in range(12):
-            N = 1500 if trial < 6 else 24  # few samples: a direction wrongly projected out matters
-            qd = rng.normal(scale=[0.02, 0.3, 0.1, 1.0, 1.0], size=(N, 5))
-            qd[:, 2] = np.abs(qd[:, 2])  # one way only
-            qd[:, 3] = 0.0 if trial % 2 else qd[:, 3]  # at rest
-            qd[:, 4] = rng.uniform(0.05, 0.5, N)  # one way, always fast
-            # two residuals of the same velocities (the search keeps what depends on them alone)
+    for trial in range(12):
+        N = 1500 if trial < 6 else 24  # few samples: a direction wrongly projected out matters
+        qd = rng.normal(scale=[0.02, 0.3, 0.1, 1.0, 1.0], size=(N, 5))
+        qd[:, 2] = np.abs(qd[:, 2])  # one way only
+        qd[:, 3] = 0.0 if trial % 2 else qd[:, 3]  # at rest
+        qd[:, 4] = rng.uniform(0.05, 0.5, N)  # one way, always fast
+        # both shapes of the same velocities (they share the Coulomb-viscous span), each with two
+        # residuals (the search keeps what depends on the velocities alone)
+        for kind in ("sigmoid", "stribeck"):
             for _ in range(2):
                 true = rng.choice(SCALE_GRID, 5)
                 shape = np.tanh(qd / true) if kind == "sigmoid" else np.sign(qd) * np.exp(-np.square(qd / true))
