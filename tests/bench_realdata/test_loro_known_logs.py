@@ -106,6 +106,18 @@ def test_a_known_log_is_read_by_the_peers_loader_and_its_couplings_reach_every_f
         assert len(runs) == loro.TIMING_RUNS
         assert split[column]["seconds"] == sorted(r["seconds"] for r in runs)[loro.TIMING_RUNS // 2]
         assert split[column]["cpu_seconds"] == sorted(r["cpu_seconds"] for r in runs)[loro.TIMING_RUNS // 2]
+    fastest = {c: {f: min(r[f] for r in split[c]["runs"]) for f in ("seconds", "cpu_seconds")}
+               for c in ("default", "selected")}
+    for key, field in (("time_vs_default_fastest", "seconds"), ("cpu_time_vs_default_fastest", "cpu_seconds")):
+        assert split["selected"][key] == loro._ratio(fastest["selected"][field], fastest["default"][field])
+    # the fastest run of each, from runs whose fastest are not their first (made-up seconds)
+    made_up = {"selected": {"runs": [{"seconds": 1.6, "cpu_seconds": 2.2}, {"seconds": 1.2, "cpu_seconds": 1.9},
+                                     {"seconds": 1.4, "cpu_seconds": 1.7}]},
+               "default": {"runs": [{"seconds": 0.9, "cpu_seconds": 1.1}, {"seconds": 0.5, "cpu_seconds": 0.8},
+                                    {"seconds": 0.6, "cpu_seconds": 0.68}]}}
+    assert loro._fastest_ratio(made_up["selected"], made_up["default"], "seconds") == 2.4
+    assert loro._fastest_ratio(made_up["selected"], made_up["default"], "cpu_seconds") == 2.5
+    assert loro._fastest_ratio({"seconds": 3.0}, {"seconds": 1.0}, "seconds") == 3.0  # timed once
     # the plain script and its ceiling, both with the coupling
     assert [(f is log["fit"], h is log["held"], c) for f, h, c in plains] == [(True, True, ((0.0, 1.0),)),
                                                                                (False, True, ((0.0, 1.0),))]
