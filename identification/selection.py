@@ -38,7 +38,7 @@ import dataclasses
 import itertools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, Sequence
 
 import numpy as np
@@ -237,6 +237,11 @@ def one_standard_error_choice(candidates: Sequence[dict], reference: int | None)
                     f"parameters, mean {candidates[chosen]['mean']:.4g})")
 
 
+class SelectionStopped(Exception):
+    """A fold scored in its own thread stops at its next step when another has failed or the
+    selection was interrupted (the first failure is what select raises)."""
+
+
 FOLD_MEMORY_BYTES = 1 << 30  # what the folds scored at once may hold together
 MEMORY_SHARE = 0.5  # of the memory available, the most one fold may need before select refuses
 
@@ -347,8 +352,11 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     held_out_processing = ProcessedCache()
     steps = itertools.count(1)
     reporting = threading.Lock()  # folds scored at once report from their own threads
+    stopping = threading.Event()  # set when a fold failed or the selection was interrupted
 
     def progress(stage: str) -> None:
+        if stopping.is_set():  # a thread cannot be interrupted: the other folds stop at their next step
+            raise SelectionStopped("select: stopped because another fold failed or the selection was interrupted")
         with reporting:
             report(stage, next(steps) / (total + 1))
 
@@ -366,7 +374,15 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     if workers > 1:
         pool = ThreadPoolExecutor(min(workers, len(plan)), thread_name_prefix="robodyn-fold")
         try:
-            outcomes = [f.result() for f in [pool.submit(score, fold, 1) for fold in plan]]
+            futures = [pool.submit(score, fold, 1) for fold in plan]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [f.exception() for f in futures if f in done and f.exception() is not None]
+            if failed:
+                raise failed[0]
+            outcomes = [f.result() for f in futures]
+        except BaseException:  # a fold's failure, or Ctrl-C (which reaches this thread only)
+            stopping.set()
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     else:

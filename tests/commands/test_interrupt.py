@@ -134,7 +134,7 @@ IDENTIFY_CHILD = textwrap.dedent("""
     tau = inverse_dynamics(model, q, qd, qdd) + 0.3 * np.tanh(qd / 0.02) + rng.normal(0, 0.05, q.shape)
     header = ["t"] + [f"q{j + 1}" for j in range(7)] + [f"tau{j + 1}" for j in range(7)]
     np.savetxt(sys.argv[1], np.column_stack([t, q, tau]), delimiter=",", header=",".join(header), comments="")
-    argv = ["identify", sys.argv[1], "--robot", "panda", "--out", sys.argv[2], "--force"]
+    argv = ["identify", sys.argv[1], "--robot", "panda", "--out", sys.argv[2], "--force"] + sys.argv[4:]
     out = sys.__stdout__  # the test's channel; the command's own output goes to a buffer
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
         cli.main(argv)  # kernels loaded
@@ -177,8 +177,18 @@ def test_sigint_at_twenty_points_of_an_identification_is_always_interrupted_and_
     reached ends with exit 130 and the one line "robodyn identify: interrupted"; none reports a bug.
     A round that ended before the signal came (exit 0: a busy host made the measured run slower
     than this one) is run again with half the delay, so every point is reached in the end."""
+    _interrupted_at_points(tmp_path, ROUNDS, [])
+
+
+def test_sigint_while_folds_are_scored_in_threads_is_interrupted_and_130(tmp_path):
+    """The same with `--select`, whose folds are scored at once in threads that a signal cannot
+    interrupt (selection.select stops them at their next step): 8 points over the selection."""
+    _interrupted_at_points(tmp_path, 8, ["--select", "--folds", "3"])
+
+
+def _interrupted_at_points(tmp_path, rounds: int, extra: list) -> None:
     proc = subprocess.Popen([sys.executable, "-c", IDENTIFY_CHILD, str(tmp_path / "panda.csv"),
-                             str(tmp_path / "result.json"), str(ROUNDS * TRIES)], stdout=subprocess.PIPE,
+                             str(tmp_path / "result.json"), str(rounds * TRIES), *extra], stdout=subprocess.PIPE,
                             preexec_fn=_ctrl_c_as_a_terminal_gives_it)
     lines = Lines(proc)
     outcomes, points = [], []
@@ -187,10 +197,10 @@ def test_sigint_at_twenty_points_of_an_identification_is_always_interrupted_and_
         assert first.startswith("whole "), first
         whole = float(first.split()[1])
         round_ = 0
-        for k in range(ROUNDS):
+        for k in range(rounds):
             # the points: fractions 0.02 .. 0.78 of one warm identification (where they land is
             # what varies; nothing about time is asserted)
-            delay = whole * (0.02 + 0.04 * k)
+            delay = whole * (0.02 + 0.76 * k / max(rounds - 1, 1))
             for _ in range(TRIES):
                 assert lines.next() == f"ready {round_}"
                 select.select([], [], [], delay)
@@ -209,5 +219,5 @@ def test_sigint_at_twenty_points_of_an_identification_is_always_interrupted_and_
     assert not any("internal error" in o[3] or "Traceback" in o[3] for o in outcomes), outcomes
     # every point reached: the interrupt is the round's last line, and nothing else is said of it
     # (the command's notes may come first)
-    assert [o[2] for o in points] == ["130"] * ROUNDS, outcomes
+    assert [o[2] for o in points] == ["130"] * rounds, outcomes
     assert all(o[3].split("|")[-1] == "robodyn identify: interrupted" for o in points), points

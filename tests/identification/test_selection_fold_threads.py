@@ -8,7 +8,8 @@ drive gains off, quantised noisy currents), 4 s of one excitation. Checked:
   the same to the bit with one worker and with three, for every friction model (no fold reads
   another's work; the shared cache of processed held-out recordings gives each the same pieces);
 - the outcomes are merged in the folds' order whichever thread finishes first: fold scores in
-  fold order, and a candidate's first failure in fold order is the one told;
+  fold order, and a candidate's first failure in fold order is the one told; a fold that fails
+  stops the others at their next step, and its error is what select raises;
 - how many folds run at once: one under a Numba threading layer that aborts on concurrent kernel
   launches, at most one per processor and per fold, and no more than the memory budget holds; what
   a fold keeps (its fit samples' rows of the widest candidate's columns), and select's one-line
@@ -87,6 +88,36 @@ def test_outcomes_are_merged_in_fold_order_whichever_thread_finishes_first(plant
     for key, row in rows.items():
         if key != victim:
             assert row["fold_scores"] == before[key], key
+
+
+def test_a_failed_fold_stops_the_others_at_their_next_step_and_is_what_select_raises(plant, monkeypatch):
+    """The first fold fails once the second is running; the second keeps asking for its next step
+    (progress) and is stopped there, instead of scoring on; select raises the first fold's error."""
+    model, data = plant
+    second_running = threading.Event()
+    seen: dict = {}
+
+    def failing(model, datasets, holdout, fold, *args):
+        progress = args[-1]
+        if fold.name.startswith(("block 1", "phase 1")):
+            assert second_running.wait(120), "the second fold never started"
+            raise RuntimeError("broken fold")
+        if fold.name.startswith(("block 2", "phase 2")):
+            second_running.set()
+            for step in range(20_000):  # bounded: each step sleeps a millisecond at most
+                try:
+                    progress(f"step {step}")
+                except selection.SelectionStopped as stopped:
+                    seen["stopped_after"] = step
+                    raise stopped
+                threading.Event().wait(0.001)
+            seen["never_stopped"] = True
+        return {}
+
+    monkeypatch.setattr(selection, "_score_fold", failing)
+    with pytest.raises(RuntimeError, match="broken fold"):
+        selection.select(model, [data], CONFIG, workers=3, **CANDIDATES)
+    assert "never_stopped" not in seen and "stopped_after" in seen
 
 
 def test_fold_workers_follow_the_threading_layer_the_processors_and_the_memory(monkeypatch):
