@@ -250,11 +250,10 @@ def fold_memory(model: RobotModel, config: IdentificationConfig, plan: Sequence[
     """(bytes, how they were counted) a fold of ``plan`` keeps at most: the regressor rows of its
     fit samples (one row per joint and sample, a column per standard parameter of the widest
     candidate, with rotor inertia and a Stribeck column per joint), which its candidates share and
-    read. Decimation, when fixed, keeps one sample in so many."""
+    read. Decimation keeps one sample in so many."""
     widest = dataclasses.replace(config, rotor_inertia=True, friction="coulomb-viscous", friction_model=None)
     columns = len(parameter_names(model, widest.spec)) + model.dof
-    decimation = config.processing.decimation if isinstance(config.processing.decimation, int) else 1
-    samples = max(sum(e - s for _, s, e in fold.fit) for fold in plan) // max(decimation, 1)
+    samples = max(sum(e - s for _, s, e in fold.fit) for fold in plan) // max(int(config.processing.decimation), 1)
     return (samples * model.dof * columns * 8,
             f"{samples} fit samples x {model.dof} joints x {columns} columns x 8 bytes")
 
