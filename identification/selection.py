@@ -242,7 +242,8 @@ class SelectionStopped(Exception):
     selection was interrupted (the first failure is what select raises)."""
 
 
-FOLD_MEMORY_BYTES = 1 << 30  # what the folds scored at once may hold together
+FOLD_MEMORY_SHARE = 0.25  # of the memory available, what the folds scored at once may hold together
+FOLD_MEMORY_BYTES = 1 << 30  # the same where the kernel does not say what is available
 MEMORY_SHARE = 0.5  # of the memory available, the most one fold may need before select refuses
 
 
@@ -258,10 +259,11 @@ def fold_memory(model: RobotModel, config: IdentificationConfig, plan: Sequence[
             f"{samples} fit samples x {model.dof} joints x {columns} columns x 8 bytes")
 
 
-def fold_workers(folds: int, fold_bytes: int) -> int:
+def fold_workers(folds: int, fold_bytes: int, available: int | None = None) -> int:
     """How many folds :func:`select` scores at once, each in its own thread: one per processor this
-    process may use, at most one per fold, and no more than fit in :data:`FOLD_MEMORY_BYTES` at
-    ``fold_bytes`` each (:func:`fold_memory`). Most of a fold's time is in filters, BLAS and
+    process may use, at most one per fold, and no more than :data:`FOLD_MEMORY_SHARE` of the
+    ``available`` memory holds at ``fold_bytes`` each (:func:`fold_memory`; :data:`FOLD_MEMORY_BYTES`
+    when the memory available is not known). Most of a fold's time is in filters, BLAS and
     compiled kernels that release the GIL. One unless Numba's threading layer takes parallel
     kernels launched from two threads at once (OpenMP and TBB do; its fallback, workqueue, aborts)."""
     import numba
@@ -273,7 +275,8 @@ def fold_workers(folds: int, fold_bytes: int) -> int:
     if layer not in ("omp", "tbb"):
         return 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cpus, folds, FOLD_MEMORY_BYTES // max(int(fold_bytes), 1)))
+    budget = FOLD_MEMORY_BYTES if available is None else int(FOLD_MEMORY_SHARE * available)
+    return max(1, min(cpus, folds, budget // max(int(fold_bytes), 1)))
 
 
 def available_memory() -> int | None:
@@ -369,7 +372,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         return _score_fold(model, datasets, holdout, fold, config, groups, methods, rows, weights, choice, cutoffs,
                            held_out_processing, progress)
 
-    workers = fold_workers(len(plan), fold_bytes) if workers is None else int(workers)
+    workers = fold_workers(len(plan), fold_bytes, available) if workers is None else int(workers)
     if workers > 1:
         pool = ThreadPoolExecutor(min(workers, len(plan)), thread_name_prefix="robodyn-fold")
         try:

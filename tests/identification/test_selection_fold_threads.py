@@ -135,8 +135,10 @@ def test_fold_workers_follow_the_threading_layer_the_processors_and_the_memory(m
     monkeypatch.setattr(numba, "threading_layer", lambda: "omp")
     assert selection.fold_workers(5, 1 << 20) == 5  # one per fold
     assert selection.fold_workers(12, 1 << 20) == 8  # one per processor
-    assert selection.fold_workers(5, selection.FOLD_MEMORY_BYTES // 3) == 3  # what the budget holds
+    assert selection.fold_workers(5, selection.FOLD_MEMORY_BYTES // 3) == 3  # what 1 GiB holds, memory unknown
     assert selection.fold_workers(5, 2 * selection.FOLD_MEMORY_BYTES) == 1  # always at least one
+    # a quarter of the memory available: 16 GiB hold four folds of 1 GiB, 8 GiB two
+    assert selection.fold_workers(5, 1 << 30, 16 << 30) == 4 and selection.fold_workers(5, 1 << 30, 8 << 30) == 2
     monkeypatch.setattr(selection.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert selection.fold_workers(5, 1 << 20) == 1
 
