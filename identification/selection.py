@@ -264,19 +264,24 @@ def fold_workers(folds: int, fold_bytes: int, available: int | None = None) -> i
     process may use, at most one per fold, and no more than :data:`FOLD_MEMORY_SHARE` of the
     ``available`` memory holds at ``fold_bytes`` each (:func:`fold_memory`; :data:`FOLD_MEMORY_BYTES`
     when the memory available is not known). Most of a fold's time is in filters, BLAS and
-    compiled kernels that release the GIL. One unless Numba's threading layer takes parallel
-    kernels launched from two threads at once (OpenMP and TBB do; its fallback, workqueue, aborts)."""
-    import numba
-
-    try:
-        layer = numba.threading_layer()
-    except ValueError:  # no parallel kernel has run yet: the layer is not chosen
-        return 1
-    if layer not in ("omp", "tbb"):
+    compiled kernels that release the GIL. One unless :func:`concurrent_kernels_safe`."""
+    if not concurrent_kernels_safe():
         return 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     budget = FOLD_MEMORY_BYTES if available is None else int(FOLD_MEMORY_SHARE * available)
     return max(1, min(cpus, folds, budget // max(int(fold_bytes), 1)))
+
+
+def concurrent_kernels_safe() -> bool:
+    """Whether Numba's threading layer takes parallel kernels launched from two threads at once:
+    OpenMP and TBB do; its fallback, workqueue, aborts the process. False before any parallel
+    kernel has run (the layer is chosen then)."""
+    import numba
+
+    try:
+        return numba.threading_layer() in ("omp", "tbb")
+    except ValueError:
+        return False
 
 
 def available_memory() -> int | None:
@@ -301,7 +306,8 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     ``methods`` default: :func:`candidate_methods` (the table's candidates, the config's estimator,
     and the physically consistent fit, with the Coulomb-viscous friction whose columns are standard
     parameters, when the sdp extra is there). ``workers``: folds scored at once, in threads
-    (default :func:`fold_workers`); the table is the same for any number."""
+    (default :func:`fold_workers`; one under a threading layer that is not
+    :func:`concurrent_kernels_safe`); the table is the same for any number."""
     report = progress or (lambda stage, fraction: None)
     if methods is None:
         methods = candidate_methods(config.method)
@@ -372,7 +378,9 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         return _score_fold(model, datasets, holdout, fold, config, groups, methods, rows, weights, choice, cutoffs,
                            held_out_processing, progress)
 
-    workers = fold_workers(len(plan), fold_bytes, available) if workers is None else int(workers)
+    # asked for or not, never threads under a threading layer that aborts on concurrent kernels
+    workers = (fold_workers(len(plan), fold_bytes, available) if workers is None else
+               int(workers) if concurrent_kernels_safe() else 1)
     if workers > 1:
         pool = ThreadPoolExecutor(min(workers, len(plan)), thread_name_prefix="robodyn-fold")
         try:

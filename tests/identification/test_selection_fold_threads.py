@@ -38,12 +38,24 @@ def plant():
     return load_model("ur5e"), realistic_log("ur", 2, duration=4.0).data
 
 
+@pytest.fixture
+def threads(plant):
+    """Skip where Numba's threading layer would abort on kernels launched from two threads (select
+    then scores one fold at a time, whatever it is asked): one parallel kernel run chooses the layer."""
+    from robodyn.identification.regressor import ColumnSpec, regressor
+
+    model, data = plant
+    regressor(model, data.q[:64], data.q[:64] * 0, data.q[:64] * 0, ColumnSpec(True, (), ()))
+    if not selection.concurrent_kernels_safe():
+        pytest.skip("Numba's threading layer here is not safe for concurrent kernel launches")
+
+
 def _table(result) -> list:
     return [(c["friction"], c["rotor_inertia"], c["method"], c["fold_scores"], c["parameters"], c["error"])
             for c in result.selection["candidates"]]
 
 
-def test_folds_scored_at_once_give_the_table_scored_one_at_a_time(plant):
+def test_folds_scored_at_once_give_the_table_scored_one_at_a_time(plant, threads):
     model, data = plant
     alone = selection.select(model, [data], CONFIG, workers=1, **CANDIDATES)
     together = selection.select(model, [data], CONFIG, workers=3, **CANDIDATES)
@@ -54,7 +66,7 @@ def test_folds_scored_at_once_give_the_table_scored_one_at_a_time(plant):
                                                              for c in alone.selection["candidates"])
 
 
-def test_outcomes_are_merged_in_fold_order_whichever_thread_finishes_first(plant, monkeypatch):
+def test_outcomes_are_merged_in_fold_order_whichever_thread_finishes_first(plant, threads, monkeypatch):
     """The first fold waits until the last has finished (bounded), and every fold reports one
     candidate failed with its own fold's name: the table tells the first fold's failure and keeps
     every other candidate's scores in fold order."""
@@ -90,7 +102,7 @@ def test_outcomes_are_merged_in_fold_order_whichever_thread_finishes_first(plant
             assert row["fold_scores"] == before[key], key
 
 
-def test_a_failed_fold_stops_the_others_at_their_next_step_and_is_what_select_raises(plant, monkeypatch):
+def test_a_failed_fold_stops_the_others_at_their_next_step_and_is_what_select_raises(plant, threads, monkeypatch):
     """The first fold fails once the second is running; the second keeps asking for its next step
     (progress) and is stopped there, instead of scoring on; select raises the first fold's error."""
     model, data = plant
@@ -118,6 +130,23 @@ def test_a_failed_fold_stops_the_others_at_their_next_step_and_is_what_select_ra
     with pytest.raises(RuntimeError, match="broken fold"):
         selection.select(model, [data], CONFIG, workers=3, **CANDIDATES)
     assert "never_stopped" not in seen and "stopped_after" in seen
+
+
+def test_under_a_layer_unsafe_for_threads_the_folds_asked_for_run_one_at_a_time(plant, monkeypatch):
+    import numba
+
+    model, data = plant
+    score_fold = selection._score_fold
+    ran_in: list = []
+
+    def where(*args):
+        ran_in.append(threading.current_thread().name)
+        return score_fold(*args)
+
+    monkeypatch.setattr(selection, "_score_fold", where)
+    monkeypatch.setattr(numba, "threading_layer", lambda: "workqueue")
+    selection.select(model, [data], CONFIG, workers=3, **CANDIDATES)
+    assert ran_in == [threading.current_thread().name] * 3
 
 
 def test_fold_workers_follow_the_threading_layer_the_processors_and_the_memory(monkeypatch):
