@@ -3,8 +3,9 @@
 The recordings are run.py's (a simulated Panda, a Fourier excitation, RNEA torques with viscous and
 Coulomb friction plus noise): its own model, so they serve timing only and no accuracy is claimed
 from them. For each length the first 60 % is identified (``robodyn identify``'s path: the default,
-and ``--select``) and the rest validated, in process, as bench/realdata/loro.py times the real logs:
-the default and ``--select`` in turn, ``--runs`` times each, medians of wall and processor time.
+and ``--select``) and the rest validated, in process, by bench/realdata/loro.py's own call (each
+with a fresh process's caches), as it times the real logs: the default and ``--select`` in turn,
+``--runs`` times each, medians of wall and processor time.
 
 Beside the times, what decides them: how much a fold keeps (``selection.fold_memory``: its fit
 samples' regressor rows), how many folds are scored at once (``selection.fold_workers``), and, for a
@@ -54,53 +55,56 @@ def _timed(call) -> tuple[float, float, object]:
     return time.perf_counter() - w0, time.process_time() - c0, value
 
 
+def _loro():
+    """bench/realdata/loro.py: the one place that runs what ``robodyn identify`` does (with a fresh
+    process's caches) and scores it, and its time split."""
+    sys.path.insert(0, str(HERE.parent / "realdata"))
+    import loro
+
+    return loro
+
+
 def measure(directory: Path, runs: int) -> dict:
     """The default and --select on one recording: medians of ``runs`` alternating runs of each."""
     import numpy as np
 
     from robodyn.identification import selection
     from robodyn.identification.folds import FOLDS, cross_validation_folds
-    from robodyn.identification.methods import identification_result
-    from robodyn.identification.pipeline import IdentificationConfig, validate
+    from robodyn.identification.pipeline import IdentificationConfig
     from robodyn.identification.signals import SampledData
     from robodyn.robot.loader import load_model
 
+    loro = _loro()
     model = load_model("panda")
-    data = SampledData(*(np.load(directory / f"{k}.npy") for k in ("t", "q", "tau")))
-    fit, held = selection.split_by_time(data, 1.0 - FIT_SHARE)
+    fit, held = loro.split_run(SampledData(*(np.load(directory / f"{k}.npy") for k in ("t", "q", "tau"))), FIT_SHARE)
     config = IdentificationConfig()
-
-    def run(select: bool) -> float:
-        result = identification_result(model, [fit], config, config.method, select=select,
-                                       choose_method=not select)[0].to_json_dict()
-        return float(validate(model, result, [held])["rmse_sum"])
-
     plan = cross_validation_folds([fit], FOLDS)[0]
     fold_bytes, counted = selection.fold_memory(model, config, plan)
-    run(False)  # untimed: the kernels' first calls (and Numba's threading layer, which fold_workers reads)
+    loro._identify_and_validate(model, fit, held, config)  # untimed: the kernels' first calls (and Numba's layer)
     row = {"fit_samples": fit.count, "held_samples": held.count, "fold_memory_mib": round(fold_bytes / 2**20, 1),
-           "fold_memory_counted": counted, "folds_at_once": selection.fold_workers(len(plan), fold_bytes, selection.available_memory())}
+           "fold_memory_counted": counted,
+           "folds_at_once": selection.fold_workers(len(plan), fold_bytes, selection.available_memory())}
     times: dict = {"default": [], "selected": []}
     scores: dict = {}
     for _ in range(runs):
         for name, select in (("default", False), ("selected", True)):
+            if select and "selected_refused" in row:
+                continue
             try:
-                wall, cpu, score = _timed(lambda: run(select))
+                wall, cpu, out = _timed(lambda: loro._identify_and_validate(model, fit, held, config, select=select))
             except ValueError as exc:  # --select refuses what would not fit in memory
                 row["selected_refused"] = " ".join(str(exc).split())
-                times.pop("selected", None)
+                del times["selected"]
                 continue
             times[name].append({"seconds": round(wall, 3), "cpu_seconds": round(cpu, 3)})
-            scores[name] = score
-        if "selected_refused" in row and len(times["default"]) == runs:
-            break
+            scores[name] = out["rmse_sum"]
     for name, entries in times.items():
         row[name] = {"runs": entries, "rmse_sum": scores[name],
                      "seconds": statistics.median(e["seconds"] for e in entries),
                      "cpu_seconds": statistics.median(e["cpu_seconds"] for e in entries)}
     if "selected" in row:
-        row["time_vs_default"] = round(row["selected"]["seconds"] / row["default"]["seconds"], 3)
-        row["cpu_time_vs_default"] = round(row["selected"]["cpu_seconds"] / row["default"]["cpu_seconds"], 3)
+        row["time_vs_default"] = loro._ratio(row["selected"]["seconds"], row["default"]["seconds"])
+        row["cpu_time_vs_default"] = loro._ratio(row["selected"]["cpu_seconds"], row["default"]["cpu_seconds"])
     return row
 
 
