@@ -28,6 +28,7 @@ from robodyn.identification.processing import ProcessingConfig
 from robodyn.identification.realistic_logs import realistic_log
 from robodyn.robot.loader import load_model
 
+GUARD_S = 120.0  # a hung selection fails the test instead of hanging it; no timing is asserted
 CONFIG = IdentificationConfig(processing=ProcessingConfig(cutoff_hz=8.0))
 CANDIDATES = dict(folds=3, frictions=("coulomb-viscous", "sigmoid", "stribeck"), rotor_inertia=(True, False),
                   methods=("ols", "wls"))
@@ -78,7 +79,7 @@ def test_outcomes_are_merged_in_fold_order_whichever_thread_finishes_first(plant
 
     def ordered(model, datasets, holdout, fold, *args):
         if fold.name.startswith("block 1") or fold.name.startswith("phase 1"):
-            assert last_done.wait(120), "the last fold never finished while the first waited"
+            last_done.wait(GUARD_S)  # a guard against a hang only: the order asserted below judges
         outcome = score_fold(model, datasets, holdout, fold, *args)
         finished.append(fold.name)
         if fold.name.startswith("block 3") or fold.name.startswith("phase 3"):
@@ -112,7 +113,7 @@ def test_a_failed_fold_stops_the_others_at_their_next_step_and_is_what_select_ra
     def failing(model, datasets, holdout, fold, *args):
         progress = args[-1]
         if fold.name.startswith(("block 1", "phase 1")):
-            assert second_running.wait(120), "the second fold never started"
+            second_running.wait(GUARD_S)  # a guard against a hang only: what the second fold saw judges
             raise RuntimeError("broken fold")
         if fold.name.startswith(("block 2", "phase 2")):
             second_running.set()
