@@ -122,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         _discard_stdout()
         return 0
+    except KeyboardInterrupt:
+        # Ctrl-C before the command ran (while the parser was built or read the arguments): the
+        # command's own handler (_run) cannot name it yet, so its first word does
+        words = sys.argv[1:] if argv is None else list(argv)
+        first = next((w for w in words[:1] if not w.startswith("-")), None)
+        print(f"robodyn {first}: interrupted" if first else "robodyn: interrupted", file=sys.stderr)
+        return 130
 
 
 def _discard_stdout() -> None:

@@ -117,6 +117,22 @@ def test_an_interrupt_surfacing_from_compiled_code_is_reported_as_interrupted(mo
     assert err == ["robodyn models: interrupted"]
 
 
+def test_an_interrupt_while_the_parser_is_built_or_reads_the_arguments_is_reported_as_interrupted(monkeypatch,
+                                                                                                    capsys):
+    """Ctrl-C before the command's handler runs (the 20-point test once landed one in argparse's
+    set-up): exit 130 and one line naming the command by its first word, not a traceback."""
+    from robodyn import cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["identify", "data.csv", "--robot", "panda"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["robodyn identify: interrupted"]
+    assert cli.main(["--version"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["robodyn: interrupted"]
+
+
 IDENTIFY_CHILD = textwrap.dedent("""
     import contextlib, io, sys, time
     import numpy as np
