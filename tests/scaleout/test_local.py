@@ -60,8 +60,10 @@ def test_a_worker_killed_after_its_work_still_gives_exactly_one_result(local, re
     assert same_values(results[:-1], local_runs["identify"])
     for s, r in zip(specs, results):
         if s.job_id in crash:
-            # the work ran twice (the first worker died after doing it), the result exists once
-            assert executions(tmp_path, s.job_id) == 2 and 2 <= r.attempts <= 3
+            # the work ran again (the first worker died after doing it), the result exists once; a
+            # second run may itself be lost when the other chosen job's worker dies while it is in
+            # flight (the pool breaks for every job in it), so it may run a third time
+            assert 2 <= executions(tmp_path, s.job_id) <= r.attempts <= 3
         else:  # possibly lost with the broken pool, never duplicated
             assert 1 <= executions(tmp_path, s.job_id) <= r.attempts <= 3
 
