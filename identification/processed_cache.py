@@ -26,19 +26,27 @@ class ProcessedCache:
     subtracted friction model) share one pass instead of filtering it again. Holds the recordings
     processed whole in memory, so it lives only as long as the selection that made it. Safe to share
     between threads (folds scored at once): one lock guards the store, and a piece missing is
-    processed under it, once."""
+    processed under it, once.
 
-    def __init__(self):
+    ``every`` > 1 thins every fit piece to one processed sample in ``every`` after processing (the
+    filters ran at the full rate; no anti-alias filter, as decimation would add, because the rows of a
+    least-squares fit are not a signal to be reconstructed): model selection's folds on a long
+    recording (selection.selection_thinning). Predictions are never thinned."""
+
+    def __init__(self, every: int = 1):
+        if int(every) != every or every < 1:
+            raise ValueError(f"every: a positive whole number of samples, got {every}")
         self._store: dict = {}
         self._rows: dict = {}
         self._lock = threading.RLock()
+        self._every = int(every)
 
     def sharing_pieces(self) -> "ProcessedCache":
         """A cache over the same processed pieces with regressor rows of its own: a fold of model
         selection predicts samples no other fold predicts, so its rows go when it ends (memory freed
         before the next fold's rows are made is reused at once; fresh memory costs a first touch of
         every page), and folds scored at once do not evict each other's."""
-        view = ProcessedCache()
+        view = ProcessedCache(self._every)
         view._store, view._lock = self._store, self._lock
         return view
 
@@ -85,12 +93,24 @@ class ProcessedCache:
                 pieces = _with_friction_signals(plain, columns)
             else:
                 pieces = list(process_windows(raw, processing, purpose=purpose, columns=columns))
+                if purpose == "fit" and self._every > 1:
+                    pieces = [_thinned(p, self._every) for p in pieces]
             hit = (raw, pieces)
             self._store[key] = hit
         return hit[1]
 
 
 _FRICTION_SIGNALS = ("coulomb", "friction_extra")
+
+
+def _thinned(piece, every: int):
+    """A processed fit piece with one sample in ``every`` kept, its friction signals' source (which of
+    the filtered window's samples it holds) thinned alike, so another column set's signals derived
+    from it (:func:`_with_friction_signals`) are those of the same samples."""
+    source = piece.friction_source
+    if source is not None:
+        source = (source[0], source[1], source[2][::every])
+    return dataclasses.replace(piece, data=piece.data.select(slice(0, None, every)), friction_source=source)
 
 
 def replace_friction_signals(data: SampledData, coulomb, friction_extra) -> SampledData:

@@ -30,6 +30,10 @@ candidate's mean beats it by more than one standard error of the best; otherwise
 candidate (fewest parameters, then lowest mean) whose mean lies within one standard error of the
 best is chosen. The chosen configuration is refitted on all the training recordings (a held-out
 recording stays held out). The result carries the whole table and the rule that chose.
+
+On a long recording every fold is fitted and scored on one processed sample in k, the fewest that
+keeps a fold's fit within :data:`SELECTION_SAMPLES` (:func:`selection_thinning`; the record says so),
+so that selection costs a bounded multiple of the default fit however long the recording is.
 """
 
 from __future__ import annotations
@@ -247,14 +251,42 @@ FOLD_MEMORY_BYTES = 1 << 30  # the same where the kernel does not say what is av
 MEMORY_SHARE = 0.5  # of the memory available, the most one fold may need before select refuses
 
 
-def fold_memory(model: RobotModel, config: IdentificationConfig, plan: Sequence[Fold]) -> tuple[int, str]:
+# Fit samples a fold's candidates are fitted on at most: beyond them, every fold keeps one processed
+# sample in so many (selection_thinning), fit and held out alike, and the chosen candidate is refitted
+# on every sample. The rows of a recording low-passed far below its sample rate are nearly copies of
+# their neighbours, so the candidates' mean fold scores move little when thinned
+# (bench/realdata/select_thinning.py forces one in 2, 4 and 8 on every real split), while a fold's
+# rows, its time and its memory stop growing with the recording: an hour at 1 kHz used to be refused
+# (9.5 GiB a fold) and a quarter hour cost 3.9 times the default fit (bench/identify/select_cost.py).
+# No real log of bench/realdata comes near it (the TX40's 27,000 identification samples the most), so
+# their selection is untouched.
+SELECTION_SAMPLES = 50_000
+
+
+def selection_thinning(plan: Sequence[Fold], config: IdentificationConfig) -> int:
+    """One processed sample in how many each fold of ``plan`` fits and scores on: the fewest that
+    keeps its largest fit (after the config's decimation) within :data:`SELECTION_SAMPLES`. One when
+    the periods are averaged: the fit is then one averaged period, however long the recording."""
+    if config.processing.average_period_s is not None:
+        return 1
+    return max(1, -(-_largest_fit(plan, config) // SELECTION_SAMPLES))
+
+
+def _largest_fit(plan: Sequence[Fold], config: IdentificationConfig) -> int:
+    """The samples the largest fit of ``plan`` keeps after the config's decimation."""
+    return max(sum(e - s for _, s, e in fold.fit) for fold in plan) // max(int(config.processing.decimation), 1)
+
+
+def fold_memory(model: RobotModel, config: IdentificationConfig, plan: Sequence[Fold],
+                every: int = 1) -> tuple[int, str]:
     """(bytes, how they were counted) a fold of ``plan`` keeps at most: the regressor rows of its
     fit samples (one row per joint and sample, a column per standard parameter of the widest
     candidate, with rotor inertia and a Stribeck column per joint), which its candidates share and
-    read. Decimation keeps one sample in so many."""
+    read. Decimation keeps one sample in so many, and so does thinning (``every``,
+    :func:`selection_thinning`)."""
     widest = dataclasses.replace(config, rotor_inertia=True, friction="coulomb-viscous", friction_model=None)
     columns = len(parameter_names(model, widest.spec)) + model.dof
-    samples = max(sum(e - s for _, s, e in fold.fit) for fold in plan) // max(int(config.processing.decimation), 1)
+    samples = -(-_largest_fit(plan, config) // every)
     return (samples * model.dof * columns * 8,
             f"{samples} fit samples x {model.dof} joints x {columns} columns x 8 bytes")
 
@@ -315,7 +347,11 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         raise ValueError("select: a subtracted friction model fixes the friction; selection chooses it (drop "
                          "--friction-model, or identify without --select)")
     plan, cross_validation = cross_validation_folds(datasets, folds, len(holdout))
-    fold_bytes, counted = fold_memory(model, config, plan)
+    every = selection_thinning(plan, config)
+    if every > 1:
+        cross_validation += (f"; each fold fitted and scored on one processed sample in {every} (at most "
+                             f"{SELECTION_SAMPLES} fit samples a fold), the chosen candidate refitted on every sample")
+    fold_bytes, counted = fold_memory(model, config, plan, every)
     available = available_memory()
     if available is not None and fold_bytes > MEMORY_SHARE * available:
         raise ValueError(f"select: a fold keeps its fit samples' regressor rows, {fold_bytes / 2**30:.1f} GiB here "
@@ -376,7 +412,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
 
             numba.set_num_threads(kernel_threads)
         return _score_fold(model, datasets, holdout, fold, config, groups, methods, rows, weights, choice, cutoffs,
-                           held_out_processing, progress)
+                           held_out_processing, every, progress)
 
     # asked for or not, never threads under a threading layer that aborts on concurrent kernels
     workers = (fold_workers(len(plan), fold_bytes, available) if workers is None else
@@ -434,6 +470,7 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         "folds": [{"name": f.name, "held_out": [list(r) for r in f.held_out],
                    "held_out_recording": f.held_out_recording} for f in plan],
         "cross_validation": cross_validation,
+        "thinning": every,
         "score": SCORE,
         "rule": rule,
         "automatic_cutoff": choice,
@@ -446,13 +483,14 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
 
 def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Sequence[SampledData], fold: Fold,
                 config: IdentificationConfig, groups: dict, methods: Sequence[str], rows: dict, weights, choice,
-                cutoffs: Sequence[float], held_out_processing: ProcessedCache,
+                cutoffs: Sequence[float], held_out_processing: ProcessedCache, every: int,
                 progress: Callable[[str], None]) -> dict:
     """Every candidate of ``groups`` (the keys of ``rows``, which it only reads) fitted on
     ``fold``'s fit samples and scored on its held-out ones (see :func:`select`): per candidate key,
     (score, parameters) or (the one-line error, None). A fold depends on no other, so folds may be
     scored at once in threads; ``held_out_processing`` is the one cache they share (its processed
-    recordings; each fold keeps its own regressor rows). Its own function so that the fold's data
+    recordings; each fold keeps its own regressor rows). ``every`` > 1: one processed sample in so
+    many fitted and scored (:func:`selection_thinning`). Its own function so that the fold's data
     (processed pieces, the shared regressor rows) are freed when it returns, before the next fold's
     are made: memory just freed is reused at once, where fresh memory costs the kernel a first
     touch of every page (measured on the TX40 fold's 63 MB of rows: 7 ms reused, 50 to 170 ms
@@ -467,7 +505,10 @@ def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Seq
         held, keep = [holdout[fold.held_out_recording]], None
     else:
         held, keep = held_out_masks(datasets, fold.held_out)
-    fit_processing = ProcessedCache()
+    if every > 1:  # one sample in ``every`` fitted (the fit's cache thins it) and scored
+        keep = [np.arange(d.count) % every == 0 if m is None else m & (np.arange(m.size) % every == 0)
+                for d, m in zip(held, keep or [None] * len(held))]
+    fit_processing = ProcessedCache(every)
     held_out_processing = held_out_processing.sharing_pieces()
     fit_regressors: dict = {}  # the fold's regressor, shared by every candidate's columns
     residuals: dict = {}
