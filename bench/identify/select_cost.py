@@ -7,10 +7,11 @@ and ``--select``) and the rest validated, in process, by bench/realdata/loro.py'
 with a fresh process's caches), as it times the real logs: the default and ``--select`` in turn,
 ``--runs`` times each, medians of wall and processor time.
 
-Beside the times, what decides them: how much a fold keeps (``selection.fold_memory``: its fit
-samples' regressor rows), how many folds are scored at once (``selection.fold_workers``), and, for a
-length whose one fold would keep over half the memory available, the one line ``--select`` refuses
-it with (nothing is timed for it then). Where the ratio stops holding is the finding.
+Beside the times, what decides them: one processed sample in how many each fold fits and scores on
+(``selection.selection_thinning``: a fold's fit is kept within ``selection.SELECTION_SAMPLES``), how
+much a fold keeps (``selection.fold_memory``: those samples' regressor rows), how many folds are
+scored at once (``selection.fold_workers``), and, for a length whose one fold would keep over half
+the memory available, the one line ``--select`` refuses it with (nothing is timed for it then).
 
     .venv/bin/python bench/identify/select_cost.py [--seconds 60,300,900,3600] [--rate 1000] [--runs 3]
         [--data-dir DIR] [--out bench/identify/select_cost.json]
@@ -79,10 +80,11 @@ def measure(directory: Path, runs: int) -> dict:
     fit, held = loro.split_run(SampledData(*(np.load(directory / f"{k}.npy") for k in ("t", "q", "tau"))), FIT_SHARE)
     config = IdentificationConfig()
     plan = cross_validation_folds([fit], FOLDS)[0]
-    fold_bytes, counted = selection.fold_memory(model, config, plan)
+    every = selection.selection_thinning(plan, config)
+    fold_bytes, counted = selection.fold_memory(model, config, plan, every)
     loro._identify_and_validate(model, fit, held, config)  # untimed: the kernels' first calls (and Numba's layer)
-    row = {"fit_samples": fit.count, "held_samples": held.count, "fold_memory_mib": round(fold_bytes / 2**20, 1),
-           "fold_memory_counted": counted,
+    row = {"fit_samples": fit.count, "held_samples": held.count, "thinning": every,
+           "fold_memory_mib": round(fold_bytes / 2**20, 1), "fold_memory_counted": counted,
            "folds_at_once": selection.fold_workers(len(plan), fold_bytes, selection.available_memory())}
     times: dict = {"default": [], "selected": []}
     scores: dict = {}

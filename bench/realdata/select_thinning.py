@@ -133,6 +133,9 @@ def main(argv=None) -> int:
            # than half of selection.SELECTION_SAMPLES in a fold
            "choice_changed_at_fold_fit_samples": sorted(t["fold_fit_samples"] for r in rows for t in r["thinned"]
                                                         if not t["same_choice"]),
+           # how far the chosen refit's held-out score moved (only where the choice changed), percent
+           "held_out_moved_percent_max": round(max((abs(t["held_out_rmse_sum"] / r["held_out_rmse_sum"] - 1.0) * 100.0
+                                                    for r in rows for t in r["thinned"]), default=0.0), 2),
            "same_choice_at_fold_fit_samples_min": min((t["fold_fit_samples"] for r in rows for t in r["thinned"]
                                                        if t["same_choice"]), default=None),
            "load_average_start": load_start, "load_average_end": os.getloadavg()}

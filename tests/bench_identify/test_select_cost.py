@@ -36,6 +36,7 @@ def test_medians_ratios_and_what_a_fold_keeps(recording):
     assert row["time_vs_default"] == round(row["selected"]["seconds"] / row["default"]["seconds"], 3)
     assert row["cpu_time_vs_default"] == round(row["selected"]["cpu_seconds"] / row["default"]["cpu_seconds"], 3)
     # 5 contiguous blocks of 1200 samples hold out 240 each: a fold fits 960 samples of 7 joints x 105 columns
+    assert row["thinning"] == 1  # far below selection.SELECTION_SAMPLES
     assert row["fold_memory_counted"] == "960 fit samples x 7 joints x 105 columns x 8 bytes"
     assert row["fold_memory_mib"] == round(960 * 7 * 105 * 8 / 2**20, 1)
     assert row["folds_at_once"] == selection.fold_workers(5, 960 * 7 * 105 * 8, selection.available_memory())

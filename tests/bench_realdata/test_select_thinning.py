@@ -62,6 +62,8 @@ def test_main_reports_each_thinning_against_every_sample(split, tmp_path, monkey
     [row] = doc["splits"]
     assert [t["every"] for t in row["thinned"]] == [2, 3] and row["fit_samples"] == fit.count
     assert [t["fold_fit_samples"] for t in row["thinned"]] == [-(-row["largest_fold_fit"] // k) for k in (2, 3)]
+    assert doc["held_out_moved_percent_max"] == round(max(abs(t["held_out_rmse_sum"] / row["held_out_rmse_sum"] - 1) * 100
+                                                          for t in row["thinned"]), 2)
     assert doc["choice_changed_at_fold_fit_samples"] == sorted(t["fold_fit_samples"] for t in row["thinned"]
                                                                if not t["same_choice"])
     for t in row["thinned"]:
