@@ -31,7 +31,7 @@ class ProcessedCache:
     ``every`` > 1 thins every fit piece to one processed sample in ``every`` after processing (the
     filters ran at the full rate; no anti-alias filter, as decimation would add, because the rows of a
     least-squares fit are not a signal to be reconstructed): model selection's folds on a long
-    recording (selection.selection_thinning). Predictions are never thinned."""
+    recording (fold_budget.selection_thinning). Predictions are never thinned."""
 
     def __init__(self, every: int = 1):
         if int(every) != every or every < 1:

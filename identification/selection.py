@@ -32,7 +32,7 @@ best is chosen. The chosen configuration is refitted on all the training recordi
 recording stays held out). The result carries the whole table and the rule that chose.
 
 On a long recording every fold is fitted and scored on one processed sample in k, the fewest that
-keeps a fold's fit within :data:`SELECTION_SAMPLES` (:func:`selection_thinning`; the record says so),
+keeps a fold's fit within :data:`.fold_budget.SELECTION_SAMPLES` (:func:`.fold_budget.selection_thinning`; the record says so),
 so that selection costs a bounded multiple of the default fit however long the recording is.
 """
 
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, Sequence
@@ -49,6 +48,7 @@ import numpy as np
 
 from robodyn.robot.model import RobotModel
 
+from . import fold_budget
 from .estimators import accumulate, estimate
 from .names import CANDIDATES, SELECTABLE
 from .folds import FOLDS, Fold, cross_validation_folds, fit_recordings, held_out_masks
@@ -57,7 +57,6 @@ from .column_subsets import prepare_column_subsets, residual_on_rows, shared_pre
 from .pipeline import (IdentificationConfig, IdentificationResult, ProcessedCache, friction_residual, identify,
                        prepare, validate_many)
 from .processing import cutoff_needed, resolve_processing
-from .regressor import parameter_names
 from .signals import SampledData
 
 FRICTIONS = ("coulomb-viscous", "sigmoid", "stribeck")
@@ -246,88 +245,6 @@ class SelectionStopped(Exception):
     selection was interrupted (the first failure is what select raises)."""
 
 
-FOLD_MEMORY_SHARE = 0.25  # of the memory available, what the folds scored at once may hold together
-FOLD_MEMORY_BYTES = 1 << 30  # the same where the kernel does not say what is available
-MEMORY_SHARE = 0.5  # of the memory available, the most one fold may need before select refuses
-
-
-# Fit samples a fold's candidates are fitted on at most: beyond them, every fold keeps one processed
-# sample in so many (selection_thinning), fit and held out alike, and the chosen candidate is refitted
-# on every sample. The rows of a recording low-passed far below its sample rate are nearly copies of
-# their neighbours, so the candidates' mean fold scores move little when thinned
-# (bench/realdata/select_thinning.py forces one in 2, 4 and 8 on every real split), while a fold's
-# rows, its time and its memory stop growing with the recording: an hour at 1 kHz used to be refused
-# (9.5 GiB a fold) and a quarter hour cost 3.9 times the default fit (bench/identify/select_cost.py).
-# No real log of bench/realdata comes near it (the TX40's 27,000 identification samples the most), so
-# their selection is untouched.
-SELECTION_SAMPLES = 50_000
-
-
-def selection_thinning(plan: Sequence[Fold], config: IdentificationConfig) -> int:
-    """One processed sample in how many each fold of ``plan`` fits and scores on: the fewest that
-    keeps its largest fit (after the config's decimation) within :data:`SELECTION_SAMPLES`. One when
-    the periods are averaged: the fit is then one averaged period, however long the recording."""
-    if config.processing.average_period_s is not None:
-        return 1
-    return max(1, -(-_largest_fit(plan, config) // SELECTION_SAMPLES))
-
-
-def _largest_fit(plan: Sequence[Fold], config: IdentificationConfig) -> int:
-    """The samples the largest fit of ``plan`` keeps after the config's decimation."""
-    return max(sum(e - s for _, s, e in fold.fit) for fold in plan) // max(int(config.processing.decimation), 1)
-
-
-def fold_memory(model: RobotModel, config: IdentificationConfig, plan: Sequence[Fold],
-                every: int = 1) -> tuple[int, str]:
-    """(bytes, how they were counted) a fold of ``plan`` keeps at most: the regressor rows of its
-    fit samples (one row per joint and sample, a column per standard parameter of the widest
-    candidate, with rotor inertia and a Stribeck column per joint), which its candidates share and
-    read. Decimation keeps one sample in so many, and so does thinning (``every``,
-    :func:`selection_thinning`)."""
-    widest = dataclasses.replace(config, rotor_inertia=True, friction="coulomb-viscous", friction_model=None)
-    columns = len(parameter_names(model, widest.spec)) + model.dof
-    samples = -(-_largest_fit(plan, config) // every)
-    return (samples * model.dof * columns * 8,
-            f"{samples} fit samples x {model.dof} joints x {columns} columns x 8 bytes")
-
-
-def fold_workers(folds: int, fold_bytes: int, available: int | None = None) -> int:
-    """How many folds :func:`select` scores at once, each in its own thread: one per processor this
-    process may use, at most one per fold, and no more than :data:`FOLD_MEMORY_SHARE` of the
-    ``available`` memory holds at ``fold_bytes`` each (:func:`fold_memory`; :data:`FOLD_MEMORY_BYTES`
-    when the memory available is not known). Most of a fold's time is in filters, BLAS and
-    compiled kernels that release the GIL. One unless :func:`concurrent_kernels_safe`."""
-    if not concurrent_kernels_safe():
-        return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    budget = FOLD_MEMORY_BYTES if available is None else int(FOLD_MEMORY_SHARE * available)
-    return max(1, min(cpus, folds, budget // max(int(fold_bytes), 1)))
-
-
-def concurrent_kernels_safe() -> bool:
-    """Whether Numba's threading layer takes parallel kernels launched from two threads at once:
-    OpenMP and TBB do; its fallback, workqueue, aborts the process. False before any parallel
-    kernel has run (the layer is chosen then)."""
-    import numba
-
-    try:
-        return numba.threading_layer() in ("omp", "tbb")
-    except ValueError:
-        return False
-
-
-def available_memory() -> int | None:
-    """Bytes of memory the kernel says are available (MemAvailable), None where it does not say."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def select(model: RobotModel, datasets: Sequence[SampledData], config: IdentificationConfig, *,
            folds: int = FOLDS, holdout: Sequence[SampledData] = (), frictions: Sequence[str] = FRICTIONS,
            rotor_inertia: Sequence[bool] = ROTOR_INERTIA, cutoff_factors: Sequence[float] = CUTOFF_FACTORS,
@@ -347,15 +264,15 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
         raise ValueError("select: a subtracted friction model fixes the friction; selection chooses it (drop "
                          "--friction-model, or identify without --select)")
     plan, cross_validation = cross_validation_folds(datasets, folds, len(holdout))
-    every = selection_thinning(plan, config)
+    every = fold_budget.selection_thinning(plan, config)
     if every > 1:
         cross_validation += (f"; each fold fitted and scored on one processed sample in {every} (at most "
-                             f"{SELECTION_SAMPLES} fit samples a fold), the chosen candidate refitted on every sample")
-    fold_bytes, counted = fold_memory(model, config, plan, every)
-    available = available_memory()
-    if available is not None and fold_bytes > MEMORY_SHARE * available:
+                             f"{fold_budget.SELECTION_SAMPLES} fit samples a fold), the chosen candidate refitted on every sample")
+    fold_bytes, counted = fold_budget.fold_memory(model, config, plan, every)
+    available = fold_budget.available_memory()
+    if available is not None and fold_bytes > fold_budget.MEMORY_SHARE * available:
         raise ValueError(f"select: a fold keeps its fit samples' regressor rows, {fold_bytes / 2**30:.1f} GiB here "
-                         f"({counted}), over {MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB of memory "
+                         f"({counted}), over {fold_budget.MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB of memory "
                          "available; select on a shorter part of the recording, or identify without --select")
     # the reference is what the default would fit: its cut-off and its choice between the config's
     # estimator and the consistent fit (validated_choice), so selection starts from the default and
@@ -415,8 +332,8 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
                            held_out_processing, every, progress)
 
     # asked for or not, never threads under a threading layer that aborts on concurrent kernels
-    workers = (fold_workers(len(plan), fold_bytes, available) if workers is None else
-               int(workers) if concurrent_kernels_safe() else 1)
+    workers = (fold_budget.fold_workers(len(plan), fold_bytes, available) if workers is None else
+               int(workers) if fold_budget.concurrent_kernels_safe() else 1)
     if workers > 1:
         pool = ThreadPoolExecutor(min(workers, len(plan)), thread_name_prefix="robodyn-fold")
         try:

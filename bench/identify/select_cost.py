@@ -8,9 +8,9 @@ with a fresh process's caches), as it times the real logs: the default and ``--s
 ``--runs`` times each, medians of wall and processor time.
 
 Beside the times, what decides them: one processed sample in how many each fold fits and scores on
-(``selection.selection_thinning``: a fold's fit is kept within ``selection.SELECTION_SAMPLES``), how
-much a fold keeps (``selection.fold_memory``: those samples' regressor rows), how many folds are
-scored at once (``selection.fold_workers``), and, for a length whose one fold would keep over half
+(``fold_budget.selection_thinning``: a fold's fit is kept within ``fold_budget.SELECTION_SAMPLES``), how
+much a fold keeps (``fold_budget.fold_memory``: those samples' regressor rows), how many folds are
+scored at once (``fold_budget.fold_workers``), and, for a length whose one fold would keep over half
 the memory available, the one line ``--select`` refuses it with (nothing is timed for it then).
 
     .venv/bin/python bench/identify/select_cost.py [--seconds 60,300,900,3600] [--rate 1000] [--runs 3]
@@ -69,7 +69,7 @@ def measure(directory: Path, runs: int) -> dict:
     """The default and --select on one recording: medians of ``runs`` alternating runs of each."""
     import numpy as np
 
-    from robodyn.identification import selection
+    from robodyn.identification import fold_budget
     from robodyn.identification.folds import FOLDS, cross_validation_folds
     from robodyn.identification.pipeline import IdentificationConfig
     from robodyn.identification.signals import SampledData
@@ -80,12 +80,12 @@ def measure(directory: Path, runs: int) -> dict:
     fit, held = loro.split_run(SampledData(*(np.load(directory / f"{k}.npy") for k in ("t", "q", "tau"))), FIT_SHARE)
     config = IdentificationConfig()
     plan = cross_validation_folds([fit], FOLDS)[0]
-    every = selection.selection_thinning(plan, config)
-    fold_bytes, counted = selection.fold_memory(model, config, plan, every)
+    every = fold_budget.selection_thinning(plan, config)
+    fold_bytes, counted = fold_budget.fold_memory(model, config, plan, every)
     loro._identify_and_validate(model, fit, held, config)  # untimed: the kernels' first calls (and Numba's layer)
     row = {"fit_samples": fit.count, "held_samples": held.count, "thinning": every,
            "fold_memory_mib": round(fold_bytes / 2**20, 1), "fold_memory_counted": counted,
-           "folds_at_once": selection.fold_workers(len(plan), fold_bytes, selection.available_memory())}
+           "folds_at_once": fold_budget.fold_workers(len(plan), fold_bytes, fold_budget.available_memory())}
     times: dict = {"default": [], "selected": []}
     scores: dict = {}
     for _ in range(runs):

@@ -1,7 +1,7 @@
 """What thinning a fold's samples does to `identify --select`'s table and choice, on real logs.
 
 On a long recording, model selection fits and scores every fold on one processed sample in k
-(selection.selection_thinning keeps a fold's fit within selection.SELECTION_SAMPLES), so its time
+(fold_budget.selection_thinning keeps a fold's fit within fold_budget.SELECTION_SAMPLES), so its time
 and memory stop growing with the recording. No log here is that long, so the thinning is forced:
 for every split bench/realdata/loro.py scores (the corpus arms and, unless ``--corpus-only``, the
 three logs the defaults were first checked on), `--select` runs on the identification part with
@@ -40,15 +40,15 @@ KEY = ("friction", "rotor_inertia", "method", "cutoff_hz")
 def selected(model, fit, held, couplings, cap: int) -> dict:
     """`--select` on ``fit`` with a fold's fit samples capped at ``cap``: its thinning, candidate
     means and standard errors, choice, and the chosen refit's score on ``held``."""
-    from robodyn.identification import selection
+    from robodyn.identification import fold_budget, selection
     from robodyn.identification.pipeline import IdentificationConfig, validate
 
-    saved = selection.SELECTION_SAMPLES
-    selection.SELECTION_SAMPLES = cap
+    saved = fold_budget.SELECTION_SAMPLES
+    fold_budget.SELECTION_SAMPLES = cap
     try:
         result = selection.select(model, [fit], IdentificationConfig(motor_couplings=tuple(tuple(c) for c in couplings)))
     finally:
-        selection.SELECTION_SAMPLES = saved
+        fold_budget.SELECTION_SAMPLES = saved
     sel = result.selection
     return {"thinning": sel["thinning"], "chosen": {k: sel["chosen"][k] for k in KEY},
             "held_out_rmse_sum": validate(model, result, [held])["rmse_sum"],
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
                            for k in everies},
            "split_count": len(rows),
            # the thinned folds' sizes where the choice changed: select's own thinning keeps more
-           # than half of selection.SELECTION_SAMPLES in a fold
+           # than half of fold_budget.SELECTION_SAMPLES in a fold
            "choice_changed_at_fold_fit_samples": sorted(t["fold_fit_samples"] for r in rows for t in r["thinned"]
                                                         if not t["same_choice"]),
            # how far the chosen refit's held-out score moved (only where the choice changed), percent

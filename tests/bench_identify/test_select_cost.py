@@ -24,7 +24,7 @@ def recording(tmp_path_factory):
 
 
 def test_medians_ratios_and_what_a_fold_keeps(recording):
-    from robodyn.identification import selection
+    from robodyn.identification import fold_budget
 
     row = select_cost.measure(recording, runs=3)
     assert (row["fit_samples"], row["held_samples"]) == (1200, 800)  # 8 s at 250 Hz, the first 60 %
@@ -36,17 +36,17 @@ def test_medians_ratios_and_what_a_fold_keeps(recording):
     assert row["time_vs_default"] == round(row["selected"]["seconds"] / row["default"]["seconds"], 3)
     assert row["cpu_time_vs_default"] == round(row["selected"]["cpu_seconds"] / row["default"]["cpu_seconds"], 3)
     # 5 contiguous blocks of 1200 samples hold out 240 each: a fold fits 960 samples of 7 joints x 105 columns
-    assert row["thinning"] == 1  # far below selection.SELECTION_SAMPLES
+    assert row["thinning"] == 1  # far below fold_budget.SELECTION_SAMPLES
     assert row["fold_memory_counted"] == "960 fit samples x 7 joints x 105 columns x 8 bytes"
     assert row["fold_memory_mib"] == round(960 * 7 * 105 * 8 / 2**20, 1)
-    assert row["folds_at_once"] == selection.fold_workers(5, 960 * 7 * 105 * 8, selection.available_memory())
+    assert row["folds_at_once"] == fold_budget.fold_workers(5, 960 * 7 * 105 * 8, fold_budget.available_memory())
     assert "selected_refused" not in row
 
 
 def test_a_length_select_refuses_is_said_and_the_default_still_timed(recording, monkeypatch):
-    from robodyn.identification import selection
+    from robodyn.identification import fold_budget
 
-    monkeypatch.setattr(selection, "available_memory", lambda: 1 << 20)
+    monkeypatch.setattr(fold_budget, "available_memory", lambda: 1 << 20)
     row = select_cost.measure(recording, runs=2)
     assert row["selected_refused"].startswith("select: a fold keeps its fit samples' regressor rows")
     assert "selected" not in row and "time_vs_default" not in row

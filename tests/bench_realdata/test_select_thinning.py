@@ -29,19 +29,19 @@ def split():
 
 
 def test_the_cap_thins_the_largest_fold_by_exactly_k(split):
-    from robodyn.identification import selection
+    from robodyn.identification import fold_budget
     from robodyn.identification.folds import FOLDS, cross_validation_folds
     from robodyn.identification.pipeline import IdentificationConfig
 
     _, fit, _ = split
     plan = cross_validation_folds([fit], FOLDS)[0]
     for k in (2, 3, 4, 8):
-        saved = selection.SELECTION_SAMPLES
-        selection.SELECTION_SAMPLES = select_thinning.fold_cap(fit, k)
+        saved = fold_budget.SELECTION_SAMPLES
+        fold_budget.SELECTION_SAMPLES = select_thinning.fold_cap(fit, k)
         try:
-            assert selection.selection_thinning(plan, IdentificationConfig()) == k
+            assert fold_budget.selection_thinning(plan, IdentificationConfig()) == k
         finally:
-            selection.SELECTION_SAMPLES = saved
+            fold_budget.SELECTION_SAMPLES = saved
 
 
 def test_moved_is_measured_from_both_tables():

@@ -22,7 +22,7 @@ import threading
 import numpy as np
 import pytest
 
-from robodyn.identification import selection
+from robodyn.identification import fold_budget, selection
 from robodyn.identification.pipeline import IdentificationConfig, ProcessedCache
 from robodyn.identification.processing import ProcessingConfig
 from robodyn.identification.realistic_logs import realistic_log
@@ -47,7 +47,7 @@ def threads(plant):
 
     model, data = plant
     regressor(model, data.q[:64], data.q[:64] * 0, data.q[:64] * 0, ColumnSpec(True, (), ()))
-    if not selection.concurrent_kernels_safe():
+    if not fold_budget.concurrent_kernels_safe():
         pytest.skip("Numba's threading layer here is not safe for concurrent kernel launches")
 
 
@@ -153,24 +153,24 @@ def test_under_a_layer_unsafe_for_threads_the_folds_asked_for_run_one_at_a_time(
 def test_fold_workers_follow_the_threading_layer_the_processors_and_the_memory(monkeypatch):
     import numba
 
-    monkeypatch.setattr(selection.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setattr(fold_budget.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     monkeypatch.setattr(numba, "threading_layer", lambda: "workqueue")
-    assert selection.fold_workers(5, 1 << 20) == 1  # concurrent launches abort under workqueue
+    assert fold_budget.fold_workers(5, 1 << 20) == 1  # concurrent launches abort under workqueue
 
     def not_chosen():
         raise ValueError("no threading layer yet")
 
     monkeypatch.setattr(numba, "threading_layer", not_chosen)
-    assert selection.fold_workers(5, 1 << 20) == 1
+    assert fold_budget.fold_workers(5, 1 << 20) == 1
     monkeypatch.setattr(numba, "threading_layer", lambda: "omp")
-    assert selection.fold_workers(5, 1 << 20) == 5  # one per fold
-    assert selection.fold_workers(12, 1 << 20) == 8  # one per processor
-    assert selection.fold_workers(5, selection.FOLD_MEMORY_BYTES // 3) == 3  # what 1 GiB holds, memory unknown
-    assert selection.fold_workers(5, 2 * selection.FOLD_MEMORY_BYTES) == 1  # always at least one
+    assert fold_budget.fold_workers(5, 1 << 20) == 5  # one per fold
+    assert fold_budget.fold_workers(12, 1 << 20) == 8  # one per processor
+    assert fold_budget.fold_workers(5, fold_budget.FOLD_MEMORY_BYTES // 3) == 3  # what 1 GiB holds, memory unknown
+    assert fold_budget.fold_workers(5, 2 * fold_budget.FOLD_MEMORY_BYTES) == 1  # always at least one
     # a quarter of the memory available: 16 GiB hold four folds of 1 GiB, 8 GiB two
-    assert selection.fold_workers(5, 1 << 30, 16 << 30) == 4 and selection.fold_workers(5, 1 << 30, 8 << 30) == 2
-    monkeypatch.setattr(selection.os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert selection.fold_workers(5, 1 << 20) == 1
+    assert fold_budget.fold_workers(5, 1 << 30, 16 << 30) == 4 and fold_budget.fold_workers(5, 1 << 30, 8 << 30) == 2
+    monkeypatch.setattr(fold_budget.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert fold_budget.fold_workers(5, 1 << 20) == 1
 
 
 def test_a_fold_memory_counts_the_largest_fit_of_the_widest_columns(plant):
@@ -181,26 +181,26 @@ def test_a_fold_memory_counts_the_largest_fit_of_the_widest_columns(plant):
     from robodyn.identification.folds import blocked_folds
 
     plan = blocked_folds([400], 3, min_block=100)
-    bytes_, counted = selection.fold_memory(model, CONFIG, plan)
+    bytes_, counted = fold_budget.fold_memory(model, CONFIG, plan)
     assert bytes_ == 267 * 6 * 90 * 8 and counted.startswith("267 fit samples x 6 joints x 90 columns")
     decimated = IdentificationConfig(processing=ProcessingConfig(cutoff_hz=8.0, decimation=2))
-    assert selection.fold_memory(model, decimated, plan)[0] == 133 * 6 * 90 * 8
+    assert fold_budget.fold_memory(model, decimated, plan)[0] == 133 * 6 * 90 * 8
 
 
 def test_select_refuses_in_one_line_what_would_not_fit_in_memory(plant, monkeypatch):
     model, data = plant
-    monkeypatch.setattr(selection, "available_memory", lambda: 1 << 20)
+    monkeypatch.setattr(fold_budget, "available_memory", lambda: 1 << 20)
     with pytest.raises(ValueError) as refused:
         selection.select(model, [data], CONFIG, **CANDIDATES)
     text = str(refused.value)
     assert "\n" not in text and text.startswith("select: a fold keeps") and "of the 0.0 GiB of memory available" in text
     assert "fit samples x 6 joints x 90 columns" in text
-    monkeypatch.setattr(selection, "available_memory", lambda: None)  # not known: no refusal
+    monkeypatch.setattr(fold_budget, "available_memory", lambda: None)  # not known: no refusal
     assert selection.select(model, [data], CONFIG, **CANDIDATES).selection["chosen"]
 
 
 def test_available_memory_is_what_the_kernel_says():
-    got = selection.available_memory()
+    got = fold_budget.available_memory()
     if got is None:
         pytest.skip("no /proc/meminfo here")
     with open("/proc/meminfo") as f:

@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pytest
 
-from robodyn.identification import selection
+from robodyn.identification import fold_budget, selection
 from robodyn.identification.folds import blocked_folds
 from robodyn.identification.friction import FrictionColumns
 from robodyn.identification.pipeline import IdentificationConfig, ProcessedCache
@@ -61,19 +61,19 @@ def test_a_thinned_cache_holds_every_kth_processed_sample_with_its_own_friction_
 def test_a_fold_keeps_the_fewest_thinning_that_brings_its_fit_within_the_cap(plant, monkeypatch):
     model, _ = plant
     plan = blocked_folds([400_000], 5)  # each fold fits 320,000 samples
-    assert selection.selection_thinning(plan, CONFIG) == math.ceil(320_000 / selection.SELECTION_SAMPLES)
-    monkeypatch.setattr(selection, "SELECTION_SAMPLES", 80_000)
-    assert selection.selection_thinning(plan, CONFIG) == 4
-    monkeypatch.setattr(selection, "SELECTION_SAMPLES", 79_999)
-    assert selection.selection_thinning(plan, CONFIG) == 5
+    assert fold_budget.selection_thinning(plan, CONFIG) == math.ceil(320_000 / fold_budget.SELECTION_SAMPLES)
+    monkeypatch.setattr(fold_budget, "SELECTION_SAMPLES", 80_000)
+    assert fold_budget.selection_thinning(plan, CONFIG) == 4
+    monkeypatch.setattr(fold_budget, "SELECTION_SAMPLES", 79_999)
+    assert fold_budget.selection_thinning(plan, CONFIG) == 5
     decimated = IdentificationConfig(processing=ProcessingConfig(cutoff_hz=8.0, decimation=2))
-    assert selection.selection_thinning(plan, decimated) == 3  # 160,000 after decimation
+    assert fold_budget.selection_thinning(plan, decimated) == 3  # 160,000 after decimation
     averaged = IdentificationConfig(processing=ProcessingConfig(cutoff_hz=8.0, average_period_s=10.0))
-    assert selection.selection_thinning(plan, averaged) == 1  # the fit is one averaged period
-    monkeypatch.setattr(selection, "SELECTION_SAMPLES", 10**9)
-    assert selection.selection_thinning(plan, CONFIG) == 1
+    assert fold_budget.selection_thinning(plan, averaged) == 1  # the fit is one averaged period
+    monkeypatch.setattr(fold_budget, "SELECTION_SAMPLES", 10**9)
+    assert fold_budget.selection_thinning(plan, CONFIG) == 1
     # a fold is counted to keep a k-th of its rows
-    assert selection.fold_memory(model, CONFIG, plan, 4)[0] == 80_000 * 6 * 90 * 8
+    assert fold_budget.fold_memory(model, CONFIG, plan, 4)[0] == 80_000 * 6 * 90 * 8
 
 
 def _counted_select(model, data, monkeypatch):
@@ -103,7 +103,7 @@ def test_select_over_the_cap_fits_and_scores_one_sample_in_k(plant, monkeypatch)
     whole, fitted_whole, scored_whole = _counted_select(model, data, monkeypatch)
     assert whole.selection["thinning"] == 1 and "one processed sample in" not in whole.selection["cross_validation"]
 
-    monkeypatch.setattr(selection, "SELECTION_SAMPLES", 500)  # each of 3 folds fits about 1,333 samples: k = 3
+    monkeypatch.setattr(fold_budget, "SELECTION_SAMPLES", 500)  # each of 3 folds fits about 1,333 samples: k = 3
     thinned, fitted, scored = _counted_select(model, data, monkeypatch)
     sel = thinned.selection
     assert sel["thinning"] == 3 and "one processed sample in 3 (at most 500 fit samples a fold)" in sel["cross_validation"]
