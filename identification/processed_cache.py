@@ -85,10 +85,13 @@ class ProcessedCache:
             if plain is not None and purpose == "predict":
                 # a prediction's friction signals are the sharp functions of the processed velocity
                 # (processing.process_windows): every column set's pieces are the plain ones with
-                # their own Coulomb and Stribeck signals, not another pass of the filters
-                pieces = [dataclasses.replace(p, data=replace_friction_signals(
+                # their own Coulomb and Stribeck signals, not another pass of the filters. Derived
+                # on each use, not kept: each fold's sigmoid and Stribeck scales are its own, and
+                # kept, they held the whole held-out recording's signals once per fold and set: a
+                # selection on four hours at 1 kHz ran a 24 GB host out of memory
+                return [dataclasses.replace(p, data=replace_friction_signals(
                     p.data, columns.coulomb(p.data.qd), columns.extra(p.data.qd))) for p in plain]
-            elif plain is not None and all(p.friction_source is not None for p in plain):
+            if plain is not None and all(p.friction_source is not None for p in plain):
                 # a fit's are filtered as its torque was: only they are filtered again
                 pieces = _with_friction_signals(plain, columns)
             else:
