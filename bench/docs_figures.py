@@ -183,6 +183,10 @@ SOURCES: dict[str, Source] = {
     "select_cost": Source("bench/identify/select_cost.json",
                           "python bench/identify/select_cost.py --out {out}", None,
                           "times the default and --select on recordings up to an hour long; about ten minutes"),
+    "select_cost_long": Source("bench/identify/select_cost_long.json",
+                               "python bench/identify/select_cost.py --seconds 14400 --runs 1 --out {out}", None,
+                               "times the default and --select on four hours at 1 kHz once each; about twenty minutes "
+                               "and 14 GB of memory"),
     "select_command_cost": Source("bench/realdata/select_command_cost.json",
                                   "python bench/realdata/select_command_cost.py --out {out}", None,
                                   "needs farm-bench on PATH; times whole commands, a few minutes"),

@@ -14,7 +14,8 @@ drive gains off, quantised noisy currents), 4 s of one excitation. Checked:
   launches, at most one per processor and per fold, and no more than the memory budget holds; what
   a fold keeps (its fit samples' rows of the widest candidate's columns), and select's one-line
   refusal when that is over half the memory available;
-- ProcessedCache.sharing_pieces shares the processed pieces and keeps regressor rows of its own.
+- ProcessedCache.sharing_pieces shares the processed pieces and keeps regressor rows of its own; a
+  friction-column set's prediction pieces are derived from the kept plain ones on each use.
 """
 
 import threading
@@ -222,3 +223,21 @@ def test_a_cache_sharing_pieces_keeps_rows_of_its_own(plant):
     assert view.rows(model, d, spec, 0, 100) is rows  # kept for the view's own candidates
     assert shared.rows(model, d, spec, 0, 100) is not rows  # not in the cache it shares pieces with
     np.testing.assert_array_equal(shared.rows(model, d, spec, 0, 100), rows)
+
+
+def test_a_column_sets_prediction_pieces_are_derived_on_use_not_kept(plant):
+    """A fold's own sigmoid or Stribeck scales would otherwise keep the whole held-out recording's
+    friction signals once per fold and set: the pieces come from the kept plain ones each time."""
+    from robodyn.identification.friction import FrictionColumns
+
+    _, data = plant
+    cache = ProcessedCache()
+    columns = FrictionColumns("stribeck", np.full(6, 0.1))
+    first = cache.pieces(data, CONFIG.processing, purpose="predict", columns=columns)
+    again = cache.pieces(data, CONFIG.processing, purpose="predict", columns=columns)
+    plain = cache.pieces(data, CONFIG.processing, purpose="predict")
+    assert first is not again and len(cache._store) == 1  # only the plain pieces are kept
+    for a, b, p in zip(first, again, plain):
+        assert a.data.q is p.data.q  # the states are the plain pieces', shared
+        np.testing.assert_array_equal(a.data.friction_extra, b.data.friction_extra)
+        np.testing.assert_array_equal(a.data.coulomb, columns.coulomb(p.data.qd))
