@@ -32,8 +32,9 @@ best is chosen. The chosen configuration is refitted on all the training recordi
 recording stays held out). The result carries the whole table and the rule that chose.
 
 On a long recording every fold is fitted and scored on one processed sample in k, the fewest that
-keeps a fold's fit within :data:`.fold_budget.SELECTION_SAMPLES` (:func:`.fold_budget.selection_thinning`; the record says so),
-so that selection costs a bounded multiple of the default fit however long the recording is.
+keeps a fold's fit within :data:`.fold_budget.SELECTION_SAMPLES` (:func:`.fold_budget.selection_thinning`;
+the record says so), so that selection costs a bounded multiple of the default fit however long the
+recording is.
 """
 
 from __future__ import annotations
@@ -267,7 +268,8 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     every = fold_budget.selection_thinning(plan, config)
     if every > 1:
         cross_validation += (f"; each fold fitted and scored on one processed sample in {every} (at most "
-                             f"{fold_budget.SELECTION_SAMPLES} fit samples a fold), the chosen candidate refitted on every sample")
+                             f"{fold_budget.SELECTION_SAMPLES} fit samples a fold), the chosen candidate refitted "
+                             "on every sample")
     fold_bytes, counted = fold_budget.fold_memory(model, config, plan, every)
     available = fold_budget.available_memory()
     if available is not None and fold_bytes > fold_budget.MEMORY_SHARE * available:

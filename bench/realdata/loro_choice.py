@@ -102,10 +102,12 @@ def leave_one_robot_out(rows: list[dict], variants) -> list[dict]:
     return out
 
 
-def corpus_arguments(description: str, out: str, argv=None) -> argparse.Namespace:
+def corpus_arguments(description: str, out: str, argv=None, more=None) -> argparse.Namespace:
     """--dir, --corpus-only and --out (default ``out`` beside this file), as the scripts that run
-    over every split of loro.py's table take them."""
+    over every split of loro.py's table take them; ``more`` adds a script's own to the parser."""
     p = argparse.ArgumentParser(description=description)
+    if more is not None:
+        more(p)
     p.add_argument("--dir", type=Path, default=fetch.DEFAULT_CACHE, help="the cache fetch.py filled")
     p.add_argument("--corpus-only", action="store_true", help="leave the three logs the defaults were first "
                                                               "checked on out")

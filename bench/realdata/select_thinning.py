@@ -46,7 +46,8 @@ def selected(model, fit, held, couplings, cap: int) -> dict:
     saved = fold_budget.SELECTION_SAMPLES
     fold_budget.SELECTION_SAMPLES = cap
     try:
-        result = selection.select(model, [fit], IdentificationConfig(motor_couplings=tuple(tuple(c) for c in couplings)))
+        config = IdentificationConfig(motor_couplings=tuple(tuple(c) for c in couplings))
+        result = selection.select(model, [fit], config)
     finally:
         fold_budget.SELECTION_SAMPLES = saved
     sel = result.selection
@@ -66,7 +67,8 @@ def moved(whole: dict, thinned: dict) -> dict:
         rel.append(abs(other - mean) / mean)
         if se:
             in_se.append(abs(other - mean) / se)
-    return {"mean_moved_relative_max": round(max(rel), 5), "mean_moved_relative_median": round(statistics.median(rel), 5),
+    return {"mean_moved_relative_max": round(max(rel), 5),
+            "mean_moved_relative_median": round(statistics.median(rel), 5),
             "mean_moved_in_standard_errors_max": round(max(in_se), 3) if in_se else None}
 
 
@@ -84,22 +86,14 @@ def fold_cap(fit, every: int) -> int:
 
 
 def main(argv=None) -> int:
-    import argparse
+    def every_option(p):
+        p.add_argument("--every", default="2,4,8", help="thinnings to force, comma-separated whole numbers > 1")
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--every", default="2,4,8", help="thinnings to force, comma-separated whole numbers > 1")
-    p.add_argument("--dir", type=Path, default=loro_choice.fetch.DEFAULT_CACHE, help="the cache fetch.py filled")
-    p.add_argument("--corpus-only", action="store_true", help="leave the three logs the defaults were first "
-                                                              "checked on out")
-    p.add_argument("--out", type=Path, default=Path(__file__).with_name("select_thinning.json"))
-    args = p.parse_args(argv)
-    try:
-        everies = [int(x) for x in args.every.split(",")]
-    except ValueError:
-        print(f"select_thinning: --every: expected comma-separated whole numbers, got {args.every!r}", file=sys.stderr)
-        return 2
-    if any(k < 2 for k in everies):
-        print(f"select_thinning: --every: each thinning must be at least 2, got {args.every!r}", file=sys.stderr)
+    args = loro_choice.corpus_arguments(__doc__.split("\n\n")[0], "select_thinning.json", argv, more=every_option)
+    everies = [int(x) for x in args.every.split(",") if x.strip().isdigit()]
+    if len(everies) != len(args.every.split(",")) or any(k < 2 for k in everies):
+        print(f"select_thinning: --every: expected comma-separated whole numbers of at least 2, got {args.every!r}",
+              file=sys.stderr)
         return 2
     rows = []
     load_start = os.getloadavg()
@@ -123,7 +117,8 @@ def main(argv=None) -> int:
                 file=sys.stderr, flush=True)
             rows.append(row)
     doc = {"benchmark": "--select with each fold thinned to one processed sample in k, against every sample",
-           "command": "python bench/realdata/select_thinning.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+           "command": "python bench/realdata/select_thinning.py "
+                      + " ".join(argv if argv is not None else sys.argv[1:]),
            "score": "sum over joints of the per-joint RMSE against the raw measured torque on the held-out data",
            "splits": rows,
            "same_choice": {str(k): sum(t["same_choice"] for r in rows for t in r["thinned"] if t["every"] == k)

@@ -62,8 +62,8 @@ def test_main_reports_each_thinning_against_every_sample(split, tmp_path, monkey
     [row] = doc["splits"]
     assert [t["every"] for t in row["thinned"]] == [2, 3] and row["fit_samples"] == fit.count
     assert [t["fold_fit_samples"] for t in row["thinned"]] == [-(-row["largest_fold_fit"] // k) for k in (2, 3)]
-    assert doc["held_out_moved_percent_max"] == round(max(abs(t["held_out_rmse_sum"] / row["held_out_rmse_sum"] - 1) * 100
-                                                          for t in row["thinned"]), 2)
+    moved = [abs(t["held_out_rmse_sum"] / row["held_out_rmse_sum"] - 1) * 100 for t in row["thinned"]]
+    assert doc["held_out_moved_percent_max"] == round(max(moved), 2)
     assert doc["choice_changed_at_fold_fit_samples"] == sorted(t["fold_fit_samples"] for t in row["thinned"]
                                                                if not t["same_choice"])
     for t in row["thinned"]:
@@ -72,12 +72,10 @@ def test_main_reports_each_thinning_against_every_sample(split, tmp_path, monkey
     assert doc["same_choice"] == {str(t["every"]): int(t["same_choice"]) for t in row["thinned"]}
 
 
-@pytest.mark.parametrize("every, line", [
-    ("2,x", "select_thinning: --every: expected comma-separated whole numbers, got '2,x'"),
-    ("1,2", "select_thinning: --every: each thinning must be at least 2, got '1,2'"),
-])
-def test_bad_thinnings_get_one_line_and_nothing_written(every, line, tmp_path, capsys):
+@pytest.mark.parametrize("every", ["2,x", "1,2", "2,-3", ""])
+def test_bad_thinnings_get_one_line_and_nothing_written(every, tmp_path, capsys):
     out = tmp_path / "thinning.json"
     assert select_thinning.main(["--every", every, "--out", str(out)]) == 2
-    assert capsys.readouterr().err.strip() == line
+    assert capsys.readouterr().err.strip() == ("select_thinning: --every: expected comma-separated whole numbers of "
+                                               f"at least 2, got {every!r}")
     assert not out.exists()

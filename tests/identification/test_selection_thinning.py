@@ -53,7 +53,8 @@ def test_a_thinned_cache_holds_every_kth_processed_sample_with_its_own_friction_
                     np.testing.assert_array_equal(y, x[::3], err_msg=name)
     # a prediction is scored at the measured samples: never thinned
     predicted = thin.pieces(data, CONFIG.processing, purpose="predict")
-    np.testing.assert_array_equal(predicted[0].data.q, full.pieces(data, CONFIG.processing, purpose="predict")[0].data.q)
+    unthinned = full.pieces(data, CONFIG.processing, purpose="predict")
+    np.testing.assert_array_equal(predicted[0].data.q, unthinned[0].data.q)
     with pytest.raises(ValueError, match="every: a positive whole number"):
         ProcessedCache(0)
 
@@ -106,7 +107,8 @@ def test_select_over_the_cap_fits_and_scores_one_sample_in_k(plant, monkeypatch)
     monkeypatch.setattr(fold_budget, "SELECTION_SAMPLES", 500)  # each of 3 folds fits about 1,333 samples: k = 3
     thinned, fitted, scored = _counted_select(model, data, monkeypatch)
     sel = thinned.selection
-    assert sel["thinning"] == 3 and "one processed sample in 3 (at most 500 fit samples a fold)" in sel["cross_validation"]
+    assert sel["thinning"] == 3
+    assert "one processed sample in 3 (at most 500 fit samples a fold)" in sel["cross_validation"]
     # the fit: a third of each fold's processed rows (each piece thinned from its first sample)
     assert len(fitted) == len(fitted_whole)
     for k, n in zip(fitted, fitted_whole):
