@@ -256,8 +256,8 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     ``methods`` default: :func:`candidate_methods` (the table's candidates, the config's estimator,
     and the physically consistent fit, with the Coulomb-viscous friction whose columns are standard
     parameters, when the sdp extra is there). ``workers``: folds scored at once, in threads
-    (default :func:`fold_workers`; one under a threading layer that is not
-    :func:`concurrent_kernels_safe`); the table is the same for any number."""
+    (default :func:`.fold_budget.fold_workers`; one under a threading layer that is not
+    :func:`.fold_budget.concurrent_kernels_safe`); the table is the same for any number."""
     report = progress or (lambda stage, fraction: None)
     if methods is None:
         methods = candidate_methods(config.method)
@@ -273,8 +273,9 @@ def select(model: RobotModel, datasets: Sequence[SampledData], config: Identific
     fold_bytes, counted = fold_budget.fold_memory(model, config, plan, every)
     available = fold_budget.available_memory()
     if available is not None and fold_bytes > fold_budget.MEMORY_SHARE * available:
+        share = fold_budget.MEMORY_SHARE
         raise ValueError(f"select: a fold keeps its fit samples' regressor rows, {fold_bytes / 2**30:.1f} GiB here "
-                         f"({counted}), over {fold_budget.MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB of memory "
+                         f"({counted}), over {share:.0%} of the {available / 2**30:.1f} GiB of memory "
                          "available; select on a shorter part of the recording, or identify without --select")
     # the reference is what the default would fit: its cut-off and its choice between the config's
     # estimator and the consistent fit (validated_choice), so selection starts from the default and
@@ -409,7 +410,7 @@ def _score_fold(model: RobotModel, datasets: Sequence[SampledData], holdout: Seq
     (score, parameters) or (the one-line error, None). A fold depends on no other, so folds may be
     scored at once in threads; ``held_out_processing`` is the one cache they share (its processed
     recordings; each fold keeps its own regressor rows). ``every`` > 1: one processed sample in so
-    many fitted and scored (:func:`selection_thinning`). Its own function so that the fold's data
+    many fitted and scored (:func:`.fold_budget.selection_thinning`). Its own function so that the fold's data
     (processed pieces, the shared regressor rows) are freed when it returns, before the next fold's
     are made: memory just freed is reused at once, where fresh memory costs the kernel a first
     touch of every page (measured on the TX40 fold's 63 MB of rows: 7 ms reused, 50 to 170 ms
